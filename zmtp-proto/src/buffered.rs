@@ -1,0 +1,161 @@
+//! An owning convenience layer: a [`Connection`] with its receive and send buffers.
+//!
+//! It adds no protocol logic: it only keeps the buffers and turns borrowed [`Item`]s into
+//! owned [`Bytes`] that share the receive buffer's allocation (no copy of frame bodies).
+
+use alloc::vec::Vec;
+
+use bytes::{Bytes, BytesMut};
+
+use crate::{Config, Connection, Error, Instant, Item, SendError};
+
+/// An owned [`Item`]: payloads are slices of the receive buffer, not copies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OwnedItem {
+    /// The peer's READY metadata (encoded properties); the handshake is complete.
+    Ready(Bytes),
+    /// One frame of a message.
+    Frame {
+        /// The frame body.
+        body: Bytes,
+        /// More frames of this message follow.
+        more: bool,
+    },
+    /// A subscription.
+    Subscribe(Bytes),
+    /// A cancelled subscription.
+    Cancel(Bytes),
+    /// A JOIN command.
+    Join(Bytes),
+    /// A LEAVE command.
+    Leave(Bytes),
+}
+
+/// A [`Connection`] together with the buffers a driver needs.
+#[derive(Debug)]
+pub struct Buffered {
+    conn: Connection,
+    rx: BytesMut,
+    tx: Vec<u8>,
+}
+
+/// Initial receive buffer size.
+const RX_CHUNK: usize = 8 * 1024;
+
+impl Buffered {
+    /// A new connection; see [`Connection::new`].
+    pub fn new(config: Config, now: Instant) -> Buffered {
+        Buffered {
+            conn: Connection::new(config, now),
+            rx: BytesMut::with_capacity(RX_CHUNK),
+            tx: Vec::new(),
+        }
+    }
+
+    /// The connection.
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// The connection, mutably (timers, events).
+    pub fn connection_mut(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+
+    /// Append bytes read from the stream.
+    pub fn receive(&mut self, data: &[u8]) {
+        self.rx.extend_from_slice(data);
+    }
+
+    /// The receive buffer, for drivers that read straight into it.
+    pub fn read_buf(&mut self) -> &mut BytesMut {
+        &mut self.rx
+    }
+
+    /// The next complete item from the received bytes, if any. When none is complete, the
+    /// receive buffer is given room for what the next step needs.
+    pub fn poll_item(&mut self, now: Instant) -> Result<Option<OwnedItem>, Error> {
+        loop {
+            let input = self.conn.handle_input(now, &mut self.rx)?;
+            if input.consumed == 0 {
+                let more = input.needed.saturating_sub(self.rx.len());
+                self.rx.reserve(more.max(RX_CHUNK));
+                return Ok(None);
+            }
+            let kind: Option<fn(Bytes) -> OwnedItem> = input.item.map(|item| match item {
+                Item::Ready(_) => OwnedItem::Ready as fn(Bytes) -> OwnedItem,
+                Item::Frame { more, .. } => {
+                    if more {
+                        |body| OwnedItem::Frame { body, more: true }
+                    } else {
+                        |body| OwnedItem::Frame { body, more: false }
+                    }
+                }
+                Item::Subscribe(_) => OwnedItem::Subscribe,
+                Item::Cancel(_) => OwnedItem::Cancel,
+                Item::Join(_) => OwnedItem::Join,
+                Item::Leave(_) => OwnedItem::Leave,
+            });
+            let (payload, consumed) = (input.payload.clone(), input.consumed);
+            let chunk = self.rx.split_to(consumed).freeze();
+            if let Some(make) = kind {
+                return Ok(Some(make(chunk.slice(payload))));
+            }
+        }
+    }
+
+    /// Append pending control frames to the send buffer.
+    pub fn poll_transmit(&mut self) {
+        // Control frames are small; one retry with the exact size always succeeds.
+        let _ = self.encode(|conn, out| Ok(conn.poll_transmit(out)?));
+    }
+
+    /// Append one data frame to the send buffer.
+    pub fn send_frame(&mut self, body: &[u8], more: bool) -> Result<(), SendError> {
+        self.encode(|conn, out| conn.send_frame(body, more, out))
+    }
+
+    /// Append a subscription (command or `0x01` message, by peer version).
+    pub fn send_subscribe(&mut self, topic: &[u8]) -> Result<(), SendError> {
+        self.encode(|conn, out| conn.send_subscribe(topic, out))
+    }
+
+    /// Append a cancelled subscription.
+    pub fn send_cancel(&mut self, topic: &[u8]) -> Result<(), SendError> {
+        self.encode(|conn, out| conn.send_cancel(topic, out))
+    }
+
+    /// Bytes waiting to be written to the stream.
+    pub fn transmit(&self) -> &[u8] {
+        &self.tx
+    }
+
+    /// Drop `n` bytes that were written from the front of [`transmit`](Self::transmit).
+    pub fn advance(&mut self, n: usize) {
+        self.tx.drain(..n.min(self.tx.len()));
+    }
+
+    fn encode(
+        &mut self,
+        mut f: impl FnMut(&mut Connection, &mut [u8]) -> Result<usize, SendError>,
+    ) -> Result<(), SendError> {
+        let start = self.tx.len();
+        let mut room = 256;
+        loop {
+            self.tx.resize(start + room, 0);
+            match f(&mut self.conn, &mut self.tx[start..]) {
+                Ok(n) => {
+                    self.tx.truncate(start + n);
+                    return Ok(());
+                }
+                Err(SendError::InsufficientSize { required }) if required > room => {
+                    room = required;
+                }
+                Err(e) => {
+                    self.tx.truncate(start);
+                    return Err(e);
+                }
+            }
+        }
+    }
+}

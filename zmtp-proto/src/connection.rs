@@ -1,0 +1,833 @@
+//! One ZMTP byte stream, from greeting to traffic.
+
+use core::ops::Range;
+use core::time::Duration;
+
+use crate::codec::{
+    emit_property, ensure, property_len, Command, FrameHeader, Greeting, InsufficientSize,
+    Mechanism, Metadata, Status, Version, GREETING_LEN, MAX_PING_CONTEXT, SIGNATURE_LEN,
+};
+use crate::error::{Error, SendError};
+use crate::mechanism::{reason_of, MechanismState, Null, Step};
+use crate::{Instant, SocketType};
+
+/// A routing identity: at most 255 bytes.
+pub type Identity = heapless::Vec<u8, 255>;
+
+/// Capacity for encoded application metadata (`X-` properties) sent in our READY.
+pub const MAX_PROPERTIES_LEN: usize = 1024;
+
+/// Default handshake deadline (libzmq's `ZMQ_HANDSHAKE_IVL`).
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Default limit for a single command frame (READY metadata, subscriptions, PING...).
+pub const DEFAULT_MAX_COMMAND_SIZE: u64 = 64 * 1024;
+
+/// A configuration value that cannot be used.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigError {
+    /// Routing identities are at most 255 bytes.
+    IdentityTooLong,
+    /// Application property names must start with `X-` and be at most 255 bytes (as in libzmq).
+    BadPropertyName,
+    /// The encoded application properties exceed [`MAX_PROPERTIES_LEN`].
+    PropertiesFull,
+}
+
+impl core::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            ConfigError::IdentityTooLong => "identity longer than 255 bytes",
+            ConfigError::BadPropertyName => "property names must start with \"X-\"",
+            ConfigError::PropertiesFull => "application properties too large",
+        })
+    }
+}
+
+/// Everything a [`Connection`] needs to know about the local side.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Our socket type, sent as `Socket-Type` and checked against the peer's.
+    pub socket_type: SocketType,
+    /// Version we announce: [`Version::V3_1`] (default) or [`Version::V3_0`] to act as a 3.0 peer.
+    pub version: Version,
+    /// Deadline from construction to the end of the handshake (default 30 s); `None` for none.
+    pub handshake_timeout: Option<Duration>,
+    /// Send a PING this often once the handshake is done (`ZMQ_HEARTBEAT_IVL`).
+    pub heartbeat_interval: Option<Duration>,
+    /// Fail when nothing arrives this long after a PING (`ZMQ_HEARTBEAT_TIMEOUT`; default: the interval).
+    pub heartbeat_timeout: Option<Duration>,
+    /// TTL announced in our PINGs (`ZMQ_HEARTBEAT_TTL`), sent in tenths of a second.
+    pub heartbeat_ttl: Option<Duration>,
+    /// Largest message the peer may send, in bytes, summed over all its frames (`ZMQ_MAXMSGSIZE`).
+    pub max_message_size: Option<u64>,
+    /// Largest command frame body accepted.
+    pub max_command_size: u64,
+    identity: Identity,
+    properties: heapless::Vec<u8, MAX_PROPERTIES_LEN>,
+}
+
+impl Config {
+    /// Defaults as libzmq's for a socket of this type.
+    pub fn new(socket_type: SocketType) -> Config {
+        Config {
+            socket_type,
+            version: Version::V3_1,
+            handshake_timeout: Some(DEFAULT_HANDSHAKE_TIMEOUT),
+            heartbeat_interval: None,
+            heartbeat_timeout: None,
+            heartbeat_ttl: None,
+            max_message_size: None,
+            max_command_size: DEFAULT_MAX_COMMAND_SIZE,
+            identity: Identity::new(),
+            properties: heapless::Vec::new(),
+        }
+    }
+
+    /// Set our routing identity (`ZMQ_ROUTING_ID`), sent by REQ, DEALER and ROUTER.
+    pub fn set_identity(&mut self, id: &[u8]) -> Result<(), ConfigError> {
+        self.identity = Identity::from_slice(id).map_err(|_| ConfigError::IdentityTooLong)?;
+        Ok(())
+    }
+
+    /// Our routing identity.
+    pub fn identity(&self) -> &[u8] {
+        &self.identity
+    }
+
+    /// Add an application property (`ZMQ_METADATA`) to our READY. Names start with `X-`.
+    pub fn add_property(&mut self, name: &[u8], value: &[u8]) -> Result<(), ConfigError> {
+        if !name.starts_with(b"X-") || name.len() > 255 {
+            return Err(ConfigError::BadPropertyName);
+        }
+        let at = self.properties.len();
+        let len = property_len(name, value);
+        self.properties
+            .resize(at + len, 0)
+            .map_err(|_| ConfigError::PropertiesFull)?;
+        // Cannot fail: the buffer was just resized to hold exactly `len` more bytes.
+        let _ = emit_property(name, value, &mut self.properties[at..]);
+        Ok(())
+    }
+
+    /// The encoded application properties.
+    pub fn properties(&self) -> Metadata<'_> {
+        // Built only by `add_property`, so always valid; an empty block on the impossible failure.
+        Metadata::parse(&self.properties).unwrap_or(Metadata::EMPTY)
+    }
+}
+
+/// Something a connection reports that does not borrow the input.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// The handshake completed: messages may now be sent and received.
+    HandshakeSucceeded {
+        /// The peer's `Socket-Type` (`None` if its READY had none, which libzmq accepts).
+        peer_socket_type: Option<SocketType>,
+        /// The negotiated protocol version (3.0 if either side announced 3.0).
+        version: Version,
+    },
+    /// The peer sent PING; a PONG is queued.
+    PingReceived,
+    /// The peer answered one of our PINGs.
+    PongReceived,
+}
+
+/// Something received that borrows the input buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Item<'a> {
+    /// The peer's READY: the handshake is complete. Carries its metadata.
+    Ready(Metadata<'a>),
+    /// One frame of a message. A message is complete at the first frame without `more`.
+    Frame {
+        /// The frame body.
+        body: &'a [u8],
+        /// More frames of this message follow.
+        more: bool,
+    },
+    /// A subscription, from a SUBSCRIBE command or a `0x01`-prefixed message (to PUB/XPUB only).
+    Subscribe(&'a [u8]),
+    /// A cancelled subscription, from CANCEL or a `0x00`-prefixed message (to PUB/XPUB only).
+    Cancel(&'a [u8]),
+    /// A JOIN command (RADIO/DISH).
+    Join(&'a [u8]),
+    /// A LEAVE command (RADIO/DISH).
+    Leave(&'a [u8]),
+}
+
+impl<'a> Item<'a> {
+    /// The bytes this item carries (frame body, topic, group or metadata).
+    pub fn payload(&self) -> &'a [u8] {
+        match *self {
+            Item::Ready(m) => m.as_bytes(),
+            Item::Frame { body, .. } => body,
+            Item::Subscribe(b) | Item::Cancel(b) | Item::Join(b) | Item::Leave(b) => b,
+        }
+    }
+}
+
+/// The result of one [`Connection::handle_input`] step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Input<'a> {
+    /// Bytes used from the front of the input; the driver discards them.
+    pub consumed: usize,
+    /// When nothing was consumed: how many bytes the next step needs from the front of
+    /// the input (already limit-checked, so the driver may reserve that much). Zero otherwise.
+    pub needed: usize,
+    /// What was received, if anything.
+    pub item: Option<Item<'a>>,
+    /// Where [`Item::payload`] lies in the input, so an owning driver can slice its read
+    /// buffer instead of copying.
+    pub payload: Range<usize>,
+}
+
+impl Input<'_> {
+    fn partial(needed: usize) -> Self {
+        Input {
+            consumed: 0,
+            needed,
+            item: None,
+            payload: 0..0,
+        }
+    }
+
+    fn consumed(consumed: usize) -> Self {
+        Input {
+            consumed,
+            needed: 0,
+            item: None,
+            payload: 0..0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for the peer's signature and major version.
+    Signature,
+    /// Waiting for the remaining 53 greeting bytes.
+    GreetingRest,
+    /// Mechanism handshake.
+    Handshake,
+    /// Messages flow.
+    Traffic,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Timer {
+    Handshake = 0,
+    Ping = 1,
+    PongTimeout = 2,
+    Ttl = 3,
+}
+const TIMER_COUNT: usize = 4;
+
+/// A control frame waiting for `poll_transmit`, in the order they go out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Control {
+    Signature,
+    GreetingRest,
+    Ready,
+    Pong,
+    Ping,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Pending {
+    signature: bool,
+    greeting_rest: bool,
+    ready: bool,
+    ping: bool,
+    pong: Option<heapless::Vec<u8, MAX_PING_CONTEXT>>,
+}
+
+/// A sans-IO ZMTP 3.x connection: one byte stream from greeting to traffic.
+///
+/// It reads no clock, performs no I/O and allocates nothing: input and output buffers
+/// belong to the driver. See the [crate documentation](crate) for the calling contract.
+#[derive(Debug, Clone)]
+pub struct Connection {
+    config: Config,
+    mechanism: MechanismState,
+    phase: Phase,
+    version: Version,
+    peer_major: u8,
+    peer_socket_type: Option<SocketType>,
+    peer_identity: Identity,
+    timers: [Option<Instant>; TIMER_COUNT],
+    pending: Pending,
+    /// Our last data frame had MORE set: no command may be written until the message ends.
+    out_mid_message: bool,
+    /// The peer's last data frame had MORE set.
+    in_mid_message: bool,
+    in_message_size: u64,
+    events: heapless::Deque<Event, 8>,
+    error: Option<Error>,
+}
+
+impl Connection {
+    /// A new connection using the NULL mechanism. The first greeting stage is queued at once
+    /// and the handshake deadline starts at `now`.
+    pub fn new(config: Config, now: Instant) -> Connection {
+        let mut timers = [None; TIMER_COUNT];
+        timers[Timer::Handshake as usize] = config.handshake_timeout.map(|d| now + d);
+        Connection {
+            version: config.version,
+            peer_major: 0,
+            config,
+            mechanism: MechanismState::Null(Null),
+            phase: Phase::Signature,
+            peer_socket_type: None,
+            peer_identity: Identity::new(),
+            timers,
+            pending: Pending {
+                signature: true,
+                ..Pending::default()
+            },
+            out_mid_message: false,
+            in_mid_message: false,
+            in_message_size: 0,
+            events: heapless::Deque::new(),
+            error: None,
+        }
+    }
+
+    /// The local configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The sticky error, if the connection has failed.
+    pub fn error(&self) -> Option<&Error> {
+        self.error.as_ref()
+    }
+
+    /// Whether the handshake has completed and messages may flow.
+    pub fn is_established(&self) -> bool {
+        self.phase == Phase::Traffic && self.error.is_none()
+    }
+
+    /// The version in use: ours until the peer's greeting arrives, then the negotiated one.
+    pub fn version(&self) -> Version {
+        self.version
+    }
+
+    /// The peer's socket type, once its READY has arrived.
+    pub fn peer_socket_type(&self) -> Option<SocketType> {
+        self.peer_socket_type
+    }
+
+    /// The peer's `Identity` property (empty if it sent none).
+    pub fn peer_identity(&self) -> &[u8] {
+        &self.peer_identity
+    }
+
+    /// Whether control frames are waiting for [`poll_transmit`](Self::poll_transmit).
+    pub fn wants_write(&self) -> bool {
+        self.error.is_none() && self.next_control().is_some()
+    }
+
+    /// Feed received bytes. Processes at most one greeting stage or one frame from the
+    /// front of `input` and says how many bytes it used.
+    ///
+    /// Call it again on the remaining bytes until it consumes nothing; then `needed` says
+    /// how many bytes must be buffered before the next call can make progress. `input` is
+    /// mutable so that encrypting mechanisms can decrypt in place.
+    pub fn handle_input<'a>(
+        &mut self,
+        now: Instant,
+        input: &'a mut [u8],
+    ) -> Result<Input<'a>, Error> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
+        let r = self.input_step(now, input);
+        if let Err(e) = &r {
+            self.error = Some(e.clone());
+        }
+        r
+    }
+
+    fn input_step<'a>(&mut self, now: Instant, input: &'a mut [u8]) -> Result<Input<'a>, Error> {
+        let input: &'a [u8] = input;
+        match self.phase {
+            Phase::Signature => {
+                let Status::Complete(major) = Greeting::parse_signature(input)? else {
+                    return Ok(Input::partial(SIGNATURE_LEN));
+                };
+                if major < 3 {
+                    return Err(Error::UnsupportedVersion { major });
+                }
+                self.peer_major = major;
+                self.phase = Phase::GreetingRest;
+                self.pending.greeting_rest = true;
+                Ok(Input::consumed(SIGNATURE_LEN))
+            }
+            Phase::GreetingRest => {
+                const REST: usize = GREETING_LEN - SIGNATURE_LEN;
+                let Some(rest) = input.get(..REST) else {
+                    return Ok(Input::partial(REST));
+                };
+                let peer = Version {
+                    major: self.peer_major,
+                    minor: rest[0],
+                };
+                let mut theirs = [0u8; 20];
+                theirs.copy_from_slice(&rest[1..21]);
+                let theirs = Mechanism(theirs);
+                let ours = self.mechanism.name();
+                if theirs != ours {
+                    return Err(Error::MechanismMismatch { ours, theirs });
+                }
+                self.version = if self.config.version.is_v31() && peer.is_v31() {
+                    Version::V3_1
+                } else {
+                    Version::V3_0
+                };
+                self.phase = Phase::Handshake;
+                if self.mechanism.ready_after_greeting() {
+                    self.pending.ready = true;
+                }
+                Ok(Input::consumed(REST))
+            }
+            Phase::Handshake | Phase::Traffic => self.input_frame(now, input),
+        }
+    }
+
+    fn input_frame<'a>(&mut self, now: Instant, input: &'a [u8]) -> Result<Input<'a>, Error> {
+        let Some(&flags) = input.first() else {
+            return Ok(Input::partial(2));
+        };
+        let is_command = flags & 0x04 != 0;
+        let limit = if is_command {
+            self.config.max_command_size
+        } else {
+            self.config.max_message_size.unwrap_or(u64::MAX)
+        };
+        let Status::Complete((header, header_len)) = FrameHeader::parse(input, limit)? else {
+            return Ok(Input::partial(if flags & 0x02 != 0 { 9 } else { 2 }));
+        };
+        // `FrameHeader::parse` bounds the size to `usize::MAX - 9`, so this cannot overflow.
+        let total = header_len + header.size as usize;
+        let Some(body) = input.get(header_len..total) else {
+            return Ok(Input::partial(total));
+        };
+        // Any complete frame counts as traffic for heartbeats.
+        self.timers[Timer::PongTimeout as usize] = None;
+        self.timers[Timer::Ttl as usize] = None;
+
+        let item = if header.flags.command {
+            let cmd = Command::parse(body)?;
+            if self.phase == Phase::Handshake {
+                match self.mechanism.handle_command(cmd)? {
+                    Step::Ready(meta) => Some(self.complete_handshake(now, meta)?),
+                }
+            } else {
+                self.traffic_command(now, cmd)?
+            }
+        } else {
+            if self.phase != Phase::Traffic {
+                return Err(Error::UnexpectedMessage);
+            }
+            Some(self.data_frame(body, header.flags.more)?)
+        };
+        Ok(match item {
+            Some(item) => Input {
+                consumed: total,
+                needed: 0,
+                payload: total - item.payload().len()..total,
+                item: Some(item),
+            },
+            None => Input::consumed(total),
+        })
+    }
+
+    fn complete_handshake<'a>(
+        &mut self,
+        now: Instant,
+        meta: Metadata<'a>,
+    ) -> Result<Item<'a>, Error> {
+        if let Some(name) = meta.get(b"Socket-Type") {
+            let peer = SocketType::from_name(name).ok_or(Error::UnknownSocketType)?;
+            if !self.config.socket_type.is_compatible(peer) {
+                return Err(Error::IncompatibleSocketType { peer });
+            }
+            self.peer_socket_type = Some(peer);
+        }
+        if let Some(id) = meta.get(b"Identity") {
+            self.peer_identity = Identity::from_slice(id).map_err(|_| Error::IdentityTooLong)?;
+        }
+        self.phase = Phase::Traffic;
+        self.timers[Timer::Handshake as usize] = None;
+        self.timers[Timer::Ping as usize] = self.config.heartbeat_interval.map(|d| now + d);
+        self.push_event(Event::HandshakeSucceeded {
+            peer_socket_type: self.peer_socket_type,
+            version: self.version,
+        });
+        Ok(Item::Ready(meta))
+    }
+
+    fn traffic_command<'a>(
+        &mut self,
+        now: Instant,
+        cmd: Command<'a>,
+    ) -> Result<Option<Item<'a>>, Error> {
+        Ok(match cmd {
+            Command::Ping { ttl, context } => {
+                if ttl > 0 {
+                    let ttl = Duration::from_millis(u64::from(ttl) * 100);
+                    self.timers[Timer::Ttl as usize] = Some(now + ttl);
+                }
+                let context = &context[..context.len().min(MAX_PING_CONTEXT)];
+                // Cannot fail: cut to the capacity just above.
+                self.pending.pong = heapless::Vec::from_slice(context).ok();
+                self.push_event(Event::PingReceived);
+                None
+            }
+            Command::Pong { .. } => {
+                self.push_event(Event::PongReceived);
+                None
+            }
+            Command::Subscribe(t) => Some(Item::Subscribe(t)),
+            Command::Cancel(t) => Some(Item::Cancel(t)),
+            Command::Join(g) => Some(Item::Join(g)),
+            Command::Leave(g) => Some(Item::Leave(g)),
+            Command::Error(reason) => return Err(Error::PeerError(reason_of(reason))),
+            // libzmq ignores every other command once traffic flows.
+            Command::Ready(_) | Command::Unknown { .. } => None,
+        })
+    }
+
+    fn data_frame<'a>(&mut self, body: &'a [u8], more: bool) -> Result<Item<'a>, Error> {
+        let first = !self.in_mid_message;
+        self.in_message_size = self.in_message_size.saturating_add(body.len() as u64);
+        if let Some(limit) = self.config.max_message_size {
+            if self.in_message_size > limit {
+                return Err(Error::MessageTooLarge { limit });
+            }
+        }
+        self.in_mid_message = more;
+        if !more {
+            self.in_message_size = 0;
+        }
+        // Subscriptions in message form: from 3.0 peers, and from XSUB even over 3.1.
+        if first && !more && self.config.socket_type.accepts_subscriptions() {
+            match body.split_first() {
+                Some((1, topic)) => return Ok(Item::Subscribe(topic)),
+                Some((0, topic)) => return Ok(Item::Cancel(topic)),
+                _ => {}
+            }
+        }
+        Ok(Item::Frame { body, more })
+    }
+
+    fn push_event(&mut self, e: Event) {
+        // Ping/pong notices are informational: when the driver does not drain events, the
+        // oldest are dropped rather than growing memory.
+        if self.events.is_full() {
+            self.events.pop_front();
+        }
+        let _ = self.events.push_back(e);
+    }
+
+    /// The next event, if any.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// The earliest instant at which [`handle_timeout`](Self::handle_timeout) must be called.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.error.is_some() {
+            return None;
+        }
+        self.timers.iter().flatten().min().copied()
+    }
+
+    /// Process every timer that has expired at `now`: handshake deadline, heartbeat PINGs,
+    /// heartbeat timeout and the peer's TTL.
+    pub fn handle_timeout(&mut self, now: Instant) -> Result<(), Error> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
+        let expired = |t: Option<Instant>| t.is_some_and(|t| t <= now);
+        let failure = if expired(self.timers[Timer::Handshake as usize]) {
+            Some(Error::HandshakeTimeout)
+        } else if expired(self.timers[Timer::PongTimeout as usize]) {
+            Some(Error::HeartbeatTimeout)
+        } else if expired(self.timers[Timer::Ttl as usize]) {
+            Some(Error::HeartbeatTtlExpired)
+        } else {
+            None
+        };
+        if let Some(e) = failure {
+            self.error = Some(e.clone());
+            return Err(e);
+        }
+        if expired(self.timers[Timer::Ping as usize]) {
+            if let Some(ivl) = self.config.heartbeat_interval {
+                self.pending.ping = true;
+                self.timers[Timer::Ping as usize] = Some(now + ivl);
+                let timeout = self.config.heartbeat_timeout.unwrap_or(ivl);
+                let slot = &mut self.timers[Timer::PongTimeout as usize];
+                if slot.is_none() {
+                    *slot = Some(now + timeout);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn next_control(&self) -> Option<Control> {
+        let p = &self.pending;
+        if p.signature {
+            Some(Control::Signature)
+        } else if p.greeting_rest {
+            Some(Control::GreetingRest)
+        } else if p.ready {
+            Some(Control::Ready)
+        } else if self.out_mid_message {
+            None
+        } else if p.pong.is_some() {
+            Some(Control::Pong)
+        } else if p.ping {
+            Some(Control::Ping)
+        } else {
+            None
+        }
+    }
+
+    fn ping_command(&self) -> Command<'static> {
+        let ttl = self
+            .config
+            .heartbeat_ttl
+            .map_or(0, |d| u16::try_from(d.as_millis() / 100).unwrap_or(u16::MAX));
+        Command::Ping {
+            ttl,
+            context: &[],
+        }
+    }
+
+    fn ready_body_len(&self) -> usize {
+        let cfg = &self.config;
+        let mut len = 6 + property_len(b"Socket-Type", cfg.socket_type.name().as_bytes());
+        if cfg.socket_type.sends_identity() {
+            len += property_len(b"Identity", &cfg.identity);
+        }
+        len + cfg.properties.len()
+    }
+
+    fn control_len(&self, c: Control) -> usize {
+        match c {
+            Control::Signature => SIGNATURE_LEN,
+            Control::GreetingRest => GREETING_LEN - SIGNATURE_LEN,
+            Control::Ready => {
+                let body = self.ready_body_len();
+                FrameHeader::command(body).encoded_len() + body
+            }
+            Control::Pong => Command::Pong {
+                context: self.pending.pong.as_deref().unwrap_or(&[]),
+            }
+            .frame_len(),
+            Control::Ping => self.ping_command().frame_len(),
+        }
+    }
+
+    /// Write control frame `c` into `out`, which the caller has checked is large enough.
+    fn emit_control(&mut self, c: Control, out: &mut [u8]) -> Result<usize, InsufficientSize> {
+        let n = match c {
+            Control::Signature | Control::GreetingRest => {
+                let mut g = [0u8; GREETING_LEN];
+                Greeting {
+                    version: self.config.version,
+                    mechanism: self.mechanism.name(),
+                    as_server: false,
+                }
+                .emit(&mut g)?;
+                let part = if c == Control::Signature {
+                    &g[..SIGNATURE_LEN]
+                } else {
+                    &g[SIGNATURE_LEN..]
+                };
+                ensure(out, part.len())?;
+                out[..part.len()].copy_from_slice(part);
+                part.len()
+            }
+            Control::Ready => {
+                let cfg = &self.config;
+                let body = self.ready_body_len();
+                let mut at = FrameHeader::command(body).emit(out)?;
+                ensure(out, at + body)?;
+                out[at..at + 6].copy_from_slice(b"\x05READY");
+                at += 6;
+                let ty = cfg.socket_type.name().as_bytes();
+                at += emit_property(b"Socket-Type", ty, &mut out[at..])?;
+                if cfg.socket_type.sends_identity() {
+                    at += emit_property(b"Identity", &cfg.identity, &mut out[at..])?;
+                }
+                let props = &cfg.properties;
+                out[at..at + props.len()].copy_from_slice(props);
+                at + props.len()
+            }
+            Control::Pong => Command::Pong {
+                context: self.pending.pong.as_deref().unwrap_or(&[]),
+            }
+            .emit_frame(out)?,
+            Control::Ping => self.ping_command().emit_frame(out)?,
+        };
+        match c {
+            Control::Signature => self.pending.signature = false,
+            Control::GreetingRest => self.pending.greeting_rest = false,
+            Control::Ready => self.pending.ready = false,
+            Control::Pong => self.pending.pong = None,
+            Control::Ping => self.pending.ping = false,
+        }
+        Ok(n)
+    }
+
+    /// Write every pending control frame (greeting stages, READY, PONG, PING) that fits into
+    /// `out`; returns the bytes written (0 when nothing is pending or after a fatal error).
+    ///
+    /// Fails only when something is pending and not even the first frame fits.
+    pub fn poll_transmit(&mut self, out: &mut [u8]) -> Result<usize, InsufficientSize> {
+        if self.error.is_some() {
+            return Ok(0);
+        }
+        let mut at = 0;
+        while let Some(c) = self.next_control() {
+            let len = self.control_len(c);
+            if out.len() - at < len {
+                if at == 0 {
+                    return Err(InsufficientSize { required: len });
+                }
+                break;
+            }
+            at += self.emit_control(c, &mut out[at..])?;
+        }
+        Ok(at)
+    }
+
+    /// Total length of every control frame currently pending.
+    fn pending_control_len(&self) -> usize {
+        let p = &self.pending;
+        let mut len = 0;
+        for (set, c) in [
+            (p.signature, Control::Signature),
+            (p.greeting_rest, Control::GreetingRest),
+            (p.ready, Control::Ready),
+            (p.pong.is_some() && !self.out_mid_message, Control::Pong),
+            (p.ping && !self.out_mid_message, Control::Ping),
+        ] {
+            if set {
+                len += self.control_len(c);
+            }
+        }
+        len
+    }
+
+    fn check_send(&self) -> Result<(), SendError> {
+        if let Some(e) = &self.error {
+            return Err(SendError::Closed(e.clone()));
+        }
+        if self.phase != Phase::Traffic {
+            return Err(SendError::NotReady);
+        }
+        Ok(())
+    }
+
+    /// Write pending control frames, then `len` bytes produced by `f`, or nothing at all.
+    fn write_after_control(
+        &mut self,
+        out: &mut [u8],
+        len: usize,
+        f: impl FnOnce(&mut [u8]) -> Result<usize, InsufficientSize>,
+    ) -> Result<usize, SendError> {
+        let control = self.pending_control_len();
+        ensure(out, control + len)?;
+        let at = self.poll_transmit(&mut out[..control])?;
+        Ok(at + f(&mut out[at..])?)
+    }
+
+    /// Encode one data frame (header and body) into `out`, after any pending control frames;
+    /// returns the bytes written. On any error nothing is written.
+    pub fn send_frame(
+        &mut self,
+        body: &[u8],
+        more: bool,
+        out: &mut [u8],
+    ) -> Result<usize, SendError> {
+        self.check_send()?;
+        let header = FrameHeader::data(body.len(), more);
+        let n = self.write_after_control(out, header.encoded_len() + body.len(), |out| {
+            let h = header.emit(out)?;
+            out[h..h + body.len()].copy_from_slice(body);
+            Ok(h + body.len())
+        })?;
+        self.out_mid_message = more;
+        Ok(n)
+    }
+
+    /// Like [`send_frame`](Self::send_frame) but writes only the header: the driver sends
+    /// the `len` body bytes itself, right after, without copying them (vectored write).
+    pub fn send_frame_header(
+        &mut self,
+        len: usize,
+        more: bool,
+        out: &mut [u8],
+    ) -> Result<usize, SendError> {
+        self.check_send()?;
+        let header = FrameHeader::data(len, more);
+        let n = self.write_after_control(out, header.encoded_len(), |out| header.emit(out))?;
+        self.out_mid_message = more;
+        Ok(n)
+    }
+
+    /// Encode a command frame (SUBSCRIBE, JOIN, ...) into `out`, after pending control frames.
+    pub fn send_command(&mut self, cmd: &Command<'_>, out: &mut [u8]) -> Result<usize, SendError> {
+        self.check_send()?;
+        if self.out_mid_message {
+            return Err(SendError::MidMessage);
+        }
+        self.write_after_control(out, cmd.frame_len(), |out| cmd.emit_frame(out))
+    }
+
+    /// Subscribe to `topic` on the peer: a SUBSCRIBE command to a 3.1 peer, a message
+    /// `0x01 topic` to a 3.0 peer.
+    pub fn send_subscribe(&mut self, topic: &[u8], out: &mut [u8]) -> Result<usize, SendError> {
+        self.send_subscription(true, topic, out)
+    }
+
+    /// Cancel a subscription: CANCEL to a 3.1 peer, a message `0x00 topic` to a 3.0 peer.
+    pub fn send_cancel(&mut self, topic: &[u8], out: &mut [u8]) -> Result<usize, SendError> {
+        self.send_subscription(false, topic, out)
+    }
+
+    fn send_subscription(
+        &mut self,
+        subscribe: bool,
+        topic: &[u8],
+        out: &mut [u8],
+    ) -> Result<usize, SendError> {
+        if self.version.is_v31() {
+            let cmd = if subscribe {
+                Command::Subscribe(topic)
+            } else {
+                Command::Cancel(topic)
+            };
+            return self.send_command(&cmd, out);
+        }
+        self.check_send()?;
+        if self.out_mid_message {
+            return Err(SendError::MidMessage);
+        }
+        let header = FrameHeader::data(topic.len() + 1, false);
+        let len = header.encoded_len() + topic.len() + 1;
+        self.write_after_control(out, len, |out| {
+            let h = header.emit(out)?;
+            out[h] = u8::from(subscribe);
+            out[h + 1..len].copy_from_slice(topic);
+            Ok(len)
+        })
+    }
+}

@@ -1,0 +1,134 @@
+//! The connection's error types.
+
+use crate::codec::{CodecError, InsufficientSize, Mechanism};
+use crate::SocketType;
+
+/// A reason text carried by an ERROR command (at most 255 bytes).
+pub type Reason = heapless::Vec<u8, 255>;
+
+/// A fatal connection error. Once a [`Connection`](crate::Connection) returns one, it is
+/// sticky: every later call that can fail returns the same error and nothing more is
+/// transmitted. The driver closes the stream.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// The peer sent bytes that are not valid ZMTP.
+    Codec(CodecError),
+    /// The peer speaks ZMTP 1.0 or 2.0 (greeting major version below 3).
+    UnsupportedVersion {
+        /// The peer's major version.
+        major: u8,
+    },
+    /// The peer's security mechanism differs from ours.
+    MechanismMismatch {
+        /// Ours.
+        ours: Mechanism,
+        /// The peer's.
+        theirs: Mechanism,
+    },
+    /// The peer's socket type cannot talk to ours (libzmq's compatibility table).
+    IncompatibleSocketType {
+        /// The peer's type.
+        peer: SocketType,
+    },
+    /// The peer's `Socket-Type` value is not a known type.
+    UnknownSocketType,
+    /// The peer's `Identity` is longer than 255 bytes.
+    IdentityTooLong,
+    /// A command that is not valid in the current state (for example PING before READY).
+    UnexpectedCommand,
+    /// A message frame arrived before the handshake completed.
+    UnexpectedMessage,
+    /// A multipart message grew beyond the maximum message size.
+    MessageTooLarge {
+        /// The limit in force.
+        limit: u64,
+    },
+    /// The peer sent ERROR.
+    PeerError(Reason),
+    /// The handshake did not complete before the handshake deadline.
+    HandshakeTimeout,
+    /// No traffic arrived within the heartbeat timeout after our PING.
+    HeartbeatTimeout,
+    /// No traffic arrived within the TTL the peer announced in its PING.
+    HeartbeatTtlExpired,
+}
+
+impl From<CodecError> for Error {
+    fn from(e: CodecError) -> Error {
+        Error::Codec(e)
+    }
+}
+
+impl core::fmt::Display for Error {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Error::Codec(e) => write!(f, "protocol error: {e}"),
+            Error::UnsupportedVersion { major } => {
+                write!(f, "unsupported ZMTP version {major} (3.0 or later required)")
+            }
+            Error::MechanismMismatch { ours, theirs } => {
+                write!(f, "security mechanism mismatch: ours {ours:?}, peer {theirs:?}")
+            }
+            Error::IncompatibleSocketType { peer } => {
+                write!(f, "incompatible peer socket type {peer}")
+            }
+            Error::UnknownSocketType => f.write_str("unknown peer socket type"),
+            Error::IdentityTooLong => f.write_str("peer identity longer than 255 bytes"),
+            Error::UnexpectedCommand => f.write_str("unexpected command"),
+            Error::UnexpectedMessage => f.write_str("message before handshake completed"),
+            Error::MessageTooLarge { limit } => write!(f, "message exceeds {limit} bytes"),
+            Error::PeerError(r) => {
+                write!(f, "peer sent ERROR: {}", r.escape_ascii())
+            }
+            Error::HandshakeTimeout => f.write_str("handshake timed out"),
+            Error::HeartbeatTimeout => f.write_str("heartbeat timed out"),
+            Error::HeartbeatTtlExpired => f.write_str("peer heartbeat TTL expired"),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for Error {}
+
+/// Why an outgoing frame could not be encoded. Only [`SendError::Closed`] is fatal.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SendError {
+    /// The handshake has not completed; queue the message and retry after
+    /// [`Event::HandshakeSucceeded`](crate::Event::HandshakeSucceeded).
+    NotReady,
+    /// A command cannot be sent while a multipart message is half written.
+    MidMessage,
+    /// The output buffer is too small; nothing was written.
+    InsufficientSize {
+        /// Bytes needed.
+        required: usize,
+    },
+    /// The connection has failed with this (sticky) error.
+    Closed(Error),
+}
+
+impl From<InsufficientSize> for SendError {
+    fn from(e: InsufficientSize) -> SendError {
+        SendError::InsufficientSize {
+            required: e.required,
+        }
+    }
+}
+
+impl core::fmt::Display for SendError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            SendError::NotReady => f.write_str("handshake not complete"),
+            SendError::MidMessage => f.write_str("a multipart message is half written"),
+            SendError::InsufficientSize { required } => {
+                write!(f, "output buffer too small: {required} bytes required")
+            }
+            SendError::Closed(e) => write!(f, "connection closed: {e}"),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for SendError {}

@@ -1,0 +1,167 @@
+//! Socket types, their wire names and libzmq's peer compatibility table.
+
+/// A ZeroMQ socket type. Discriminants are libzmq's `ZMQ_*` numbers.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum SocketType {
+    /// Exclusive pair.
+    Pair = 0,
+    /// Publisher.
+    Pub = 1,
+    /// Subscriber.
+    Sub = 2,
+    /// Request.
+    Req = 3,
+    /// Reply.
+    Rep = 4,
+    /// Asynchronous request.
+    Dealer = 5,
+    /// Asynchronous reply with routing by identity.
+    Router = 6,
+    /// Pipeline sink.
+    Pull = 7,
+    /// Pipeline source.
+    Push = 8,
+    /// Publisher that sees subscriptions.
+    XPub = 9,
+    /// Subscriber that sends subscriptions as messages.
+    XSub = 10,
+    /// Draft: thread-safe server.
+    Server = 12,
+    /// Draft: thread-safe client.
+    Client = 13,
+    /// Draft: group publisher.
+    Radio = 14,
+    /// Draft: group subscriber.
+    Dish = 15,
+    /// Draft: fan-in.
+    Gather = 16,
+    /// Draft: fan-out.
+    Scatter = 17,
+    /// Draft: datagram.
+    Dgram = 18,
+    /// Draft: peer-to-peer.
+    Peer = 19,
+    /// Draft: thread-safe pair.
+    Channel = 20,
+}
+
+const ALL: [SocketType; 20] = [
+    SocketType::Pair,
+    SocketType::Pub,
+    SocketType::Sub,
+    SocketType::Req,
+    SocketType::Rep,
+    SocketType::Dealer,
+    SocketType::Router,
+    SocketType::Pull,
+    SocketType::Push,
+    SocketType::XPub,
+    SocketType::XSub,
+    SocketType::Server,
+    SocketType::Client,
+    SocketType::Radio,
+    SocketType::Dish,
+    SocketType::Gather,
+    SocketType::Scatter,
+    SocketType::Dgram,
+    SocketType::Peer,
+    SocketType::Channel,
+];
+
+impl SocketType {
+    /// Every socket type, classic and draft.
+    pub const ALL: &'static [SocketType] = &ALL;
+
+    /// The `Socket-Type` metadata value (upper case, as libzmq sends and expects).
+    pub fn name(self) -> &'static str {
+        match self {
+            SocketType::Pair => "PAIR",
+            SocketType::Pub => "PUB",
+            SocketType::Sub => "SUB",
+            SocketType::Req => "REQ",
+            SocketType::Rep => "REP",
+            SocketType::Dealer => "DEALER",
+            SocketType::Router => "ROUTER",
+            SocketType::Pull => "PULL",
+            SocketType::Push => "PUSH",
+            SocketType::XPub => "XPUB",
+            SocketType::XSub => "XSUB",
+            SocketType::Server => "SERVER",
+            SocketType::Client => "CLIENT",
+            SocketType::Radio => "RADIO",
+            SocketType::Dish => "DISH",
+            SocketType::Gather => "GATHER",
+            SocketType::Scatter => "SCATTER",
+            SocketType::Dgram => "DGRAM",
+            SocketType::Peer => "PEER",
+            SocketType::Channel => "CHANNEL",
+        }
+    }
+
+    /// Parse a `Socket-Type` value; case-sensitive, as libzmq is.
+    pub fn from_name(name: &[u8]) -> Option<SocketType> {
+        ALL.iter().copied().find(|t| t.name().as_bytes() == name)
+    }
+
+    /// Whether a connection between `self` and a `peer` is allowed (libzmq's `check_socket_type`).
+    pub fn is_compatible(self, peer: SocketType) -> bool {
+        use SocketType::*;
+        match self {
+            Req => matches!(peer, Rep | Router),
+            Rep => matches!(peer, Req | Dealer),
+            Dealer => matches!(peer, Rep | Dealer | Router),
+            Router => matches!(peer, Req | Dealer | Router),
+            Pub | XPub => matches!(peer, Sub | XSub),
+            Sub | XSub => matches!(peer, Pub | XPub),
+            Push => peer == Pull,
+            Pull => peer == Push,
+            Pair => peer == Pair,
+            Client => peer == Server,
+            Server => peer == Client,
+            Radio => peer == Dish,
+            Dish => peer == Radio,
+            Scatter => peer == Gather,
+            Gather => peer == Scatter,
+            Peer => peer == Peer,
+            Channel => peer == Channel,
+            Dgram => peer == Dgram,
+        }
+    }
+
+    /// Whether libzmq puts an `Identity` property in this type's READY (REQ, DEALER, ROUTER).
+    pub fn sends_identity(self) -> bool {
+        matches!(self, SocketType::Req | SocketType::Dealer | SocketType::Router)
+    }
+
+    /// Whether this type receives subscriptions (PUB, XPUB), so that `0x01`/`0x00`
+    /// prefixed single-frame messages from a peer are subscriptions.
+    pub fn accepts_subscriptions(self) -> bool {
+        matches!(self, SocketType::Pub | SocketType::XPub)
+    }
+}
+
+impl core::fmt::Display for SocketType {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_symmetric_and_names_round_trip() {
+        for &a in SocketType::ALL {
+            assert_eq!(SocketType::from_name(a.name().as_bytes()), Some(a));
+            for &b in SocketType::ALL {
+                assert_eq!(a.is_compatible(b), b.is_compatible(a), "{a} {b}");
+            }
+        }
+        assert_eq!(SocketType::from_name(b"dealer"), None);
+        assert!(SocketType::Dealer.is_compatible(SocketType::Router));
+        assert!(!SocketType::Push.is_compatible(SocketType::Push));
+    }
+}
