@@ -41,6 +41,8 @@ pub struct Buffered {
 
 /// Initial receive buffer size.
 const RX_CHUNK: usize = 8 * 1024;
+/// Most the receive buffer grows by ahead of data for one incomplete frame.
+const MAX_RESERVE: usize = 256 * 1024;
 
 impl Buffered {
     /// A new connection; see [`Connection::new`].
@@ -78,8 +80,10 @@ impl Buffered {
         loop {
             let input = self.conn.handle_input(now, &mut self.rx)?;
             if input.consumed == 0 {
+                // Grow with the bytes that arrive, not with what a header announces: a
+                // peer claiming a huge frame gets no memory until it sends the bytes.
                 let more = input.needed.saturating_sub(self.rx.len());
-                self.rx.reserve(more.max(RX_CHUNK));
+                self.rx.reserve(more.clamp(RX_CHUNK, MAX_RESERVE));
                 return Ok(None);
             }
             let kind: Option<fn(Bytes) -> OwnedItem> = input.item.map(|item| match item {

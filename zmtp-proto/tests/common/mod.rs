@@ -1,0 +1,175 @@
+//! In-memory pair harness with virtual time: two connections, no sockets.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use zmtp_proto::{Buffered, Config, Error, Event, Instant, OwnedItem};
+
+/// One end: a buffered connection plus what it has seen.
+pub struct End {
+    pub buf: Buffered,
+    pub items: Vec<OwnedItem>,
+    pub events: Vec<Event>,
+    pub error: Option<Error>,
+    /// When false, bytes this end transmits are dropped (a silent peer).
+    pub talks: bool,
+}
+
+impl End {
+    fn new(config: Config, now: Instant) -> End {
+        End {
+            buf: Buffered::new(config, now),
+            items: Vec::new(),
+            events: Vec::new(),
+            error: None,
+            talks: true,
+        }
+    }
+
+    /// Complete messages received so far (frames grouped by the MORE flag).
+    pub fn messages(&self) -> Vec<Vec<Vec<u8>>> {
+        let mut out = Vec::new();
+        let mut cur = Vec::new();
+        for item in &self.items {
+            if let OwnedItem::Frame { body, more } = item {
+                cur.push(body.to_vec());
+                if !more {
+                    out.push(std::mem::take(&mut cur));
+                }
+            }
+        }
+        out
+    }
+
+    pub fn established(&self) -> bool {
+        self.buf.connection().is_established()
+    }
+
+    fn record(&mut self, r: Result<(), Error>) {
+        if let Err(e) = r {
+            self.error.get_or_insert(e);
+        }
+    }
+
+    /// Process everything received; queue control output.
+    fn process(&mut self, now: Instant) {
+        loop {
+            match self.buf.poll_item(now) {
+                Ok(Some(item)) => self.items.push(item),
+                Ok(None) => break,
+                Err(e) => {
+                    self.error.get_or_insert(e);
+                    break;
+                }
+            }
+        }
+        self.buf.poll_transmit();
+        while let Some(e) = self.buf.connection_mut().poll_event() {
+            self.events.push(e);
+        }
+    }
+
+    /// Take what this end wants to send (empty when silent).
+    fn take_output(&mut self) -> Vec<u8> {
+        let out = self.buf.transmit().to_vec();
+        self.buf.advance(out.len());
+        if self.talks && self.error.is_none() {
+            out
+        } else {
+            Vec::new()
+        }
+    }
+
+    pub fn send(&mut self, frames: &[&[u8]]) {
+        for (i, f) in frames.iter().enumerate() {
+            self.buf
+                .send_frame(f, i + 1 < frames.len())
+                .expect("send on established connection");
+        }
+    }
+}
+
+/// Two connected ends and a virtual clock.
+pub struct Pair {
+    pub a: End,
+    pub b: End,
+    pub now: Instant,
+}
+
+impl Pair {
+    pub fn new(a: Config, b: Config) -> Pair {
+        let now = Instant::from_millis(1_000);
+        Pair {
+            a: End::new(a, now),
+            b: End::new(b, now),
+            now,
+        }
+    }
+
+    /// Move bytes both ways and process them. Returns whether any byte moved.
+    fn exchange(&mut self) -> bool {
+        let now = self.now;
+        self.a.process(now);
+        self.b.process(now);
+        let to_b = self.a.take_output();
+        let to_a = self.b.take_output();
+        self.a.buf.receive(&to_a);
+        self.b.buf.receive(&to_b);
+        self.a.process(now);
+        self.b.process(now);
+        !(to_a.is_empty() && to_b.is_empty())
+    }
+
+    /// Deliver bytes until both ends are idle, without advancing time.
+    pub fn drive(&mut self) {
+        for _ in 0..10_000 {
+            if !self.exchange() {
+                return;
+            }
+        }
+        panic!("pair never went idle");
+    }
+
+    /// The earliest timer of either end.
+    fn next_timeout(&self) -> Option<Instant> {
+        [&self.a, &self.b]
+            .iter()
+            .filter(|e| e.error.is_none())
+            .filter_map(|e| e.buf.connection().poll_timeout())
+            .min()
+    }
+
+    /// Drive, then jump to the next timer and fire it; false when no timer is armed.
+    pub fn step(&mut self) -> bool {
+        self.drive();
+        let Some(t) = self.next_timeout() else {
+            return false;
+        };
+        self.now = self.now.max(t);
+        let now = self.now;
+        for end in [&mut self.a, &mut self.b] {
+            if end.error.is_none() {
+                let r = end.buf.connection_mut().handle_timeout(now);
+                end.record(r);
+            }
+        }
+        self.drive();
+        true
+    }
+
+    /// Run timers until `duration` of virtual time has passed (or nothing is armed).
+    pub fn run_for(&mut self, duration: Duration) {
+        let end = self.now + duration;
+        while self.now < end {
+            match self.next_timeout() {
+                Some(t) if t <= end => {
+                    self.step();
+                }
+                _ => {
+                    self.now = end;
+                    self.drive();
+                }
+            }
+        }
+    }
+}

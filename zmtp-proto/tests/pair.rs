@@ -1,0 +1,241 @@
+//! Two connections in memory with virtual time.
+
+mod common;
+
+use std::time::Duration;
+
+use common::Pair;
+use zmtp_proto::codec::Version;
+use zmtp_proto::{Config, Error, Event, OwnedItem, SocketType};
+
+fn cfg(t: SocketType) -> Config {
+    Config::new(t)
+}
+
+#[test]
+fn handshake_and_multipart_both_ways() {
+    let mut a = cfg(SocketType::Dealer);
+    a.set_identity(b"alice").unwrap();
+    a.add_property(b"X-Color", b"blue").unwrap();
+    let mut p = Pair::new(a, cfg(SocketType::Router));
+    p.drive();
+    assert!(p.a.established() && p.b.established());
+    assert_eq!(p.b.buf.connection().peer_identity(), b"alice");
+    assert_eq!(p.a.buf.connection().peer_socket_type(), Some(SocketType::Router));
+    assert!(p.a.events.contains(&Event::HandshakeSucceeded {
+        peer_socket_type: Some(SocketType::Router),
+        version: Version::V3_1,
+    }));
+    // The peer's READY metadata is handed out, application properties included.
+    let ready = p.b.items.iter().find_map(|i| match i {
+        OwnedItem::Ready(m) => Some(m.clone()),
+        _ => None,
+    });
+    let ready = ready.expect("READY item");
+    let meta = zmtp_proto::codec::Metadata::parse(&ready).unwrap();
+    assert_eq!(meta.get(b"X-Color"), Some(&b"blue"[..]));
+    assert_eq!(meta.get(b"Socket-Type"), Some(&b"DEALER"[..]));
+
+    let big = vec![0xAB; 1 << 20];
+    p.a.send(&[b"", b"head", b"", &big, b"tail"]);
+    p.a.send(&[b""]);
+    p.b.send(&[&big, b""]);
+    p.drive();
+    assert_eq!(
+        p.b.messages(),
+        vec![
+            vec![vec![], b"head".to_vec(), vec![], big.clone(), b"tail".to_vec()],
+            vec![vec![]],
+        ]
+    );
+    assert_eq!(p.a.messages(), vec![vec![big, vec![]]]);
+    assert!(p.a.error.is_none() && p.b.error.is_none());
+}
+
+#[test]
+fn send_before_handshake_is_not_ready() {
+    let mut p = Pair::new(cfg(SocketType::Push), cfg(SocketType::Pull));
+    assert_eq!(
+        p.a.buf.send_frame(b"x", false),
+        Err(zmtp_proto::SendError::NotReady)
+    );
+    p.drive();
+    p.a.send(&[b"x"]);
+    p.drive();
+    assert_eq!(p.b.messages(), vec![vec![b"x".to_vec()]]);
+}
+
+#[test]
+fn silent_peer_trips_heartbeat_timeout() {
+    let mut a = cfg(SocketType::Pair);
+    a.heartbeat_interval = Some(Duration::from_secs(1));
+    a.heartbeat_timeout = Some(Duration::from_secs(3));
+    let mut p = Pair::new(a, cfg(SocketType::Pair));
+    p.drive();
+    // While both talk, PINGs are answered and nothing fails.
+    p.run_for(Duration::from_secs(10));
+    assert!(p.a.error.is_none(), "{:?}", p.a.error);
+    let pongs = p.a.events.iter().filter(|e| **e == Event::PongReceived).count();
+    assert!(pongs >= 9, "pongs: {pongs}");
+    assert!(p.b.events.contains(&Event::PingReceived));
+
+    p.b.talks = false;
+    p.run_for(Duration::from_secs(10));
+    assert_eq!(p.a.error, Some(Error::HeartbeatTimeout));
+    assert_eq!(p.a.buf.connection().poll_timeout(), None, "a failed connection arms no timer");
+    assert!(p.b.error.is_none());
+}
+
+#[test]
+fn heartbeat_timeout_fires_on_time() {
+    let mut a = cfg(SocketType::Pair);
+    a.heartbeat_interval = Some(Duration::from_secs(1));
+    let mut p = Pair::new(a, cfg(SocketType::Pair));
+    p.drive();
+    let start = p.now;
+    p.b.talks = false;
+    while p.a.error.is_none() {
+        assert!(p.step(), "a timer must stay armed until the failure");
+    }
+    assert_eq!(p.a.error, Some(Error::HeartbeatTimeout));
+    // First PING at 1 s, timeout (= interval) 1 s later.
+    assert_eq!(p.now.saturating_duration_since(start), Duration::from_secs(2));
+}
+
+#[test]
+fn peer_ttl_expires_after_silence() {
+    let mut a = cfg(SocketType::Pair);
+    a.heartbeat_interval = Some(Duration::from_secs(1));
+    a.heartbeat_timeout = Some(Duration::from_secs(100));
+    a.heartbeat_ttl = Some(Duration::from_millis(2500));
+    let mut p = Pair::new(a, cfg(SocketType::Pair));
+    p.drive();
+    p.run_for(Duration::from_millis(1500));
+    assert!(p.b.events.contains(&Event::PingReceived));
+    assert!(p.b.error.is_none());
+    // a stops talking: b gives up 2.5 s after the last PING it saw.
+    p.a.talks = false;
+    p.run_for(Duration::from_secs(5));
+    assert_eq!(p.b.error, Some(Error::HeartbeatTtlExpired));
+}
+
+#[test]
+fn unfinished_greeting_trips_handshake_deadline() {
+    let mut p = Pair::new(cfg(SocketType::Pair), cfg(SocketType::Pair));
+    // b never says anything: a sees no greeting at all.
+    p.b.talks = false;
+    let start = p.now;
+    while p.a.error.is_none() {
+        assert!(p.step());
+    }
+    assert_eq!(p.a.error, Some(Error::HandshakeTimeout));
+    assert_eq!(p.now.saturating_duration_since(start), Duration::from_secs(30));
+}
+
+#[test]
+fn partial_greeting_trips_handshake_deadline() {
+    let mut c = cfg(SocketType::Pair);
+    c.handshake_timeout = Some(Duration::from_secs(5));
+    let mut p = Pair::new(c, cfg(SocketType::Pair));
+    p.b.talks = false;
+    // Half a signature trickles in, then nothing.
+    p.a.buf.receive(&[0xFF, 0, 0, 0, 0]);
+    p.drive();
+    assert!(p.a.error.is_none());
+    p.run_for(Duration::from_secs(6));
+    assert_eq!(p.a.error, Some(Error::HandshakeTimeout));
+}
+
+#[test]
+fn mismatched_socket_types_fail_typed() {
+    let mut p = Pair::new(cfg(SocketType::Push), cfg(SocketType::Push));
+    p.drive();
+    assert_eq!(
+        p.a.error,
+        Some(Error::IncompatibleSocketType {
+            peer: SocketType::Push
+        })
+    );
+    let mut p = Pair::new(cfg(SocketType::Req), cfg(SocketType::Pub));
+    p.drive();
+    assert_eq!(
+        p.a.error,
+        Some(Error::IncompatibleSocketType {
+            peer: SocketType::Pub
+        })
+    );
+    assert_eq!(
+        p.b.error,
+        Some(Error::IncompatibleSocketType {
+            peer: SocketType::Req
+        })
+    );
+}
+
+#[test]
+fn errors_are_sticky() {
+    let mut p = Pair::new(cfg(SocketType::Push), cfg(SocketType::Push));
+    p.drive();
+    let err = p.a.error.clone().unwrap();
+    let conn = p.a.buf.connection_mut();
+    assert_eq!(conn.handle_timeout(p.now), Err(err.clone()));
+    assert_eq!(conn.handle_input(p.now, &mut [0u8; 4]), Err(err.clone()));
+    assert_eq!(
+        conn.send_frame(b"x", false, &mut [0u8; 16]),
+        Err(zmtp_proto::SendError::Closed(err))
+    );
+    assert_eq!(conn.poll_transmit(&mut [0u8; 128]), Ok(0));
+}
+
+#[test]
+fn zmtp30_peer_gets_subscriptions_as_messages() {
+    for (a_version, b_version) in [
+        (Version::V3_0, Version::V3_1),
+        (Version::V3_1, Version::V3_0),
+        (Version::V3_1, Version::V3_1),
+    ] {
+        let mut sub = cfg(SocketType::Sub);
+        sub.version = a_version;
+        let mut publ = cfg(SocketType::Pub);
+        publ.version = b_version;
+        let mut p = Pair::new(sub, publ);
+        p.drive();
+        let expected = if a_version == Version::V3_0 || b_version == Version::V3_0 {
+            Version::V3_0
+        } else {
+            Version::V3_1
+        };
+        assert_eq!(p.a.buf.connection().version(), expected);
+        assert_eq!(p.b.buf.connection().version(), expected);
+        p.a.buf.send_subscribe(b"weather").unwrap();
+        p.a.buf.send_cancel(b"news").unwrap();
+        p.drive();
+        assert_eq!(
+            p.b.items[1..].to_vec(),
+            vec![
+                OwnedItem::Subscribe(bytes_of(b"weather")),
+                OwnedItem::Cancel(bytes_of(b"news")),
+            ]
+        );
+    }
+}
+
+#[test]
+fn message_size_limit_counts_all_frames() {
+    let mut b = cfg(SocketType::Pull);
+    b.max_message_size = Some(100);
+    let mut p = Pair::new(cfg(SocketType::Push), b);
+    p.drive();
+    p.a.send(&[&[0u8; 60], &[0u8; 40]]);
+    p.drive();
+    assert_eq!(p.b.messages().len(), 1);
+    p.a.send(&[&[0u8; 60], &[0u8; 41]]);
+    p.drive();
+    assert_eq!(p.b.error, Some(Error::MessageTooLarge { limit: 100 }));
+    // The partial message was not completed.
+    assert_eq!(p.b.messages().len(), 1);
+}
+
+fn bytes_of(b: &[u8]) -> bytes::Bytes {
+    bytes::Bytes::copy_from_slice(b)
+}

@@ -1,0 +1,358 @@
+//! Byte vectors seen on the wire against libzmq 4.3.4 (see the project's ZMTP notes).
+
+use std::time::Duration;
+
+use zmtp_proto::codec::{
+    Command, CodecError, FrameHeader, Greeting, Mechanism, Metadata, Status, Version,
+};
+use zmtp_proto::{Config, Connection, Error, Event, Instant, Item, SocketType};
+
+/// A libzmq greeting: padding holds routing-id length + 1 (G1), as-server is 0 (G2).
+const LIBZMQ_GREETING: [u8; 64] = {
+    let mut g = [0u8; 64];
+    g[0] = 0xFF;
+    g[8] = 0x01;
+    g[9] = 0x7F;
+    g[10] = 3;
+    g[11] = 1;
+    g[12] = b'N';
+    g[13] = b'U';
+    g[14] = b'L';
+    g[15] = b'L';
+    g
+};
+
+/// READY from a libzmq DEALER with no routing id.
+const DEALER_READY: &[u8] = b"\x04\x29\x05READY\x0bSocket-Type\x00\x00\x00\x06DEALER\x08Identity\x00\x00\x00\x00";
+/// READY from a libzmq SUB.
+const SUB_READY: &[u8] = b"\x04\x19\x05READY\x0bSocket-Type\x00\x00\x00\x03SUB";
+
+fn now() -> Instant {
+    Instant::from_millis(5)
+}
+
+/// Feed `bytes` to `conn` and collect consumed items as (kind, payload).
+fn feed(conn: &mut Connection, bytes: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let mut buf = bytes.to_vec();
+    let mut at = 0;
+    let mut out = Vec::new();
+    loop {
+        let base = buf.as_ptr() as usize + at;
+        let input = conn.handle_input(now(), &mut buf[at..]).expect("valid input");
+        if let Some(item) = input.item {
+            let kind = match item {
+                Item::Ready(_) => "ready",
+                Item::Frame { more: true, .. } => "frame+",
+                Item::Frame { more: false, .. } => "frame",
+                Item::Subscribe(_) => "sub",
+                Item::Cancel(_) => "cancel",
+                Item::Join(_) => "join",
+                Item::Leave(_) => "leave",
+            };
+            let range = input.payload.clone();
+            out.push((kind.to_string(), item.payload().to_vec()));
+            // The payload range locates the payload in the input (for zero-copy slicing).
+            assert_eq!(item.payload().as_ptr() as usize, base + range.start);
+            assert_eq!(item.payload().len(), range.len());
+        }
+        if input.consumed == 0 {
+            assert_eq!(at, buf.len(), "stream left unconsumed bytes");
+            return out;
+        }
+        at += input.consumed;
+    }
+}
+
+fn transmit(conn: &mut Connection) -> Vec<u8> {
+    let mut out = vec![0u8; 4096];
+    let n = conn.poll_transmit(&mut out).unwrap();
+    out.truncate(n);
+    out
+}
+
+#[test]
+fn greeting_parse_and_emit() {
+    let g = Greeting::parse(&LIBZMQ_GREETING).unwrap();
+    assert_eq!(
+        g,
+        Status::Complete(Greeting {
+            version: Version::V3_1,
+            mechanism: Mechanism::NULL,
+            as_server: false
+        })
+    );
+    assert_eq!(Greeting::parse(&LIBZMQ_GREETING[..63]), Ok(Status::Partial));
+    let mut out = [0u8; 64];
+    Greeting {
+        version: Version::V3_1,
+        mechanism: Mechanism::NULL,
+        as_server: false,
+    }
+    .emit(&mut out)
+    .unwrap();
+    let mut expected = LIBZMQ_GREETING;
+    expected[8] = 0; // our padding is zero
+    assert_eq!(out, expected);
+    assert_eq!(Greeting::parse(&[0x01]), Err(CodecError::BadSignature));
+    let mut unversioned = LIBZMQ_GREETING;
+    unversioned[9] = 0x7E;
+    assert_eq!(Greeting::parse(&unversioned), Err(CodecError::BadSignature));
+}
+
+#[test]
+fn greeting_is_staged_and_ready_is_byte_exact() {
+    let mut conn = Connection::new(Config::new(SocketType::Dealer), now());
+    // Stage one: signature and major version only.
+    let first = transmit(&mut conn);
+    assert_eq!(first, &[0xFF, 0, 0, 0, 0, 0, 0, 0, 0, 0x7F, 3]);
+    assert!(!conn.wants_write());
+    // The rest goes out once the peer's signature is in.
+    assert!(feed(&mut conn, &LIBZMQ_GREETING[..11]).is_empty());
+    let rest = transmit(&mut conn);
+    assert_eq!(rest.len(), 53);
+    assert_eq!(&rest[..5], &[1, b'N', b'U', b'L', b'L']);
+    // Our READY goes out eagerly after the greeting, byte for byte as libzmq's DEALER.
+    assert!(feed(&mut conn, &LIBZMQ_GREETING[11..]).is_empty());
+    assert_eq!(transmit(&mut conn), DEALER_READY);
+    // The peer's READY completes the handshake.
+    let mut partial = SUB_READY.strip_suffix(b"SUB").unwrap().to_vec();
+    let input = conn.handle_input(now(), &mut partial).unwrap();
+    assert_eq!((input.consumed, input.needed), (0, SUB_READY.len()));
+    assert_eq!(input.item, None);
+    let mut c2 = Connection::new(Config::new(SocketType::Pub), now());
+    feed(&mut c2, &LIBZMQ_GREETING);
+    let items = feed(&mut c2, SUB_READY);
+    assert_eq!(items[0].0, "ready");
+    assert_eq!(
+        c2.poll_event(),
+        Some(Event::HandshakeSucceeded {
+            peer_socket_type: Some(SocketType::Sub),
+            version: Version::V3_1
+        })
+    );
+    // A SUB's READY carries no Identity, as libzmq's.
+    let mut sub = Connection::new(Config::new(SocketType::Sub), now());
+    transmit(&mut sub);
+    feed(&mut sub, &LIBZMQ_GREETING);
+    assert_eq!(&transmit(&mut sub)[64 - 11..], SUB_READY);
+}
+
+#[test]
+fn ready_metadata_is_case_sensitive() {
+    let meta = Metadata::parse(&DEALER_READY[8..]).unwrap();
+    assert_eq!(meta.get(b"Socket-Type"), Some(&b"DEALER"[..]));
+    assert_eq!(meta.get(b"socket-type"), None);
+    assert_eq!(meta.get(b"Identity"), Some(&b""[..]));
+    assert_eq!(meta.iter().count(), 2);
+    // A lower-case type value is not a socket type.
+    let mut conn = Connection::new(Config::new(SocketType::Dealer), now());
+    feed(&mut conn, &LIBZMQ_GREETING);
+    let mut buf = b"\x04\x19\x05READY\x0bSocket-Type\x00\x00\x00\x03rep".to_vec();
+    assert_eq!(
+        conn.handle_input(now(), &mut buf),
+        Err(Error::UnknownSocketType)
+    );
+    // Truncated metadata is malformed.
+    assert_eq!(
+        Metadata::parse(b"\x0bSocket-Type\x00\x00\x00\x09SUB"),
+        Err(CodecError::InvalidMetadata)
+    );
+}
+
+#[test]
+fn ping_and_pong_bytes() {
+    let ping = b"\x04\x07\x04PING\x00\x19";
+    let mut out = [0u8; 32];
+    let n = Command::Ping {
+        ttl: 25,
+        context: b"",
+    }
+    .emit_frame(&mut out)
+    .unwrap();
+    assert_eq!(&out[..n], ping);
+    // Our heartbeat with TTL 2500 ms produces exactly libzmq's PING.
+    let mut cfg = Config::new(SocketType::Pair);
+    cfg.heartbeat_interval = Some(Duration::from_millis(100));
+    cfg.heartbeat_ttl = Some(Duration::from_millis(2500));
+    let mut conn = Connection::new(cfg, now());
+    transmit(&mut conn);
+    feed(&mut conn, &LIBZMQ_GREETING);
+    transmit(&mut conn);
+    feed(&mut conn, b"\x04\x1a\x05READY\x0bSocket-Type\x00\x00\x00\x04PAIR");
+    let t = conn.poll_timeout().unwrap();
+    assert_eq!(t, now() + Duration::from_millis(100));
+    conn.handle_timeout(t).unwrap();
+    assert_eq!(transmit(&mut conn), ping);
+    // A PING with a 20-byte context gets a PONG echoing the first 16 bytes.
+    feed(&mut conn, b"\x04\x1b\x04PING\x00\x0a0123456789abcdefghij");
+    assert_eq!(transmit(&mut conn), b"\x04\x15\x04PONG0123456789abcdef");
+    assert_eq!(conn.poll_event(), Some(Event::HandshakeSucceeded {
+        peer_socket_type: Some(SocketType::Pair),
+        version: Version::V3_1,
+    }));
+    assert_eq!(conn.poll_event(), Some(Event::PingReceived));
+    feed(&mut conn, b"\x04\x05\x04PONG");
+    assert_eq!(conn.poll_event(), Some(Event::PongReceived));
+    // A PING without its TTL is malformed.
+    assert_eq!(
+        Command::parse(b"\x04PING\x00"),
+        Err(CodecError::MalformedCommandBody)
+    );
+}
+
+#[test]
+fn subscription_frames() {
+    let mut out = [0u8; 64];
+    let n = Command::Subscribe(b"A").emit_frame(&mut out).unwrap();
+    assert_eq!(&out[..n], b"\x04\x0b\x09SUBSCRIBEA");
+    let n = Command::Cancel(b"A").emit_frame(&mut out).unwrap();
+    assert_eq!(&out[..n], b"\x04\x08\x06CANCELA");
+
+    for (version, sub, cancel) in [
+        (
+            Version::V3_1,
+            &b"\x04\x0b\x09SUBSCRIBEA"[..],
+            &b"\x04\x08\x06CANCELA"[..],
+        ),
+        (Version::V3_0, &b"\x00\x02\x01A"[..], &b"\x00\x02\x00A"[..]),
+    ] {
+        // Sending: the form follows the negotiated version.
+        let mut cfg = Config::new(SocketType::Sub);
+        cfg.version = version;
+        let mut conn = Connection::new(cfg, now());
+        transmit(&mut conn);
+        feed(&mut conn, &LIBZMQ_GREETING);
+        transmit(&mut conn);
+        feed(&mut conn, b"\x04\x19\x05READY\x0bSocket-Type\x00\x00\x00\x03PUB");
+        let n = conn.send_subscribe(b"A", &mut out).unwrap();
+        assert_eq!(&out[..n], sub);
+        let n = conn.send_cancel(b"A", &mut out).unwrap();
+        assert_eq!(&out[..n], cancel);
+
+        // Receiving: a PUB accepts both forms whatever the version.
+        let mut pubc = Connection::new(Config::new(SocketType::Pub), now());
+        feed(&mut pubc, &LIBZMQ_GREETING);
+        feed(&mut pubc, SUB_READY);
+        let items = feed(&mut pubc, &[sub, cancel].concat());
+        assert_eq!(
+            items,
+            vec![("sub".into(), b"A".to_vec()), ("cancel".into(), b"A".to_vec())]
+        );
+    }
+}
+
+#[test]
+fn long_frames_and_topics_use_the_long_flag() {
+    // 246..=255-byte topics are where libzmq 4.3.4 got the LONG bit wrong (G10).
+    let topic = [b'x'; 250];
+    let mut out = [0u8; 300];
+    let n = Command::Subscribe(&topic).emit_frame(&mut out).unwrap();
+    assert_eq!(out[0], 0x06);
+    assert_eq!(&out[1..9], &260u64.to_be_bytes());
+    assert_eq!(n, 9 + 260);
+    let parsed = FrameHeader::parse(&out, u64::MAX).unwrap();
+    assert_eq!(parsed, Status::Complete((FrameHeader::command(260), 9)));
+}
+
+#[test]
+fn libzmq_plain_error_form_is_accepted() {
+    assert_eq!(
+        Command::parse(b"\x5eRROR\x03400"),
+        Ok(Command::Error(b"400"))
+    );
+    assert_eq!(Command::parse(b"\x05ERROR\x03500"), Ok(Command::Error(b"500")));
+    let mut conn = Connection::new(Config::new(SocketType::Dealer), now());
+    feed(&mut conn, &LIBZMQ_GREETING);
+    let mut err = b"\x04\x0a\x05ERROR\x03400".to_vec();
+    let e = conn.handle_input(now(), &mut err).unwrap_err();
+    assert_eq!(e, Error::PeerError(zmtp_proto::Reason::from_slice(b"400").unwrap()));
+}
+
+#[test]
+fn legacy_and_mismatched_greetings_are_typed_errors() {
+    for (major, expected) in [(1u8, 1u8), (2, 2)] {
+        let mut conn = Connection::new(Config::new(SocketType::Pair), now());
+        let mut g = LIBZMQ_GREETING;
+        g[10] = major;
+        assert_eq!(
+            conn.handle_input(now(), &mut g),
+            Err(Error::UnsupportedVersion { major: expected })
+        );
+    }
+    let mut conn = Connection::new(Config::new(SocketType::Pair), now());
+    let mut g = LIBZMQ_GREETING;
+    g[12..17].copy_from_slice(b"PLAIN");
+    feed(&mut conn, &g[..11]);
+    assert_eq!(
+        conn.handle_input(now(), &mut g[11..]),
+        Err(Error::MechanismMismatch {
+            ours: Mechanism::NULL,
+            theirs: Mechanism::PLAIN
+        })
+    );
+    // Major 4 is treated as 3.1, as libzmq does.
+    let mut conn = Connection::new(Config::new(SocketType::Pair), now());
+    let mut g = LIBZMQ_GREETING;
+    g[10] = 4;
+    g[11] = 7;
+    feed(&mut conn, &g);
+    assert_eq!(conn.version(), Version::V3_1);
+}
+
+#[test]
+fn hostile_frames_before_and_after_handshake() {
+    // A message before READY.
+    let mut conn = Connection::new(Config::new(SocketType::Pair), now());
+    feed(&mut conn, &LIBZMQ_GREETING);
+    assert_eq!(
+        conn.handle_input(now(), &mut b"\x00\x01x".to_vec()),
+        Err(Error::UnexpectedMessage)
+    );
+    // A PING before READY.
+    let mut conn = Connection::new(Config::new(SocketType::Pair), now());
+    feed(&mut conn, &LIBZMQ_GREETING);
+    assert_eq!(
+        conn.handle_input(now(), &mut b"\x04\x07\x04PING\x00\x00".to_vec()),
+        Err(Error::UnexpectedCommand)
+    );
+    // With MAXMSGSIZE set, a header announcing 2^62 bytes fails at once, before any body
+    // is buffered.
+    let mut cfg = Config::new(SocketType::Pair);
+    cfg.max_message_size = Some(1 << 20);
+    let mut conn = Connection::new(cfg, now());
+    feed(&mut conn, &LIBZMQ_GREETING);
+    feed(&mut conn, b"\x04\x1a\x05READY\x0bSocket-Type\x00\x00\x00\x04PAIR");
+    let mut huge = [0x02, 0x40, 0, 0, 0, 0, 0, 0, 0];
+    assert!(matches!(
+        conn.handle_input(now(), &mut huge),
+        Err(Error::Codec(CodecError::FrameTooLarge { .. }))
+    ));
+    // Unknown commands after the handshake are ignored, like libzmq.
+    let mut conn = Connection::new(Config::new(SocketType::Pair), now());
+    feed(&mut conn, &LIBZMQ_GREETING);
+    feed(&mut conn, b"\x04\x1a\x05READY\x0bSocket-Type\x00\x00\x00\x04PAIR");
+    assert!(feed(&mut conn, b"\x04\x07\x05HELLOx\x04\x05\x05READY\x00\x01y")
+        .into_iter()
+        .eq([("frame".to_string(), b"y".to_vec())]));
+    // A command frame larger than the command limit.
+    let mut conn = Connection::new(Config::new(SocketType::Pair), now());
+    feed(&mut conn, &LIBZMQ_GREETING);
+    let mut big_cmd = vec![0x06, 0, 0, 0, 0, 0, 1, 0, 0];
+    assert!(matches!(
+        conn.handle_input(now(), &mut big_cmd),
+        Err(Error::Codec(CodecError::FrameTooLarge { .. }))
+    ));
+}
+
+#[test]
+fn huge_announced_frame_allocates_nothing_up_front() {
+    // Without MAXMSGSIZE (libzmq's default), the frame is merely incomplete, and the
+    // buffered layer grows its receive buffer only with bytes that actually arrive.
+    let mut b = zmtp_proto::Buffered::new(Config::new(SocketType::Pair), now());
+    b.receive(&LIBZMQ_GREETING);
+    b.receive(b"\x04\x1a\x05READY\x0bSocket-Type\x00\x00\x00\x04PAIR");
+    b.receive(&[0x02, 0x40, 0, 0, 0, 0, 0, 0, 0]);
+    assert!(matches!(b.poll_item(now()), Ok(Some(zmtp_proto::OwnedItem::Ready(_)))));
+    assert_eq!(b.poll_item(now()), Ok(None));
+    assert!(b.read_buf().capacity() < 1 << 20, "{}", b.read_buf().capacity());
+}
