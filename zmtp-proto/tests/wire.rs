@@ -331,7 +331,7 @@ fn hostile_frames_before_and_after_handshake() {
     let mut conn = Connection::new(Config::new(SocketType::Pair), now());
     feed(&mut conn, &LIBZMQ_GREETING);
     feed(&mut conn, b"\x04\x1a\x05READY\x0bSocket-Type\x00\x00\x00\x04PAIR");
-    assert!(feed(&mut conn, b"\x04\x07\x05HELLOx\x04\x05\x05READY\x00\x01y")
+    assert!(feed(&mut conn, b"\x04\x07\x05HELLOx\x04\x06\x05READY\x00\x01y")
         .into_iter()
         .eq([("frame".to_string(), b"y".to_vec())]));
     // A command frame larger than the command limit.
