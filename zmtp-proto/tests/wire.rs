@@ -337,7 +337,7 @@ fn hostile_frames_before_and_after_handshake() {
     // A command frame larger than the command limit.
     let mut conn = Connection::new(Config::new(SocketType::Pair), now());
     feed(&mut conn, &LIBZMQ_GREETING);
-    let mut big_cmd = vec![0x06, 0, 0, 0, 0, 0, 1, 0, 0];
+    let mut big_cmd = vec![0x06, 0, 0, 0, 0, 0, 1, 0, 1];
     assert!(matches!(
         conn.handle_input(now(), &mut big_cmd),
         Err(Error::Codec(CodecError::FrameTooLarge { .. }))
