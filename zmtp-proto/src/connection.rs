@@ -831,3 +831,6 @@ impl Connection {
         })
     }
 }
+
+#[cfg(feature = "std")]
+impl std::error::Error for ConfigError {}

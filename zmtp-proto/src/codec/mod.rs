@@ -98,3 +98,9 @@ pub(crate) fn ensure(out: &[u8], required: usize) -> Result<(), InsufficientSize
         Ok(())
     }
 }
+
+#[cfg(feature = "std")]
+impl std::error::Error for CodecError {}
+
+#[cfg(feature = "std")]
+impl std::error::Error for InsufficientSize {}
