@@ -599,14 +599,10 @@ impl Connection {
     }
 
     fn ping_command(&self) -> Command<'static> {
-        let ttl = self
-            .config
-            .heartbeat_ttl
-            .map_or(0, |d| u16::try_from(d.as_millis() / 100).unwrap_or(u16::MAX));
-        Command::Ping {
-            ttl,
-            context: &[],
-        }
+        let ttl = self.config.heartbeat_ttl.map_or(0, |d| {
+            u16::try_from(d.as_millis() / 100).unwrap_or(u16::MAX)
+        });
+        Command::Ping { ttl, context: &[] }
     }
 
     fn ready_body_len(&self) -> usize {

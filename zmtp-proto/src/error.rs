@@ -65,10 +65,16 @@ impl core::fmt::Display for Error {
         match self {
             Error::Codec(e) => write!(f, "protocol error: {e}"),
             Error::UnsupportedVersion { major } => {
-                write!(f, "unsupported ZMTP version {major} (3.0 or later required)")
+                write!(
+                    f,
+                    "unsupported ZMTP version {major} (3.0 or later required)"
+                )
             }
             Error::MechanismMismatch { ours, theirs } => {
-                write!(f, "security mechanism mismatch: ours {ours:?}, peer {theirs:?}")
+                write!(
+                    f,
+                    "security mechanism mismatch: ours {ours:?}, peer {theirs:?}"
+                )
             }
             Error::IncompatibleSocketType { peer } => {
                 write!(f, "incompatible peer socket type {peer}")

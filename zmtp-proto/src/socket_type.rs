@@ -132,7 +132,10 @@ impl SocketType {
 
     /// Whether libzmq puts an `Identity` property in this type's READY (REQ, DEALER, ROUTER).
     pub fn sends_identity(self) -> bool {
-        matches!(self, SocketType::Req | SocketType::Dealer | SocketType::Router)
+        matches!(
+            self,
+            SocketType::Req | SocketType::Dealer | SocketType::Router
+        )
     }
 
     /// Whether this type receives subscriptions (PUB, XPUB), so that `0x01`/`0x00`

@@ -21,7 +21,10 @@ fn handshake_and_multipart_both_ways() {
     p.drive();
     assert!(p.a.established() && p.b.established());
     assert_eq!(p.b.buf.connection().peer_identity(), b"alice");
-    assert_eq!(p.a.buf.connection().peer_socket_type(), Some(SocketType::Router));
+    assert_eq!(
+        p.a.buf.connection().peer_socket_type(),
+        Some(SocketType::Router)
+    );
     assert!(p.a.events.contains(&Event::HandshakeSucceeded {
         peer_socket_type: Some(SocketType::Router),
         version: Version::V3_1,
@@ -44,7 +47,13 @@ fn handshake_and_multipart_both_ways() {
     assert_eq!(
         p.b.messages(),
         vec![
-            vec![vec![], b"head".to_vec(), vec![], big.clone(), b"tail".to_vec()],
+            vec![
+                vec![],
+                b"head".to_vec(),
+                vec![],
+                big.clone(),
+                b"tail".to_vec()
+            ],
             vec![vec![]],
         ]
     );
@@ -75,14 +84,22 @@ fn silent_peer_trips_heartbeat_timeout() {
     // While both talk, PINGs are answered and nothing fails.
     p.run_for(Duration::from_secs(10));
     assert!(p.a.error.is_none(), "{:?}", p.a.error);
-    let pongs = p.a.events.iter().filter(|e| **e == Event::PongReceived).count();
+    let pongs =
+        p.a.events
+            .iter()
+            .filter(|e| **e == Event::PongReceived)
+            .count();
     assert!(pongs >= 9, "pongs: {pongs}");
     assert!(p.b.events.contains(&Event::PingReceived));
 
     p.b.talks = false;
     p.run_for(Duration::from_secs(10));
     assert_eq!(p.a.error, Some(Error::HeartbeatTimeout));
-    assert_eq!(p.a.buf.connection().poll_timeout(), None, "a failed connection arms no timer");
+    assert_eq!(
+        p.a.buf.connection().poll_timeout(),
+        None,
+        "a failed connection arms no timer"
+    );
     assert!(p.b.error.is_none());
 }
 
@@ -99,7 +116,10 @@ fn heartbeat_timeout_fires_on_time() {
     }
     assert_eq!(p.a.error, Some(Error::HeartbeatTimeout));
     // First PING at 1 s, timeout (= interval) 1 s later.
-    assert_eq!(p.now.saturating_duration_since(start), Duration::from_secs(2));
+    assert_eq!(
+        p.now.saturating_duration_since(start),
+        Duration::from_secs(2)
+    );
 }
 
 #[test]
@@ -129,7 +149,10 @@ fn unfinished_greeting_trips_handshake_deadline() {
         assert!(p.step());
     }
     assert_eq!(p.a.error, Some(Error::HandshakeTimeout));
-    assert_eq!(p.now.saturating_duration_since(start), Duration::from_secs(30));
+    assert_eq!(
+        p.now.saturating_duration_since(start),
+        Duration::from_secs(30)
+    );
 }
 
 #[test]

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use zmtp_proto::codec::{
-    Command, CodecError, FrameHeader, Greeting, Mechanism, Metadata, Status, Version,
+    CodecError, Command, FrameHeader, Greeting, Mechanism, Metadata, Status, Version,
 };
 use zmtp_proto::{Config, Connection, Error, Event, Instant, Item, SocketType};
 
@@ -23,7 +23,8 @@ const LIBZMQ_GREETING: [u8; 64] = {
 };
 
 /// READY from a libzmq DEALER with no routing id.
-const DEALER_READY: &[u8] = b"\x04\x29\x05READY\x0bSocket-Type\x00\x00\x00\x06DEALER\x08Identity\x00\x00\x00\x00";
+const DEALER_READY: &[u8] =
+    b"\x04\x29\x05READY\x0bSocket-Type\x00\x00\x00\x06DEALER\x08Identity\x00\x00\x00\x00";
 /// READY from a libzmq SUB.
 const SUB_READY: &[u8] = b"\x04\x19\x05READY\x0bSocket-Type\x00\x00\x00\x03SUB";
 
@@ -38,7 +39,9 @@ fn feed(conn: &mut Connection, bytes: &[u8]) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
     loop {
         let base = buf.as_ptr() as usize + at;
-        let input = conn.handle_input(now(), &mut buf[at..]).expect("valid input");
+        let input = conn
+            .handle_input(now(), &mut buf[at..])
+            .expect("valid input");
         if let Some(item) = input.item {
             let kind = match item {
                 Item::Ready(_) => "ready",
@@ -178,7 +181,10 @@ fn ping_and_pong_bytes() {
     transmit(&mut conn);
     feed(&mut conn, &LIBZMQ_GREETING);
     transmit(&mut conn);
-    feed(&mut conn, b"\x04\x1a\x05READY\x0bSocket-Type\x00\x00\x00\x04PAIR");
+    feed(
+        &mut conn,
+        b"\x04\x1a\x05READY\x0bSocket-Type\x00\x00\x00\x04PAIR",
+    );
     let t = conn.poll_timeout().unwrap();
     assert_eq!(t, now() + Duration::from_millis(100));
     conn.handle_timeout(t).unwrap();
@@ -186,10 +192,13 @@ fn ping_and_pong_bytes() {
     // A PING with a 20-byte context gets a PONG echoing the first 16 bytes.
     feed(&mut conn, b"\x04\x1b\x04PING\x00\x0a0123456789abcdefghij");
     assert_eq!(transmit(&mut conn), b"\x04\x15\x04PONG0123456789abcdef");
-    assert_eq!(conn.poll_event(), Some(Event::HandshakeSucceeded {
-        peer_socket_type: Some(SocketType::Pair),
-        version: Version::V3_1,
-    }));
+    assert_eq!(
+        conn.poll_event(),
+        Some(Event::HandshakeSucceeded {
+            peer_socket_type: Some(SocketType::Pair),
+            version: Version::V3_1,
+        })
+    );
     assert_eq!(conn.poll_event(), Some(Event::PingReceived));
     feed(&mut conn, b"\x04\x05\x04PONG");
     assert_eq!(conn.poll_event(), Some(Event::PongReceived));
@@ -223,7 +232,10 @@ fn subscription_frames() {
         transmit(&mut conn);
         feed(&mut conn, &LIBZMQ_GREETING);
         transmit(&mut conn);
-        feed(&mut conn, b"\x04\x19\x05READY\x0bSocket-Type\x00\x00\x00\x03PUB");
+        feed(
+            &mut conn,
+            b"\x04\x19\x05READY\x0bSocket-Type\x00\x00\x00\x03PUB",
+        );
         let n = conn.send_subscribe(b"A", &mut out).unwrap();
         assert_eq!(&out[..n], sub);
         let n = conn.send_cancel(b"A", &mut out).unwrap();
@@ -236,7 +248,10 @@ fn subscription_frames() {
         let items = feed(&mut pubc, &[sub, cancel].concat());
         assert_eq!(
             items,
-            vec![("sub".into(), b"A".to_vec()), ("cancel".into(), b"A".to_vec())]
+            vec![
+                ("sub".into(), b"A".to_vec()),
+                ("cancel".into(), b"A".to_vec())
+            ]
         );
     }
 }
@@ -260,12 +275,18 @@ fn libzmq_plain_error_form_is_accepted() {
         Command::parse(b"\x5eRROR\x03400"),
         Ok(Command::Error(b"400"))
     );
-    assert_eq!(Command::parse(b"\x05ERROR\x03500"), Ok(Command::Error(b"500")));
+    assert_eq!(
+        Command::parse(b"\x05ERROR\x03500"),
+        Ok(Command::Error(b"500"))
+    );
     let mut conn = Connection::new(Config::new(SocketType::Dealer), now());
     feed(&mut conn, &LIBZMQ_GREETING);
     let mut err = b"\x04\x0a\x05ERROR\x03400".to_vec();
     let e = conn.handle_input(now(), &mut err).unwrap_err();
-    assert_eq!(e, Error::PeerError(zmtp_proto::Reason::from_slice(b"400").unwrap()));
+    assert_eq!(
+        e,
+        Error::PeerError(zmtp_proto::Reason::from_slice(b"400").unwrap())
+    );
 }
 
 #[test]
@@ -321,7 +342,10 @@ fn hostile_frames_before_and_after_handshake() {
     cfg.max_message_size = Some(1 << 20);
     let mut conn = Connection::new(cfg, now());
     feed(&mut conn, &LIBZMQ_GREETING);
-    feed(&mut conn, b"\x04\x1a\x05READY\x0bSocket-Type\x00\x00\x00\x04PAIR");
+    feed(
+        &mut conn,
+        b"\x04\x1a\x05READY\x0bSocket-Type\x00\x00\x00\x04PAIR",
+    );
     let mut huge = [0x02, 0x40, 0, 0, 0, 0, 0, 0, 0];
     assert!(matches!(
         conn.handle_input(now(), &mut huge),
@@ -330,10 +354,15 @@ fn hostile_frames_before_and_after_handshake() {
     // Unknown commands after the handshake are ignored, like libzmq.
     let mut conn = Connection::new(Config::new(SocketType::Pair), now());
     feed(&mut conn, &LIBZMQ_GREETING);
-    feed(&mut conn, b"\x04\x1a\x05READY\x0bSocket-Type\x00\x00\x00\x04PAIR");
-    assert!(feed(&mut conn, b"\x04\x07\x05HELLOx\x04\x06\x05READY\x00\x01y")
-        .into_iter()
-        .eq([("frame".to_string(), b"y".to_vec())]));
+    feed(
+        &mut conn,
+        b"\x04\x1a\x05READY\x0bSocket-Type\x00\x00\x00\x04PAIR",
+    );
+    assert!(
+        feed(&mut conn, b"\x04\x07\x05HELLOx\x04\x06\x05READY\x00\x01y")
+            .into_iter()
+            .eq([("frame".to_string(), b"y".to_vec())])
+    );
     // A command frame larger than the command limit.
     let mut conn = Connection::new(Config::new(SocketType::Pair), now());
     feed(&mut conn, &LIBZMQ_GREETING);
@@ -352,7 +381,14 @@ fn huge_announced_frame_allocates_nothing_up_front() {
     b.receive(&LIBZMQ_GREETING);
     b.receive(b"\x04\x1a\x05READY\x0bSocket-Type\x00\x00\x00\x04PAIR");
     b.receive(&[0x02, 0x40, 0, 0, 0, 0, 0, 0, 0]);
-    assert!(matches!(b.poll_item(now()), Ok(Some(zmtp_proto::OwnedItem::Ready(_)))));
+    assert!(matches!(
+        b.poll_item(now()),
+        Ok(Some(zmtp_proto::OwnedItem::Ready(_)))
+    ));
     assert_eq!(b.poll_item(now()), Ok(None));
-    assert!(b.read_buf().capacity() < 1 << 20, "{}", b.read_buf().capacity());
+    assert!(
+        b.read_buf().capacity() < 1 << 20,
+        "{}",
+        b.read_buf().capacity()
+    );
 }

@@ -97,8 +97,14 @@ impl<'a> Command<'a> {
     fn parts(&self) -> (&'a [u8], &'a [u8], Option<[u8; 2]>) {
         match *self {
             Command::Ready(m) => (b"READY", m.as_bytes(), None),
-            Command::Error(r) => (b"ERROR", clamp_reason(r), Some([clamp_reason(r).len() as u8, 0])),
-            Command::Ping { ttl, context } => (b"PING", clamp_ctx(context), Some(ttl.to_be_bytes())),
+            Command::Error(r) => (
+                b"ERROR",
+                clamp_reason(r),
+                Some([clamp_reason(r).len() as u8, 0]),
+            ),
+            Command::Ping { ttl, context } => {
+                (b"PING", clamp_ctx(context), Some(ttl.to_be_bytes()))
+            }
             Command::Pong { context } => (b"PONG", clamp_ctx(context), None),
             Command::Subscribe(t) => (b"SUBSCRIBE", t, None),
             Command::Cancel(t) => (b"CANCEL", t, None),
@@ -166,9 +172,7 @@ fn clamp_ctx(c: &[u8]) -> &[u8] {
 }
 
 fn parse_error_reason(data: &[u8]) -> Result<Command<'_>, CodecError> {
-    let (&len, rest) = data
-        .split_first()
-        .ok_or(CodecError::MalformedCommandBody)?;
+    let (&len, rest) = data.split_first().ok_or(CodecError::MalformedCommandBody)?;
     rest.get(..usize::from(len))
         .map(Command::Error)
         .ok_or(CodecError::MalformedCommandBody)

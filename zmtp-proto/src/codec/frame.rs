@@ -145,7 +145,10 @@ mod tests {
         let hdr = [0x02, 0x40, 0, 0, 0, 0, 0, 0, 0];
         assert_eq!(
             FrameHeader::parse(&hdr, 1 << 20),
-            Err(CodecError::FrameTooLarge { size: 1 << 62, limit: 1 << 20 })
+            Err(CodecError::FrameTooLarge {
+                size: 1 << 62,
+                limit: 1 << 20
+            })
         );
         // With no limit, a size that cannot be addressed is still refused.
         let hdr = [0x02, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF];
@@ -155,7 +158,10 @@ mod tests {
         ));
         assert_eq!(
             FrameHeader::parse(&[0x00, 11], 10),
-            Err(CodecError::FrameTooLarge { size: 11, limit: 10 })
+            Err(CodecError::FrameTooLarge {
+                size: 11,
+                limit: 10
+            })
         );
     }
 
@@ -169,6 +175,9 @@ mod tests {
             FrameHeader::parse(&[0x05, 0], u64::MAX),
             Err(CodecError::CommandWithMore)
         );
-        assert_eq!(FrameHeader::parse(&[0x02, 0, 0], u64::MAX), Ok(Status::Partial));
+        assert_eq!(
+            FrameHeader::parse(&[0x02, 0, 0], u64::MAX),
+            Ok(Status::Partial)
+        );
     }
 }

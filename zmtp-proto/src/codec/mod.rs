@@ -12,9 +12,9 @@ mod greeting;
 mod metadata;
 
 pub use command::{Command, MAX_PING_CONTEXT};
-pub use metadata::MetadataIter;
 pub use frame::{FrameFlags, FrameHeader, MAX_FRAME_HEADER_LEN};
 pub use greeting::{Greeting, Mechanism, Version, GREETING_LEN, SIGNATURE_LEN};
+pub use metadata::MetadataIter;
 pub use metadata::{emit_property, property_len, Metadata, Property};
 
 /// Result of parsing input that may be incomplete.
@@ -86,7 +86,11 @@ pub struct InsufficientSize {
 
 impl core::fmt::Display for InsufficientSize {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "output buffer too small: {} bytes required", self.required)
+        write!(
+            f,
+            "output buffer too small: {} bytes required",
+            self.required
+        )
     }
 }
 
