@@ -3,8 +3,12 @@
 use crate::codec::{CodecError, InsufficientSize, Mechanism};
 use crate::SocketType;
 
-/// A reason text carried by an ERROR command (at most 255 bytes).
-pub type Reason = heapless::Vec<u8, 255>;
+/// The reason text of an ERROR command the peer sent, cut to its first
+/// [`MAX_REASON_LEN`] bytes so that [`Error`] stays small (libzmq sends `"400"` or `"500"`).
+pub type Reason = heapless::Vec<u8, MAX_REASON_LEN>;
+
+/// How much of a peer's ERROR reason is kept (the wire allows 255 bytes).
+pub const MAX_REASON_LEN: usize = 64;
 
 /// A fatal connection error. Once a [`Connection`](crate::Connection) returns one, it is
 /// sticky: every later call that can fail returns the same error and nothing more is

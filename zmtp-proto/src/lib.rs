@@ -125,6 +125,6 @@ pub use connection::{
     Config, ConfigError, Connection, Event, Identity, Input, Item, DEFAULT_HANDSHAKE_TIMEOUT,
     DEFAULT_MAX_COMMAND_SIZE, MAX_PROPERTIES_LEN,
 };
-pub use error::{Error, Reason, SendError};
+pub use error::{Error, Reason, SendError, MAX_REASON_LEN};
 pub use socket_type::SocketType;
 pub use time::Instant;

@@ -1,6 +1,6 @@
 use super::Step;
 use crate::codec::Command;
-use crate::error::Reason;
+use crate::error::{Reason, MAX_REASON_LEN};
 use crate::Error;
 
 /// The NULL mechanism (RFC 23): each side sends READY; an ERROR from the peer is fatal.
@@ -17,10 +17,10 @@ impl Null {
     }
 }
 
-/// Copy an ERROR reason (at most 255 bytes by the grammar) into a [`Reason`].
+/// Copy the front of an ERROR reason into a [`Reason`].
 pub(crate) fn reason_of(reason: &[u8]) -> Reason {
     let mut r = Reason::new();
-    // Cannot fail: the codec bounds reasons to 255 bytes and we cut to that anyway.
-    let _ = r.extend_from_slice(&reason[..reason.len().min(255)]);
+    // Cannot fail: cut to the capacity first.
+    let _ = r.extend_from_slice(&reason[..reason.len().min(MAX_REASON_LEN)]);
     r
 }

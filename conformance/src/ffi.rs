@@ -1,0 +1,407 @@
+//! A minimal hand-written binding to the system libzmq, with a small safe wrapper.
+//!
+//! Only what the interop tests need: contexts, sockets, options, bind/connect and
+//! multipart send/receive. Every constant below was checked against `zmq.h` of libzmq 4.3.
+//!
+//! Ownership is enforced by lifetimes: a [`ZSocket`] borrows its [`Ctx`], so every socket is
+//! closed before its context is terminated (otherwise `zmq_ctx_term` would block forever).
+//! libzmq sockets are not thread-safe; [`ZSocket`] holds a raw pointer and is therefore
+//! neither `Send` nor `Sync`.
+
+use std::ffi::{c_int, c_void, CStr, CString};
+use std::fmt;
+use std::marker::PhantomData;
+
+/// Socket type `ZMQ_PAIR`.
+pub const ZMQ_PAIR: c_int = 0;
+/// Socket type `ZMQ_PUB`.
+pub const ZMQ_PUB: c_int = 1;
+/// Socket type `ZMQ_SUB`.
+pub const ZMQ_SUB: c_int = 2;
+/// Socket type `ZMQ_REQ`.
+pub const ZMQ_REQ: c_int = 3;
+/// Socket type `ZMQ_REP`.
+pub const ZMQ_REP: c_int = 4;
+/// Socket type `ZMQ_DEALER`.
+pub const ZMQ_DEALER: c_int = 5;
+/// Socket type `ZMQ_ROUTER`.
+pub const ZMQ_ROUTER: c_int = 6;
+/// Socket type `ZMQ_PULL`.
+pub const ZMQ_PULL: c_int = 7;
+/// Socket type `ZMQ_PUSH`.
+pub const ZMQ_PUSH: c_int = 8;
+/// Socket type `ZMQ_XPUB`.
+pub const ZMQ_XPUB: c_int = 9;
+/// Socket type `ZMQ_XSUB`.
+pub const ZMQ_XSUB: c_int = 10;
+
+/// Option `ZMQ_ROUTING_ID` (bytes, at most 255).
+pub const ZMQ_ROUTING_ID: c_int = 5;
+/// Option `ZMQ_SUBSCRIBE` (bytes: the topic prefix).
+pub const ZMQ_SUBSCRIBE: c_int = 6;
+/// Option `ZMQ_RCVMORE` (int, read-only: more frames of the current message follow).
+pub const ZMQ_RCVMORE: c_int = 13;
+/// Option `ZMQ_LINGER` (int, milliseconds).
+pub const ZMQ_LINGER: c_int = 17;
+/// Option `ZMQ_RCVTIMEO` (int, milliseconds; -1 blocks forever).
+pub const ZMQ_RCVTIMEO: c_int = 27;
+/// Option `ZMQ_SNDTIMEO` (int, milliseconds; -1 blocks forever).
+pub const ZMQ_SNDTIMEO: c_int = 28;
+/// Option `ZMQ_LAST_ENDPOINT` (string, read-only: the endpoint last bound or connected).
+pub const ZMQ_LAST_ENDPOINT: c_int = 32;
+/// Option `ZMQ_HEARTBEAT_IVL` (int, milliseconds between PINGs).
+pub const ZMQ_HEARTBEAT_IVL: c_int = 75;
+/// Option `ZMQ_HEARTBEAT_TTL` (int, milliseconds announced in PINGs, sent in deciseconds).
+pub const ZMQ_HEARTBEAT_TTL: c_int = 76;
+/// Option `ZMQ_HEARTBEAT_TIMEOUT` (int, milliseconds of silence after a PING before closing).
+pub const ZMQ_HEARTBEAT_TIMEOUT: c_int = 77;
+
+/// Send/receive flag `ZMQ_DONTWAIT`.
+pub const ZMQ_DONTWAIT: c_int = 1;
+/// Send flag `ZMQ_SNDMORE`.
+pub const ZMQ_SNDMORE: c_int = 2;
+
+/// The raw C API. Declarations follow `zmq.h` exactly.
+mod sys {
+    use std::ffi::{c_char, c_int, c_void};
+
+    /// `zmq_msg_t`: 64 opaque bytes, aligned to at least a pointer.
+    #[repr(C, align(8))]
+    pub struct ZmqMsg {
+        pub _opaque: [u8; 64],
+    }
+
+    unsafe extern "C" {
+        pub fn zmq_errno() -> c_int;
+        pub fn zmq_strerror(errnum: c_int) -> *const c_char;
+        pub fn zmq_version(major: *mut c_int, minor: *mut c_int, patch: *mut c_int);
+
+        pub fn zmq_ctx_new() -> *mut c_void;
+        pub fn zmq_ctx_term(context: *mut c_void) -> c_int;
+
+        pub fn zmq_socket(context: *mut c_void, type_: c_int) -> *mut c_void;
+        pub fn zmq_close(s: *mut c_void) -> c_int;
+        pub fn zmq_setsockopt(
+            s: *mut c_void,
+            option: c_int,
+            optval: *const c_void,
+            optvallen: usize,
+        ) -> c_int;
+        pub fn zmq_getsockopt(
+            s: *mut c_void,
+            option: c_int,
+            optval: *mut c_void,
+            optvallen: *mut usize,
+        ) -> c_int;
+        pub fn zmq_bind(s: *mut c_void, addr: *const c_char) -> c_int;
+        pub fn zmq_connect(s: *mut c_void, addr: *const c_char) -> c_int;
+        pub fn zmq_send(s: *mut c_void, buf: *const c_void, len: usize, flags: c_int) -> c_int;
+
+        pub fn zmq_msg_init(msg: *mut ZmqMsg) -> c_int;
+        pub fn zmq_msg_recv(msg: *mut ZmqMsg, s: *mut c_void, flags: c_int) -> c_int;
+        pub fn zmq_msg_data(msg: *mut ZmqMsg) -> *mut c_void;
+        pub fn zmq_msg_size(msg: *const ZmqMsg) -> usize;
+        pub fn zmq_msg_more(msg: *const ZmqMsg) -> c_int;
+        pub fn zmq_msg_close(msg: *mut ZmqMsg) -> c_int;
+    }
+}
+
+/// A failed libzmq call: the `zmq_errno()` value read right after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ZmqError {
+    /// The errno value.
+    pub errno: c_int,
+}
+
+impl ZmqError {
+    /// The error of the last failed libzmq call on this thread.
+    fn last() -> ZmqError {
+        // SAFETY: `zmq_errno` takes no arguments and only reads the thread-local errno.
+        let errno = unsafe { sys::zmq_errno() };
+        ZmqError { errno }
+    }
+
+    /// Whether this is `EAGAIN`: nothing to receive (or no room to send) before the timeout.
+    pub fn is_again(&self) -> bool {
+        std::io::Error::from_raw_os_error(self.errno).kind() == std::io::ErrorKind::WouldBlock
+    }
+
+    /// Whether this is `EINTR`: the call was interrupted by a signal.
+    pub fn is_interrupted(&self) -> bool {
+        std::io::Error::from_raw_os_error(self.errno).kind() == std::io::ErrorKind::Interrupted
+    }
+}
+
+impl fmt::Display for ZmqError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // SAFETY: `zmq_strerror` accepts any int and returns a pointer to a static,
+        // NUL-terminated string (libzmq's own table or the C library's `strerror`).
+        let text = unsafe { CStr::from_ptr(sys::zmq_strerror(self.errno)) };
+        write!(f, "{} (errno {})", text.to_string_lossy(), self.errno)
+    }
+}
+
+impl std::error::Error for ZmqError {}
+
+/// Turn a libzmq `int` return value into a result (`-1` means failure).
+fn check(rc: c_int) -> Result<c_int, ZmqError> {
+    if rc < 0 {
+        Err(ZmqError::last())
+    } else {
+        Ok(rc)
+    }
+}
+
+/// The linked libzmq's version as `(major, minor, patch)`.
+pub fn version() -> (i32, i32, i32) {
+    let (mut major, mut minor, mut patch) = (0, 0, 0);
+    // SAFETY: the three pointers are valid, distinct, writable `c_int`s for the call.
+    unsafe { sys::zmq_version(&mut major, &mut minor, &mut patch) };
+    (major, minor, patch)
+}
+
+/// A libzmq context (`zmq_ctx_new`), terminated on drop.
+#[derive(Debug)]
+pub struct Ctx {
+    raw: *mut c_void,
+}
+
+impl Ctx {
+    /// A new context with its own I/O thread.
+    ///
+    /// # Panics
+    /// If libzmq cannot create a context.
+    pub fn new() -> Ctx {
+        // SAFETY: `zmq_ctx_new` takes no arguments; a null result is checked below.
+        let raw = unsafe { sys::zmq_ctx_new() };
+        assert!(!raw.is_null(), "zmq_ctx_new failed: {}", ZmqError::last());
+        Ctx { raw }
+    }
+
+    /// A new socket of libzmq type `kind` (`ZMQ_PAIR`, ...), with `ZMQ_LINGER` set to 0 so
+    /// that closing it never waits for unsent messages.
+    pub fn socket(&self, kind: c_int) -> Result<ZSocket<'_>, ZmqError> {
+        // SAFETY: `self.raw` is a live context (it is only terminated in `Drop`, and the
+        // returned socket borrows `self`); a null result is checked below.
+        let raw = unsafe { sys::zmq_socket(self.raw, kind) };
+        if raw.is_null() {
+            return Err(ZmqError::last());
+        }
+        let socket = ZSocket {
+            raw,
+            _ctx: PhantomData,
+        };
+        socket.set_int(ZMQ_LINGER, 0)?;
+        Ok(socket)
+    }
+}
+
+impl Default for Ctx {
+    fn default() -> Ctx {
+        Ctx::new()
+    }
+}
+
+impl Drop for Ctx {
+    fn drop(&mut self) {
+        loop {
+            // SAFETY: `self.raw` came from `zmq_ctx_new` and is terminated exactly once here.
+            // Every socket borrowed the context and so has been closed already, which means
+            // this call does not block. It is retried only when interrupted (EINTR), which
+            // libzmq documents as safe.
+            let rc = unsafe { sys::zmq_ctx_term(self.raw) };
+            if rc == 0 || !ZmqError::last().is_interrupted() {
+                break;
+            }
+        }
+    }
+}
+
+/// A libzmq socket (`zmq_socket`), closed on drop.
+#[derive(Debug)]
+pub struct ZSocket<'ctx> {
+    raw: *mut c_void,
+    _ctx: PhantomData<&'ctx Ctx>,
+}
+
+impl ZSocket<'_> {
+    /// Set an `int` option (`ZMQ_LINGER`, `ZMQ_RCVTIMEO`, `ZMQ_HEARTBEAT_IVL`, ...).
+    pub fn set_int(&self, option: c_int, value: c_int) -> Result<(), ZmqError> {
+        // SAFETY: `self.raw` is a live socket; the value pointer refers to a local `c_int`
+        // that outlives the call and the length passed is exactly its size.
+        check(unsafe {
+            sys::zmq_setsockopt(
+                self.raw,
+                option,
+                (&value as *const c_int).cast(),
+                size_of::<c_int>(),
+            )
+        })?;
+        Ok(())
+    }
+
+    /// Set a binary option (`ZMQ_SUBSCRIBE`, `ZMQ_ROUTING_ID`, ...).
+    pub fn set_bytes(&self, option: c_int, value: &[u8]) -> Result<(), ZmqError> {
+        // SAFETY: `self.raw` is a live socket; `value` is a valid slice for the call and its
+        // exact length is passed (libzmq copies the bytes and never reads past the length).
+        check(unsafe {
+            sys::zmq_setsockopt(self.raw, option, value.as_ptr().cast(), value.len())
+        })?;
+        Ok(())
+    }
+
+    /// Read an `int` option (`ZMQ_RCVMORE`, `ZMQ_LINGER`, ...).
+    pub fn get_int(&self, option: c_int) -> Result<c_int, ZmqError> {
+        let mut value: c_int = 0;
+        let mut len = size_of::<c_int>();
+        // SAFETY: `self.raw` is a live socket; `value` and `len` are valid, writable locals
+        // and `len` holds the capacity of `value` in bytes, which libzmq respects.
+        check(unsafe {
+            sys::zmq_getsockopt(
+                self.raw,
+                option,
+                (&mut value as *mut c_int).cast(),
+                &mut len,
+            )
+        })?;
+        Ok(value)
+    }
+
+    /// Read a binary or string option (`ZMQ_LAST_ENDPOINT`, ...), at most 1 KiB. A
+    /// trailing NUL, as libzmq writes after strings, is removed.
+    pub fn get_bytes(&self, option: c_int) -> Result<Vec<u8>, ZmqError> {
+        let mut buf = vec![0u8; 1024];
+        let mut len = buf.len();
+        // SAFETY: `self.raw` is a live socket; `buf` is writable for `len` bytes and libzmq
+        // writes at most `len` bytes, then stores the length it used in `len`.
+        check(unsafe {
+            sys::zmq_getsockopt(self.raw, option, buf.as_mut_ptr().cast(), &mut len)
+        })?;
+        buf.truncate(len);
+        if buf.last() == Some(&0) {
+            buf.pop();
+        }
+        Ok(buf)
+    }
+
+    /// Subscribe a SUB socket to `topic` (`ZMQ_SUBSCRIBE`).
+    pub fn subscribe(&self, topic: &[u8]) -> Result<(), ZmqError> {
+        self.set_bytes(ZMQ_SUBSCRIBE, topic)
+    }
+
+    /// The endpoint last bound, e.g. `tcp://127.0.0.1:41234` (`ZMQ_LAST_ENDPOINT`).
+    pub fn last_endpoint(&self) -> Result<String, ZmqError> {
+        let bytes = self.get_bytes(ZMQ_LAST_ENDPOINT)?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// Bind to `endpoint`, e.g. `tcp://127.0.0.1:*`.
+    ///
+    /// # Panics
+    /// If `endpoint` contains a NUL byte.
+    pub fn bind(&self, endpoint: &str) -> Result<(), ZmqError> {
+        let c = CString::new(endpoint).expect("endpoint without NUL bytes");
+        // SAFETY: `self.raw` is a live socket and `c` is a NUL-terminated string that
+        // outlives the call (libzmq copies it).
+        check(unsafe { sys::zmq_bind(self.raw, c.as_ptr()) })?;
+        Ok(())
+    }
+
+    /// Connect to `endpoint`, e.g. `tcp://127.0.0.1:41234`. libzmq connects in the
+    /// background and reconnects on failure.
+    ///
+    /// # Panics
+    /// If `endpoint` contains a NUL byte.
+    pub fn connect(&self, endpoint: &str) -> Result<(), ZmqError> {
+        let c = CString::new(endpoint).expect("endpoint without NUL bytes");
+        // SAFETY: `self.raw` is a live socket and `c` is a NUL-terminated string that
+        // outlives the call (libzmq copies it).
+        check(unsafe { sys::zmq_connect(self.raw, c.as_ptr()) })?;
+        Ok(())
+    }
+
+    /// Send one message made of `frames` (at least one). Blocks up to `ZMQ_SNDTIMEO`.
+    ///
+    /// # Panics
+    /// If `frames` is empty.
+    pub fn send_multipart(&self, frames: &[&[u8]]) -> Result<(), ZmqError> {
+        assert!(!frames.is_empty(), "a message has at least one frame");
+        for (i, frame) in frames.iter().enumerate() {
+            let flags = if i + 1 < frames.len() { ZMQ_SNDMORE } else { 0 };
+            // SAFETY: `self.raw` is a live socket; `frame` is valid for `frame.len()` bytes
+            // during the call (libzmq copies them into its own message before returning).
+            check(unsafe {
+                sys::zmq_send(self.raw, frame.as_ptr().cast(), frame.len(), flags)
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Receive one whole message, blocking up to `ZMQ_RCVTIMEO` (`EAGAIN` on timeout).
+    pub fn recv_multipart(&self) -> Result<Vec<Vec<u8>>, ZmqError> {
+        self.recv_message(0)
+    }
+
+    /// Receive one whole message if one is ready now; `EAGAIN` otherwise.
+    pub fn try_recv_multipart(&self) -> Result<Vec<Vec<u8>>, ZmqError> {
+        self.recv_message(ZMQ_DONTWAIT)
+    }
+
+    fn recv_message(&self, flags: c_int) -> Result<Vec<Vec<u8>>, ZmqError> {
+        let mut frames = Vec::new();
+        loop {
+            // Messages are atomic in libzmq: once the first frame arrived, the others are
+            // already queued, so only the first one waits (or not, with ZMQ_DONTWAIT).
+            let first_flags = if frames.is_empty() { flags } else { 0 };
+            let (body, more) = self.recv_frame(first_flags)?;
+            frames.push(body);
+            if !more {
+                return Ok(frames);
+            }
+        }
+    }
+
+    fn recv_frame(&self, flags: c_int) -> Result<(Vec<u8>, bool), ZmqError> {
+        let mut msg = sys::ZmqMsg { _opaque: [0; 64] };
+        // SAFETY: `msg` is a properly sized and aligned `zmq_msg_t` that stays in place
+        // (it is never moved) from `zmq_msg_init` to `zmq_msg_close` below.
+        check(unsafe { sys::zmq_msg_init(&mut msg) })?;
+        // SAFETY: `msg` was initialised above and `self.raw` is a live socket.
+        let rc = unsafe { sys::zmq_msg_recv(&mut msg, self.raw, flags) };
+        let result = if rc < 0 {
+            Err(ZmqError::last())
+        } else {
+            // SAFETY: `msg` holds a received message, so size and data describe its body.
+            let size = unsafe { sys::zmq_msg_size(&msg) };
+            let body = if size == 0 {
+                Vec::new()
+            } else {
+                // SAFETY: for a non-empty message `zmq_msg_data` points to `size` readable
+                // bytes owned by `msg`, which is alive and unchanged until the copy is done.
+                unsafe {
+                    std::slice::from_raw_parts(sys::zmq_msg_data(&mut msg).cast::<u8>(), size)
+                }
+                .to_vec()
+            };
+            // SAFETY: `msg` holds a received message.
+            let more = unsafe { sys::zmq_msg_more(&msg) } != 0;
+            Ok((body, more))
+        };
+        // SAFETY: `msg` was initialised and is released exactly once; the body was copied out.
+        unsafe { sys::zmq_msg_close(&mut msg) };
+        result
+    }
+}
+
+impl Drop for ZSocket<'_> {
+    fn drop(&mut self) {
+        // SAFETY: `self.raw` came from `zmq_socket` and is closed exactly once, here, on the
+        // thread that used it (the type is neither `Send` nor `Sync`).
+        unsafe { sys::zmq_close(self.raw) };
+    }
+}
+
+/// Parse the TCP port from an endpoint such as `tcp://127.0.0.1:41234`.
+pub fn endpoint_port(endpoint: &str) -> Option<u16> {
+    endpoint.rsplit(':').next()?.parse().ok()
+}

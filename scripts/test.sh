@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Every check and test of the workspace. Installs what is missing first: libzmq (the real
+# peer the conformance tests run against) through apt-get when run as root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ ! -e /usr/include/zmq.h ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "== installing libzmq3-dev"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libzmq3-dev >/dev/null
+  else
+    echo "libzmq3-dev is missing: run 'sudo apt-get install libzmq3-dev' (or run this as root)" >&2
+    exit 1
+  fi
+fi
+
+echo "== rustfmt"
+cargo fmt --all -- --check
+echo "== clippy"
+cargo clippy --workspace --all-targets -- -D warnings
+echo "== zmtp-proto without std and alloc, and with alloc only"
+cargo build -p zmtp-proto --no-default-features
+cargo clippy -p zmtp-proto --no-default-features -- -D warnings
+cargo build -p zmtp-proto --no-default-features --features alloc
+echo "== tests"
+cargo test --workspace
