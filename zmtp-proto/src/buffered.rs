@@ -147,7 +147,8 @@ impl Buffered {
         let mut room = 256;
         loop {
             self.tx.resize(start + room, 0);
-            match f(&mut self.conn, &mut self.tx[start..]) {
+            let (_, room_buf) = self.tx.split_at_mut(start);
+            match f(&mut self.conn, room_buf) {
                 Ok(n) => {
                     self.tx.truncate(start + n);
                     return Ok(());

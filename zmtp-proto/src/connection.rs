@@ -5,7 +5,7 @@ use core::time::Duration;
 
 use crate::codec::{
     emit_property, ensure, property_len, Command, FrameHeader, Greeting, InsufficientSize,
-    Mechanism, Metadata, Status, Version, GREETING_LEN, MAX_PING_CONTEXT, SIGNATURE_LEN,
+    Mechanism, Metadata, Status, Version, Writer, GREETING_LEN, MAX_PING_CONTEXT, SIGNATURE_LEN,
 };
 use crate::error::{Error, SendError};
 use crate::mechanism::{reason_of, MechanismState, Null, Step};
@@ -101,14 +101,11 @@ impl Config {
         if !name.starts_with(b"X-") || name.len() > 255 {
             return Err(ConfigError::BadPropertyName);
         }
-        let at = self.properties.len();
-        let len = property_len(name, value);
+        let mut buf = [0u8; MAX_PROPERTIES_LEN];
+        let len = emit_property(name, value, &mut buf).map_err(|_| ConfigError::PropertiesFull)?;
         self.properties
-            .resize(at + len, 0)
-            .map_err(|_| ConfigError::PropertiesFull)?;
-        // Cannot fail: the buffer was just resized to hold exactly `len` more bytes.
-        let _ = emit_property(name, value, &mut self.properties[at..]);
-        Ok(())
+            .extend_from_slice(buf.get(..len).unwrap_or_default())
+            .map_err(|_| ConfigError::PropertiesFull)
     }
 
     /// The encoded application properties.
@@ -480,7 +477,7 @@ impl Connection {
                     let ttl = Duration::from_millis(u64::from(ttl) * 100);
                     self.timers[Timer::Ttl as usize] = Some(now + ttl);
                 }
-                let context = &context[..context.len().min(MAX_PING_CONTEXT)];
+                let context = context.get(..MAX_PING_CONTEXT).unwrap_or(context);
                 // Cannot fail: cut to the capacity just above.
                 self.pending.pong = heapless::Vec::from_slice(context).ok();
                 self.push_event(Event::PingReceived);
@@ -630,9 +627,11 @@ impl Connection {
         }
     }
 
-    /// Write control frame `c` into `out`, which the caller has checked is large enough.
+    /// Write control frame `c` into `out` and mark it sent; nothing is marked on failure.
     fn emit_control(&mut self, c: Control, out: &mut [u8]) -> Result<usize, InsufficientSize> {
-        let n = match c {
+        ensure(out, self.control_len(c))?;
+        let mut w = Writer::new(out);
+        match c {
             Control::Signature | Control::GreetingRest => {
                 let mut g = [0u8; GREETING_LEN];
                 Greeting {
@@ -641,37 +640,30 @@ impl Connection {
                     as_server: false,
                 }
                 .emit(&mut g)?;
-                let part = if c == Control::Signature {
-                    &g[..SIGNATURE_LEN]
+                let (signature, rest) = g.split_at(SIGNATURE_LEN);
+                w.put(if c == Control::Signature {
+                    signature
                 } else {
-                    &g[SIGNATURE_LEN..]
-                };
-                ensure(out, part.len())?;
-                out[..part.len()].copy_from_slice(part);
-                part.len()
+                    rest
+                })?;
             }
             Control::Ready => {
                 let cfg = &self.config;
-                let body = self.ready_body_len();
-                let mut at = FrameHeader::command(body).emit(out)?;
-                ensure(out, at + body)?;
-                out[at..at + 6].copy_from_slice(b"\x05READY");
-                at += 6;
+                w.emit(|out| FrameHeader::command(self.ready_body_len()).emit(out))?;
+                w.put(b"\x05READY")?;
                 let ty = cfg.socket_type.name().as_bytes();
-                at += emit_property(b"Socket-Type", ty, &mut out[at..])?;
+                w.emit(|out| emit_property(b"Socket-Type", ty, out))?;
                 if cfg.socket_type.sends_identity() {
-                    at += emit_property(b"Identity", &cfg.identity, &mut out[at..])?;
+                    w.emit(|out| emit_property(b"Identity", &cfg.identity, out))?;
                 }
-                let props = &cfg.properties;
-                out[at..at + props.len()].copy_from_slice(props);
-                at + props.len()
+                w.put(&cfg.properties)?;
             }
-            Control::Pong => Command::Pong {
-                context: self.pending.pong.as_deref().unwrap_or(&[]),
+            Control::Pong => {
+                let context = self.pending.pong.as_deref().unwrap_or_default();
+                w.emit(|out| Command::Pong { context }.emit_frame(out))?;
             }
-            .emit_frame(out)?,
-            Control::Ping => self.ping_command().emit_frame(out)?,
-        };
+            Control::Ping => w.emit(|out| self.ping_command().emit_frame(out))?,
+        }
         match c {
             Control::Signature => self.pending.signature = false,
             Control::GreetingRest => self.pending.greeting_rest = false,
@@ -679,7 +671,7 @@ impl Connection {
             Control::Pong => self.pending.pong = None,
             Control::Ping => self.pending.ping = false,
         }
-        Ok(n)
+        Ok(w.len())
     }
 
     /// Write every pending control frame (greeting stages, READY, PONG, PING) that fits into
@@ -690,18 +682,16 @@ impl Connection {
         if self.error.is_some() {
             return Ok(0);
         }
-        let mut at = 0;
+        let mut w = Writer::new(out);
         while let Some(c) = self.next_control() {
-            let len = self.control_len(c);
-            if out.len() - at < len {
-                if at == 0 {
-                    return Err(InsufficientSize { required: len });
+            if let Err(e) = w.emit(|out| self.emit_control(c, out)) {
+                if w.len() == 0 {
+                    return Err(e);
                 }
                 break;
             }
-            at += self.emit_control(c, &mut out[at..])?;
         }
-        Ok(at)
+        Ok(w.len())
     }
 
     /// Total length of every control frame currently pending.
@@ -737,12 +727,13 @@ impl Connection {
         &mut self,
         out: &mut [u8],
         len: usize,
-        f: impl FnOnce(&mut [u8]) -> Result<usize, InsufficientSize>,
+        f: impl FnOnce(&mut Writer<'_>) -> Result<(), InsufficientSize>,
     ) -> Result<usize, SendError> {
-        let control = self.pending_control_len();
-        ensure(out, control + len)?;
-        let at = self.poll_transmit(&mut out[..control])?;
-        Ok(at + f(&mut out[at..])?)
+        ensure(out, self.pending_control_len() + len)?;
+        let mut w = Writer::new(out);
+        w.emit(|out| self.poll_transmit(out))?;
+        f(&mut w)?;
+        Ok(w.len())
     }
 
     /// Encode one data frame (header and body) into `out`, after any pending control frames;
@@ -755,10 +746,9 @@ impl Connection {
     ) -> Result<usize, SendError> {
         self.check_send()?;
         let header = FrameHeader::data(body.len(), more);
-        let n = self.write_after_control(out, header.encoded_len() + body.len(), |out| {
-            let h = header.emit(out)?;
-            out[h..h + body.len()].copy_from_slice(body);
-            Ok(h + body.len())
+        let n = self.write_after_control(out, header.encoded_len() + body.len(), |w| {
+            w.emit(|out| header.emit(out))?;
+            w.put(body)
         })?;
         self.out_mid_message = more;
         Ok(n)
@@ -774,7 +764,9 @@ impl Connection {
     ) -> Result<usize, SendError> {
         self.check_send()?;
         let header = FrameHeader::data(len, more);
-        let n = self.write_after_control(out, header.encoded_len(), |out| header.emit(out))?;
+        let n = self.write_after_control(out, header.encoded_len(), |w| {
+            w.emit(|out| header.emit(out))
+        })?;
         self.out_mid_message = more;
         Ok(n)
     }
@@ -785,7 +777,7 @@ impl Connection {
         if self.out_mid_message {
             return Err(SendError::MidMessage);
         }
-        self.write_after_control(out, cmd.frame_len(), |out| cmd.emit_frame(out))
+        self.write_after_control(out, cmd.frame_len(), |w| w.emit(|out| cmd.emit_frame(out)))
     }
 
     /// Subscribe to `topic` on the peer: a SUBSCRIBE command to a 3.1 peer, a message
@@ -819,11 +811,10 @@ impl Connection {
         }
         let header = FrameHeader::data(topic.len() + 1, false);
         let len = header.encoded_len() + topic.len() + 1;
-        self.write_after_control(out, len, |out| {
-            let h = header.emit(out)?;
-            out[h] = u8::from(subscribe);
-            out[h + 1..len].copy_from_slice(topic);
-            Ok(len)
+        self.write_after_control(out, len, |w| {
+            w.emit(|out| header.emit(out))?;
+            w.put(&[u8::from(subscribe)])?;
+            w.put(topic)
         })
     }
 }

@@ -1,4 +1,4 @@
-use super::{ensure, CodecError, FrameHeader, InsufficientSize, Metadata};
+use super::{ensure, CodecError, FrameHeader, InsufficientSize, Metadata, Writer};
 
 /// Longest PING context a peer may send and a PONG may echo; longer contexts are cut to it.
 pub const MAX_PING_CONTEXT: usize = 16;
@@ -94,31 +94,23 @@ impl<'a> Command<'a> {
         }
     }
 
-    fn parts(&self) -> (&'a [u8], &'a [u8], Option<[u8; 2]>) {
+    /// Name, the fixed-size fields after it (at most 2 bytes, with their length), and data.
+    fn parts(&self) -> (&'a [u8], ([u8; 2], usize), &'a [u8]) {
+        const NONE: ([u8; 2], usize) = ([0; 2], 0);
         match *self {
-            Command::Ready(m) => (b"READY", m.as_bytes(), None),
+            Command::Ready(m) => (b"READY", NONE, m.as_bytes()),
             Command::Error(r) => (
                 b"ERROR",
+                ([clamp_reason(r).len() as u8, 0], 1),
                 clamp_reason(r),
-                Some([clamp_reason(r).len() as u8, 0]),
             ),
-            Command::Ping { ttl, context } => {
-                (b"PING", clamp_ctx(context), Some(ttl.to_be_bytes()))
-            }
-            Command::Pong { context } => (b"PONG", clamp_ctx(context), None),
-            Command::Subscribe(t) => (b"SUBSCRIBE", t, None),
-            Command::Cancel(t) => (b"CANCEL", t, None),
-            Command::Join(g) => (b"JOIN", g, None),
-            Command::Leave(g) => (b"LEAVE", g, None),
-            Command::Unknown { name, data } => (&name[..name.len().min(255)], data, None),
-        }
-    }
-
-    fn prefix_len(&self) -> usize {
-        match self {
-            Command::Error(_) => 1,
-            Command::Ping { .. } => 2,
-            _ => 0,
+            Command::Ping { ttl, context } => (b"PING", (ttl.to_be_bytes(), 2), clamp_ctx(context)),
+            Command::Pong { context } => (b"PONG", NONE, clamp_ctx(context)),
+            Command::Subscribe(t) => (b"SUBSCRIBE", NONE, t),
+            Command::Cancel(t) => (b"CANCEL", NONE, t),
+            Command::Join(g) => (b"JOIN", NONE, g),
+            Command::Leave(g) => (b"LEAVE", NONE, g),
+            Command::Unknown { name, data } => (name.get(..255).unwrap_or(name), NONE, data),
         }
     }
 
@@ -126,8 +118,8 @@ impl<'a> Command<'a> {
     ///
     /// On emit, ERROR reasons are cut to 255 bytes and PING/PONG contexts to 16 bytes.
     pub fn body_len(&self) -> usize {
-        let (name, data, _) = self.parts();
-        1 + name.len() + self.prefix_len() + data.len()
+        let (name, (_, fixed), data) = self.parts();
+        1 + name.len() + fixed + data.len()
     }
 
     /// Length of the whole encoded frame (header and body).
@@ -138,37 +130,32 @@ impl<'a> Command<'a> {
 
     /// Emit the command body (without frame header); returns the bytes written.
     pub fn emit_body(&self, out: &mut [u8]) -> Result<usize, InsufficientSize> {
-        let len = self.body_len();
-        ensure(out, len)?;
-        let (name, data, prefix) = self.parts();
-        out[0] = name.len() as u8;
-        let mut at = 1 + name.len();
-        out[1..at].copy_from_slice(name);
-        if let Some(prefix) = prefix {
-            let p = self.prefix_len();
-            out[at..at + p].copy_from_slice(&prefix[..p]);
-            at += p;
-        }
-        out[at..len].copy_from_slice(data);
-        Ok(len)
+        ensure(out, self.body_len())?;
+        let (name, (fixed, fixed_len), data) = self.parts();
+        let mut w = Writer::new(out);
+        w.put(&[name.len() as u8])?;
+        w.put(name)?;
+        w.put(fixed.get(..fixed_len).unwrap_or_default())?;
+        w.put(data)?;
+        Ok(w.len())
     }
 
     /// Emit the whole command frame (header and body); returns the bytes written.
     pub fn emit_frame(&self, out: &mut [u8]) -> Result<usize, InsufficientSize> {
-        let total = self.frame_len();
-        ensure(out, total)?;
-        let h = FrameHeader::command(self.body_len()).emit(out)?;
-        self.emit_body(&mut out[h..])?;
-        Ok(total)
+        ensure(out, self.frame_len())?;
+        let mut w = Writer::new(out);
+        w.emit(|out| FrameHeader::command(self.body_len()).emit(out))?;
+        w.emit(|out| self.emit_body(out))?;
+        Ok(w.len())
     }
 }
 
 fn clamp_reason(r: &[u8]) -> &[u8] {
-    &r[..r.len().min(255)]
+    r.get(..255).unwrap_or(r)
 }
 
 fn clamp_ctx(c: &[u8]) -> &[u8] {
-    &c[..c.len().min(MAX_PING_CONTEXT)]
+    c.get(..MAX_PING_CONTEXT).unwrap_or(c)
 }
 
 fn parse_error_reason(data: &[u8]) -> Result<Command<'_>, CodecError> {

@@ -1,4 +1,4 @@
-use super::{ensure, CodecError, InsufficientSize, Status};
+use super::{ensure, CodecError, InsufficientSize, Status, Writer};
 
 /// Longest frame header: flags byte plus an 8-byte size.
 pub const MAX_FRAME_HEADER_LEN: usize = 9;
@@ -104,8 +104,7 @@ impl FrameHeader {
 
     /// Emit the header (LONG iff the size exceeds 255, as libzmq does).
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, InsufficientSize> {
-        let len = self.encoded_len();
-        ensure(out, len)?;
+        ensure(out, self.encoded_len())?;
         let mut flags = 0;
         if self.flags.more {
             flags |= FLAG_MORE;
@@ -113,14 +112,14 @@ impl FrameHeader {
         if self.flags.command {
             flags |= FLAG_COMMAND;
         }
-        if len == 9 {
-            out[0] = flags | FLAG_LONG;
-            out[1..9].copy_from_slice(&self.size.to_be_bytes());
+        let mut w = Writer::new(out);
+        if self.encoded_len() == 9 {
+            w.put(&[flags | FLAG_LONG])?;
+            w.put(&self.size.to_be_bytes())?;
         } else {
-            out[0] = flags;
-            out[1] = self.size as u8;
+            w.put(&[flags, self.size as u8])?;
         }
-        Ok(len)
+        Ok(w.len())
     }
 }
 
@@ -136,8 +135,10 @@ mod tests {
         assert_eq!(FrameHeader::data(256, false).emit(&mut b), Ok(9));
         assert_eq!(&b, &[0x02, 0, 0, 0, 0, 0, 0, 1, 0]);
         // LONG accepted for a small size, as libzmq does.
-        let parsed = FrameHeader::parse(&[0x02, 0, 0, 0, 0, 0, 0, 0, 3], u64::MAX).unwrap();
-        assert_eq!(parsed, Status::Complete((FrameHeader::data(3, false), 9)));
+        assert_eq!(
+            FrameHeader::parse(&[0x02, 0, 0, 0, 0, 0, 0, 0, 3], u64::MAX),
+            Ok(Status::Complete((FrameHeader::data(3, false), 9)))
+        );
     }
 
     #[test]

@@ -1,4 +1,4 @@
-use super::{ensure, CodecError, InsufficientSize, Status};
+use super::{CodecError, InsufficientSize, Status, Writer};
 
 /// Length of a ZMTP 3.x greeting.
 pub const GREETING_LEN: usize = 64;
@@ -53,8 +53,7 @@ impl Mechanism {
 
     /// The name without its NUL padding.
     pub fn name(&self) -> &[u8] {
-        let end = self.0.iter().position(|&b| b == 0).unwrap_or(20);
-        &self.0[..end]
+        self.0.split(|&b| b == 0).next().unwrap_or(&[])
     }
 }
 
@@ -121,15 +120,15 @@ impl Greeting {
 
     /// Emit the whole 64-byte greeting into `out`; returns the bytes written (64).
     pub fn emit(&self, out: &mut [u8]) -> Result<usize, InsufficientSize> {
-        ensure(out, GREETING_LEN)?;
-        let out = &mut out[..GREETING_LEN];
-        out.fill(0);
-        out[0] = 0xFF;
-        out[9] = 0x7F;
-        out[10] = self.version.major;
-        out[11] = self.version.minor;
-        out[12..32].copy_from_slice(&self.mechanism.0);
-        out[32] = u8::from(self.as_server);
-        Ok(GREETING_LEN)
+        let mut g = [0u8; GREETING_LEN];
+        g[0] = 0xFF;
+        g[9] = 0x7F;
+        g[10] = self.version.major;
+        g[11] = self.version.minor;
+        g[12..32].copy_from_slice(&self.mechanism.0);
+        g[32] = u8::from(self.as_server);
+        let mut w = Writer::new(out);
+        w.put(&g)?;
+        Ok(w.len())
     }
 }

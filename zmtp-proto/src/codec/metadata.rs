@@ -1,4 +1,4 @@
-use super::{ensure, CodecError, InsufficientSize};
+use super::{ensure, CodecError, InsufficientSize, Writer};
 
 /// Largest value length the wire format allows (2^31 - 1).
 const MAX_VALUE_LEN: u32 = 0x7FFF_FFFF;
@@ -102,13 +102,12 @@ pub fn property_len(name: &[u8], value: &[u8]) -> usize {
 ///
 /// Names longer than 255 bytes are cut to 255. Values must not exceed 2^31 - 1 bytes.
 pub fn emit_property(name: &[u8], value: &[u8], out: &mut [u8]) -> Result<usize, InsufficientSize> {
-    let name = &name[..name.len().min(255)];
-    let len = property_len(name, value);
-    ensure(out, len)?;
-    out[0] = name.len() as u8;
-    out[1..1 + name.len()].copy_from_slice(name);
-    let v = 1 + name.len();
-    out[v..v + 4].copy_from_slice(&(value.len() as u32).to_be_bytes());
-    out[v + 4..len].copy_from_slice(value);
-    Ok(len)
+    let name = name.get(..255).unwrap_or(name);
+    ensure(out, property_len(name, value))?;
+    let mut w = Writer::new(out);
+    w.put(&[name.len() as u8])?;
+    w.put(name)?;
+    w.put(&(value.len() as u32).to_be_bytes())?;
+    w.put(value)?;
+    Ok(w.len())
 }

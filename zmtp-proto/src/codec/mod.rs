@@ -94,6 +94,50 @@ impl core::fmt::Display for InsufficientSize {
     }
 }
 
+/// Appends to a caller's buffer without ever indexing out of bounds: a write that does not
+/// fit is an [`InsufficientSize`] naming the total length that was needed.
+pub(crate) struct Writer<'a> {
+    buf: &'a mut [u8],
+    len: usize,
+}
+
+impl<'a> Writer<'a> {
+    pub(crate) fn new(buf: &'a mut [u8]) -> Writer<'a> {
+        Writer { buf, len: 0 }
+    }
+
+    /// Bytes written so far.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn put(&mut self, bytes: &[u8]) -> Result<(), InsufficientSize> {
+        let end = self.len + bytes.len();
+        let dst = self
+            .buf
+            .get_mut(self.len..end)
+            .ok_or(InsufficientSize { required: end })?;
+        dst.copy_from_slice(bytes);
+        self.len = end;
+        Ok(())
+    }
+
+    /// Let an emitter write into the rest of the buffer; it returns how much it wrote.
+    pub(crate) fn emit(
+        &mut self,
+        f: impl FnOnce(&mut [u8]) -> Result<usize, InsufficientSize>,
+    ) -> Result<(), InsufficientSize> {
+        let at = self.len;
+        let rest = self.buf.get_mut(at..).unwrap_or_default();
+        let room = rest.len();
+        let n = f(rest).map_err(|e| InsufficientSize {
+            required: at + e.required,
+        })?;
+        self.len = at + n.min(room);
+        Ok(())
+    }
+}
+
 /// Check that `out` holds at least `required` bytes.
 pub(crate) fn ensure(out: &[u8], required: usize) -> Result<(), InsufficientSize> {
     if out.len() < required {
