@@ -1,11 +1,14 @@
 //! Property tests: round-trips, robustness against arbitrary bytes, and chunking invariance.
 
+mod common;
+
+use common::describe;
 use proptest::collection::vec;
 use proptest::prelude::*;
 use zmtp_proto::codec::{
     emit_property, Command, FrameFlags, FrameHeader, Greeting, Mechanism, Metadata, Status, Version,
 };
-use zmtp_proto::{Buffered, Config, Connection, Instant, Item, OwnedItem, SocketType};
+use zmtp_proto::{Buffered, Config, Connection, Instant, OwnedItem, SocketType};
 
 fn bytes(max: usize) -> impl Strategy<Value = Vec<u8>> {
     vec(any::<u8>(), 0..=max)
@@ -239,19 +242,6 @@ fn greeting_bytes(version: Version) -> [u8; 64] {
     .emit(&mut g)
     .unwrap();
     g
-}
-
-fn describe(item: &Item<'_>) -> (String, Vec<u8>) {
-    let kind = match item {
-        Item::Ready(_) => "ready",
-        Item::Frame { more: true, .. } => "frame+",
-        Item::Frame { more: false, .. } => "frame",
-        Item::Subscribe(_) => "sub",
-        Item::Cancel(_) => "cancel",
-        Item::Join(_) => "join",
-        Item::Leave(_) => "leave",
-    };
-    (kind.to_string(), item.payload().to_vec())
 }
 
 fn describe_owned(item: &OwnedItem) -> (String, Vec<u8>) {

@@ -1,11 +1,15 @@
 //! Byte vectors seen on the wire against libzmq 4.3.4 (see the project's ZMTP notes).
 
+mod common;
+
 use std::time::Duration;
+
+use common::describe;
 
 use zmtp_proto::codec::{
     CodecError, Command, FrameHeader, Greeting, Mechanism, Metadata, Status, Version,
 };
-use zmtp_proto::{Config, Connection, Error, Event, Instant, Item, SocketType};
+use zmtp_proto::{Config, Connection, Error, Event, Instant, SocketType};
 
 /// A libzmq greeting: padding holds routing-id length + 1 (G1), as-server is 0 (G2).
 const LIBZMQ_GREETING: [u8; 64] = {
@@ -43,20 +47,10 @@ fn feed(conn: &mut Connection, bytes: &[u8]) -> Vec<(String, Vec<u8>)> {
             .handle_input(now(), &mut buf[at..])
             .expect("valid input");
         if let Some(item) = input.item {
-            let kind = match item {
-                Item::Ready(_) => "ready",
-                Item::Frame { more: true, .. } => "frame+",
-                Item::Frame { more: false, .. } => "frame",
-                Item::Subscribe(_) => "sub",
-                Item::Cancel(_) => "cancel",
-                Item::Join(_) => "join",
-                Item::Leave(_) => "leave",
-            };
-            let range = input.payload.clone();
-            out.push((kind.to_string(), item.payload().to_vec()));
             // The payload range locates the payload in the input (for zero-copy slicing).
-            assert_eq!(item.payload().as_ptr() as usize, base + range.start);
-            assert_eq!(item.payload().len(), range.len());
+            assert_eq!(item.payload().as_ptr() as usize, base + input.payload.start);
+            assert_eq!(item.payload().len(), input.payload.len());
+            out.push(describe(&item));
         }
         if input.consumed == 0 {
             assert_eq!(at, buf.len(), "stream left unconsumed bytes");
@@ -64,6 +58,21 @@ fn feed(conn: &mut Connection, bytes: &[u8]) -> Vec<(String, Vec<u8>)> {
         }
         at += input.consumed;
     }
+}
+
+/// A connection that has exchanged greetings and READYs with a libzmq peer of type `peer`;
+/// everything it transmitted so far is dropped.
+fn established(cfg: Config, peer: SocketType) -> Connection {
+    let mut conn = Connection::new(cfg, now());
+    feed(&mut conn, &LIBZMQ_GREETING);
+    let name = peer.name().as_bytes();
+    let mut ready = vec![0x04, 0x16 + name.len() as u8];
+    ready.extend_from_slice(b"\x05READY\x0bSocket-Type\x00\x00\x00");
+    ready.push(name.len() as u8);
+    ready.extend_from_slice(name);
+    assert_eq!(feed(&mut conn, &ready)[0].0, "ready");
+    transmit(&mut conn);
+    conn
 }
 
 fn transmit(conn: &mut Connection) -> Vec<u8> {
@@ -177,14 +186,7 @@ fn ping_and_pong_bytes() {
     let mut cfg = Config::new(SocketType::Pair);
     cfg.heartbeat_interval = Some(Duration::from_millis(100));
     cfg.heartbeat_ttl = Some(Duration::from_millis(2500));
-    let mut conn = Connection::new(cfg, now());
-    transmit(&mut conn);
-    feed(&mut conn, &LIBZMQ_GREETING);
-    transmit(&mut conn);
-    feed(
-        &mut conn,
-        b"\x04\x1a\x05READY\x0bSocket-Type\x00\x00\x00\x04PAIR",
-    );
+    let mut conn = established(cfg, SocketType::Pair);
     let t = conn.poll_timeout().unwrap();
     assert_eq!(t, now() + Duration::from_millis(100));
     conn.handle_timeout(t).unwrap();
@@ -228,14 +230,7 @@ fn subscription_frames() {
         // Sending: the form follows the negotiated version.
         let mut cfg = Config::new(SocketType::Sub);
         cfg.version = version;
-        let mut conn = Connection::new(cfg, now());
-        transmit(&mut conn);
-        feed(&mut conn, &LIBZMQ_GREETING);
-        transmit(&mut conn);
-        feed(
-            &mut conn,
-            b"\x04\x19\x05READY\x0bSocket-Type\x00\x00\x00\x03PUB",
-        );
+        let mut conn = established(cfg, SocketType::Pub);
         let n = conn.send_subscribe(b"A", &mut out).unwrap();
         assert_eq!(&out[..n], sub);
         let n = conn.send_cancel(b"A", &mut out).unwrap();
@@ -340,24 +335,14 @@ fn hostile_frames_before_and_after_handshake() {
     // is buffered.
     let mut cfg = Config::new(SocketType::Pair);
     cfg.max_message_size = Some(1 << 20);
-    let mut conn = Connection::new(cfg, now());
-    feed(&mut conn, &LIBZMQ_GREETING);
-    feed(
-        &mut conn,
-        b"\x04\x1a\x05READY\x0bSocket-Type\x00\x00\x00\x04PAIR",
-    );
+    let mut conn = established(cfg, SocketType::Pair);
     let mut huge = [0x02, 0x40, 0, 0, 0, 0, 0, 0, 0];
     assert!(matches!(
         conn.handle_input(now(), &mut huge),
         Err(Error::Codec(CodecError::FrameTooLarge { .. }))
     ));
     // Unknown commands after the handshake are ignored, like libzmq.
-    let mut conn = Connection::new(Config::new(SocketType::Pair), now());
-    feed(&mut conn, &LIBZMQ_GREETING);
-    feed(
-        &mut conn,
-        b"\x04\x1a\x05READY\x0bSocket-Type\x00\x00\x00\x04PAIR",
-    );
+    let mut conn = established(Config::new(SocketType::Pair), SocketType::Pair);
     assert!(
         feed(&mut conn, b"\x04\x07\x05HELLOx\x04\x06\x05READY\x00\x01y")
             .into_iter()

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use zmtp_proto::{Buffered, Config, Error, Event, Instant, OwnedItem};
+use zmtp_proto::{Buffered, Config, Error, Event, Instant, Item, OwnedItem};
 
 /// One end: a buffered connection plus what it has seen.
 pub struct End {
@@ -172,4 +172,18 @@ impl Pair {
             }
         }
     }
+}
+
+/// An item as (kind, payload), for comparing streams of items.
+pub fn describe(item: &Item<'_>) -> (String, Vec<u8>) {
+    let kind = match item {
+        Item::Ready(_) => "ready",
+        Item::Frame { more: true, .. } => "frame+",
+        Item::Frame { more: false, .. } => "frame",
+        Item::Subscribe(_) => "sub",
+        Item::Cancel(_) => "cancel",
+        Item::Join(_) => "join",
+        Item::Leave(_) => "leave",
+    };
+    (kind.to_string(), item.payload().to_vec())
 }
