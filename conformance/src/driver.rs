@@ -12,7 +12,7 @@ use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant as StdInstant};
 
-use zmtp_proto::codec::Version;
+use zmtp_proto::codec::{Version, GREETING_LEN};
 use zmtp_proto::{Buffered, Config, Event, Instant, OwnedItem, SendError, SocketType};
 
 /// Longest a single blocking write may take before the driver gives up.
@@ -88,6 +88,9 @@ pub struct Driver {
     handshake: Option<Handshake>,
     pings_received: usize,
     pongs_received: usize,
+    bytes_received: usize,
+    bytes_written: usize,
+    defer_ready: bool,
     failure: Option<DriverError>,
 }
 
@@ -139,6 +142,9 @@ impl Driver {
             handshake: None,
             pings_received: 0,
             pongs_received: 0,
+            bytes_received: 0,
+            bytes_written: 0,
+            defer_ready: false,
             failure: None,
         };
         driver.flush()?;
@@ -161,7 +167,7 @@ impl Driver {
         self.handshake
     }
 
-    /// PINGs received from the peer so far (each was answered with a PONG).
+    /// PINGs received from the peer so far (the connection queues a PONG for them).
     pub fn pings_received(&self) -> usize {
         self.pings_received
     }
@@ -169,6 +175,21 @@ impl Driver {
     /// PONGs received from the peer so far (answers to our PINGs).
     pub fn pongs_received(&self) -> usize {
         self.pongs_received
+    }
+
+    /// Bytes read from the stream so far.
+    pub fn bytes_received(&self) -> usize {
+        self.bytes_received
+    }
+
+    /// Hold back everything after our 64-byte greeting (that is, our READY) until the
+    /// peer's READY has arrived. Call it right after opening the connection.
+    ///
+    /// A test instrument: it makes the order of the two READY commands deterministic
+    /// against a peer that sends its READY eagerly (libzmq does), and would deadlock
+    /// against a peer that waits for ours first.
+    pub fn defer_ready(&mut self) {
+        self.defer_ready = true;
     }
 
     /// The fatal error that stopped the driver, if any.
@@ -191,10 +212,15 @@ impl Driver {
         }
     }
 
-    /// Write every pending byte: control frames first, then whatever was queued.
+    /// Write every pending byte (control frames first, then whatever was queued), except
+    /// what [`defer_ready`](Self::defer_ready) holds back.
     fn flush(&mut self) -> Result<(), DriverError> {
         self.conn.poll_transmit();
-        let pending = self.conn.transmit();
+        let mut pending = self.conn.transmit();
+        if self.defer_ready && self.handshake.is_none() {
+            let allowed = GREETING_LEN.saturating_sub(self.bytes_written);
+            pending = &pending[..pending.len().min(allowed)];
+        }
         if pending.is_empty() {
             return Ok(());
         }
@@ -203,6 +229,7 @@ impl Driver {
             return Err(self.fail(e.into()));
         }
         self.conn.advance(n);
+        self.bytes_written += n;
         Ok(())
     }
 
@@ -230,13 +257,13 @@ impl Driver {
     fn process_input(&mut self) -> Result<(), DriverError> {
         loop {
             let now = self.now();
-            let item = match self.conn.poll_item(now) {
+            let polled = self.conn.poll_item(now);
+            // Events are drained as they come so that counts line up with items.
+            self.drain_events();
+            let item = match polled {
                 Ok(Some(item)) => item,
                 Ok(None) => break,
-                Err(e) => {
-                    self.drain_events();
-                    return Err(self.fail(DriverError::Protocol(e)));
-                }
+                Err(e) => return Err(self.fail(DriverError::Protocol(e))),
             };
             match item {
                 OwnedItem::Frame { body, more } => {
@@ -249,7 +276,6 @@ impl Driver {
                 other => self.commands.push_back(other),
             }
         }
-        self.drain_events();
         Ok(())
     }
 
@@ -268,13 +294,16 @@ impl Driver {
         match self.stream.read(&mut self.scratch) {
             Ok(0) => return Err(self.fail(DriverError::PeerClosed)),
             Ok(n) => {
+                self.bytes_received += n;
                 self.conn.receive(&self.scratch[..n]);
                 self.process_input()?;
             }
             Err(e)
                 if matches!(
                     e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
                 ) => {}
             Err(e) => return Err(self.fail(e.into())),
         }

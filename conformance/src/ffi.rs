@@ -71,6 +71,9 @@ mod sys {
         pub _opaque: [u8; 64],
     }
 
+    // Each declaration matches the prototype in `zmq.h` (libzmq 4.3): `void *` handles,
+    // `int` options and flags, `size_t` lengths. Calling them is still `unsafe`; every call
+    // site states why its arguments are valid.
     unsafe extern "C" {
         pub fn zmq_errno() -> c_int;
         pub fn zmq_strerror(errnum: c_int) -> *const c_char;
@@ -274,9 +277,7 @@ impl ZSocket<'_> {
         let mut len = buf.len();
         // SAFETY: `self.raw` is a live socket; `buf` is writable for `len` bytes and libzmq
         // writes at most `len` bytes, then stores the length it used in `len`.
-        check(unsafe {
-            sys::zmq_getsockopt(self.raw, option, buf.as_mut_ptr().cast(), &mut len)
-        })?;
+        check(unsafe { sys::zmq_getsockopt(self.raw, option, buf.as_mut_ptr().cast(), &mut len) })?;
         buf.truncate(len);
         if buf.last() == Some(&0) {
             buf.pop();
@@ -330,9 +331,7 @@ impl ZSocket<'_> {
             let flags = if i + 1 < frames.len() { ZMQ_SNDMORE } else { 0 };
             // SAFETY: `self.raw` is a live socket; `frame` is valid for `frame.len()` bytes
             // during the call (libzmq copies them into its own message before returning).
-            check(unsafe {
-                sys::zmq_send(self.raw, frame.as_ptr().cast(), frame.len(), flags)
-            })?;
+            check(unsafe { sys::zmq_send(self.raw, frame.as_ptr().cast(), frame.len(), flags) })?;
         }
         Ok(())
     }

@@ -7,6 +7,7 @@ use alloc::vec::Vec;
 
 use bytes::{Bytes, BytesMut};
 
+use crate::codec::Command;
 use crate::{Config, Connection, Error, Instant, Item, SendError};
 
 /// An owned [`Item`]: payloads are slices of the receive buffer, not copies.
@@ -117,6 +118,11 @@ impl Buffered {
     /// Append one data frame to the send buffer.
     pub fn send_frame(&mut self, body: &[u8], more: bool) -> Result<(), SendError> {
         self.encode(|conn, out| conn.send_frame(body, more, out))
+    }
+
+    /// Append a command frame (JOIN, LEAVE, ...).
+    pub fn send_command(&mut self, cmd: &Command<'_>) -> Result<(), SendError> {
+        self.encode(|conn, out| conn.send_command(cmd, out))
     }
 
     /// Append a subscription (command or `0x01` message, by peer version).

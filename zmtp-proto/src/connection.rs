@@ -260,7 +260,11 @@ pub struct Connection {
     /// The peer's last data frame had MORE set.
     in_mid_message: bool,
     in_message_size: u64,
-    events: heapless::Deque<Event, 8>,
+    /// Events not yet polled: the handshake notice, then counts of PINGs and PONGs seen.
+    /// Counters rather than a queue, so that no event is ever lost, whatever the burst.
+    handshake_event: Option<Event>,
+    pings_unreported: u32,
+    pongs_unreported: u32,
     error: Option<Error>,
 }
 
@@ -286,7 +290,9 @@ impl Connection {
             out_mid_message: false,
             in_mid_message: false,
             in_message_size: 0,
-            events: heapless::Deque::new(),
+            handshake_event: None,
+            pings_unreported: 0,
+            pongs_unreported: 0,
             error: None,
         }
     }
@@ -459,7 +465,7 @@ impl Connection {
         self.phase = Phase::Traffic;
         self.timers[Timer::Handshake as usize] = None;
         self.timers[Timer::Ping as usize] = self.config.heartbeat_interval.map(|d| now + d);
-        self.push_event(Event::HandshakeSucceeded {
+        self.handshake_event = Some(Event::HandshakeSucceeded {
             peer_socket_type: self.peer_socket_type,
             version: self.version,
         });
@@ -480,11 +486,11 @@ impl Connection {
                 let context = context.get(..MAX_PING_CONTEXT).unwrap_or(context);
                 // Cannot fail: cut to the capacity just above.
                 self.pending.pong = heapless::Vec::from_slice(context).ok();
-                self.push_event(Event::PingReceived);
+                self.pings_unreported = self.pings_unreported.saturating_add(1);
                 None
             }
             Command::Pong { .. } => {
-                self.push_event(Event::PongReceived);
+                self.pongs_unreported = self.pongs_unreported.saturating_add(1);
                 None
             }
             Command::Subscribe(t) => Some(Item::Subscribe(t)),
@@ -520,18 +526,21 @@ impl Connection {
         Ok(Item::Frame { body, more })
     }
 
-    fn push_event(&mut self, e: Event) {
-        // Ping/pong notices are informational: when the driver does not drain events, the
-        // oldest are dropped rather than growing memory.
-        if self.events.is_full() {
-            self.events.pop_front();
-        }
-        let _ = self.events.push_back(e);
-    }
-
-    /// The next event, if any.
+    /// The next event, if any. The handshake notice comes first; PING/PONG notices are
+    /// counted, never dropped, and reported one per call.
     pub fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front()
+        if let Some(e) = self.handshake_event.take() {
+            return Some(e);
+        }
+        if self.pings_unreported > 0 {
+            self.pings_unreported -= 1;
+            return Some(Event::PingReceived);
+        }
+        if self.pongs_unreported > 0 {
+            self.pongs_unreported -= 1;
+            return Some(Event::PongReceived);
+        }
+        None
     }
 
     /// The earliest instant at which [`handle_timeout`](Self::handle_timeout) must be called.

@@ -31,6 +31,10 @@ pub enum Error {
         theirs: Mechanism,
     },
     /// The peer's socket type cannot talk to ours (libzmq's compatibility table).
+    ///
+    /// libzmq makes the same check on our READY and closes without an ERROR, usually before
+    /// its own READY has arrived here: against libzmq a mismatch is then seen as the peer
+    /// closing the stream right after its greeting.
     IncompatibleSocketType {
         /// The peer's type.
         peer: SocketType,

@@ -377,3 +377,26 @@ fn huge_announced_frame_allocates_nothing_up_front() {
         b.read_buf().capacity()
     );
 }
+
+#[test]
+fn no_event_is_lost_in_a_burst() {
+    // READY followed by many PINGs in one read: every notice is still reported.
+    let mut conn = Connection::new(Config::new(SocketType::Pair), now());
+    feed(&mut conn, &LIBZMQ_GREETING);
+    let mut burst = b"\x04\x1a\x05READY\x0bSocket-Type\x00\x00\x00\x04PAIR".to_vec();
+    for _ in 0..20 {
+        burst.extend_from_slice(b"\x04\x07\x04PING\x00\x00");
+    }
+    burst.extend_from_slice(b"\x04\x05\x04PONG");
+    feed(&mut conn, &burst);
+    let events: Vec<Event> = std::iter::from_fn(|| conn.poll_event()).collect();
+    assert_eq!(events.len(), 22);
+    assert!(matches!(events[0], Event::HandshakeSucceeded { .. }));
+    assert_eq!(
+        events.iter().filter(|e| **e == Event::PingReceived).count(),
+        20
+    );
+    assert_eq!(events[21], Event::PongReceived);
+    // Greeting, READY, then one PONG answers the burst (libzmq also keeps one pending).
+    assert_eq!(transmit(&mut conn).len(), 64 + 28 + 7);
+}
