@@ -116,6 +116,8 @@ pub mod codec;
 mod connection;
 mod error;
 mod mechanism;
+#[cfg(feature = "alloc")]
+pub mod socket;
 mod socket_type;
 mod time;
 
