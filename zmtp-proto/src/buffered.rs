@@ -70,6 +70,11 @@ impl Buffered {
         self.rx.extend_from_slice(data);
     }
 
+    /// Bytes received and not yet processed.
+    pub fn buffered_input(&self) -> usize {
+        self.rx.len()
+    }
+
     /// The receive buffer, for drivers that read straight into it.
     pub fn read_buf(&mut self) -> &mut BytesMut {
         &mut self.rx

@@ -1,0 +1,430 @@
+//! Socket monitor events with libzmq 4.3's numbering and message format.
+//!
+//! The event kinds and the protocol error codes carry the values of `zmq.h`, so that a
+//! monitor consumer written against libzmq (or a bridge to one) reads them unchanged.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+
+use crate::codec::CodecError;
+use crate::Error;
+
+/// What happened on a monitored socket; the discriminants are libzmq's `ZMQ_EVENT_*` bits.
+///
+/// The meaning of [`MonitorEvent::value`] depends on the kind; libzmq's is noted on each.
+#[non_exhaustive]
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MonitorEventKind {
+    /// A connection to a peer was established (value: the connection's descriptor).
+    Connected = 0x0001,
+    /// A connection attempt is in progress (value: unspecified).
+    ConnectDelayed = 0x0002,
+    /// A connection attempt failed and will be retried (value: the retry interval in ms).
+    ConnectRetried = 0x0004,
+    /// The socket is listening on the endpoint (value: the listener's descriptor).
+    Listening = 0x0008,
+    /// Binding the endpoint failed (value: the error number).
+    BindFailed = 0x0010,
+    /// A connection from a peer was accepted (value: the connection's descriptor).
+    Accepted = 0x0020,
+    /// Accepting a connection failed (value: the error number).
+    AcceptFailed = 0x0040,
+    /// A listener or connection was closed (value: its descriptor).
+    Closed = 0x0080,
+    /// Closing failed (value: the error number).
+    CloseFailed = 0x0100,
+    /// A connection was lost (value: its descriptor).
+    Disconnected = 0x0200,
+    /// Monitoring stopped; the last event on a monitor (value: unspecified).
+    MonitorStopped = 0x0400,
+    /// The handshake failed for a reason other than protocol or authentication, for example
+    /// a timeout or a closed stream (value: the error number).
+    HandshakeFailedNoDetail = 0x0800,
+    /// The handshake completed (value: unspecified).
+    HandshakeSucceeded = 0x1000,
+    /// The handshake failed on a protocol error (value: one of the [`protocol_error`] codes).
+    HandshakeFailedProtocol = 0x2000,
+    /// Authentication refused the peer (value: the ZAP status code, such as 400).
+    HandshakeFailedAuth = 0x4000,
+}
+
+impl MonitorEventKind {
+    /// Every kind, in order of value.
+    pub const ALL: &'static [Self] = &[
+        Self::Connected,
+        Self::ConnectDelayed,
+        Self::ConnectRetried,
+        Self::Listening,
+        Self::BindFailed,
+        Self::Accepted,
+        Self::AcceptFailed,
+        Self::Closed,
+        Self::CloseFailed,
+        Self::Disconnected,
+        Self::MonitorStopped,
+        Self::HandshakeFailedNoDetail,
+        Self::HandshakeSucceeded,
+        Self::HandshakeFailedProtocol,
+        Self::HandshakeFailedAuth,
+    ];
+
+    /// The `ZMQ_EVENT_*` value.
+    pub fn value(self) -> u32 {
+        self as u32
+    }
+
+    /// The kind with this `ZMQ_EVENT_*` value; `None` for an unknown value or a mask of
+    /// several bits.
+    pub fn from_value(value: u32) -> Option<Self> {
+        Self::ALL.iter().copied().find(|k| k.value() == value)
+    }
+
+    /// libzmq's name without the `ZMQ_EVENT_` prefix, such as `"CONNECTED"` or
+    /// `"HANDSHAKE_FAILED_PROTOCOL"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Connected => "CONNECTED",
+            Self::ConnectDelayed => "CONNECT_DELAYED",
+            Self::ConnectRetried => "CONNECT_RETRIED",
+            Self::Listening => "LISTENING",
+            Self::BindFailed => "BIND_FAILED",
+            Self::Accepted => "ACCEPTED",
+            Self::AcceptFailed => "ACCEPT_FAILED",
+            Self::Closed => "CLOSED",
+            Self::CloseFailed => "CLOSE_FAILED",
+            Self::Disconnected => "DISCONNECTED",
+            Self::MonitorStopped => "MONITOR_STOPPED",
+            Self::HandshakeFailedNoDetail => "HANDSHAKE_FAILED_NO_DETAIL",
+            Self::HandshakeSucceeded => "HANDSHAKE_SUCCEEDED",
+            Self::HandshakeFailedProtocol => "HANDSHAKE_FAILED_PROTOCOL",
+            Self::HandshakeFailedAuth => "HANDSHAKE_FAILED_AUTH",
+        }
+    }
+}
+
+/// Writes [`MonitorEventKind::name`].
+impl fmt::Display for MonitorEventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// `ZMQ_EVENT_ALL`: the event mask that selects every event.
+pub const EVENT_ALL: u32 = 0xFFFF;
+
+/// The values of a [`MonitorEventKind::HandshakeFailedProtocol`] event: libzmq's
+/// `ZMQ_PROTOCOL_ERROR_*` codes, named without that prefix.
+pub mod protocol_error {
+    /// An unspecified ZMTP protocol error.
+    pub const ZMTP_UNSPECIFIED: u32 = 0x1000_0000;
+    /// A command that is not valid in the current state.
+    pub const ZMTP_UNEXPECTED_COMMAND: u32 = 0x1000_0001;
+    /// A CURVE message with an out-of-sequence nonce.
+    pub const ZMTP_INVALID_SEQUENCE: u32 = 0x1000_0002;
+    /// A CURVE key exchange failure.
+    pub const ZMTP_KEY_EXCHANGE: u32 = 0x1000_0003;
+    /// A malformed command of no more specific kind.
+    pub const ZMTP_MALFORMED_COMMAND_UNSPECIFIED: u32 = 0x1000_0011;
+    /// A malformed MESSAGE command (CURVE).
+    pub const ZMTP_MALFORMED_COMMAND_MESSAGE: u32 = 0x1000_0012;
+    /// A malformed HELLO command.
+    pub const ZMTP_MALFORMED_COMMAND_HELLO: u32 = 0x1000_0013;
+    /// A malformed INITIATE command.
+    pub const ZMTP_MALFORMED_COMMAND_INITIATE: u32 = 0x1000_0014;
+    /// A malformed ERROR command.
+    pub const ZMTP_MALFORMED_COMMAND_ERROR: u32 = 0x1000_0015;
+    /// A malformed READY command.
+    pub const ZMTP_MALFORMED_COMMAND_READY: u32 = 0x1000_0016;
+    /// A malformed WELCOME command.
+    pub const ZMTP_MALFORMED_COMMAND_WELCOME: u32 = 0x1000_0017;
+    /// Invalid metadata, including an unknown or incompatible `Socket-Type`.
+    pub const ZMTP_INVALID_METADATA: u32 = 0x1000_0018;
+    /// A cryptographic failure (a box that does not open).
+    pub const ZMTP_CRYPTOGRAPHIC: u32 = 0x1100_0001;
+    /// The peer uses a different security mechanism.
+    pub const ZMTP_MECHANISM_MISMATCH: u32 = 0x1100_0002;
+    /// An unspecified ZAP error.
+    pub const ZAP_UNSPECIFIED: u32 = 0x2000_0000;
+    /// A malformed ZAP reply.
+    pub const ZAP_MALFORMED_REPLY: u32 = 0x2000_0001;
+    /// A ZAP reply with the wrong request id.
+    pub const ZAP_BAD_REQUEST_ID: u32 = 0x2000_0002;
+    /// A ZAP reply with the wrong version.
+    pub const ZAP_BAD_VERSION: u32 = 0x2000_0003;
+    /// A ZAP reply with a status code other than 200, 300, 400 or 500.
+    pub const ZAP_INVALID_STATUS_CODE: u32 = 0x2000_0004;
+    /// A ZAP reply with invalid metadata.
+    pub const ZAP_INVALID_METADATA: u32 = 0x2000_0005;
+    /// An unspecified WebSocket transport error.
+    pub const WS_UNSPECIFIED: u32 = 0x3000_0000;
+}
+
+/// One monitor event: what happened, its value, and the endpoint it happened on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MonitorEvent {
+    /// What happened.
+    pub kind: MonitorEventKind,
+    /// The kind-specific value (see [`MonitorEventKind`]).
+    pub value: u32,
+    /// The endpoint, as bound or connected (or as reported by the transport).
+    pub endpoint: String,
+}
+
+impl MonitorEvent {
+    /// libzmq's v1 monitor message: frame 1 = u16 event + u32 value, native-endian (6 bytes);
+    /// frame 2 = endpoint.
+    pub fn to_v1_frames(&self) -> [Vec<u8>; 2] {
+        // Every kind's value is a single bit below 0x10000, so it fits the u16 field.
+        let event = self.kind.value() as u16;
+        let mut first = Vec::with_capacity(6);
+        first.extend_from_slice(&event.to_ne_bytes());
+        first.extend_from_slice(&self.value.to_ne_bytes());
+        [first, self.endpoint.as_bytes().to_vec()]
+    }
+
+    /// Decodes libzmq's v1 monitor message (see [`MonitorEvent::to_v1_frames`]). `None` if
+    /// the first frame is not 6 bytes or names an unknown event. An endpoint that is not
+    /// UTF-8 is kept with U+FFFD in place of invalid bytes rather than losing the event.
+    pub fn from_v1_frames(first: &[u8], second: &[u8]) -> Option<MonitorEvent> {
+        let &[e0, e1, v0, v1, v2, v3] = first else {
+            return None;
+        };
+        let kind = MonitorEventKind::from_value(u16::from_ne_bytes([e0, e1]).into())?;
+        Some(MonitorEvent {
+            kind,
+            value: u32::from_ne_bytes([v0, v1, v2, v3]),
+            endpoint: String::from_utf8_lossy(second).into_owned(),
+        })
+    }
+}
+
+/// The HANDSHAKE_FAILED_PROTOCOL value for a connection error, or None when the failure is
+/// not a protocol error (timeouts -> HANDSHAKE_FAILED_NO_DETAIL).
+///
+/// An ERROR from the peer is also `None`: it is the peer refusing us (an authentication
+/// failure), not a protocol violation. Violations with no specific libzmq code, such as a
+/// bad greeting signature, reserved frame flags or a size over the local limit, are
+/// [`protocol_error::ZMTP_UNSPECIFIED`].
+pub fn protocol_error_code(e: &Error) -> Option<u32> {
+    use protocol_error as p;
+    // Exhaustive on purpose: a new error variant must be classified here.
+    let code = match e {
+        Error::Codec(c) => match c {
+            CodecError::MalformedCommand | CodecError::MalformedCommandBody => {
+                p::ZMTP_MALFORMED_COMMAND_UNSPECIFIED
+            }
+            CodecError::InvalidMetadata => p::ZMTP_INVALID_METADATA,
+            CodecError::BadSignature
+            | CodecError::ReservedFlags(_)
+            | CodecError::CommandWithMore
+            | CodecError::FrameTooLarge { .. } => p::ZMTP_UNSPECIFIED,
+        },
+        Error::UnexpectedCommand | Error::UnexpectedMessage => p::ZMTP_UNEXPECTED_COMMAND,
+        Error::MechanismMismatch { .. } => p::ZMTP_MECHANISM_MISMATCH,
+        Error::UnknownSocketType
+        | Error::IncompatibleSocketType { .. }
+        | Error::IdentityTooLong => p::ZMTP_INVALID_METADATA,
+        Error::UnsupportedVersion { .. } | Error::MessageTooLarge { .. } => p::ZMTP_UNSPECIFIED,
+        Error::PeerError(_)
+        | Error::HandshakeTimeout
+        | Error::HeartbeatTimeout
+        | Error::HeartbeatTtlExpired => return None,
+    };
+    Some(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::protocol_error as p;
+    use super::*;
+    use crate::codec::Mechanism;
+    use crate::{Reason, SocketType};
+    use alloc::borrow::ToOwned;
+    use alloc::string::ToString;
+
+    /// The table of `zmq.h` 4.3.5: (name, value).
+    const EVENTS: &[(&str, u32)] = &[
+        ("CONNECTED", 0x0001),
+        ("CONNECT_DELAYED", 0x0002),
+        ("CONNECT_RETRIED", 0x0004),
+        ("LISTENING", 0x0008),
+        ("BIND_FAILED", 0x0010),
+        ("ACCEPTED", 0x0020),
+        ("ACCEPT_FAILED", 0x0040),
+        ("CLOSED", 0x0080),
+        ("CLOSE_FAILED", 0x0100),
+        ("DISCONNECTED", 0x0200),
+        ("MONITOR_STOPPED", 0x0400),
+        ("HANDSHAKE_FAILED_NO_DETAIL", 0x0800),
+        ("HANDSHAKE_SUCCEEDED", 0x1000),
+        ("HANDSHAKE_FAILED_PROTOCOL", 0x2000),
+        ("HANDSHAKE_FAILED_AUTH", 0x4000),
+    ];
+
+    #[test]
+    fn kinds_match_zmq_h_and_round_trip() {
+        assert_eq!(MonitorEventKind::ALL.len(), EVENTS.len());
+        for (&kind, &(name, value)) in MonitorEventKind::ALL.iter().zip(EVENTS) {
+            assert_eq!(kind.name(), name);
+            assert_eq!(kind.value(), value, "{name}");
+            assert_eq!(MonitorEventKind::from_value(value), Some(kind));
+            assert_eq!(kind.to_string(), name);
+            assert!(value <= u32::from(u16::MAX) && value & EVENT_ALL == value);
+        }
+        let mask = MonitorEventKind::ALL.iter().fold(0, |m, k| m | k.value());
+        assert_eq!(mask, 0x7FFF);
+        for value in [0, 0x0003, 0x8000, EVENT_ALL, 0x1_0000, u32::MAX] {
+            assert_eq!(MonitorEventKind::from_value(value), None, "{value:#x}");
+        }
+    }
+
+    #[test]
+    fn protocol_error_codes_match_zmq_h() {
+        let codes = [
+            (p::ZMTP_UNSPECIFIED, 0x1000_0000),
+            (p::ZMTP_UNEXPECTED_COMMAND, 0x1000_0001),
+            (p::ZMTP_INVALID_SEQUENCE, 0x1000_0002),
+            (p::ZMTP_KEY_EXCHANGE, 0x1000_0003),
+            (p::ZMTP_MALFORMED_COMMAND_UNSPECIFIED, 0x1000_0011),
+            (p::ZMTP_MALFORMED_COMMAND_MESSAGE, 0x1000_0012),
+            (p::ZMTP_MALFORMED_COMMAND_HELLO, 0x1000_0013),
+            (p::ZMTP_MALFORMED_COMMAND_INITIATE, 0x1000_0014),
+            (p::ZMTP_MALFORMED_COMMAND_ERROR, 0x1000_0015),
+            (p::ZMTP_MALFORMED_COMMAND_READY, 0x1000_0016),
+            (p::ZMTP_MALFORMED_COMMAND_WELCOME, 0x1000_0017),
+            (p::ZMTP_INVALID_METADATA, 0x1000_0018),
+            (p::ZMTP_CRYPTOGRAPHIC, 0x1100_0001),
+            (p::ZMTP_MECHANISM_MISMATCH, 0x1100_0002),
+            (p::ZAP_UNSPECIFIED, 0x2000_0000),
+            (p::ZAP_MALFORMED_REPLY, 0x2000_0001),
+            (p::ZAP_BAD_REQUEST_ID, 0x2000_0002),
+            (p::ZAP_BAD_VERSION, 0x2000_0003),
+            (p::ZAP_INVALID_STATUS_CODE, 0x2000_0004),
+            (p::ZAP_INVALID_METADATA, 0x2000_0005),
+            (p::WS_UNSPECIFIED, 0x3000_0000),
+        ];
+        for (i, (code, expected)) in codes.iter().enumerate() {
+            assert_eq!(code, expected, "entry {i}");
+        }
+        assert_eq!(EVENT_ALL, 0xFFFF);
+    }
+
+    #[test]
+    fn v1_frames_encode_native_endian_and_decode() {
+        let event = MonitorEvent {
+            kind: MonitorEventKind::HandshakeFailedProtocol,
+            value: p::ZMTP_MECHANISM_MISMATCH,
+            endpoint: "tcp://127.0.0.1:5555".to_owned(),
+        };
+        let [first, second] = event.to_v1_frames();
+        let mut expected = Vec::new();
+        expected.extend_from_slice(&0x2000u16.to_ne_bytes());
+        expected.extend_from_slice(&0x1100_0002u32.to_ne_bytes());
+        assert_eq!(first, expected);
+        assert_eq!(second, b"tcp://127.0.0.1:5555");
+        assert_eq!(MonitorEvent::from_v1_frames(&first, &second), Some(event));
+
+        for &kind in MonitorEventKind::ALL {
+            let event = MonitorEvent {
+                kind,
+                value: 0xDEAD_BEEF,
+                endpoint: String::new(),
+            };
+            let [first, second] = event.to_v1_frames();
+            assert_eq!(first.len(), 6);
+            assert!(second.is_empty());
+            assert_eq!(MonitorEvent::from_v1_frames(&first, &second), Some(event));
+        }
+    }
+
+    #[test]
+    fn v1_frames_reject_bad_first_frames() {
+        let good = MonitorEvent {
+            kind: MonitorEventKind::Connected,
+            value: 7,
+            endpoint: "ipc://@x".to_owned(),
+        }
+        .to_v1_frames();
+        let [first, second] = &good;
+        assert!(MonitorEvent::from_v1_frames(first, second).is_some());
+        assert_eq!(MonitorEvent::from_v1_frames(&first[..5], second), None);
+        assert_eq!(MonitorEvent::from_v1_frames(&[0; 7], second), None);
+        assert_eq!(MonitorEvent::from_v1_frames(&[], second), None);
+
+        let mut unknown = Vec::new();
+        unknown.extend_from_slice(&0x8000u16.to_ne_bytes());
+        unknown.extend_from_slice(&0u32.to_ne_bytes());
+        assert_eq!(MonitorEvent::from_v1_frames(&unknown, second), None);
+
+        let lossy = MonitorEvent::from_v1_frames(first, b"ipc://\xff").map(|e| e.endpoint);
+        assert_eq!(lossy.as_deref(), Some("ipc://\u{FFFD}"));
+    }
+
+    #[test]
+    fn connection_errors_map_to_protocol_codes() {
+        let cases: &[(Error, Option<u32>)] = &[
+            (Error::UnexpectedCommand, Some(p::ZMTP_UNEXPECTED_COMMAND)),
+            (Error::UnexpectedMessage, Some(p::ZMTP_UNEXPECTED_COMMAND)),
+            (
+                Error::Codec(CodecError::InvalidMetadata),
+                Some(p::ZMTP_INVALID_METADATA),
+            ),
+            (
+                Error::Codec(CodecError::MalformedCommand),
+                Some(p::ZMTP_MALFORMED_COMMAND_UNSPECIFIED),
+            ),
+            (
+                Error::Codec(CodecError::MalformedCommandBody),
+                Some(p::ZMTP_MALFORMED_COMMAND_UNSPECIFIED),
+            ),
+            (
+                Error::Codec(CodecError::BadSignature),
+                Some(p::ZMTP_UNSPECIFIED),
+            ),
+            (
+                Error::Codec(CodecError::ReservedFlags(0x08)),
+                Some(p::ZMTP_UNSPECIFIED),
+            ),
+            (
+                Error::Codec(CodecError::CommandWithMore),
+                Some(p::ZMTP_UNSPECIFIED),
+            ),
+            (
+                Error::Codec(CodecError::FrameTooLarge { size: 2, limit: 1 }),
+                Some(p::ZMTP_UNSPECIFIED),
+            ),
+            (
+                Error::MechanismMismatch {
+                    ours: Mechanism::NULL,
+                    theirs: Mechanism::PLAIN,
+                },
+                Some(p::ZMTP_MECHANISM_MISMATCH),
+            ),
+            (Error::UnknownSocketType, Some(p::ZMTP_INVALID_METADATA)),
+            (
+                Error::IncompatibleSocketType {
+                    peer: SocketType::Push,
+                },
+                Some(p::ZMTP_INVALID_METADATA),
+            ),
+            (Error::IdentityTooLong, Some(p::ZMTP_INVALID_METADATA)),
+            (
+                Error::UnsupportedVersion { major: 2 },
+                Some(p::ZMTP_UNSPECIFIED),
+            ),
+            (
+                Error::MessageTooLarge { limit: 1 },
+                Some(p::ZMTP_UNSPECIFIED),
+            ),
+            (Error::PeerError(Reason::new()), None),
+            (Error::HandshakeTimeout, None),
+            (Error::HeartbeatTimeout, None),
+            (Error::HeartbeatTtlExpired, None),
+        ];
+        for (e, expected) in cases {
+            assert_eq!(protocol_error_code(e), *expected, "{e:?}");
+        }
+    }
+}
