@@ -4,6 +4,8 @@
 //!   ([`ffi::Ctx`], [`ffi::ZSocket`]).
 //! - [`driver`]: a blocking driver for [`zmtp_proto::Buffered`] over `std::net::TcpStream`
 //!   with real time ([`driver::Driver`]).
+//! - [`socket_driver`]: a polling driver for a whole [`zmtp_proto::socket::Socket`] over
+//!   non-blocking TCP streams ([`socket_driver::SocketDriver`]).
 //!
 //! The scenarios themselves live in `tests/libzmq.rs`; each one runs in both directions
 //! (libzmq binds and we connect, and we listen and libzmq connects).
@@ -14,3 +16,30 @@
 
 pub mod driver;
 pub mod ffi;
+pub mod socket_driver;
+
+/// Who opens the TCP connection in an interop scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// libzmq binds `tcp://127.0.0.1:*`; we connect to the port it reports.
+    WeConnect,
+    /// We listen on `127.0.0.1`; libzmq connects.
+    LibzmqConnects,
+}
+
+/// Declare one `#[test]` per direction for each scenario: `scenario => we_connect_name,
+/// libzmq_connects_name;`. The scenario is any `Fn(Direction)`.
+#[macro_export]
+macro_rules! both_directions {
+    ($($scenario:expr => $we_connect:ident, $libzmq_connects:ident;)*) => {$(
+        #[test]
+        fn $we_connect() {
+            ($scenario)($crate::Direction::WeConnect)
+        }
+
+        #[test]
+        fn $libzmq_connects() {
+            ($scenario)($crate::Direction::LibzmqConnects)
+        }
+    )*};
+}

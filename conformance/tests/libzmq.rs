@@ -13,6 +13,7 @@ use zmtp_conformance::ffi::{
     ZMQ_PAIR, ZMQ_PUB, ZMQ_PULL, ZMQ_PUSH, ZMQ_RCVTIMEO, ZMQ_ROUTER, ZMQ_ROUTING_ID, ZMQ_SNDTIMEO,
     ZMQ_SUB, ZMQ_XSUB,
 };
+use zmtp_conformance::{both_directions, Direction};
 use zmtp_proto::codec::{CodecError, Version};
 use zmtp_proto::{Config, Error, OwnedItem, SocketType};
 
@@ -20,31 +21,6 @@ use zmtp_proto::{Config, Error, OwnedItem, SocketType};
 const TIMEOUT: Duration = Duration::from_secs(5);
 /// libzmq's blocking send/receive timeout, in milliseconds.
 const ZMQ_TIMEOUT_MS: c_int = 5000;
-
-/// Who opens the TCP connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Direction {
-    /// libzmq binds `tcp://127.0.0.1:*`; we connect to the port it reports.
-    WeConnect,
-    /// We listen on `127.0.0.1:0`; libzmq connects.
-    LibzmqConnects,
-}
-
-/// Declare one `#[test]` per direction for each scenario: `scenario => we_connect_name,
-/// libzmq_connects_name;`. The scenario is any `Fn(Direction)`.
-macro_rules! both_directions {
-    ($($scenario:expr => $we_connect:ident, $libzmq_connects:ident;)*) => {$(
-        #[test]
-        fn $we_connect() {
-            ($scenario)(Direction::WeConnect)
-        }
-
-        #[test]
-        fn $libzmq_connects() {
-            ($scenario)(Direction::LibzmqConnects)
-        }
-    )*};
-}
 
 /// A libzmq socket of type `kind`, configured by `setup` (before bind/connect), connected to
 /// a fresh [`Driver`] running `config` in direction `dir`. The handshake is not awaited.

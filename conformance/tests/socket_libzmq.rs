@@ -1,0 +1,268 @@
+//! A whole `Socket` (patterns, queues, reconnects) against libzmq, in both directions.
+
+use std::time::Duration;
+
+use zmtp_conformance::ffi::{
+    self, Ctx, ZSocket, ZMQ_DEALER, ZMQ_PUB, ZMQ_ROUTER, ZMQ_ROUTING_ID, ZMQ_SUB,
+};
+use zmtp_conformance::socket_driver::SocketDriver;
+use zmtp_conformance::{both_directions, Direction};
+use zmtp_proto::socket::{Message, MonitorEventKind, Options, Sent};
+use zmtp_proto::SocketType;
+
+const TIMEOUT: Duration = Duration::from_secs(5);
+
+fn frames(m: &Message) -> Vec<Vec<u8>> {
+    m.frames().iter().map(|f| f.to_vec()).collect()
+}
+
+/// Peers of our socket whose handshake is done.
+fn established(d: &mut SocketDriver) -> usize {
+    let s = d.socket();
+    let peers: Vec<_> = s.peers().collect();
+    peers
+        .into_iter()
+        .filter(|&p| s.peer_stats(p).is_some_and(|st| st.established))
+        .count()
+}
+
+/// Wire our socket and a libzmq socket together in direction `dir`.
+fn link(dir: Direction, ours: &mut SocketDriver, theirs: &ZSocket<'_>) {
+    match dir {
+        Direction::WeConnect => {
+            theirs.bind("tcp://127.0.0.1:*").expect("zmq_bind");
+            let ep = theirs.last_endpoint().expect("ZMQ_LAST_ENDPOINT");
+            ours.connect(&ep);
+        }
+        Direction::LibzmqConnects => {
+            let ep = ours.bind("tcp://127.0.0.1:*");
+            assert!(ep.starts_with("tcp://127.0.0.1:"), "{ep}");
+            theirs.connect(&ep).expect("zmq_connect");
+        }
+    }
+}
+
+/// Receive on a libzmq socket while our driver keeps stepping.
+fn zrecv(ours: &mut SocketDriver, theirs: &ZSocket<'_>) -> Vec<Vec<u8>> {
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    loop {
+        match theirs.try_recv_multipart() {
+            Ok(m) => return m,
+            Err(e) if e.is_again() && std::time::Instant::now() < deadline => {
+                ours.step();
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(e) => panic!("libzmq receive failed: {e}"),
+        }
+    }
+}
+
+fn our_router_libzmq_dealers(dir: Direction) {
+    let ctx = Ctx::new();
+    let mut router = SocketDriver::new(SocketType::Router, Options::default());
+    let a = ctx.socket(ZMQ_DEALER).expect("dealer");
+    a.set_bytes(ZMQ_ROUTING_ID, b"alpha").expect("routing id");
+    let b = ctx.socket(ZMQ_DEALER).expect("dealer");
+    link(dir, &mut router, &a);
+    if dir == Direction::WeConnect {
+        b.bind("tcp://127.0.0.1:*").expect("bind");
+        router.connect(&b.last_endpoint().expect("endpoint"));
+    } else {
+        b.connect(router.socket().last_endpoint()).expect("connect");
+    }
+    // libzmq's DEALER blocks without a peer: let both handshakes finish first.
+    let both_up = router.step_until(TIMEOUT, |d| established(d) == 2);
+    assert!(both_up, "both dealers connected");
+    a.send_multipart(&[b"from-a"]).expect("send");
+    b.send_multipart(&[b"from-b", b""]).expect("send");
+    let mut got = vec![
+        frames(&router.recv(TIMEOUT).expect("message from a dealer")),
+        frames(&router.recv(TIMEOUT).expect("message from the other dealer")),
+    ];
+    got.sort();
+    // The named dealer is known by its Identity; the other gets a generated 00+u32 id.
+    assert_eq!(got[1], vec![b"alpha".to_vec(), b"from-a".to_vec()]);
+    let generated = got[0][0].clone();
+    assert_eq!(generated.len(), 5);
+    assert_eq!(generated[0], 0);
+    assert_eq!(&got[0][1..], &[b"from-b".to_vec(), vec![]]);
+    // Replies are routed by id.
+    let reply: [&[u8]; 2] = [&generated, b"to-b"];
+    assert_eq!(router.send(Message::from(reply), TIMEOUT), Ok(Sent::Queued));
+    assert_eq!(
+        router.send(Message::from([&b"alpha"[..], b"to-a"]), TIMEOUT),
+        Ok(Sent::Queued)
+    );
+    assert_eq!(zrecv(&mut router, &b), vec![b"to-b".to_vec()]);
+    assert_eq!(zrecv(&mut router, &a), vec![b"to-a".to_vec()]);
+    // Unknown ids are dropped silently.
+    assert_eq!(
+        router.send(Message::from([&b"nobody"[..], b"x"]), TIMEOUT),
+        Ok(Sent::Dropped)
+    );
+}
+
+fn our_dealer_libzmq_router(dir: Direction) {
+    let ctx = Ctx::new();
+    let mut options = Options::default();
+    options.routing_id = zmtp_proto::Bytes::from_static(b"our-dealer");
+    let mut dealer = SocketDriver::new(SocketType::Dealer, options);
+    let router = ctx.socket(ZMQ_ROUTER).expect("router");
+    link(dir, &mut dealer, &router);
+    // Queued before the handshake completes (IMMEDIATE=0 on our connect side).
+    assert_eq!(
+        dealer.send(Message::from([&b""[..], b"hello"]), TIMEOUT),
+        Ok(Sent::Queued)
+    );
+    assert_eq!(
+        zrecv(&mut dealer, &router),
+        vec![b"our-dealer".to_vec(), vec![], b"hello".to_vec()]
+    );
+    router
+        .send_multipart(&[b"our-dealer", b"", b"world"])
+        .expect("send");
+    let reply = dealer.recv(TIMEOUT).expect("reply");
+    assert_eq!(frames(&reply), vec![vec![], b"world".to_vec()]);
+    assert!(dealer
+        .monitor_events()
+        .iter()
+        .any(|e| e.kind == MonitorEventKind::HandshakeSucceeded));
+}
+
+fn our_pub_libzmq_sub(dir: Direction) {
+    let ctx = Ctx::new();
+    let mut publisher = SocketDriver::new(SocketType::Pub, Options::default());
+    let sub = ctx.socket(ZMQ_SUB).expect("sub");
+    sub.subscribe(b"A").expect("subscribe");
+    link(dir, &mut publisher, &sub);
+    // Until the subscription arrives, PUB drops: publish until the SUB sees something.
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    loop {
+        publisher
+            .send(Message::from(&b"B-ignored"[..]), TIMEOUT)
+            .expect("send");
+        publisher
+            .send(Message::from(&b"A-first"[..]), TIMEOUT)
+            .expect("send");
+        publisher.pump_for(Duration::from_millis(5));
+        if let Ok(m) = sub.try_recv_multipart() {
+            assert_eq!(m, vec![b"A-first".to_vec()]);
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "subscription never arrived"
+        );
+    }
+    for i in 0..50u8 {
+        let a = [b'A', i];
+        let b = [b'B', i];
+        publisher
+            .send(Message::from(b.to_vec()), TIMEOUT)
+            .expect("send");
+        publisher
+            .send(Message::from(a.to_vec()), TIMEOUT)
+            .expect("send");
+    }
+    let mut seen = Vec::new();
+    while seen.len() < 50 {
+        let m = zrecv(&mut publisher, &sub);
+        if m == vec![b"A-first".to_vec()] {
+            continue;
+        }
+        seen.push(m);
+    }
+    let expected: Vec<Vec<Vec<u8>>> = (0..50u8).map(|i| vec![vec![b'A', i]]).collect();
+    assert_eq!(seen, expected, "only matching messages, in order");
+}
+
+fn our_sub_libzmq_pub(dir: Direction) {
+    let ctx = Ctx::new();
+    let mut sub = SocketDriver::new(SocketType::Sub, Options::default());
+    sub.socket().subscribe(b"weather");
+    let publisher = ctx.socket(ZMQ_PUB).expect("pub");
+    link(dir, &mut sub, &publisher);
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    let got = loop {
+        publisher.send_multipart(&[b"news", b"x"]).expect("send");
+        publisher
+            .send_multipart(&[b"weather", b"sunny"])
+            .expect("send");
+        if let Some(m) = sub.recv(Duration::from_millis(20)) {
+            break m;
+        }
+        assert!(std::time::Instant::now() < deadline, "nothing arrived");
+    };
+    assert_eq!(frames(&got), vec![b"weather".to_vec(), b"sunny".to_vec()]);
+    // Nothing but weather ever arrives.
+    publisher.send_multipart(&[b"news", b"y"]).expect("send");
+    publisher
+        .send_multipart(&[b"weather", b"rain"])
+        .expect("send");
+    loop {
+        let m = sub.recv(TIMEOUT).expect("weather");
+        assert_eq!(m.frames()[0].as_ref(), b"weather");
+        if m.frames()[1].as_ref() == b"rain" {
+            break;
+        }
+    }
+}
+
+/// Our SUB connects to a libzmq PUB that goes away; a new PUB binds the same port; our SUB
+/// reconnects and resubscribes by itself.
+#[test]
+fn our_sub_reconnects_and_resubscribes() {
+    let ctx = Ctx::new();
+    let mut options = Options::default();
+    options.reconnect_ivl = Some(Duration::from_millis(20));
+    let mut sub = SocketDriver::new(SocketType::Sub, options);
+    sub.socket().subscribe(b"t");
+    let first = ctx.socket(ZMQ_PUB).expect("pub");
+    first.bind("tcp://127.0.0.1:*").expect("bind");
+    let ep = first.last_endpoint().expect("endpoint");
+    sub.connect(&ep);
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    while sub.recv(Duration::from_millis(10)).is_none() {
+        first.send_multipart(&[b"t1"]).expect("send");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "first PUB never reached us"
+        );
+    }
+    drop(first);
+    assert!(
+        sub.step_until(TIMEOUT, |d| d.open_streams() == 0),
+        "close seen"
+    );
+    let second = ctx.socket(ZMQ_PUB).expect("pub");
+    second.bind(&ep).expect("bind the same endpoint again");
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    let got = loop {
+        second.send_multipart(&[b"t2"]).expect("send");
+        second.send_multipart(&[b"u2"]).expect("send");
+        if let Some(m) = sub.recv(Duration::from_millis(10)) {
+            break m;
+        }
+        assert!(std::time::Instant::now() < deadline, "no resubscription");
+    };
+    assert_eq!(frames(&got), vec![b"t2".to_vec()]);
+    let kinds: Vec<MonitorEventKind> = sub.monitor_events().iter().map(|e| e.kind).collect();
+    assert!(kinds.contains(&MonitorEventKind::Disconnected), "{kinds:?}");
+    assert!(
+        kinds.contains(&MonitorEventKind::ConnectRetried)
+            || kinds
+                .iter()
+                .filter(|k| **k == MonitorEventKind::Connected)
+                .count()
+                >= 2,
+        "{kinds:?}"
+    );
+    let _ = ffi::version();
+}
+
+both_directions! {
+    our_router_libzmq_dealers => router_dealers_we_connect, router_dealers_libzmq_connects;
+    our_dealer_libzmq_router => dealer_router_we_connect, dealer_router_libzmq_connects;
+    our_pub_libzmq_sub => pub_sub_we_connect, pub_sub_libzmq_connects;
+    our_sub_libzmq_pub => sub_pub_we_connect, sub_pub_libzmq_connects;
+}
