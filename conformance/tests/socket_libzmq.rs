@@ -75,7 +75,7 @@ fn our_router_libzmq_dealers(dir: Direction) {
     assert!(both_up, "both dealers connected");
     a.send_multipart(&[b"from-a"]).expect("send");
     b.send_multipart(&[b"from-b", b""]).expect("send");
-    let mut got = vec![
+    let mut got = [
         frames(&router.recv(TIMEOUT).expect("message from a dealer")),
         frames(&router.recv(TIMEOUT).expect("message from the other dealer")),
     ];
