@@ -199,6 +199,16 @@ struct Peer {
     subs: Vec<Bytes>,
 }
 
+/// Complete messages a peer left behind when it left the pattern (its stream ended), not
+/// yet taken by `recv`. As in libzmq, where a pipe is read up to its end even after the
+/// peer is gone, they are still delivered: a peer may send and hang up at once.
+#[derive(Debug)]
+struct Departed {
+    peer: PeerId,
+    routing_id: Bytes,
+    inq: VecDeque<Message>,
+}
+
 /// Queue sizes of one peer (see [`Socket::peer_stats`]).
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -239,6 +249,8 @@ pub struct Socket {
     peers: BTreeMap<PeerId, Peer>,
     /// Attached peers in attach order: the ring for load balancing and fair queuing.
     attached: Vec<PeerId>,
+    /// Messages of peers that left the pattern, oldest first; never empty entries.
+    departed: VecDeque<Departed>,
     lb_cursor: usize,
     fq_cursor: usize,
     next_id: u64,
@@ -259,7 +271,11 @@ impl Socket {
         if opts.routing_id.len() > 255 {
             return Err(ConfigError::IdentityTooLong);
         }
-        if opts.connect_routing_id.as_ref().is_some_and(|id| id.len() > 255) {
+        if opts
+            .connect_routing_id
+            .as_ref()
+            .is_some_and(|id| id.len() > 255)
+        {
             return Err(ConfigError::IdentityTooLong);
         }
         Ok(Socket {
@@ -269,6 +285,7 @@ impl Socket {
             endpoints: BTreeMap::new(),
             peers: BTreeMap::new(),
             attached: Vec::new(),
+            departed: VecDeque::new(),
             lb_cursor: 0,
             fq_cursor: 0,
             next_id: 1,
@@ -296,7 +313,10 @@ impl Socket {
     /// pattern options apply at once).
     pub fn set_options(&mut self, opts: Options) -> Result<(), ConfigError> {
         if opts.routing_id.len() > 255
-            || opts.connect_routing_id.as_ref().is_some_and(|id| id.len() > 255)
+            || opts
+                .connect_routing_id
+                .as_ref()
+                .is_some_and(|id| id.len() > 255)
         {
             return Err(ConfigError::IdentityTooLong);
         }
@@ -420,8 +440,7 @@ impl Socket {
         };
         self.monitor(MonitorEventKind::Closed, 0, id);
         self.endpoints.remove(&id);
-        self.events
-            .push_back(Event::StopListening { endpoint: id });
+        self.events.push_back(Event::StopListening { endpoint: id });
         true
     }
 
@@ -434,6 +453,8 @@ impl Socket {
         if let Some(peer) = self.endpoints.get(&id).and_then(|e| e.peer) {
             self.end_stream(peer, Ending::Dropped);
             self.remove_peer(peer);
+            // libzmq terminates the pipe without delay: what it held is dropped.
+            self.departed.retain(|d| d.peer != peer);
         }
         self.endpoints.remove(&id);
         true
@@ -501,13 +522,14 @@ impl Socket {
     }
 
     /// A stream to a connect endpoint is open; returns its peer, or `None` if the endpoint
-    /// is gone (close the stream).
+    /// is gone or no longer connects (close the stream).
     pub fn handle_connected(&mut self, endpoint: EndpointId, now: Instant) -> Option<PeerId> {
         self.now = now;
-        if self.closing.is_some() {
+        let e = self.endpoints.get(&endpoint)?;
+        if e.dead {
             return None;
         }
-        let peer = self.endpoints.get(&endpoint)?.peer?;
+        let peer = e.peer?;
         let stream = self.new_stream(now);
         let p = self.peers.get_mut(&peer)?;
         if p.stream.is_some() {
@@ -526,7 +548,7 @@ impl Socket {
     }
 
     fn schedule_reconnect(&mut self, endpoint: EndpointId, now: Instant) {
-        if self.closing.is_some() {
+        if self.closing.is_some() && !self.has_waiting(endpoint) {
             return;
         }
         let Some(base) = self.opts.reconnect_ivl else {
@@ -544,6 +566,15 @@ impl Socket {
         e.ivl = if max > base { (ivl * 2).min(max) } else { base };
         let ms = u32::try_from(ivl.as_millis()).unwrap_or(u32::MAX);
         self.monitor(MonitorEventKind::ConnectRetried, ms, endpoint);
+    }
+
+    /// Whether messages wait for a connect endpoint's peer to connect.
+    fn has_waiting(&self, endpoint: EndpointId) -> bool {
+        self.endpoints
+            .get(&endpoint)
+            .and_then(|e| e.peer)
+            .and_then(|peer| self.peers.get(&peer))
+            .is_some_and(|p| !p.out.is_empty())
     }
 
     // ----- streams ---------------------------------------------------------------------
@@ -577,13 +608,24 @@ impl Socket {
     }
 
     fn in_room(&self, p: &Peer) -> bool {
-        self.opts.rcvhwm == 0 || p.inq.len() < self.opts.rcvhwm
+        let rcvhwm = self.rcv_limit();
+        rcvhwm == 0 || p.inq.len() < rcvhwm
+    }
+
+    /// Messages queued per peer before input stops: RCVHWM, which CONFLATE ignores (its
+    /// queue keeps one message whatever arrives). 0 = no limit.
+    pub(crate) fn rcv_limit(&self) -> usize {
+        if self.opts.conflate {
+            0
+        } else {
+            self.opts.rcvhwm
+        }
     }
 
     fn process_input(&mut self, peer: PeerId) {
         let now = self.now;
         loop {
-            let rcvhwm = self.opts.rcvhwm;
+            let rcvhwm = self.rcv_limit();
             let Some(p) = self.peers.get_mut(&peer) else {
                 return;
             };
@@ -651,12 +693,22 @@ impl Socket {
 
     /// `n` bytes of [`poll_transmit`](Self::poll_transmit) were written.
     pub fn advance(&mut self, peer: PeerId, n: usize) {
-        if let Some(s) = self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) {
-            s.conn.advance(n);
-            s.written += n as u64;
-            while s.encoded_ends.front().is_some_and(|&end| end <= s.written) {
-                s.encoded_ends.pop_front();
+        let mut waiting = VecDeque::new();
+        if let Some(p) = self.peers.get_mut(&peer) {
+            if let Some(s) = p.stream.as_mut() {
+                s.conn.advance(n);
+                s.written += n as u64;
+                while s.encoded_ends.front().is_some_and(|&end| end <= s.written) {
+                    s.encoded_ends.pop_front();
+                }
+                // Messages held back while the stream was busy (CONFLATE) go out now.
+                if s.established && s.encoded_ends.is_empty() {
+                    waiting = core::mem::take(&mut p.out);
+                }
             }
+        }
+        for msg in waiting {
+            self.deliver(peer, msg);
         }
         if self.closing.is_some() {
             self.try_finish_close();
@@ -768,7 +820,8 @@ impl Socket {
         }
     }
 
-    /// Make a peer unroutable; the pattern forgets it.
+    /// Make a peer unroutable; the pattern forgets it. Messages received from it stay
+    /// readable.
     fn detach(&mut self, peer: PeerId) {
         let Some(p) = self.peers.get_mut(&peer) else {
             return;
@@ -777,7 +830,14 @@ impl Socket {
             return;
         }
         p.attached = false;
-        p.inq.clear();
+        let inq = core::mem::take(&mut p.inq);
+        if !inq.is_empty() {
+            self.departed.push_back(Departed {
+                peer,
+                routing_id: p.routing_id.clone(),
+                inq,
+            });
+        }
         if let Some(i) = self.attached.iter().position(|&x| x == peer) {
             self.attached.remove(i);
             if self.lb_cursor > i {
@@ -805,13 +865,15 @@ impl Socket {
     }
 
     /// Hand a message to a peer: encode it now if its handshake is done, else queue it.
+    /// With CONFLATE a message also waits while an earlier one is still being written, so
+    /// that a newer one can replace it: the peer's queue holds one message, not a backlog.
     fn deliver(&mut self, peer: PeerId, msg: Message) {
         let conflate = self.opts.conflate;
         let Some(p) = self.peers.get_mut(&peer) else {
             return;
         };
         match p.stream.as_mut() {
-            Some(s) if s.established => {
+            Some(s) if s.established && (!conflate || s.encoded_ends.is_empty()) => {
                 if encode(s, &msg).is_err() {
                     return;
                 }
@@ -830,6 +892,9 @@ impl Socket {
 
     /// The earliest instant at which [`handle_timeout`](Self::handle_timeout) must be called.
     pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.closed {
+            return None;
+        }
         let streams = self
             .peers
             .values()
@@ -888,8 +953,10 @@ impl Socket {
 
     // ----- closing ---------------------------------------------------------------------
 
-    /// Close the socket: stop listening and reconnecting, refuse new sends, and linger
-    /// until queued messages are written or `LINGER` expires; then [`Event::Closed`].
+    /// Close the socket: stop listening, refuse new sends, and linger until queued
+    /// messages are written or `LINGER` expires; then [`Event::Closed`]. As in libzmq, a
+    /// connect endpoint whose peer still has messages waiting for a connection keeps
+    /// reconnecting while the socket lingers; the others stop.
     pub fn close(&mut self, now: Instant) {
         if self.closing.is_some() {
             return;
@@ -900,8 +967,14 @@ impl Socket {
             self.endpoints.iter().map(|(id, e)| (*id, e.kind)).collect();
         for (id, kind) in ids {
             match kind {
-                EndpointKind::Bind => self.events.push_back(Event::StopListening { endpoint: id }),
+                EndpointKind::Bind => {
+                    self.monitor(MonitorEventKind::Closed, 0, id);
+                    self.events.push_back(Event::StopListening { endpoint: id });
+                }
                 EndpointKind::Connect => {
+                    if self.has_waiting(id) {
+                        continue;
+                    }
                     if let Some(e) = self.endpoints.get_mut(&id) {
                         e.dead = true;
                         e.retry_at = None;
@@ -921,11 +994,16 @@ impl Socket {
         if self.closed {
             return;
         }
+        // LINGER 0, or a deadline already past: no waiting for a timer.
+        if self.closing.flatten().is_some_and(|t| t <= self.now) {
+            self.finish_close();
+            return;
+        }
         let drained = self.peers.values().all(|p| {
             p.out.is_empty()
-                && p.stream
-                    .as_ref()
-                    .is_none_or(|s| s.conn.transmit().is_empty() && !s.conn.connection().wants_write())
+                && p.stream.as_ref().is_none_or(|s| {
+                    s.conn.transmit().is_empty() && !s.conn.connection().wants_write()
+                })
         });
         if drained {
             self.finish_close();
@@ -945,6 +1023,7 @@ impl Socket {
             self.peers.remove(&peer);
         }
         self.attached.clear();
+        self.departed.clear();
         self.dirty.clear();
         self.endpoints.clear();
         if self.monitor_mask & MonitorEventKind::MonitorStopped.value() != 0 {

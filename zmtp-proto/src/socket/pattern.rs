@@ -419,15 +419,13 @@ impl Socket {
         if self.pattern.awaiting.is_some() && !self.opts.req_relaxed {
             return Err(SendError::InvalidState(msg));
         }
+        // Whatever waits now (a reply to an earlier request, anything unsolicited) cannot
+        // be the reply to this one: libzmq drops every queued message when a request
+        // begins. Done before picking the peer: draining may drop a peer that fails.
+        self.discard_input(None);
         let Some(peer) = self.lb_pick() else {
             return Err(SendError::WouldBlock(msg));
         };
-        if self.opts.req_relaxed {
-            // Replies to earlier requests are void now.
-            for p in self.peers.values_mut() {
-                p.inq.clear();
-            }
-        }
         let id = self.pattern.next_request_id;
         self.pattern.next_request_id = id.wrapping_add(1);
         let mut envelope = Message::new();
@@ -480,23 +478,64 @@ impl Socket {
         Ok(Sent::Queued)
     }
 
-    /// Round-robin over attached peers with a complete message waiting.
-    fn fq_pop(&mut self) -> Option<(PeerId, Message)> {
+    /// Round-robin over attached peers with a complete message waiting. Also returns the
+    /// peer's routing id, read before taking the message: taking it resumes the peer's
+    /// input, which may end the peer.
+    fn fq_pop(&mut self) -> Option<(PeerId, Bytes, Message)> {
+        // What departed peers left comes first: it arrived before they left.
+        if let Some(left) = self.pop_departed(None) {
+            return Some(left);
+        }
         let n = self.attached.len();
         for i in 0..n {
             let idx = (self.fq_cursor + i) % n;
-            let peer = self.attached[idx];
-            if let Some(msg) = self.pop_from(peer) {
-                self.fq_cursor = idx + 1;
-                return Some((peer, msg));
-            }
+            let peer = *self.attached.get(idx)?;
+            let Some(p) = self.peers.get(&peer).filter(|p| !p.inq.is_empty()) else {
+                continue;
+            };
+            let id = p.routing_id.clone();
+            let msg = self.pop_from(peer)?;
+            self.fq_cursor = idx + 1;
+            return Some((peer, id, msg));
         }
         None
     }
 
+    /// The oldest message left by a departed peer (any, or `peer`).
+    fn pop_departed(&mut self, peer: Option<PeerId>) -> Option<(PeerId, Bytes, Message)> {
+        let i = self
+            .departed
+            .iter()
+            .position(|d| peer.is_none_or(|p| p == d.peer))?;
+        let d = self.departed.get_mut(i)?;
+        let left = d
+            .inq
+            .pop_front()
+            .map(|msg| (d.peer, d.routing_id.clone(), msg));
+        if d.inq.is_empty() {
+            self.departed.remove(i);
+        }
+        left
+    }
+
+    /// Drop every message waiting from the peers but `keep`, resuming their input.
+    fn discard_input(&mut self, keep: Option<PeerId>) {
+        self.departed.retain(|d| Some(d.peer) == keep);
+        // A snapshot: resuming input may end a peer and so change `attached`.
+        let peers: Vec<PeerId> = self
+            .attached
+            .iter()
+            .copied()
+            .filter(|&p| Some(p) != keep)
+            .collect();
+        for peer in peers {
+            while self.pop_from(peer).is_some() {}
+        }
+    }
+
     /// Take the next message from one peer, resuming its input if that frees room.
     fn pop_from(&mut self, peer: PeerId) -> Option<Message> {
-        let rcvhwm = self.opts.rcvhwm;
+        let rcvhwm = self.rcv_limit();
         let p = self.peers.get_mut(&peer)?;
         let was_full = rcvhwm != 0 && p.inq.len() >= rcvhwm;
         let msg = p.inq.pop_front()?;
@@ -514,25 +553,23 @@ impl Socket {
             SocketType::Req => self.recv_req(),
             SocketType::Rep => self.recv_rep(),
             SocketType::Router => {
-                let (peer, mut msg) = self.fq_pop()?;
-                let id = self.peers.get(&peer)?.routing_id.clone();
+                let (_, id, mut msg) = self.fq_pop()?;
                 msg.push_front(id);
                 Some(msg)
             }
-            _ => self.fq_pop().map(|(_, msg)| msg),
+            _ => self.fq_pop().map(|(_, _, msg)| msg),
         }
     }
 
     fn recv_req(&mut self) -> Option<Message> {
         let (asked, id) = self.pattern.awaiting?;
         // Only the peer asked may answer: anything from the others is dropped.
-        for i in 0..self.attached.len() {
-            let peer = self.attached[i];
-            if peer != asked {
-                while self.pop_from(peer).is_some() {}
-            }
-        }
-        while let Some(mut msg) = self.pop_from(asked) {
+        self.discard_input(Some(asked));
+        while let Some(mut msg) = self
+            .pop_departed(Some(asked))
+            .map(|(_, _, msg)| msg)
+            .or_else(|| self.pop_from(asked))
+        {
             if self.opts.req_correlate {
                 let matches = msg.first().is_some_and(|f| f[..] == id.to_ne_bytes());
                 if !matches {
@@ -555,7 +592,7 @@ impl Socket {
             return None;
         }
         loop {
-            let (peer, mut msg) = self.fq_pop()?;
+            let (peer, _, mut msg) = self.fq_pop()?;
             // The envelope is everything up to and including the first empty frame.
             let Some(delimiter) = msg.frames().iter().position(|f| f.is_empty()) else {
                 continue;
@@ -586,15 +623,17 @@ impl Socket {
     /// Whether `recv` has a message (libzmq's `ZMQ_POLLIN`).
     pub fn can_recv(&self) -> bool {
         let queued = |peer: &PeerId| self.peers.get(peer).is_some_and(|p| !p.inq.is_empty());
+        let left = |peer: &PeerId| self.departed.iter().any(|d| d.peer == *peer);
+        let any = || !self.departed.is_empty() || self.attached.iter().any(queued);
         match self.ty {
             SocketType::Push | SocketType::Pub => false,
             SocketType::XPub => !self.pattern.xpub_queue.is_empty(),
             SocketType::Req => self
                 .pattern
                 .awaiting
-                .is_some_and(|(peer, _)| queued(&peer)),
-            SocketType::Rep => self.pattern.replying.is_none() && self.attached.iter().any(queued),
-            _ => self.attached.iter().any(queued),
+                .is_some_and(|(peer, _)| queued(&peer) || left(&peer)),
+            SocketType::Rep => self.pattern.replying.is_none() && any(),
+            _ => any(),
         }
     }
 }
