@@ -917,6 +917,21 @@ fn conflate_keeps_only_the_last_message() {
 }
 
 #[test]
+fn conflate_is_ignored_where_libzmq_ignores_it() {
+    let mut c = Cluster::new(64);
+    let r = c.add(Pair, opts(|o| o.conflate = true));
+    let ep = c.bind(r, ANY);
+    let s = c.add_default(Pair);
+    c.connect(s, &ep);
+    c.run_until_idle();
+    for i in 0..3 {
+        c.send(s, m(&[&i.to_string()])).unwrap();
+        c.run_until_idle();
+    }
+    assert_eq!(recv_texts(&mut c, r), ["0", "1", "2"]);
+}
+
+#[test]
 fn conflate_on_the_sending_side_keeps_only_the_last_message() {
     let mut c = Cluster::new(63);
     let ep = "tcp://127.0.0.1:6200";

@@ -612,10 +612,24 @@ impl Socket {
         rcvhwm == 0 || p.inq.len() < rcvhwm
     }
 
+    /// Whether CONFLATE is in force: libzmq honours it on DEALER, PULL, PUSH, PUB and SUB
+    /// only, and ignores it elsewhere.
+    pub(crate) fn conflate(&self) -> bool {
+        self.opts.conflate
+            && matches!(
+                self.ty,
+                SocketType::Dealer
+                    | SocketType::Pull
+                    | SocketType::Push
+                    | SocketType::Pub
+                    | SocketType::Sub
+            )
+    }
+
     /// Messages queued per peer before input stops: RCVHWM, which CONFLATE ignores (its
     /// queue keeps one message whatever arrives). 0 = no limit.
     pub(crate) fn rcv_limit(&self) -> usize {
-        if self.opts.conflate {
+        if self.conflate() {
             0
         } else {
             self.opts.rcvhwm
@@ -853,7 +867,7 @@ impl Socket {
     // ----- sending to peers ------------------------------------------------------------
 
     fn out_room(&self, p: &Peer) -> bool {
-        if self.opts.sndhwm == 0 || self.opts.conflate {
+        if self.opts.sndhwm == 0 || self.conflate() {
             return true;
         }
         let encoded = p.stream.as_ref().map_or(0, |s| s.encoded_ends.len());
@@ -868,7 +882,7 @@ impl Socket {
     /// With CONFLATE a message also waits while an earlier one is still being written, so
     /// that a newer one can replace it: the peer's queue holds one message, not a backlog.
     fn deliver(&mut self, peer: PeerId, msg: Message) {
-        let conflate = self.opts.conflate;
+        let conflate = self.conflate();
         let Some(p) = self.peers.get_mut(&peer) else {
             return;
         };

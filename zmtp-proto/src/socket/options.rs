@@ -36,7 +36,8 @@ pub struct Options {
     /// `ZMQ_IMMEDIATE`: queue messages only to peers whose handshake is done. Default false:
     /// a `connect` gets its queue at once, so messages wait for the connection.
     pub immediate: bool,
-    /// `ZMQ_CONFLATE`: keep only the last message (DEALER, PULL, PUSH, PUB, SUB). Default false.
+    /// `ZMQ_CONFLATE`: keep only the last message. Honoured on DEALER, PULL, PUSH, PUB and
+    /// SUB, ignored on other types (as libzmq does). Default false.
     pub conflate: bool,
     /// `ZMQ_MAXMSGSIZE`: largest inbound message in bytes; `None` = no limit (default).
     pub maxmsgsize: Option<u64>,

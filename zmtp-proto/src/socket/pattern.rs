@@ -177,7 +177,7 @@ impl Socket {
 
     /// A complete message arrived from a peer.
     pub(super) fn on_message(&mut self, peer: PeerId, msg: Message) {
-        let conflate = self.opts.conflate;
+        let conflate = self.conflate();
         let ty = self.ty;
         let matches = ty != SocketType::Sub || self.sub_matches(&msg);
         let Some(p) = self.peers.get_mut(&peer) else {
