@@ -779,6 +779,17 @@ impl Socket {
         };
         if !stream.established {
             match &ending {
+                // An ERROR with a ZAP status ("300", "400", "500") is an authentication
+                // failure, reported with that status as libzmq does.
+                Ending::Failed(Error::PeerError(reason))
+                    if matches!(&reason[..], b"300" | b"400" | b"500") =>
+                {
+                    let status = core::str::from_utf8(reason)
+                        .ok()
+                        .and_then(|s| s.parse().ok())
+                        .unwrap_or(0);
+                    self.monitor(MonitorEventKind::HandshakeFailedAuth, status, endpoint)
+                }
                 Ending::Failed(e) => match monitor::protocol_error_code(e) {
                     Some(code) => {
                         self.monitor(MonitorEventKind::HandshakeFailedProtocol, code, endpoint)
