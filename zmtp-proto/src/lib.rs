@@ -123,9 +123,9 @@ mod time;
 
 #[cfg(feature = "alloc")]
 pub use buffered::{Buffered, OwnedItem};
-/// The frame type of the `alloc` layer, re-exported so users need not depend on `bytes`.
+/// The buffer types of the `alloc` layer, re-exported so users need not depend on `bytes`.
 #[cfg(feature = "alloc")]
-pub use bytes::Bytes;
+pub use bytes::{Bytes, BytesMut};
 pub use connection::{
     Config, ConfigError, Connection, Event, Identity, Input, Item, DEFAULT_HANDSHAKE_TIMEOUT,
     DEFAULT_MAX_COMMAND_SIZE, MAX_PROPERTIES_LEN,

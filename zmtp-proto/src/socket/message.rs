@@ -103,6 +103,12 @@ impl From<Vec<u8>> for Message {
     }
 }
 
+impl From<alloc::string::String> for Message {
+    fn from(frame: alloc::string::String) -> Message {
+        Message::from(Bytes::from(frame))
+    }
+}
+
 impl From<&'static [u8]> for Message {
     fn from(frame: &'static [u8]) -> Message {
         Message::from(Bytes::from_static(frame))

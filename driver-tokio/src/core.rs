@@ -1,0 +1,520 @@
+//! The shared state of one socket and the tasks that move its bytes.
+//!
+//! All protocol decisions are made by the `zmtp-proto` [`Socket`](ProtoSocket) inside
+//! [`Core`]; this file only carries out its events, moves bytes and arms its timer. The
+//! core sits behind a `std` mutex that is never held across an `.await`: application calls
+//! and I/O tasks lock it, call into the state machine, write whatever became ready
+//! straight to the streams (`try_write`, no task hop), and unlock.
+
+use std::collections::{HashMap, HashSet};
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant as StdInstant;
+
+use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
+use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::task::JoinHandle;
+use zmtp_proto::socket::endpoint::{Host, IpcEndpoint, TcpEndpoint};
+use zmtp_proto::socket::{
+    Endpoint, EndpointId, Event, MonitorEvent, PeerId, Socket as ProtoSocket,
+};
+use zmtp_proto::Instant;
+
+use crate::stream::{inproc_bind, inproc_connect, inproc_unbind, InprocStream, Stream};
+
+/// Most reads from one peer per wake-up, so that one busy peer cannot starve the others.
+const READS_PER_WAKE: usize = 16;
+/// Room made in a peer's read buffer before each read.
+const READ_RESERVE: usize = 64 * 1024;
+
+/// What every task and handle of one socket shares.
+#[derive(Debug)]
+pub(crate) struct Inner {
+    core: Mutex<Core>,
+    /// Woken when a message may be ready for `recv` (or the socket closed).
+    pub(crate) readable: Notify,
+    /// Woken when `send` may succeed (or the socket closed).
+    pub(crate) writable: Notify,
+    /// Woken when the earliest deadline changed.
+    timer: Notify,
+    /// Woken when the socket finished closing.
+    pub(crate) closed: Notify,
+    start: StdInstant,
+    runtime: tokio::runtime::Handle,
+}
+
+#[derive(Debug)]
+struct PeerIo {
+    stream: Arc<Stream>,
+    task: JoinHandle<()>,
+    /// Wakes the peer's task: its interest changed (write blocked, reads resumed).
+    wake: Arc<Notify>,
+    write_blocked: bool,
+}
+
+#[derive(Debug)]
+struct Listener {
+    task: JoinHandle<()>,
+    addr: Endpoint,
+}
+
+/// The state machine and the I/O resources it directs.
+#[derive(Debug)]
+pub(crate) struct Core {
+    pub(crate) socket: ProtoSocket,
+    peers: HashMap<PeerId, PeerIo>,
+    /// Peers whose reading stopped at RCVHWM.
+    paused: HashSet<PeerId>,
+    listeners: HashMap<EndpointId, Listener>,
+    bind_waiters: HashMap<EndpointId, oneshot::Sender<io::Result<String>>>,
+    monitors: Vec<mpsc::UnboundedSender<MonitorEvent>>,
+    pub(crate) closed: bool,
+    timer_deadline: Option<Instant>,
+}
+
+impl Inner {
+    pub(crate) fn new(socket: ProtoSocket) -> Arc<Inner> {
+        let inner = Arc::new(Inner {
+            core: Mutex::new(Core {
+                socket,
+                peers: HashMap::new(),
+                paused: HashSet::new(),
+                listeners: HashMap::new(),
+                bind_waiters: HashMap::new(),
+                monitors: Vec::new(),
+                closed: false,
+                timer_deadline: None,
+            }),
+            readable: Notify::new(),
+            writable: Notify::new(),
+            timer: Notify::new(),
+            closed: Notify::new(),
+            start: StdInstant::now(),
+            runtime: tokio::runtime::Handle::current(),
+        });
+        inner.runtime.spawn(timer_task(inner.clone()));
+        inner
+    }
+
+    pub(crate) fn now(&self) -> Instant {
+        Instant::from_micros(u64::try_from(self.start.elapsed().as_micros()).unwrap_or(u64::MAX))
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Core> {
+        // A poisoned core means a panic elsewhere; the state machine itself never panics.
+        self.core.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Run `f` on the core, then carry out whatever it caused.
+    pub(crate) fn with<R>(self: &Arc<Self>, f: impl FnOnce(&mut Core) -> R) -> R {
+        let mut core = self.lock();
+        let r = f(&mut core);
+        self.pump(&mut core);
+        r
+    }
+
+    /// Register a waiter for the result of binding `endpoint`.
+    pub(crate) fn wait_bind(
+        &self,
+        core: &mut Core,
+        endpoint: EndpointId,
+    ) -> oneshot::Receiver<io::Result<String>> {
+        let (tx, rx) = oneshot::channel();
+        core.bind_waiters.insert(endpoint, tx);
+        rx
+    }
+
+    /// A new monitor receiving every monitor event from now on.
+    pub(crate) fn add_monitor(&self, core: &mut Core) -> mpsc::UnboundedReceiver<MonitorEvent> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        core.monitors.push(tx);
+        core.socket.set_monitor(0xFFFF);
+        rx
+    }
+
+    /// Carry out the socket's events, write every peer with output, re-arm the timer and
+    /// wake whoever waits to send or receive.
+    pub(crate) fn pump(self: &Arc<Self>, core: &mut Core) {
+        loop {
+            let mut busy = false;
+            while let Some(event) = core.socket.poll_event() {
+                busy = true;
+                self.handle_event(core, event);
+            }
+            while let Some(peer) = core.socket.next_dirty() {
+                // Writing can end a peer or finish a close: go round again for events.
+                busy = true;
+                self.write_peer(core, peer);
+            }
+            if !busy {
+                break;
+            }
+        }
+        if !core.paused.is_empty() {
+            let resumed: Vec<PeerId> = core
+                .paused
+                .iter()
+                .copied()
+                .filter(|&p| core.socket.wants_read(p))
+                .collect();
+            for peer in resumed {
+                core.paused.remove(&peer);
+                if let Some(io) = core.peers.get(&peer) {
+                    io.wake.notify_one();
+                }
+            }
+        }
+        let deadline = core.socket.poll_timeout();
+        if deadline != core.timer_deadline {
+            core.timer_deadline = deadline;
+            self.timer.notify_one();
+        }
+        if core.closed || core.socket.can_recv() {
+            self.readable.notify_waiters();
+        }
+        if core.closed || core.socket.can_send() {
+            self.writable.notify_waiters();
+        }
+    }
+
+    /// Write as much of a peer's output as the stream takes now.
+    fn write_peer(self: &Arc<Self>, core: &mut Core, peer: PeerId) {
+        let Some(io) = core.peers.get_mut(&peer) else {
+            return;
+        };
+        let stream = io.stream.clone();
+        loop {
+            let out = core.socket.poll_transmit(peer);
+            if out.is_empty() {
+                if let Some(io) = core.peers.get_mut(&peer) {
+                    io.write_blocked = false;
+                }
+                return;
+            }
+            match stream.try_write(out) {
+                Ok(n) => core.socket.advance(peer, n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    // The peer's task waits for the stream to become writable; tell it
+                    // once, when writing first blocks.
+                    if let Some(io) = core.peers.get_mut(&peer) {
+                        if !io.write_blocked {
+                            io.write_blocked = true;
+                            io.wake.notify_one();
+                        }
+                    }
+                    return;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.drop_peer(core, peer);
+                    let now = self.now();
+                    core.socket.handle_closed(peer, now);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Read what a peer's stream has and feed it to the socket. Returns true when it
+    /// stopped with more perhaps waiting (the caller yields, then reads again).
+    fn read_peer(self: &Arc<Self>, core: &mut Core, peer: PeerId, stream: &Stream) -> bool {
+        for _ in 0..READS_PER_WAKE {
+            if !core.socket.wants_read(peer) {
+                core.paused.insert(peer);
+                return false;
+            }
+            let Some(buf) = core.socket.read_buf(peer) else {
+                return false;
+            };
+            if buf.capacity() - buf.len() < READ_RESERVE / 4 {
+                buf.reserve(READ_RESERVE);
+            }
+            match stream.try_read_buf(buf) {
+                Ok(0) => {
+                    self.drop_peer(core, peer);
+                    let now = self.now();
+                    core.socket.handle_closed(peer, now);
+                    return false;
+                }
+                Ok(_) => {
+                    let now = self.now();
+                    core.socket.handle_input(peer, now);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.drop_peer(core, peer);
+                    let now = self.now();
+                    core.socket.handle_closed(peer, now);
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    fn drop_peer(&self, core: &mut Core, peer: PeerId) {
+        core.paused.remove(&peer);
+        if let Some(io) = core.peers.remove(&peer) {
+            io.task.abort();
+        }
+    }
+
+    fn add_peer(self: &Arc<Self>, core: &mut Core, peer: PeerId, stream: Stream) {
+        let stream = Arc::new(stream);
+        let wake = Arc::new(Notify::new());
+        let task = self
+            .runtime
+            .spawn(peer_task(self.clone(), peer, stream.clone(), wake.clone()));
+        core.peers.insert(
+            peer,
+            PeerIo {
+                stream,
+                task,
+                wake,
+                write_blocked: false,
+            },
+        );
+    }
+
+    fn handle_event(self: &Arc<Self>, core: &mut Core, event: Event) {
+        match event {
+            Event::Listen { endpoint, addr } => {
+                let _guard = self.runtime.enter();
+                let result = listen(&addr);
+                let reply = match result {
+                    Ok((acceptor, resolved)) => {
+                        core.socket.handle_listening(endpoint, &resolved);
+                        let task =
+                            self.runtime
+                                .spawn(accept_task(self.clone(), endpoint, acceptor));
+                        core.listeners.insert(endpoint, Listener { task, addr });
+                        Ok(resolved)
+                    }
+                    Err(e) => {
+                        let errno = e.raw_os_error().unwrap_or(0);
+                        core.socket
+                            .handle_bind_failed(endpoint, u32::try_from(errno).unwrap_or(0));
+                        Err(e)
+                    }
+                };
+                if let Some(waiter) = core.bind_waiters.remove(&endpoint) {
+                    let _ = waiter.send(reply);
+                }
+            }
+            Event::Connect { endpoint, addr } => {
+                self.runtime
+                    .spawn(connect_task(self.clone(), endpoint, addr));
+            }
+            Event::StopListening { endpoint } => {
+                if let Some(l) = core.listeners.remove(&endpoint) {
+                    l.task.abort();
+                    match &l.addr {
+                        Endpoint::Inproc(name) => inproc_unbind(name),
+                        Endpoint::Ipc(IpcEndpoint::Path(path)) => {
+                            let _ = std::fs::remove_file(path);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Event::ClosePeer { peer } => self.drop_peer(core, peer),
+            Event::Monitor(m) => core.monitors.retain(|tx| tx.send(m.clone()).is_ok()),
+            Event::Closed => {
+                core.closed = true;
+                for (_, io) in core.peers.drain() {
+                    io.task.abort();
+                }
+                for (_, l) in core.listeners.drain() {
+                    l.task.abort();
+                }
+                core.monitors.clear();
+                self.closed.notify_waiters();
+                self.timer.notify_one();
+            }
+            _ => {}
+        }
+    }
+}
+
+/// What a listener accepts from.
+enum Acceptor {
+    Tcp(TcpListener),
+    Unix(UnixListener),
+    Inproc(mpsc::UnboundedReceiver<InprocStream>),
+}
+
+fn tcp_addrs(tcp: &TcpEndpoint) -> io::Result<Vec<SocketAddr>> {
+    let port = tcp.port.unwrap_or(0);
+    Ok(match &tcp.host {
+        Host::Any => vec![SocketAddr::from(([0, 0, 0, 0], port))],
+        Host::Ipv4(a) => vec![SocketAddr::from((*a, port))],
+        Host::Ipv6(a) => vec![SocketAddr::from((*a, port))],
+        Host::Name(name) => (name.as_str(), port).to_socket_addrs()?.collect(),
+    })
+}
+
+fn abstract_addr(name: &str) -> io::Result<std::os::unix::net::SocketAddr> {
+    use std::os::linux::net::SocketAddrExt;
+    std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
+}
+
+/// Start listening (synchronously: binding is immediate); returns the resolved endpoint.
+fn listen(addr: &Endpoint) -> io::Result<(Acceptor, String)> {
+    match addr {
+        Endpoint::Tcp(tcp) => {
+            let addrs = tcp_addrs(tcp)?;
+            let std_listener = std::net::TcpListener::bind(&addrs[..])?;
+            std_listener.set_nonblocking(true)?;
+            let listener = TcpListener::from_std(std_listener)?;
+            let local = listener.local_addr()?;
+            Ok((Acceptor::Tcp(listener), format!("tcp://{local}")))
+        }
+        Endpoint::Ipc(IpcEndpoint::Path(path)) => {
+            // A socket file left by an earlier process would make bind fail.
+            let _ = std::fs::remove_file(path);
+            let listener = UnixListener::bind(path)?;
+            Ok((Acceptor::Unix(listener), format!("ipc://{path}")))
+        }
+        Endpoint::Ipc(IpcEndpoint::Abstract(name)) => {
+            let std_listener = std::os::unix::net::UnixListener::bind_addr(&abstract_addr(name)?)?;
+            std_listener.set_nonblocking(true)?;
+            let listener = UnixListener::from_std(std_listener)?;
+            Ok((Acceptor::Unix(listener), format!("ipc://@{name}")))
+        }
+        Endpoint::Inproc(name) => Ok((
+            Acceptor::Inproc(inproc_bind(name)?),
+            format!("inproc://{name}"),
+        )),
+    }
+}
+
+async fn connect(addr: &Endpoint) -> io::Result<Stream> {
+    match addr {
+        Endpoint::Tcp(tcp) => {
+            let addrs = match &tcp.host {
+                Host::Name(name) => tokio::net::lookup_host((name.as_str(), tcp.port.unwrap_or(0)))
+                    .await?
+                    .collect(),
+                _ => tcp_addrs(tcp)?,
+            };
+            let stream = TcpStream::connect(&addrs[..]).await?;
+            stream.set_nodelay(true)?;
+            Ok(Stream::Tcp(stream))
+        }
+        Endpoint::Ipc(IpcEndpoint::Path(path)) => {
+            Ok(Stream::Unix(UnixStream::connect(path).await?))
+        }
+        Endpoint::Ipc(IpcEndpoint::Abstract(name)) => {
+            let std_stream = std::os::unix::net::UnixStream::connect_addr(&abstract_addr(name)?)?;
+            std_stream.set_nonblocking(true)?;
+            Ok(Stream::Unix(UnixStream::from_std(std_stream)?))
+        }
+        Endpoint::Inproc(name) => Ok(Stream::Inproc(inproc_connect(name)?)),
+    }
+}
+
+async fn connect_task(inner: Arc<Inner>, endpoint: EndpointId, addr: Endpoint) {
+    let result = connect(&addr).await;
+    let mut core = inner.lock();
+    let now = inner.now();
+    match result {
+        Ok(stream) => {
+            if let Some(peer) = core.socket.handle_connected(endpoint, now) {
+                inner.add_peer(&mut core, peer, stream);
+            }
+        }
+        Err(_) => core.socket.handle_connect_failed(endpoint, now),
+    }
+    inner.pump(&mut core);
+}
+
+async fn accept_task(inner: Arc<Inner>, endpoint: EndpointId, mut acceptor: Acceptor) {
+    loop {
+        let stream = match &mut acceptor {
+            Acceptor::Tcp(l) => match l.accept().await {
+                Ok((s, _)) => {
+                    let _ = s.set_nodelay(true);
+                    Stream::Tcp(s)
+                }
+                Err(_) => continue,
+            },
+            Acceptor::Unix(l) => match l.accept().await {
+                Ok((s, _)) => Stream::Unix(s),
+                Err(_) => continue,
+            },
+            Acceptor::Inproc(rx) => match rx.recv().await {
+                Some(s) => Stream::Inproc(s),
+                None => return,
+            },
+        };
+        let mut core = inner.lock();
+        let now = inner.now();
+        if let Some(peer) = core.socket.handle_accepted(endpoint, now) {
+            inner.add_peer(&mut core, peer, stream);
+        }
+        inner.pump(&mut core);
+    }
+}
+
+async fn peer_task(inner: Arc<Inner>, peer: PeerId, stream: Arc<Stream>, wake: Arc<Notify>) {
+    loop {
+        let (want_read, want_write) = {
+            let core = inner.lock();
+            let Some(io) = core.peers.get(&peer) else {
+                return;
+            };
+            (core.socket.wants_read(peer), io.write_blocked)
+        };
+        tokio::select! {
+            _ = stream.readable(), if want_read => {}
+            _ = stream.writable(), if want_write => {}
+            _ = wake.notified() => {}
+        }
+        let more = {
+            let mut core = inner.lock();
+            if !core.peers.contains_key(&peer) {
+                return;
+            }
+            let more = want_read && inner.read_peer(&mut core, peer, &stream);
+            if core.peers.get(&peer).is_some_and(|io| io.write_blocked) {
+                inner.write_peer(&mut core, peer);
+            }
+            inner.pump(&mut core);
+            more
+        };
+        if more {
+            // Let the socket's other peers have their turn before reading on.
+            tokio::task::yield_now().await;
+        }
+    }
+}
+
+async fn timer_task(inner: Arc<Inner>) {
+    loop {
+        let deadline = {
+            let core = inner.lock();
+            if core.closed {
+                return;
+            }
+            core.timer_deadline
+        };
+        let notified = inner.timer.notified();
+        match deadline {
+            Some(t) => {
+                let at = inner.start + std::time::Duration::from_micros(t.as_micros());
+                tokio::select! {
+                    _ = tokio::time::sleep_until(at.into()) => {
+                        let mut core = inner.lock();
+                        let now = inner.now();
+                        core.socket.handle_timeout(now);
+                        inner.pump(&mut core);
+                    }
+                    _ = notified => {}
+                }
+            }
+            None => notified.await,
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! The byte streams a peer can run over: TCP, Unix sockets and in-process pipes, behind
+//! one non-blocking interface (`readable`/`try_read_buf`, `writable`/`try_write`).
+
+use std::collections::HashMap;
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use tokio::net::{TcpStream, UnixStream};
+use tokio::sync::{mpsc, Notify};
+use zmtp_proto::BytesMut;
+
+/// One connected stream.
+#[derive(Debug)]
+pub(crate) enum Stream {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+    Inproc(InprocStream),
+}
+
+impl Stream {
+    pub(crate) async fn readable(&self) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.readable().await,
+            Stream::Unix(s) => s.readable().await,
+            Stream::Inproc(s) => {
+                s.rx.readable().await;
+                Ok(())
+            }
+        }
+    }
+
+    pub(crate) async fn writable(&self) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.writable().await,
+            Stream::Unix(s) => s.writable().await,
+            Stream::Inproc(_) => Ok(()),
+        }
+    }
+
+    /// Read what is available into `buf` (its spare capacity); `Ok(0)` is end of stream.
+    pub(crate) fn try_read_buf(&self, buf: &mut BytesMut) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.try_read_buf(buf),
+            Stream::Unix(s) => s.try_read_buf(buf),
+            Stream::Inproc(s) => s.rx.try_read_buf(buf),
+        }
+    }
+
+    pub(crate) fn try_write(&self, data: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.try_write(data),
+            Stream::Unix(s) => s.try_write(data),
+            Stream::Inproc(s) => s.tx.try_write(data),
+        }
+    }
+}
+
+/// One direction of an in-process stream.
+#[derive(Debug, Default)]
+pub(crate) struct Pipe {
+    buf: Mutex<BytesMut>,
+    closed: AtomicBool,
+    notify: Notify,
+}
+
+impl Pipe {
+    async fn readable(&self) {
+        loop {
+            let notified = self.notify.notified();
+            if self.closed.load(Ordering::Acquire) || !self.lock().is_empty() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BytesMut> {
+        // A poisoned pipe only means a panic elsewhere; its bytes are still consistent.
+        self.buf.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn try_read_buf(&self, dst: &mut BytesMut) -> io::Result<usize> {
+        let mut buf = self.lock();
+        if buf.is_empty() {
+            return if self.closed.load(Ordering::Acquire) {
+                Ok(0)
+            } else {
+                Err(io::ErrorKind::WouldBlock.into())
+            };
+        }
+        let n = buf.len();
+        dst.extend_from_slice(&buf.split());
+        Ok(n)
+    }
+
+    fn try_write(&self, data: &[u8]) -> io::Result<usize> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(io::ErrorKind::BrokenPipe.into());
+        }
+        self.lock().extend_from_slice(data);
+        self.notify.notify_one();
+        Ok(data.len())
+    }
+
+    fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.notify.notify_one();
+    }
+}
+
+/// An in-process stream: two pipes, one per direction. Dropping either end closes both
+/// directions, as closing a socket does.
+#[derive(Debug)]
+pub(crate) struct InprocStream {
+    rx: Arc<Pipe>,
+    tx: Arc<Pipe>,
+}
+
+impl InprocStream {
+    pub(crate) fn pair() -> (InprocStream, InprocStream) {
+        let (a, b) = (Arc::new(Pipe::default()), Arc::new(Pipe::default()));
+        (
+            InprocStream {
+                rx: a.clone(),
+                tx: b.clone(),
+            },
+            InprocStream { rx: b, tx: a },
+        )
+    }
+}
+
+impl Drop for InprocStream {
+    fn drop(&mut self) {
+        self.rx.close();
+        self.tx.close();
+    }
+}
+
+/// The process-wide table of bound `inproc://` names.
+type Registry = Mutex<HashMap<String, mpsc::UnboundedSender<InprocStream>>>;
+
+fn registry() -> &'static Registry {
+    static REGISTRY: OnceLock<Registry> = OnceLock::new();
+    REGISTRY.get_or_init(Registry::default)
+}
+
+/// Bind `name`: connections arrive on the returned receiver. Fails if the name is taken.
+pub(crate) fn inproc_bind(name: &str) -> io::Result<mpsc::UnboundedReceiver<InprocStream>> {
+    let mut table = registry().lock().unwrap_or_else(|e| e.into_inner());
+    if table.get(name).is_some_and(|tx| !tx.is_closed()) {
+        return Err(io::ErrorKind::AddrInUse.into());
+    }
+    let (tx, rx) = mpsc::unbounded_channel();
+    table.insert(name.to_string(), tx);
+    Ok(rx)
+}
+
+/// Forget a bound name.
+pub(crate) fn inproc_unbind(name: &str) {
+    registry()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(name);
+}
+
+/// Connect to a bound `name`; `ConnectionRefused` when nothing is bound (yet): the socket
+/// retries at its reconnect interval, so connect-before-bind works.
+pub(crate) fn inproc_connect(name: &str) -> io::Result<InprocStream> {
+    let table = registry().lock().unwrap_or_else(|e| e.into_inner());
+    let tx = table
+        .get(name)
+        .ok_or(io::Error::from(io::ErrorKind::ConnectionRefused))?;
+    let (ours, theirs) = InprocStream::pair();
+    tx.send(theirs)
+        .map_err(|_| io::Error::from(io::ErrorKind::ConnectionRefused))?;
+    Ok(ours)
+}
