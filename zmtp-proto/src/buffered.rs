@@ -38,7 +38,14 @@ pub struct Buffered {
     conn: Connection,
     rx: BytesMut,
     tx: Vec<u8>,
+    /// Bytes at the front of `tx` already written.
+    tx_head: usize,
 }
+
+/// Written bytes at the front of the send buffer that trigger compaction.
+const COMPACT_AT: usize = 64 * 1024;
+/// Room beyond the expected size for control frames queued ahead (PONG, PING).
+const ROOM_SLACK: usize = 64;
 
 /// Initial receive buffer size.
 const RX_CHUNK: usize = 8 * 1024;
@@ -52,6 +59,7 @@ impl Buffered {
             conn: Connection::new(config, now),
             rx: BytesMut::with_capacity(RX_CHUNK),
             tx: Vec::new(),
+            tx_head: 0,
         }
     }
 
@@ -117,45 +125,58 @@ impl Buffered {
     /// Append pending control frames to the send buffer.
     pub fn poll_transmit(&mut self) {
         // Control frames are small; one retry with the exact size always succeeds.
-        let _ = self.encode(|conn, out| Ok(conn.poll_transmit(out)?));
+        let _ = self.encode(0, |conn, out| Ok(conn.poll_transmit(out)?));
     }
 
     /// Append one data frame to the send buffer.
     pub fn send_frame(&mut self, body: &[u8], more: bool) -> Result<(), SendError> {
-        self.encode(|conn, out| conn.send_frame(body, more, out))
+        self.encode(body.len() + 9, |conn, out| conn.send_frame(body, more, out))
     }
 
     /// Append a command frame (JOIN, LEAVE, ...).
     pub fn send_command(&mut self, cmd: &Command<'_>) -> Result<(), SendError> {
-        self.encode(|conn, out| conn.send_command(cmd, out))
+        self.encode(cmd.frame_len(), |conn, out| conn.send_command(cmd, out))
     }
 
     /// Append a subscription (command or `0x01` message, by peer version).
     pub fn send_subscribe(&mut self, topic: &[u8]) -> Result<(), SendError> {
-        self.encode(|conn, out| conn.send_subscribe(topic, out))
+        self.encode(topic.len() + 20, |conn, out| {
+            conn.send_subscribe(topic, out)
+        })
     }
 
     /// Append a cancelled subscription.
     pub fn send_cancel(&mut self, topic: &[u8]) -> Result<(), SendError> {
-        self.encode(|conn, out| conn.send_cancel(topic, out))
+        self.encode(topic.len() + 20, |conn, out| conn.send_cancel(topic, out))
     }
 
     /// Bytes waiting to be written to the stream.
     pub fn transmit(&self) -> &[u8] {
-        &self.tx
+        self.tx.get(self.tx_head..).unwrap_or_default()
     }
 
     /// Drop `n` bytes that were written from the front of [`transmit`](Self::transmit).
     pub fn advance(&mut self, n: usize) {
-        self.tx.drain(..n.min(self.tx.len()));
+        self.tx_head = self.tx_head.saturating_add(n).min(self.tx.len());
+        if self.tx_head == self.tx.len() {
+            self.tx.clear();
+            self.tx_head = 0;
+        }
     }
 
+    /// Append what `f` encodes; `hint` is the size expected (the frame or topic length).
     fn encode(
         &mut self,
+        hint: usize,
         mut f: impl FnMut(&mut Connection, &mut [u8]) -> Result<usize, SendError>,
     ) -> Result<(), SendError> {
+        // Reclaim the written front once it is most of the buffer (partial writes).
+        if self.tx_head > COMPACT_AT && self.tx_head * 2 > self.tx.len() {
+            self.tx.drain(..self.tx_head);
+            self.tx_head = 0;
+        }
         let start = self.tx.len();
-        let mut room = 256;
+        let mut room = hint + ROOM_SLACK;
         loop {
             self.tx.resize(start + room, 0);
             let (_, room_buf) = self.tx.split_at_mut(start);
