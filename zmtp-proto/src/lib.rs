@@ -133,8 +133,3 @@ pub use connection::{
 pub use error::{Error, Reason, SendError, MAX_REASON_LEN};
 pub use socket_type::SocketType;
 pub use time::Instant;
-
-// The README's example compiles and runs as a doc test.
-#[cfg(all(doctest, feature = "std"))]
-#[doc = include_str!("../../README.md")]
-struct ReadmeDoctests;

@@ -1,0 +1,24 @@
+//! A pipeline: a PUSH socket hands work to a PULL socket.
+//!
+//! Run with `cargo run -p zmtp-tokio --example push_pull`.
+
+use zmtp_tokio::{Socket, SocketType};
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let pull = Socket::new(SocketType::Pull)?;
+    let endpoint = pull.bind("tcp://127.0.0.1:*").await?;
+    println!("PULL bound to {endpoint}");
+
+    let push = Socket::new(SocketType::Push)?;
+    push.connect(&endpoint).await?;
+    for i in 0..5 {
+        push.send(format!("task {i}")).await?;
+    }
+
+    for _ in 0..5 {
+        let msg = pull.recv().await?;
+        println!("PULL got {:?}", String::from_utf8_lossy(&msg.frames()[0]));
+    }
+    Ok(())
+}
