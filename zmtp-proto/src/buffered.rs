@@ -3,6 +3,7 @@
 //! It adds no protocol logic: it only keeps the buffers and turns borrowed [`Item`]s into
 //! owned [`Bytes`] that share the receive buffer's allocation (no copy of frame bodies).
 
+use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
 use bytes::{Bytes, BytesMut};
@@ -33,14 +34,44 @@ pub enum OwnedItem {
 }
 
 /// A [`Connection`] together with the buffers a driver needs.
+///
+/// Output is a queue of segments: encoded bytes, and frame bodies of at least
+/// [`SHARED_BODY_MIN`] bytes queued as they are (a reference, not a copy) for a vectored
+/// write. A driver writes [`transmit`](Self::transmit) (the first segment) or gathers them
+/// all with [`transmit_chunks`](Self::transmit_chunks), then calls
+/// [`advance`](Self::advance) with what was written.
 #[derive(Debug)]
 pub struct Buffered {
     conn: Connection,
     rx: BytesMut,
-    tx: Vec<u8>,
-    /// Bytes at the front of `tx` already written.
+    tx: VecDeque<Segment>,
+    /// Bytes of the first segment already written.
     tx_head: usize,
+    /// Unwritten bytes over all segments.
+    tx_len: usize,
+    /// An emptied encode buffer kept for reuse.
+    spare: Vec<u8>,
 }
+
+#[derive(Debug)]
+enum Segment {
+    /// Encoded frames, appended to while last.
+    Encoded(Vec<u8>),
+    /// A frame body shared with the application.
+    Body(Bytes),
+}
+
+impl Segment {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Segment::Encoded(v) => v,
+            Segment::Body(b) => b,
+        }
+    }
+}
+
+/// Frame bodies at least this long are queued by reference rather than copied.
+pub const SHARED_BODY_MIN: usize = 16 * 1024;
 
 /// Written bytes at the front of the send buffer that trigger compaction.
 const COMPACT_AT: usize = 64 * 1024;
@@ -58,8 +89,10 @@ impl Buffered {
         Buffered {
             conn: Connection::new(config, now),
             rx: BytesMut::with_capacity(RX_CHUNK),
-            tx: Vec::new(),
+            tx: VecDeque::new(),
             tx_head: 0,
+            tx_len: 0,
+            spare: Vec::new(),
         }
     }
 
@@ -133,6 +166,19 @@ impl Buffered {
         self.encode(body.len() + 9, |conn, out| conn.send_frame(body, more, out))
     }
 
+    /// Append one data frame whose body is shared: a large body is queued by reference
+    /// (no copy), a small one is copied like [`send_frame`](Self::send_frame).
+    pub fn send_frame_shared(&mut self, body: &Bytes, more: bool) -> Result<(), SendError> {
+        if body.len() < SHARED_BODY_MIN {
+            return self.send_frame(body, more);
+        }
+        let len = body.len();
+        self.encode(9, |conn, out| conn.send_frame_header(len, more, out))?;
+        self.tx_len += len;
+        self.tx.push_back(Segment::Body(body.clone()));
+        Ok(())
+    }
+
     /// Append a command frame (JOIN, LEAVE, ...).
     pub fn send_command(&mut self, cmd: &Command<'_>) -> Result<(), SendError> {
         self.encode(cmd.frame_len(), |conn, out| conn.send_command(cmd, out))
@@ -150,46 +196,102 @@ impl Buffered {
         self.encode(topic.len() + 20, |conn, out| conn.send_cancel(topic, out))
     }
 
-    /// Bytes waiting to be written to the stream.
+    /// The next bytes to write to the stream: the first segment of the output (empty
+    /// when nothing waits). See [`transmit_chunks`](Self::transmit_chunks) for all of it.
     pub fn transmit(&self) -> &[u8] {
-        self.tx.get(self.tx_head..).unwrap_or_default()
+        self.tx
+            .front()
+            .and_then(|seg| seg.bytes().get(self.tx_head..))
+            .unwrap_or_default()
     }
 
-    /// Drop `n` bytes that were written from the front of [`transmit`](Self::transmit).
-    pub fn advance(&mut self, n: usize) {
-        self.tx_head = self.tx_head.saturating_add(n).min(self.tx.len());
-        if self.tx_head == self.tx.len() {
+    /// Fill `out` with the output's segments, in order, for a vectored write; returns how
+    /// many were filled.
+    pub fn transmit_chunks<'a>(&'a self, out: &mut [&'a [u8]]) -> usize {
+        let mut n = 0;
+        for (i, seg) in self.tx.iter().enumerate() {
+            let Some(slot) = out.get_mut(n) else {
+                break;
+            };
+            let skip = if i == 0 { self.tx_head } else { 0 };
+            let bytes = seg.bytes().get(skip..).unwrap_or_default();
+            if !bytes.is_empty() {
+                *slot = bytes;
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Unwritten output bytes in all.
+    pub fn queued_len(&self) -> usize {
+        self.tx_len
+    }
+
+    /// Drop `n` written bytes from the front of the output.
+    pub fn advance(&mut self, mut n: usize) {
+        n = n.min(self.tx_len);
+        self.tx_len -= n;
+        while n > 0 {
+            let Some(front) = self.tx.front() else {
+                break;
+            };
+            let left = front.bytes().len() - self.tx_head;
+            if n < left {
+                self.tx_head += n;
+                break;
+            }
+            n -= left;
+            self.tx_head = 0;
+            if let Some(Segment::Encoded(mut v)) = self.tx.pop_front() {
+                if v.capacity() > self.spare.capacity() {
+                    v.clear();
+                    self.spare = v;
+                }
+            }
+        }
+        if self.tx_len == 0 {
             self.tx.clear();
             self.tx_head = 0;
         }
     }
 
-    /// Append what `f` encodes; `hint` is the size expected (the frame or topic length).
+    /// Append what `f` encodes to the last encoded segment; `hint` is the size expected
+    /// (the frame or topic length).
     fn encode(
         &mut self,
         hint: usize,
         mut f: impl FnMut(&mut Connection, &mut [u8]) -> Result<usize, SendError>,
     ) -> Result<(), SendError> {
+        if !matches!(self.tx.back(), Some(Segment::Encoded(_))) {
+            let v = core::mem::take(&mut self.spare);
+            self.tx.push_back(Segment::Encoded(v));
+        }
+        let single = self.tx.len() == 1;
+        let Some(Segment::Encoded(buf)) = self.tx.back_mut() else {
+            return Ok(());
+        };
         // Reclaim the written front once it is most of the buffer (partial writes).
-        if self.tx_head > COMPACT_AT && self.tx_head * 2 > self.tx.len() {
-            self.tx.drain(..self.tx_head);
+        if single && self.tx_head > COMPACT_AT && self.tx_head * 2 > buf.len() {
+            buf.drain(..self.tx_head);
             self.tx_head = 0;
         }
-        let start = self.tx.len();
+        let start = buf.len();
         let mut room = hint + ROOM_SLACK;
         loop {
-            self.tx.resize(start + room, 0);
-            let (_, room_buf) = self.tx.split_at_mut(start);
+            buf.resize(start + room, 0);
+            let (_, room_buf) = buf.split_at_mut(start);
             match f(&mut self.conn, room_buf) {
                 Ok(n) => {
-                    self.tx.truncate(start + n);
+                    buf.truncate(start + n);
+                    self.tx_len += n;
                     return Ok(());
                 }
                 Err(SendError::InsufficientSize { required }) if required > room => {
                     room = required;
                 }
                 Err(e) => {
-                    self.tx.truncate(start);
+                    buf.truncate(start);
                     return Err(e);
                 }
             }

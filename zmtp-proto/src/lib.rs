@@ -122,7 +122,7 @@ mod socket_type;
 mod time;
 
 #[cfg(feature = "alloc")]
-pub use buffered::{Buffered, OwnedItem};
+pub use buffered::{Buffered, OwnedItem, SHARED_BODY_MIN};
 /// The buffer types of the `alloc` layer, re-exported so users need not depend on `bytes`.
 #[cfg(feature = "alloc")]
 pub use bytes::{Bytes, BytesMut};

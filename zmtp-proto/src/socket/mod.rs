@@ -178,7 +178,7 @@ struct Stream {
 
 impl Stream {
     fn queued_bytes_end(&self) -> u64 {
-        self.written + self.conn.transmit().len() as u64
+        self.written + self.conn.queued_len() as u64
     }
 }
 
@@ -683,7 +683,7 @@ impl Socket {
     fn after_output(&mut self, peer: PeerId) {
         if let Some(s) = self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) {
             s.conn.poll_transmit();
-            if !s.conn.transmit().is_empty() {
+            if s.conn.queued_len() > 0 {
                 self.dirty.insert(peer);
             }
         }
@@ -694,7 +694,8 @@ impl Socket {
         self.dirty.pop_first()
     }
 
-    /// Bytes to write to a peer's stream now (everything queued: write it all).
+    /// Bytes to write to a peer's stream now: the first segment of its output (write it,
+    /// then call again until empty, or use [`transmit_chunks`](Self::transmit_chunks)).
     pub fn poll_transmit(&mut self, peer: PeerId) -> &[u8] {
         match self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) {
             Some(s) => {
@@ -705,7 +706,20 @@ impl Socket {
         }
     }
 
-    /// `n` bytes of [`poll_transmit`](Self::poll_transmit) were written.
+    /// Everything queued for a peer, as segments for one vectored write (large frame
+    /// bodies are their own segments, shared with the sender, not copied); returns how
+    /// many of `out` were filled.
+    pub fn transmit_chunks<'a>(&'a mut self, peer: PeerId, out: &mut [&'a [u8]]) -> usize {
+        match self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) {
+            Some(s) => {
+                s.conn.poll_transmit();
+                s.conn.transmit_chunks(out)
+            }
+            None => 0,
+        }
+    }
+
+    /// `n` bytes of [`poll_transmit`](Self::poll_transmit) (or of the chunks) were written.
     pub fn advance(&mut self, peer: PeerId, n: usize) {
         let mut waiting = VecDeque::new();
         if let Some(p) = self.peers.get_mut(&peer) {
@@ -744,7 +758,7 @@ impl Socket {
             routing_id: p.routing_id.clone(),
             queued_out: p.out.len() + stream.map_or(0, |s| s.encoded_ends.len()),
             queued_in: p.inq.len(),
-            unsent_bytes: stream.map_or(0, |s| s.conn.transmit().len()),
+            unsent_bytes: stream.map_or(0, |s| s.conn.queued_len()),
             unread_bytes: stream.map_or(0, |s| s.conn.buffered_input()),
         })
     }
@@ -1026,9 +1040,9 @@ impl Socket {
         }
         let drained = self.peers.values().all(|p| {
             p.out.is_empty()
-                && p.stream.as_ref().is_none_or(|s| {
-                    s.conn.transmit().is_empty() && !s.conn.connection().wants_write()
-                })
+                && p.stream
+                    .as_ref()
+                    .is_none_or(|s| s.conn.queued_len() == 0 && !s.conn.connection().wants_write())
         });
         if drained {
             self.finish_close();
@@ -1066,7 +1080,7 @@ impl Socket {
 fn encode(s: &mut Stream, msg: &Message) -> Result<(), crate::SendError> {
     let n = msg.len();
     for (i, frame) in msg.frames().iter().enumerate() {
-        s.conn.send_frame(frame, i + 1 < n)?;
+        s.conn.send_frame_shared(frame, i + 1 < n)?;
     }
     let end = s.queued_bytes_end();
     s.encoded_ends.push_back(end);

@@ -505,7 +505,8 @@ impl Cluster {
             }
             m.socket.advance(peer, k);
             progress = true;
-            if whole {
+            // The output may continue in further segments (large bodies are their own).
+            if whole && m.socket.poll_transmit(peer).is_empty() {
                 self.writers.remove(&(n, peer));
             }
         }
