@@ -25,6 +25,8 @@ use crate::stream::{inproc_bind, inproc_connect, inproc_unbind, InprocStream, St
 
 /// Most reads from one peer per wake-up, so that one busy peer cannot starve the others.
 const READS_PER_WAKE: usize = 16;
+/// Most segments gathered into one vectored write.
+const MAX_CHUNKS: usize = 64;
 /// Room made in a peer's read buffer before each read.
 const READ_RESERVE: usize = 64 * 1024;
 
@@ -185,14 +187,24 @@ impl Inner {
         };
         let stream = io.stream.clone();
         loop {
-            let out = core.socket.poll_transmit(peer);
-            if out.is_empty() {
+            // Everything queued in one (vectored) write: encoded frames and large bodies,
+            // which stay where the application put them.
+            let mut chunks: [&[u8]; MAX_CHUNKS] = [&[]; MAX_CHUNKS];
+            let n = core.socket.transmit_chunks(peer, &mut chunks);
+            if n == 0 {
                 if let Some(io) = core.peers.get_mut(&peer) {
                     io.write_blocked = false;
                 }
                 return;
             }
-            match stream.try_write(out) {
+            let written = if n == 1 {
+                stream.try_write(chunks[0])
+            } else {
+                let slices: [io::IoSlice<'_>; MAX_CHUNKS] =
+                    std::array::from_fn(|i| io::IoSlice::new(chunks[i]));
+                stream.try_write_vectored(&slices[..n])
+            };
+            match written {
                 Ok(n) => core.socket.advance(peer, n),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     // The peer's task waits for the stream to become writable; tell it

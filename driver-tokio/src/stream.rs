@@ -47,6 +47,14 @@ impl Stream {
         }
     }
 
+    pub(crate) fn try_write_vectored(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.try_write_vectored(bufs),
+            Stream::Unix(s) => s.try_write_vectored(bufs),
+            Stream::Inproc(s) => s.tx.try_write_all(bufs),
+        }
+    }
+
     pub(crate) fn try_write(&self, data: &[u8]) -> io::Result<usize> {
         match self {
             Stream::Tcp(s) => s.try_write(data),
@@ -101,6 +109,21 @@ impl Pipe {
         self.lock().extend_from_slice(data);
         self.notify.notify_one();
         Ok(data.len())
+    }
+
+    fn try_write_all(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(io::ErrorKind::BrokenPipe.into());
+        }
+        let mut buf = self.lock();
+        let mut n = 0;
+        for b in bufs {
+            buf.extend_from_slice(b);
+            n += b.len();
+        }
+        drop(buf);
+        self.notify.notify_one();
+        Ok(n)
     }
 
     fn close(&self) {
