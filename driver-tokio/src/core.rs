@@ -53,6 +53,8 @@ struct PeerIo {
     /// Wakes the peer's task: its interest changed (write blocked, reads resumed).
     wake: Arc<Notify>,
     write_blocked: bool,
+    /// Output was queued by the application; the peer's task writes it.
+    flush_pending: bool,
 }
 
 #[derive(Debug)]
@@ -109,10 +111,13 @@ impl Inner {
     }
 
     /// Run `f` on the core, then carry out whatever it caused.
+    ///
+    /// Called from the application: output is left for the peers' tasks to write, so that
+    /// a burst of sends leaves in one write per peer instead of one per message.
     pub(crate) fn with<R>(self: &Arc<Self>, f: impl FnOnce(&mut Core) -> R) -> R {
         let mut core = self.lock();
         let r = f(&mut core);
-        self.pump(&mut core);
+        self.pump_with(&mut core, false);
         r
     }
 
@@ -138,6 +143,12 @@ impl Inner {
     /// Carry out the socket's events, write every peer with output, re-arm the timer and
     /// wake whoever waits to send or receive.
     pub(crate) fn pump(self: &Arc<Self>, core: &mut Core) {
+        self.pump_with(core, true);
+    }
+
+    /// [`pump`](Self::pump), writing inline (on an I/O task) or handing the writes to the
+    /// peers' tasks (from the application).
+    fn pump_with(self: &Arc<Self>, core: &mut Core, inline: bool) {
         loop {
             let mut busy = false;
             while let Some(event) = core.socket.poll_event() {
@@ -145,9 +156,16 @@ impl Inner {
                 self.handle_event(core, event);
             }
             while let Some(peer) = core.socket.next_dirty() {
-                // Writing can end a peer or finish a close: go round again for events.
-                busy = true;
-                self.write_peer(core, peer);
+                if inline {
+                    // Writing can end a peer or finish a close: go round again for events.
+                    busy = true;
+                    self.write_peer(core, peer);
+                } else if let Some(io) = core.peers.get_mut(&peer) {
+                    if !io.flush_pending {
+                        io.flush_pending = true;
+                        io.wake.notify_one();
+                    }
+                }
             }
             if !busy {
                 break;
@@ -286,6 +304,7 @@ impl Inner {
                 task,
                 wake,
                 write_blocked: false,
+                flush_pending: false,
             },
         );
     }
@@ -490,8 +509,12 @@ async fn peer_task(inner: Arc<Inner>, peer: PeerId, stream: Arc<Stream>, wake: A
                 return;
             }
             let more = want_read && inner.read_peer(&mut core, peer, &stream);
-            if core.peers.get(&peer).is_some_and(|io| io.write_blocked) {
-                inner.write_peer(&mut core, peer);
+            if let Some(io) = core.peers.get_mut(&peer) {
+                let flush = io.flush_pending || io.write_blocked;
+                io.flush_pending = false;
+                if flush {
+                    inner.write_peer(&mut core, peer);
+                }
             }
             inner.pump(&mut core);
             more
