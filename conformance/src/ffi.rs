@@ -41,6 +41,8 @@ pub const ZMQ_ROUTING_ID: c_int = 5;
 pub const ZMQ_SUBSCRIBE: c_int = 6;
 /// Option `ZMQ_RCVMORE` (int, read-only: more frames of the current message follow).
 pub const ZMQ_RCVMORE: c_int = 13;
+/// Option `ZMQ_RECONNECT_IVL` (int, milliseconds before reconnecting).
+pub const ZMQ_RECONNECT_IVL: c_int = 18;
 /// Option `ZMQ_LINGER` (int, milliseconds).
 pub const ZMQ_LINGER: c_int = 17;
 /// Option `ZMQ_RCVTIMEO` (int, milliseconds; -1 blocks forever).
@@ -49,12 +51,19 @@ pub const ZMQ_RCVTIMEO: c_int = 27;
 pub const ZMQ_SNDTIMEO: c_int = 28;
 /// Option `ZMQ_LAST_ENDPOINT` (string, read-only: the endpoint last bound or connected).
 pub const ZMQ_LAST_ENDPOINT: c_int = 32;
+/// Option `ZMQ_CONNECT_ROUTING_ID` (bytes: the routing id given to the peer of the next
+/// `zmq_connect`, ROUTER only).
+pub const ZMQ_CONNECT_ROUTING_ID: c_int = 61;
 /// Option `ZMQ_HEARTBEAT_IVL` (int, milliseconds between PINGs).
 pub const ZMQ_HEARTBEAT_IVL: c_int = 75;
 /// Option `ZMQ_HEARTBEAT_TTL` (int, milliseconds announced in PINGs, sent in deciseconds).
 pub const ZMQ_HEARTBEAT_TTL: c_int = 76;
 /// Option `ZMQ_HEARTBEAT_TIMEOUT` (int, milliseconds of silence after a PING before closing).
 pub const ZMQ_HEARTBEAT_TIMEOUT: c_int = 77;
+
+/// Error `EFSM` (`ZMQ_HAUSNUMERO + 51`): the operation is not allowed in the socket's
+/// current state, e.g. a second REQ send before the reply.
+pub const EFSM: c_int = 156_384_712 + 51;
 
 /// Send/receive flag `ZMQ_DONTWAIT`.
 pub const ZMQ_DONTWAIT: c_int = 1;
@@ -127,6 +136,11 @@ impl ZmqError {
     /// Whether this is `EAGAIN`: nothing to receive (or no room to send) before the timeout.
     pub fn is_again(&self) -> bool {
         std::io::Error::from_raw_os_error(self.errno).kind() == std::io::ErrorKind::WouldBlock
+    }
+
+    /// Whether this is `EFSM`: not allowed in the socket's current state.
+    pub fn is_efsm(&self) -> bool {
+        self.errno == EFSM
     }
 
     /// Whether this is `EINTR`: the call was interrupted by a signal.
@@ -326,9 +340,24 @@ impl ZSocket<'_> {
     /// # Panics
     /// If `frames` is empty.
     pub fn send_multipart(&self, frames: &[&[u8]]) -> Result<(), ZmqError> {
+        self.send_message(frames, 0)
+    }
+
+    /// Send one message made of `frames` (at least one) if the socket can take it now;
+    /// `EAGAIN` otherwise (nothing was sent then). Once the first frame is taken, libzmq
+    /// takes the others too (high-water marks count whole messages).
+    ///
+    /// # Panics
+    /// If `frames` is empty.
+    pub fn try_send_multipart(&self, frames: &[&[u8]]) -> Result<(), ZmqError> {
+        self.send_message(frames, ZMQ_DONTWAIT)
+    }
+
+    fn send_message(&self, frames: &[&[u8]], base_flags: c_int) -> Result<(), ZmqError> {
         assert!(!frames.is_empty(), "a message has at least one frame");
         for (i, frame) in frames.iter().enumerate() {
-            let flags = if i + 1 < frames.len() { ZMQ_SNDMORE } else { 0 };
+            let more = if i + 1 < frames.len() { ZMQ_SNDMORE } else { 0 };
+            let flags = base_flags | more;
             // SAFETY: `self.raw` is a live socket; `frame` is valid for `frame.len()` bytes
             // during the call (libzmq copies them into its own message before returning).
             check(unsafe { sys::zmq_send(self.raw, frame.as_ptr().cast(), frame.len(), flags) })?;

@@ -5,10 +5,15 @@
 //! - [`driver`]: a blocking driver for [`zmtp_proto::Buffered`] over `std::net::TcpStream`
 //!   with real time ([`driver::Driver`]).
 //! - [`socket_driver`]: a polling driver for a whole [`zmtp_proto::socket::Socket`] over
-//!   non-blocking TCP streams ([`socket_driver::SocketDriver`]).
+//!   non-blocking TCP and Unix-domain streams ([`socket_driver::SocketDriver`]).
+//! - [`our`]: the blocking facade every driver implements to join the matrix
+//!   ([`our::OurSocket`], [`our::OurDriver`]).
+//! - [`matrix`]: the conformance matrix: every compatible socket pair, transport and role,
+//!   with our socket on each side, against libzmq and against our own sockets.
 //!
-//! The scenarios themselves live in `tests/libzmq.rs`; each one runs in both directions
-//! (libzmq binds and we connect, and we listen and libzmq connects).
+//! Connection-level scenarios live in `tests/libzmq.rs`, socket-level ones in
+//! `tests/socket_libzmq.rs`; each runs in both directions (libzmq binds and we connect, and
+//! we listen and libzmq connects). `tests/matrix.rs` runs the matrix per driver.
 //!
 //! This is test-support code: it favours clarity and bounded waits over performance.
 #![warn(missing_docs)]
@@ -16,6 +21,8 @@
 
 pub mod driver;
 pub mod ffi;
+pub mod matrix;
+pub mod our;
 pub mod socket_driver;
 
 /// Who opens the TCP connection in an interop scenario.

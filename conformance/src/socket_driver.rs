@@ -1,5 +1,11 @@
 //! A blocking test driver for a whole [`Socket`]: many peers over non-blocking
-//! `std::net` TCP streams, polled in a loop with real time.
+//! `std::net` TCP streams or Unix-domain streams (`ipc://`), polled in a loop with real
+//! time.
+//!
+//! `ipc://path` binds a socket file (a stale one left by an earlier run is removed first,
+//! and the file is removed again when the driver stops listening); `ipc://@name` is a Linux
+//! abstract name; `ipc://*` binds a fresh file in the temporary directory. The resolved
+//! endpoint of an ipc bind is the text given (or the generated path for `*`).
 //!
 //! It does only what a driver must: act on the socket's events (listen, connect, close a
 //! peer), move bytes between the kernel and the socket, and fire its timer. Routing, HWM,
@@ -9,24 +15,30 @@
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::net::{self as unix, UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant as StdInstant};
 
-use zmtp_proto::socket::endpoint::{Host, TcpEndpoint};
+use zmtp_proto::socket::endpoint::{Host, IpcEndpoint, TcpEndpoint};
 use zmtp_proto::socket::{
-    Endpoint, EndpointId, Event, Message, MonitorEvent, Options, PeerId, SendError, Sent, Socket,
+    Endpoint, EndpointId, Event, Message, MonitorEvent, MonitorEventKind, Options, PeerId,
+    SendError, Sent, Socket,
 };
 use zmtp_proto::{Instant, SocketType};
 
 /// Size of one read.
 const READ_CHUNK: usize = 64 * 1024;
 
-/// A [`Socket`] driven over real TCP streams by polling.
+/// A [`Socket`] driven over real TCP or Unix-domain streams by polling.
 #[derive(Debug)]
 pub struct SocketDriver {
     socket: Socket,
     start: StdInstant,
-    listeners: BTreeMap<EndpointId, TcpListener>,
-    streams: BTreeMap<PeerId, TcpStream>,
+    listeners: BTreeMap<EndpointId, Listener>,
+    streams: BTreeMap<PeerId, Stream>,
     monitor: Vec<MonitorEvent>,
     scratch: Vec<u8>,
     /// Peers whose last write would have blocked.
@@ -49,13 +61,154 @@ fn tcp_addr(tcp: &TcpEndpoint) -> io::Result<SocketAddr> {
     Ok(SocketAddr::new(ip, port))
 }
 
-fn tcp_of(addr: &Endpoint) -> io::Result<SocketAddr> {
-    match addr {
-        Endpoint::Tcp(tcp) => tcp_addr(tcp),
-        _ => Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "this test driver speaks tcp only",
-        )),
+/// A listening socket of either transport.
+#[derive(Debug)]
+enum Listener {
+    Tcp(TcpListener),
+    /// A Unix-domain listener; `path` is the socket file to remove when it closes (none
+    /// for abstract names).
+    Ipc {
+        listener: UnixListener,
+        path: Option<PathBuf>,
+    },
+}
+
+impl Listener {
+    /// Listen on `addr`; returns the listener and the resolved endpoint text.
+    fn bind(addr: &Endpoint) -> io::Result<(Listener, String)> {
+        match addr {
+            Endpoint::Tcp(tcp) => {
+                let listener = TcpListener::bind(tcp_addr(tcp)?)?;
+                listener.set_nonblocking(true)?;
+                let local = listener.local_addr()?;
+                Ok((Listener::Tcp(listener), format!("tcp://{local}")))
+            }
+            Endpoint::Ipc(IpcEndpoint::Abstract(name)) => {
+                let sa = unix::SocketAddr::from_abstract_name(name.as_bytes())?;
+                let listener = UnixListener::bind_addr(&sa)?;
+                listener.set_nonblocking(true)?;
+                let listener = Listener::Ipc {
+                    listener,
+                    path: None,
+                };
+                Ok((listener, addr.to_string()))
+            }
+            Endpoint::Ipc(IpcEndpoint::Path(path)) => {
+                let path = if path == "*" {
+                    wildcard_ipc_path()
+                } else {
+                    PathBuf::from(path)
+                };
+                remove_stale_socket(&path);
+                let listener = UnixListener::bind(&path)?;
+                listener.set_nonblocking(true)?;
+                let text = format!("ipc://{}", path.display());
+                let listener = Listener::Ipc {
+                    listener,
+                    path: Some(path),
+                };
+                Ok((listener, text))
+            }
+            _ => Err(unsupported()),
+        }
+    }
+
+    fn accept(&self) -> io::Result<Stream> {
+        match self {
+            Listener::Tcp(l) => l.accept().map(|(s, _)| Stream::Tcp(s)),
+            Listener::Ipc { listener, .. } => listener.accept().map(|(s, _)| Stream::Ipc(s)),
+        }
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        if let Listener::Ipc {
+            path: Some(path), ..
+        } = self
+        {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// A connected stream of either transport.
+#[derive(Debug)]
+enum Stream {
+    Tcp(TcpStream),
+    Ipc(UnixStream),
+}
+
+impl Stream {
+    /// Connect to `addr` (blocking, bounded for TCP: local connects finish at once).
+    fn connect(addr: &Endpoint) -> io::Result<Stream> {
+        match addr {
+            Endpoint::Tcp(tcp) => {
+                let stream =
+                    TcpStream::connect_timeout(&tcp_addr(tcp)?, Duration::from_millis(500))?;
+                Ok(Stream::Tcp(stream))
+            }
+            Endpoint::Ipc(IpcEndpoint::Abstract(name)) => {
+                let sa = unix::SocketAddr::from_abstract_name(name.as_bytes())?;
+                Ok(Stream::Ipc(UnixStream::connect_addr(&sa)?))
+            }
+            Endpoint::Ipc(IpcEndpoint::Path(path)) => Ok(Stream::Ipc(UnixStream::connect(path)?)),
+            _ => Err(unsupported()),
+        }
+    }
+
+    fn configure(&self) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => {
+                s.set_nodelay(true)?;
+                s.set_nonblocking(true)
+            }
+            Stream::Ipc(s) => s.set_nonblocking(true),
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.read(buf),
+            Stream::Ipc(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.write(buf),
+            Stream::Ipc(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+fn unsupported() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        "this test driver speaks tcp and ipc only",
+    )
+}
+
+/// A fresh socket file name for `ipc://*`.
+fn wildcard_ipc_path() -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    std::env::temp_dir().join(format!("zmtp-ipc-{}-{n}", std::process::id()))
+}
+
+/// Remove a socket file left behind by an earlier listener (only a socket, never another
+/// kind of file).
+fn remove_stale_socket(path: &std::path::Path) {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
+        let _ = std::fs::remove_file(path);
     }
 }
 
@@ -89,7 +242,7 @@ impl SocketDriver {
         &self.monitor
     }
 
-    /// Number of open TCP streams.
+    /// Number of open streams.
     pub fn open_streams(&self) -> usize {
         self.streams.len()
     }
@@ -111,33 +264,22 @@ impl SocketDriver {
         while let Some(event) = self.socket.poll_event() {
             let now = self.now();
             match event {
-                Event::Listen { endpoint, addr } => {
-                    match tcp_of(&addr).and_then(TcpListener::bind) {
-                        Ok(listener) => {
-                            listener
-                                .set_nonblocking(true)
-                                .expect("non-blocking listener");
-                            let local = listener.local_addr().expect("local address");
-                            self.socket
-                                .handle_listening(endpoint, &format!("tcp://{local}"));
-                            self.listeners.insert(endpoint, listener);
-                        }
-                        Err(e) => self
-                            .socket
-                            .handle_bind_failed(endpoint, e.raw_os_error().unwrap_or(0) as u32),
+                Event::Listen { endpoint, addr } => match Listener::bind(&addr) {
+                    Ok((listener, resolved)) => {
+                        self.socket.handle_listening(endpoint, &resolved);
+                        self.listeners.insert(endpoint, listener);
                     }
-                }
-                Event::Connect { endpoint, addr } => {
-                    let stream = tcp_of(&addr)
-                        .and_then(|a| TcpStream::connect_timeout(&a, Duration::from_millis(500)));
-                    match stream {
-                        Ok(stream) => match self.socket.handle_connected(endpoint, now) {
-                            Some(peer) => self.add_stream(peer, stream),
-                            None => drop(stream),
-                        },
-                        Err(_) => self.socket.handle_connect_failed(endpoint, now),
-                    }
-                }
+                    Err(e) => self
+                        .socket
+                        .handle_bind_failed(endpoint, e.raw_os_error().unwrap_or(0) as u32),
+                },
+                Event::Connect { endpoint, addr } => match Stream::connect(&addr) {
+                    Ok(stream) => match self.socket.handle_connected(endpoint, now) {
+                        Some(peer) => self.add_stream(peer, stream),
+                        None => drop(stream),
+                    },
+                    Err(_) => self.socket.handle_connect_failed(endpoint, now),
+                },
                 Event::StopListening { endpoint } => {
                     self.listeners.remove(&endpoint);
                 }
@@ -150,9 +292,8 @@ impl SocketDriver {
         }
     }
 
-    fn add_stream(&mut self, peer: PeerId, stream: TcpStream) {
-        stream.set_nodelay(true).expect("TCP_NODELAY");
-        stream.set_nonblocking(true).expect("non-blocking stream");
+    fn add_stream(&mut self, peer: PeerId, stream: Stream) {
+        stream.configure().expect("non-blocking stream");
         self.streams.insert(peer, stream);
     }
 
@@ -163,7 +304,7 @@ impl SocketDriver {
         // Accept.
         let listening: Vec<EndpointId> = self.listeners.keys().copied().collect();
         for ep in listening {
-            while let Some(Ok((stream, _))) = self.listeners.get(&ep).map(|l| l.accept()) {
+            while let Some(Ok(stream)) = self.listeners.get(&ep).map(Listener::accept) {
                 moved = true;
                 match self.socket.handle_accepted(ep, self.now()) {
                     Some(peer) => self.add_stream(peer, stream),
@@ -299,5 +440,51 @@ impl SocketDriver {
             got.is_some()
         });
         got
+    }
+}
+
+impl crate::our::OurSocket for SocketDriver {
+    fn bind(&mut self, endpoint: &str) -> Result<String, String> {
+        let seen = self.monitor.len();
+        self.socket.bind(endpoint).map_err(|e| e.to_string())?;
+        self.step();
+        match self.monitor[seen..]
+            .iter()
+            .find(|e| e.kind == MonitorEventKind::BindFailed)
+        {
+            Some(failed) => Err(format!(
+                "bind {endpoint}: {}",
+                io::Error::from_raw_os_error(failed.value as i32)
+            )),
+            None => Ok(self.socket.last_endpoint().to_string()),
+        }
+    }
+
+    fn connect(&mut self, endpoint: &str) -> Result<(), String> {
+        self.socket.connect(endpoint).map_err(|e| e.to_string())?;
+        self.step();
+        Ok(())
+    }
+
+    fn send(&mut self, msg: Message, timeout: Duration) -> Result<(), SendError> {
+        SocketDriver::send(self, msg, timeout).map(|_| ())
+    }
+
+    fn recv(&mut self, timeout: Duration) -> Option<Message> {
+        if let Some(msg) = self.socket.recv() {
+            return Some(msg);
+        }
+        self.step();
+        SocketDriver::recv(self, timeout)
+    }
+
+    fn subscribe(&mut self, topic: &[u8]) {
+        self.socket.subscribe(topic);
+        self.step();
+    }
+
+    fn pump(&mut self, duration: Duration) {
+        self.step();
+        self.pump_for(duration);
     }
 }

@@ -260,6 +260,42 @@ fn our_sub_reconnects_and_resubscribes() {
     let _ = ffi::version();
 }
 
+/// ipc: a stale socket file left at the path is replaced on bind, `ipc://*` makes up a
+/// path, and the socket file is removed when our socket goes away.
+#[test]
+fn ipc_stale_file_wildcard_and_cleanup() {
+    let ctx = Ctx::new();
+    let path = std::env::temp_dir().join(format!("zmtp-stale-{}.sock", std::process::id()));
+    drop(std::os::unix::net::UnixListener::bind(&path).expect("a stale socket file"));
+    assert!(path.exists());
+    let endpoint = format!("ipc://{}", path.display());
+    let mut pull = SocketDriver::new(SocketType::Pull, Options::default());
+    assert_eq!(
+        pull.bind(&endpoint),
+        endpoint,
+        "the resolved ipc endpoint is the one given"
+    );
+    let mut wild = SocketDriver::new(SocketType::Pull, Options::default());
+    let made_up = wild.bind("ipc://*");
+    assert!(made_up.starts_with("ipc:///"), "{made_up}");
+    for ep in [&endpoint, &made_up] {
+        let push = ctx.socket(ffi::ZMQ_PUSH).expect("push");
+        push.connect(ep).expect("connect");
+        push.send_multipart(&[b"over", b"ipc"]).expect("send");
+        let d = if ep == &endpoint {
+            &mut pull
+        } else {
+            &mut wild
+        };
+        let got = d.recv(TIMEOUT).expect("a message over ipc");
+        assert_eq!(frames(&got), vec![b"over".to_vec(), b"ipc".to_vec()]);
+    }
+    drop(pull);
+    drop(wild);
+    assert!(!path.exists(), "socket file removed");
+    assert!(!std::path::Path::new(&made_up["ipc://".len()..]).exists());
+}
+
 both_directions! {
     our_router_libzmq_dealers => router_dealers_we_connect, router_dealers_libzmq_connects;
     our_dealer_libzmq_router => dealer_router_we_connect, dealer_router_libzmq_connects;
