@@ -24,6 +24,7 @@ pub mod ffi;
 pub mod matrix;
 pub mod our;
 pub mod socket_driver;
+pub mod tokio_driver;
 
 /// Who opens the TCP connection in an interop scenario.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use zmtp_conformance::matrix::{self, Outcome};
 use zmtp_conformance::our::PollDriver;
+use zmtp_conformance::tokio_driver::TokioDriver;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -25,6 +26,7 @@ fn main() {
     // One line per driver: a new driver implements `zmtp_conformance::our::OurDriver` and
     // is added here.
     outcomes.extend(matrix::run::<PollDriver>(&filter, progress));
+    outcomes.extend(matrix::run::<TokioDriver>(&filter, progress));
     let failed = matrix::print_summary(&outcomes, start.elapsed());
     if failed > 0 || outcomes.is_empty() {
         std::process::exit(1);
