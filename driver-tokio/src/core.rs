@@ -9,6 +9,7 @@
 use std::collections::{HashMap, HashSet};
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant as StdInstant;
 
@@ -38,6 +39,9 @@ pub(crate) struct Inner {
     pub(crate) readable: Notify,
     /// Woken when `send` may succeed (or the socket closed).
     pub(crate) writable: Notify,
+    /// How many tasks wait on `readable` / `writable`: nobody is woken when nobody waits.
+    pub(crate) recv_waiters: AtomicUsize,
+    pub(crate) send_waiters: AtomicUsize,
     /// Woken when the earliest deadline changed.
     timer: Notify,
     /// Woken when the socket finished closing.
@@ -92,6 +96,8 @@ impl Inner {
             }),
             readable: Notify::new(),
             writable: Notify::new(),
+            recv_waiters: AtomicUsize::new(0),
+            send_waiters: AtomicUsize::new(0),
             timer: Notify::new(),
             closed: Notify::new(),
             start: StdInstant::now(),
@@ -117,7 +123,16 @@ impl Inner {
     pub(crate) fn with<R>(self: &Arc<Self>, f: impl FnOnce(&mut Core) -> R) -> R {
         let mut core = self.lock();
         let r = f(&mut core);
-        self.pump_with(&mut core, false);
+        self.pump_with(&mut core, false, false);
+        r
+    }
+
+    /// [`with`](Self::with) for calls that may move the socket's timers (close, options,
+    /// endpoints), which sends and receives do not.
+    pub(crate) fn with_timers<R>(self: &Arc<Self>, f: impl FnOnce(&mut Core) -> R) -> R {
+        let mut core = self.lock();
+        let r = f(&mut core);
+        self.pump_with(&mut core, false, true);
         r
     }
 
@@ -143,16 +158,18 @@ impl Inner {
     /// Carry out the socket's events, write every peer with output, re-arm the timer and
     /// wake whoever waits to send or receive.
     pub(crate) fn pump(self: &Arc<Self>, core: &mut Core) {
-        self.pump_with(core, true);
+        self.pump_with(core, true, true);
     }
 
     /// [`pump`](Self::pump), writing inline (on an I/O task) or handing the writes to the
     /// peers' tasks (from the application).
-    fn pump_with(self: &Arc<Self>, core: &mut Core, inline: bool) {
+    fn pump_with(self: &Arc<Self>, core: &mut Core, inline: bool, timers: bool) {
+        let mut timers_touched = timers;
         loop {
             let mut busy = false;
             while let Some(event) = core.socket.poll_event() {
                 busy = true;
+                timers_touched = true;
                 self.handle_event(core, event);
             }
             while let Some(peer) = core.socket.next_dirty() {
@@ -185,15 +202,18 @@ impl Inner {
                 }
             }
         }
-        let deadline = core.socket.poll_timeout();
-        if deadline != core.timer_deadline {
-            core.timer_deadline = deadline;
-            self.timer.notify_one();
+        // Timers change with I/O and events, not with what the application queues.
+        if timers_touched {
+            let deadline = core.socket.poll_timeout();
+            if deadline != core.timer_deadline {
+                core.timer_deadline = deadline;
+                self.timer.notify_one();
+            }
         }
-        if core.closed || core.socket.can_recv() {
+        if self.recv_waiters.load(Ordering::SeqCst) > 0 && (core.closed || core.socket.can_recv()) {
             self.readable.notify_waiters();
         }
-        if core.closed || core.socket.can_send() {
+        if self.send_waiters.load(Ordering::SeqCst) > 0 && (core.closed || core.socket.can_send()) {
             self.writable.notify_waiters();
         }
     }
@@ -280,6 +300,11 @@ impl Inner {
                     return false;
                 }
             }
+        }
+        // The last read may have filled the receive queue: then wait to be resumed.
+        if !core.socket.wants_read(peer) {
+            core.paused.insert(peer);
+            return false;
         }
         true
     }

@@ -35,6 +35,7 @@ mod stream;
 
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -164,7 +165,7 @@ impl Socket {
     /// Connect to `endpoint`. Returns at once: the connection (and reconnections) happen
     /// in the background, and messages queue for it meanwhile (unless IMMEDIATE is set).
     pub async fn connect(&self, endpoint: &str) -> Result<(), Error> {
-        self.inner.with(|core| {
+        self.inner.with_timers(|core| {
             if core.closed {
                 return Err(Error::Closed);
             }
@@ -175,7 +176,7 @@ impl Socket {
 
     /// Stop listening on an endpoint given to `bind` (or the resolved form).
     pub async fn unbind(&self, endpoint: &str) -> Result<(), Error> {
-        if self.inner.with(|core| core.socket.unbind(endpoint)) {
+        if self.inner.with_timers(|core| core.socket.unbind(endpoint)) {
             Ok(())
         } else {
             Err(Error::NotFound)
@@ -184,7 +185,10 @@ impl Socket {
 
     /// Drop a connection made with `connect`.
     pub async fn disconnect(&self, endpoint: &str) -> Result<(), Error> {
-        if self.inner.with(|core| core.socket.disconnect(endpoint)) {
+        if self
+            .inner
+            .with_timers(|core| core.socket.disconnect(endpoint))
+        {
             Ok(())
         } else {
             Err(Error::NotFound)
@@ -210,7 +214,11 @@ impl Socket {
 
     /// Send a message, waiting while the socket would block (HWM, no peer yet).
     pub async fn send(&self, msg: impl Into<Message>) -> Result<Sent, SendError> {
-        let mut msg = msg.into();
+        let mut msg = match self.try_send(msg) {
+            Err(SendError::WouldBlock(m)) => m,
+            other => return other,
+        };
+        let _waiting = Waiting::new(&self.inner.send_waiters);
         loop {
             let notified = self.inner.writable.notified();
             tokio::pin!(notified);
@@ -231,6 +239,10 @@ impl Socket {
 
     /// Receive the next message, waiting for one.
     pub async fn recv(&self) -> Result<Message, Error> {
+        if let Some(msg) = self.try_recv()? {
+            return Ok(msg);
+        }
+        let _waiting = Waiting::new(&self.inner.recv_waiters);
         loop {
             let notified = self.inner.readable.notified();
             tokio::pin!(notified);
@@ -263,7 +275,7 @@ impl Socket {
 
     /// Monitor events from now on, as a `Stream`.
     pub fn monitor(&self) -> Monitor {
-        let rx = self.inner.with(|core| self.inner.add_monitor(core));
+        let rx = self.inner.with_timers(|core| self.inner.add_monitor(core));
         Monitor { rx }
     }
 
@@ -274,7 +286,7 @@ impl Socket {
         let notified = inner.closed.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        let done = inner.with(|core| {
+        let done = inner.with_timers(|core| {
             let now = inner.now();
             core.socket.close(now);
             core.closed
@@ -286,6 +298,7 @@ impl Socket {
 
     /// Wait until `send` would not block (or the socket is closed).
     async fn wait_writable(&self) {
+        let _waiting = Waiting::new(&self.inner.send_waiters);
         loop {
             let notified = self.inner.writable.notified();
             tokio::pin!(notified);
@@ -310,10 +323,27 @@ impl Socket {
 impl Drop for Socket {
     fn drop(&mut self) {
         let inner = self.inner.clone();
-        inner.with(|core| {
+        inner.with_timers(|core| {
             let now = inner.now();
             core.socket.close(now);
         });
+    }
+}
+
+/// Counts a task waiting on one of the socket's notifications, for as long as it waits
+/// (also when its future is dropped mid-wait).
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn new(count: &'a AtomicUsize) -> Waiting<'a> {
+        count.fetch_add(1, Ordering::SeqCst);
+        Waiting(count)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
