@@ -1,0 +1,168 @@
+//! The peers on libzmq, written as its own `local_thr`/`remote_thr`/`local_lat` tools are:
+//! blocking `zmq_send` from a buffer, `zmq_msg_recv` into one reused message.
+
+use std::time::{Duration, Instant};
+
+use crate::peer::{
+    fill, go_signal, is_warmup, latency_result, say, throughput_result, tick, Checker, PeerArgs,
+    Role, DATA, WARMUP,
+};
+use crate::zmq::{self, Ctx, Msg, Sock};
+
+fn err(e: zmq::Error) -> String {
+    e.to_string()
+}
+
+/// Run one peer with its own context.
+pub fn run(args: &PeerArgs) -> Result<Option<String>, String> {
+    let ctx = Ctx::new().map_err(err)?;
+    let result = match args.role {
+        Role::Pull => pull(&ctx, args),
+        Role::Push => push(&ctx, args),
+        Role::Sub => sub(&ctx, args),
+        Role::Pub => publish(&ctx, args),
+        Role::Rep => rep(&ctx, args),
+        Role::Req => req(&ctx, args),
+    };
+    // Dropping the context waits for sockets with LINGER -1 to write what they queued.
+    drop(ctx);
+    result
+}
+
+fn socket(ctx: &Ctx, kind: std::ffi::c_int, linger: i32) -> Result<Sock<'_>, String> {
+    let socket = ctx.socket(kind).map_err(err)?;
+    socket.set_int(zmq::LINGER, linger).map_err(err)?;
+    Ok(socket)
+}
+
+fn unlimited(socket: &Sock<'_>) -> Result<(), String> {
+    socket.set_int(zmq::SNDHWM, 0).map_err(err)?;
+    socket.set_int(zmq::RCVHWM, 0).map_err(err)
+}
+
+fn bind(socket: &Sock<'_>, endpoint: &str) -> Result<(), String> {
+    socket.bind(endpoint).map_err(err)?;
+    say(&format!(
+        "ENDPOINT {}",
+        socket.last_endpoint().map_err(err)?
+    ));
+    Ok(())
+}
+
+fn recv_body<'m>(socket: &Sock<'_>, msg: &'m mut Msg) -> Result<&'m [u8], String> {
+    socket.recv_msg(msg).map_err(err)?;
+    if msg.more() {
+        return Err("a multipart message".to_string());
+    }
+    Ok(msg.data())
+}
+
+fn receive_timed(socket: &Sock<'_>, args: &PeerArgs) -> Result<Option<String>, String> {
+    let mut checker = Checker::new(args.size);
+    let mut msg = Msg::new();
+    let mut announced = false;
+    loop {
+        let body = recv_body(socket, &mut msg)?;
+        if args.role == Role::Sub && is_warmup(body) {
+            if !announced {
+                say("SUBSCRIBED");
+                announced = true;
+            }
+            continue;
+        }
+        checker.check(body)?;
+        break;
+    }
+    let start = Instant::now();
+    for i in 1..args.count {
+        checker.check(recv_body(socket, &mut msg)?)?;
+        tick(i);
+    }
+    let elapsed = start.elapsed();
+    Ok(Some(throughput_result(
+        elapsed,
+        args.count.saturating_sub(1),
+    )))
+}
+
+fn send_all(socket: &Sock<'_>, args: &PeerArgs) -> Result<(), String> {
+    let mut buf = vec![0u8; args.size];
+    for seq in 0..args.count {
+        fill(&mut buf, DATA, seq);
+        socket.send(&buf, 0).map_err(err)?;
+        tick(seq);
+    }
+    Ok(())
+}
+
+fn pull(ctx: &Ctx, args: &PeerArgs) -> Result<Option<String>, String> {
+    let socket = socket(ctx, zmq::PULL, 0)?;
+    bind(&socket, &args.endpoint)?;
+    receive_timed(&socket, args)
+}
+
+fn push(ctx: &Ctx, args: &PeerArgs) -> Result<Option<String>, String> {
+    let socket = socket(ctx, zmq::PUSH, -1)?;
+    socket.connect(&args.endpoint).map_err(err)?;
+    send_all(&socket, args)?;
+    Ok(None)
+}
+
+fn sub(ctx: &Ctx, args: &PeerArgs) -> Result<Option<String>, String> {
+    let socket = socket(ctx, zmq::SUB, 0)?;
+    unlimited(&socket)?;
+    socket.set_bytes(zmq::SUBSCRIBE, b"").map_err(err)?;
+    bind(&socket, &args.endpoint)?;
+    receive_timed(&socket, args)
+}
+
+fn publish(ctx: &Ctx, args: &PeerArgs) -> Result<Option<String>, String> {
+    let socket = socket(ctx, zmq::PUB, -1)?;
+    unlimited(&socket)?;
+    socket.connect(&args.endpoint).map_err(err)?;
+    let go = go_signal();
+    let mut warmup = vec![0u8; args.size];
+    fill(&mut warmup, WARMUP, 0);
+    while !go.load(std::sync::atomic::Ordering::Acquire) {
+        // Dropped until the subscription arrives; that is the point.
+        let _ = socket.send(&warmup, zmq::DONTWAIT);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    send_all(&socket, args)?;
+    Ok(None)
+}
+
+fn rep(ctx: &Ctx, args: &PeerArgs) -> Result<Option<String>, String> {
+    let socket = socket(ctx, zmq::REP, -1)?;
+    bind(&socket, &args.endpoint)?;
+    let mut msg = Msg::new();
+    for i in 0..args.warmup + args.count {
+        socket.recv_msg(&mut msg).map_err(err)?;
+        socket.send_msg(&mut msg).map_err(err)?;
+        tick(i);
+    }
+    Ok(None)
+}
+
+fn req(ctx: &Ctx, args: &PeerArgs) -> Result<Option<String>, String> {
+    let socket = socket(ctx, zmq::REQ, 0)?;
+    socket.connect(&args.endpoint).map_err(err)?;
+    let mut buf = vec![0u8; args.size];
+    let mut msg = Msg::new();
+    let mut samples = Vec::with_capacity(usize::try_from(args.count).unwrap_or(0));
+    for i in 0..args.warmup + args.count {
+        fill(&mut buf, DATA, i);
+        let start = Instant::now();
+        socket.send(&buf, 0).map_err(err)?;
+        let reply = recv_body(&socket, &mut msg)?;
+        let took = start.elapsed();
+        if reply != &buf[..] {
+            return Err(format!("reply {i} differs from its request"));
+        }
+        if i >= args.warmup {
+            samples.push(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX));
+        }
+        tick(i);
+    }
+    Ok(Some(latency_result(samples)))
+}

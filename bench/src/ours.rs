@@ -1,0 +1,211 @@
+//! The peers on our tokio driver, written as an application would: `send(..).await` and
+//! `recv().await` in a loop.
+
+use std::fmt::Display;
+use std::time::{Duration, Instant};
+
+use zmtp_tokio::{Bytes, Message, Options, Socket, SocketType};
+
+use crate::peer::{
+    fill, go_signal, is_warmup, latency_result, say, throughput_result, tick, Checker, Flavor,
+    PeerArgs, Role, DATA, WARMUP,
+};
+
+fn err(e: impl Display) -> String {
+    e.to_string()
+}
+
+/// Run one peer on a fresh runtime of the requested flavour.
+pub fn run(args: &PeerArgs) -> Result<Option<String>, String> {
+    let runtime = match args.flavor {
+        Flavor::Current | Flavor::Hop => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        Flavor::Multi => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build(),
+    }
+    .map_err(err)?;
+    runtime.block_on(async {
+        match args.role {
+            Role::Pull => pull(args).await,
+            Role::Push => push(args).await,
+            Role::Sub => sub(args).await,
+            Role::Pub => publish(args).await,
+            Role::Rep => rep(args).await,
+            Role::Req => req(args).await,
+        }
+    })
+}
+
+/// HWM 0 (no limit) on both directions, as the PUB/SUB test asks.
+fn unlimited() -> Options {
+    let mut options = Options::default();
+    options.sndhwm = 0;
+    options.rcvhwm = 0;
+    options
+}
+
+fn body(msg: &Message) -> Result<&[u8], String> {
+    match msg.frames() {
+        [frame] => Ok(&frame[..]),
+        frames => Err(format!("a {}-frame message", frames.len())),
+    }
+}
+
+async fn bind(socket: &Socket, endpoint: &str) -> Result<(), String> {
+    let resolved = socket.bind(endpoint).await.map_err(err)?;
+    say(&format!("ENDPOINT {resolved}"));
+    Ok(())
+}
+
+/// Receive `count` data messages, timing from the first to the last. Warm-up messages
+/// before the first are skipped (and the first one announced).
+async fn receive_timed(socket: &Socket, args: &PeerArgs) -> Result<Option<String>, String> {
+    let mut checker = Checker::new(args.size);
+    let mut announced = false;
+    loop {
+        let msg = socket.recv().await.map_err(err)?;
+        let body = body(&msg)?;
+        if args.role == Role::Sub && is_warmup(body) {
+            if !announced {
+                say("SUBSCRIBED");
+                announced = true;
+            }
+            continue;
+        }
+        checker.check(body)?;
+        break;
+    }
+    let start = Instant::now();
+    for i in 1..args.count {
+        let msg = socket.recv().await.map_err(err)?;
+        checker.check(body(&msg)?)?;
+        tick(i);
+    }
+    let elapsed = start.elapsed();
+    Ok(Some(throughput_result(
+        elapsed,
+        args.count.saturating_sub(1),
+    )))
+}
+
+/// Send `count` data messages, each copied from a caller's buffer into a fresh `Bytes`
+/// (the same work as libzmq's `zmq_send`, which copies into a message of its own).
+async fn send_all(socket: &Socket, args: &PeerArgs) -> Result<(), String> {
+    if args.flavor == Flavor::Hop {
+        return send_all_through_channel(socket, args).await;
+    }
+    let mut buf = vec![0u8; args.size];
+    for seq in 0..args.count {
+        fill(&mut buf, DATA, seq);
+        socket
+            .send(Bytes::copy_from_slice(&buf))
+            .await
+            .map_err(err)?;
+        tick(seq);
+    }
+    Ok(())
+}
+
+/// [`send_all`] with a channel hop per message: the loop hands each message to a task
+/// that sends it, as a design with a separate I/O task would.
+async fn send_all_through_channel(socket: &Socket, args: &PeerArgs) -> Result<(), String> {
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(1024);
+    let sender = async {
+        while let Some(msg) = rx.recv().await {
+            socket.send(msg).await.map_err(err)?;
+        }
+        Ok::<(), String>(())
+    };
+    let producer = async {
+        let mut buf = vec![0u8; args.size];
+        for seq in 0..args.count {
+            fill(&mut buf, DATA, seq);
+            tx.send(Bytes::copy_from_slice(&buf))
+                .await
+                .map_err(|_| "sending task ended".to_string())?;
+            tick(seq);
+        }
+        drop(tx);
+        Ok::<(), String>(())
+    };
+    let (a, b) = tokio::join!(sender, producer);
+    a.and(b)
+}
+
+async fn pull(args: &PeerArgs) -> Result<Option<String>, String> {
+    let socket = Socket::new(SocketType::Pull).map_err(err)?;
+    bind(&socket, &args.endpoint).await?;
+    receive_timed(&socket, args).await
+}
+
+async fn push(args: &PeerArgs) -> Result<Option<String>, String> {
+    let socket = Socket::new(SocketType::Push).map_err(err)?;
+    socket.connect(&args.endpoint).await.map_err(err)?;
+    send_all(&socket, args).await?;
+    // LINGER is infinite: this returns once everything is written.
+    socket.close().await;
+    Ok(None)
+}
+
+async fn sub(args: &PeerArgs) -> Result<Option<String>, String> {
+    let socket = Socket::with_options(SocketType::Sub, unlimited()).map_err(err)?;
+    socket.subscribe(b"");
+    bind(&socket, &args.endpoint).await?;
+    receive_timed(&socket, args).await
+}
+
+async fn publish(args: &PeerArgs) -> Result<Option<String>, String> {
+    let socket = Socket::with_options(SocketType::Pub, unlimited()).map_err(err)?;
+    socket.connect(&args.endpoint).await.map_err(err)?;
+    let go = go_signal();
+    let mut warmup = vec![0u8; args.size];
+    fill(&mut warmup, WARMUP, 0);
+    while !go.load(std::sync::atomic::Ordering::Acquire) {
+        // Dropped until the subscription arrives; that is the point.
+        let _ = socket.try_send(Bytes::copy_from_slice(&warmup));
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    send_all(&socket, args).await?;
+    socket.close().await;
+    Ok(None)
+}
+
+async fn rep(args: &PeerArgs) -> Result<Option<String>, String> {
+    let socket = Socket::new(SocketType::Rep).map_err(err)?;
+    bind(&socket, &args.endpoint).await?;
+    for i in 0..args.warmup + args.count {
+        let request = socket.recv().await.map_err(err)?;
+        socket.send(request).await.map_err(err)?;
+        tick(i);
+    }
+    socket.close().await;
+    Ok(None)
+}
+
+async fn req(args: &PeerArgs) -> Result<Option<String>, String> {
+    let socket = Socket::new(SocketType::Req).map_err(err)?;
+    socket.connect(&args.endpoint).await.map_err(err)?;
+    let mut buf = vec![0u8; args.size];
+    let mut samples = Vec::with_capacity(usize::try_from(args.count).unwrap_or(0));
+    for i in 0..args.warmup + args.count {
+        fill(&mut buf, DATA, i);
+        let start = Instant::now();
+        socket
+            .send(Bytes::copy_from_slice(&buf))
+            .await
+            .map_err(err)?;
+        let reply = socket.recv().await.map_err(err)?;
+        let took = start.elapsed();
+        if body(&reply)? != &buf[..] {
+            return Err(format!("reply {i} differs from its request"));
+        }
+        if i >= args.warmup {
+            samples.push(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX));
+        }
+        tick(i);
+    }
+    socket.close().await;
+    Ok(Some(latency_result(samples)))
+}
