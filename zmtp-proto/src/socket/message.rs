@@ -7,10 +7,37 @@ use bytes::Bytes;
 /// A multipart message: one or more frames, delivered all together or not at all.
 ///
 /// Frames are [`Bytes`]: received frames are slices of the connection's read buffer, and
-/// cloning a message (as PUB does for each subscriber) copies no frame body.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Hash)]
+/// cloning a message (as PUB does for each subscriber) copies no frame body. A single-frame
+/// message, the common case, needs no allocation besides its frame.
+#[derive(Debug, Clone, Default)]
 pub struct Message {
-    frames: Vec<Bytes>,
+    frames: Frames,
+}
+
+#[derive(Debug, Clone)]
+enum Frames {
+    One(Bytes),
+    Many(Vec<Bytes>),
+}
+
+impl Default for Frames {
+    fn default() -> Frames {
+        Frames::Many(Vec::new())
+    }
+}
+
+impl PartialEq for Message {
+    fn eq(&self, other: &Message) -> bool {
+        self.frames() == other.frames()
+    }
+}
+
+impl Eq for Message {}
+
+impl core::hash::Hash for Message {
+    fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
+        self.frames().hash(state);
+    }
 }
 
 impl Message {
@@ -21,78 +48,109 @@ impl Message {
 
     /// The frames.
     pub fn frames(&self) -> &[Bytes] {
-        &self.frames
+        match &self.frames {
+            Frames::One(b) => core::slice::from_ref(b),
+            Frames::Many(v) => v,
+        }
     }
 
     /// The frames, by value.
     pub fn into_frames(self) -> Vec<Bytes> {
-        self.frames
+        match self.frames {
+            Frames::One(b) => alloc::vec![b],
+            Frames::Many(v) => v,
+        }
     }
 
     /// The first frame, if any.
     pub fn first(&self) -> Option<&Bytes> {
-        self.frames.first()
+        self.frames().first()
     }
 
     /// Number of frames.
     pub fn len(&self) -> usize {
-        self.frames.len()
+        self.frames().len()
     }
 
     /// Whether the message has no frames.
     pub fn is_empty(&self) -> bool {
-        self.frames.is_empty()
+        self.frames().is_empty()
     }
 
     /// Total body bytes over all frames.
     pub fn byte_len(&self) -> usize {
-        self.frames.iter().map(Bytes::len).sum()
+        self.frames().iter().map(Bytes::len).sum()
     }
 
     /// Append a frame.
     pub fn push_back(&mut self, frame: impl Into<Bytes>) {
-        self.frames.push(frame.into());
+        let frame = frame.into();
+        match &mut self.frames {
+            Frames::One(b) => self.frames = Frames::Many(alloc::vec![core::mem::take(b), frame]),
+            Frames::Many(v) if v.is_empty() => self.frames = Frames::One(frame),
+            Frames::Many(v) => v.push(frame),
+        }
     }
 
     /// Prepend a frame (an envelope or routing id).
     pub fn push_front(&mut self, frame: impl Into<Bytes>) {
-        self.frames.insert(0, frame.into());
+        let frame = frame.into();
+        match &mut self.frames {
+            Frames::One(b) => self.frames = Frames::Many(alloc::vec![frame, core::mem::take(b)]),
+            Frames::Many(v) if v.is_empty() => self.frames = Frames::One(frame),
+            Frames::Many(v) => v.insert(0, frame),
+        }
     }
 
     /// Remove and return the first frame.
     pub fn pop_front(&mut self) -> Option<Bytes> {
-        if self.frames.is_empty() {
-            None
-        } else {
-            Some(self.frames.remove(0))
+        match &mut self.frames {
+            Frames::One(b) => {
+                let b = core::mem::take(b);
+                self.frames = Frames::Many(Vec::new());
+                Some(b)
+            }
+            Frames::Many(v) if v.is_empty() => None,
+            Frames::Many(v) => Some(v.remove(0)),
         }
     }
 
     /// Split off the frames from `at` on, leaving the first `at` here.
     pub(crate) fn split_off(&mut self, at: usize) -> Message {
-        Message {
-            frames: self.frames.split_off(at.min(self.frames.len())),
-        }
+        let mut head = core::mem::take(self).into_frames();
+        let rest = head.split_off(at.min(head.len()));
+        *self = Message::from(head);
+        Message::from(rest)
     }
 
     /// Put `envelope`'s frames in front of this message's.
     pub(crate) fn prepend(&mut self, envelope: Message) {
-        let mut frames = envelope.frames;
-        frames.append(&mut self.frames);
-        self.frames = frames;
+        if envelope.is_empty() {
+            return;
+        }
+        let mut frames = envelope.into_frames();
+        frames.extend(core::mem::take(self));
+        *self = Message::from(frames);
     }
 }
 
 impl From<Vec<Bytes>> for Message {
-    fn from(frames: Vec<Bytes>) -> Message {
-        Message { frames }
+    fn from(mut frames: Vec<Bytes>) -> Message {
+        if frames.len() == 1 {
+            if let Some(one) = frames.pop() {
+                return Message::from(one);
+            }
+        }
+        Message {
+            frames: Frames::Many(frames),
+        }
     }
 }
 
 impl From<Bytes> for Message {
     fn from(frame: Bytes) -> Message {
         Message {
-            frames: alloc::vec![frame],
+            frames: Frames::One(frame),
         }
     }
 }
@@ -135,9 +193,7 @@ impl From<&[&[u8]]> for Message {
 
 impl FromIterator<Bytes> for Message {
     fn from_iter<I: IntoIterator<Item = Bytes>>(iter: I) -> Message {
-        Message {
-            frames: iter.into_iter().collect(),
-        }
+        Message::from(iter.into_iter().collect::<Vec<Bytes>>())
     }
 }
 
@@ -145,6 +201,44 @@ impl IntoIterator for Message {
     type Item = Bytes;
     type IntoIter = alloc::vec::IntoIter<Bytes>;
     fn into_iter(self) -> Self::IntoIter {
-        self.frames.into_iter()
+        self.into_frames().into_iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(m: &Message) -> Vec<&[u8]> {
+        m.frames().iter().map(|f| &f[..]).collect()
+    }
+
+    #[test]
+    fn one_frame_and_many_frames_behave_alike() {
+        let mut m = Message::new();
+        assert!(m.is_empty());
+        m.push_back(Bytes::from_static(b"b"));
+        assert_eq!(texts(&m), [b"b"]);
+        m.push_front(Bytes::from_static(b"a"));
+        m.push_back(Bytes::from_static(b"c"));
+        assert_eq!(texts(&m), [&b"a"[..], b"b", b"c"]);
+        assert_eq!(m, Message::from([&b"a"[..], b"b", b"c"]));
+        let rest = m.split_off(1);
+        assert_eq!(texts(&m), [b"a"]);
+        assert_eq!(texts(&rest), [&b"b"[..], b"c"]);
+        let mut body = rest;
+        body.prepend(m);
+        assert_eq!(texts(&body), [&b"a"[..], b"b", b"c"]);
+        assert_eq!(body.pop_front().as_deref(), Some(&b"a"[..]));
+        assert_eq!(body.pop_front().as_deref(), Some(&b"b"[..]));
+        assert_eq!(body.pop_front().as_deref(), Some(&b"c"[..]));
+        assert_eq!(body.pop_front(), None);
+        // A one-element list equals a single frame.
+        assert_eq!(
+            Message::from(alloc::vec![Bytes::from_static(b"x")]),
+            Message::from(Bytes::from_static(b"x"))
+        );
+        assert_eq!(Message::from(Bytes::from_static(b"x")).into_frames().len(), 1);
+        assert_eq!(Message::from(Bytes::from_static(b"xy")).byte_len(), 2);
     }
 }

@@ -664,6 +664,10 @@ impl Socket {
                     stream.established = true;
                     self.on_handshake(peer);
                 }
+                // A single-frame message needs no frame list.
+                OwnedItem::Frame { body, more: false } if stream.partial.is_empty() => {
+                    self.on_message(peer, Message::from(body));
+                }
                 OwnedItem::Frame { body, more } => {
                     stream.partial.push(body);
                     if !more {
