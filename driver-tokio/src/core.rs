@@ -6,7 +6,7 @@
 //! and I/O tasks lock it, call into the state machine, write whatever became ready
 //! straight to the streams (`try_write`, no task hop), and unlock.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -71,11 +71,11 @@ struct Listener {
 #[derive(Debug)]
 pub(crate) struct Core {
     pub(crate) socket: ProtoSocket,
-    peers: HashMap<PeerId, PeerIo>,
+    peers: BTreeMap<PeerId, PeerIo>,
     /// Peers whose reading stopped at RCVHWM.
-    paused: HashSet<PeerId>,
-    listeners: HashMap<EndpointId, Listener>,
-    bind_waiters: HashMap<EndpointId, oneshot::Sender<io::Result<String>>>,
+    paused: BTreeSet<PeerId>,
+    listeners: BTreeMap<EndpointId, Listener>,
+    bind_waiters: BTreeMap<EndpointId, oneshot::Sender<io::Result<String>>>,
     monitors: Vec<mpsc::UnboundedSender<MonitorEvent>>,
     pub(crate) closed: bool,
     timer_deadline: Option<Instant>,
@@ -86,10 +86,10 @@ impl Inner {
         let inner = Arc::new(Inner {
             core: Mutex::new(Core {
                 socket,
-                peers: HashMap::new(),
-                paused: HashSet::new(),
-                listeners: HashMap::new(),
-                bind_waiters: HashMap::new(),
+                peers: BTreeMap::new(),
+                paused: BTreeSet::new(),
+                listeners: BTreeMap::new(),
+                bind_waiters: BTreeMap::new(),
                 monitors: Vec::new(),
                 closed: false,
                 timer_deadline: None,
@@ -379,10 +379,10 @@ impl Inner {
             Event::Monitor(m) => core.monitors.retain(|tx| tx.send(m.clone()).is_ok()),
             Event::Closed => {
                 core.closed = true;
-                for (_, io) in core.peers.drain() {
+                for (_, io) in std::mem::take(&mut core.peers) {
                     io.task.abort();
                 }
-                for (_, l) in core.listeners.drain() {
+                for (_, l) in std::mem::take(&mut core.listeners) {
                     l.task.abort();
                 }
                 core.monitors.clear();

@@ -238,7 +238,10 @@ mod tests {
             Message::from(alloc::vec![Bytes::from_static(b"x")]),
             Message::from(Bytes::from_static(b"x"))
         );
-        assert_eq!(Message::from(Bytes::from_static(b"x")).into_frames().len(), 1);
+        assert_eq!(
+            Message::from(Bytes::from_static(b"x")).into_frames().len(),
+            1
+        );
         assert_eq!(Message::from(Bytes::from_static(b"xy")).byte_len(), 2);
     }
 }

@@ -28,7 +28,7 @@ pub mod monitor;
 mod options;
 mod pattern;
 
-use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
+use alloc::collections::{BTreeMap, VecDeque};
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::time::Duration;
@@ -174,6 +174,8 @@ struct Stream {
     /// Frames of the message being received.
     partial: Vec<Bytes>,
     established: bool,
+    /// Listed in `Socket::dirty`.
+    dirty: bool,
 }
 
 impl Stream {
@@ -256,7 +258,8 @@ pub struct Socket {
     next_id: u64,
     events: VecDeque<Event>,
     monitor_mask: u32,
-    dirty: BTreeSet<PeerId>,
+    /// Peers with output since `next_dirty` last named them (each once: see `Stream::dirty`).
+    dirty: VecDeque<PeerId>,
     now: Instant,
     last_endpoint: String,
     pattern: PatternState,
@@ -291,7 +294,7 @@ impl Socket {
             next_id: 1,
             events: VecDeque::new(),
             monitor_mask: 0,
-            dirty: BTreeSet::new(),
+            dirty: VecDeque::new(),
             now: Instant::ZERO,
             last_endpoint: String::new(),
             closing: None,
@@ -491,6 +494,7 @@ impl Socket {
             encoded_ends: VecDeque::new(),
             partial: Vec::new(),
             established: false,
+            dirty: false,
         }
     }
 
@@ -516,7 +520,7 @@ impl Socket {
                 subs: Vec::new(),
             },
         );
-        self.dirty.insert(peer);
+        self.mark_dirty(peer);
         self.monitor(MonitorEventKind::Accepted, 0, endpoint);
         Some(peer)
     }
@@ -536,7 +540,7 @@ impl Socket {
             return None;
         }
         p.stream = Some(stream);
-        self.dirty.insert(peer);
+        self.mark_dirty(peer);
         self.monitor(MonitorEventKind::Connected, 0, endpoint);
         Some(peer)
     }
@@ -688,14 +692,29 @@ impl Socket {
         if let Some(s) = self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) {
             s.conn.poll_transmit();
             if s.conn.queued_len() > 0 {
-                self.dirty.insert(peer);
+                mark(&mut self.dirty, s, peer);
             }
         }
     }
 
     /// The next peer with bytes to write since the last call, if any.
     pub fn next_dirty(&mut self) -> Option<PeerId> {
-        self.dirty.pop_first()
+        while let Some(peer) = self.dirty.pop_front() {
+            // Entries of peers gone or closed since are skipped.
+            if let Some(s) = self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) {
+                if s.dirty {
+                    s.dirty = false;
+                    return Some(peer);
+                }
+            }
+        }
+        None
+    }
+
+    fn mark_dirty(&mut self, peer: PeerId) {
+        if let Some(s) = self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) {
+            mark(&mut self.dirty, s, peer);
+        }
     }
 
     /// Bytes to write to a peer's stream now: the first segment of its output (write it,
@@ -787,7 +806,6 @@ impl Socket {
         };
         let endpoint = p.endpoint;
         let outbound = p.outbound;
-        self.dirty.remove(&peer);
         let protocol_error = match &ending {
             Ending::Failed(e) => !matches!(
                 e,
@@ -850,7 +868,6 @@ impl Socket {
     fn remove_peer(&mut self, peer: PeerId) {
         self.detach(peer);
         self.peers.remove(&peer);
-        self.dirty.remove(&peer);
     }
 
     /// Make a peer routable.
@@ -920,7 +937,7 @@ impl Socket {
                 if encode(s, &msg).is_err() {
                     return;
                 }
-                self.dirty.insert(peer);
+                mark(&mut self.dirty, s, peer);
             }
             _ => {
                 if conflate {
@@ -1077,6 +1094,14 @@ impl Socket {
             }));
         }
         self.events.push_back(Event::Closed);
+    }
+}
+
+/// List a peer's stream as having output, once.
+fn mark(dirty: &mut VecDeque<PeerId>, s: &mut Stream, peer: PeerId) {
+    if !s.dirty {
+        s.dirty = true;
+        dirty.push_back(peer);
     }
 }
 

@@ -272,7 +272,7 @@ impl Socket {
             s.conn.send_cancel(topic)
         };
         if r.is_ok() {
-            self.dirty.insert(peer);
+            self.mark_dirty(peer);
         }
     }
 
