@@ -55,8 +55,9 @@ pub struct Buffered {
 
 #[derive(Debug)]
 enum Segment {
-    /// Encoded frames, appended to while last.
-    Encoded(Vec<u8>),
+    /// Encoded frames, appended to while last: the first `used` bytes of `buf`. The rest
+    /// of `buf` is initialized scratch, reused without clearing it again.
+    Encoded { buf: Vec<u8>, used: usize },
     /// A frame body shared with the application.
     Body(Bytes),
 }
@@ -64,7 +65,7 @@ enum Segment {
 impl Segment {
     fn bytes(&self) -> &[u8] {
         match self {
-            Segment::Encoded(v) => v,
+            Segment::Encoded { buf, used } => buf.get(..*used).unwrap_or_default(),
             Segment::Body(b) => b,
         }
     }
@@ -243,10 +244,9 @@ impl Buffered {
             }
             n -= left;
             self.tx_head = 0;
-            if let Some(Segment::Encoded(mut v)) = self.tx.pop_front() {
-                if v.capacity() > self.spare.capacity() {
-                    v.clear();
-                    self.spare = v;
+            if let Some(Segment::Encoded { buf, .. }) = self.tx.pop_front() {
+                if buf.len() > self.spare.len() {
+                    self.spare = buf;
                 }
             }
         }
@@ -263,37 +263,38 @@ impl Buffered {
         hint: usize,
         mut f: impl FnMut(&mut Connection, &mut [u8]) -> Result<usize, SendError>,
     ) -> Result<(), SendError> {
-        if !matches!(self.tx.back(), Some(Segment::Encoded(_))) {
-            let v = core::mem::take(&mut self.spare);
-            self.tx.push_back(Segment::Encoded(v));
+        if !matches!(self.tx.back(), Some(Segment::Encoded { .. })) {
+            let buf = core::mem::take(&mut self.spare);
+            self.tx.push_back(Segment::Encoded { buf, used: 0 });
         }
         let single = self.tx.len() == 1;
-        let Some(Segment::Encoded(buf)) = self.tx.back_mut() else {
+        let Some(Segment::Encoded { buf, used }) = self.tx.back_mut() else {
             return Ok(());
         };
         // Reclaim the written front once it is most of the buffer (partial writes).
-        if single && self.tx_head > COMPACT_AT && self.tx_head * 2 > buf.len() {
+        if single && self.tx_head > COMPACT_AT && self.tx_head * 2 > *used {
             buf.drain(..self.tx_head);
+            *used -= self.tx_head;
             self.tx_head = 0;
         }
-        let start = buf.len();
+        let start = *used;
         let mut room = hint + ROOM_SLACK;
         loop {
-            buf.resize(start + room, 0);
-            let (_, room_buf) = buf.split_at_mut(start);
+            // Grow (and zero) only when the scratch is too short.
+            if buf.len() < start + room {
+                buf.resize(start + room, 0);
+            }
+            let room_buf = buf.get_mut(start..).unwrap_or_default();
             match f(&mut self.conn, room_buf) {
                 Ok(n) => {
-                    buf.truncate(start + n);
+                    *used = start + n;
                     self.tx_len += n;
                     return Ok(());
                 }
                 Err(SendError::InsufficientSize { required }) if required > room => {
                     room = required;
                 }
-                Err(e) => {
-                    buf.truncate(start);
-                    return Err(e);
-                }
+                Err(e) => return Err(e),
             }
         }
     }

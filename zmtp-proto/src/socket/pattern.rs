@@ -483,8 +483,10 @@ impl Socket {
     /// input, which may end the peer.
     fn fq_pop(&mut self) -> Option<(PeerId, Bytes, Message)> {
         // What departed peers left comes first: it arrived before they left.
-        if let Some(left) = self.pop_departed(None) {
-            return Some(left);
+        if !self.departed.is_empty() {
+            if let Some(left) = self.pop_departed(None) {
+                return Some(left);
+            }
         }
         let n = self.attached.len();
         for i in 0..n {
