@@ -7,15 +7,24 @@ use crate::peer::{
     fill, go_signal, is_warmup, latency_result, say, throughput_result, tick, Checker, PeerArgs,
     Role, DATA, WARMUP,
 };
-use crate::zmq::{self, Ctx, Msg, Sock};
+use zmtp_conformance::ffi::{
+    self, Ctx, Msg, ZSocket, ZmqError, ZMQ_DONTWAIT, ZMQ_LINGER, ZMQ_PUB, ZMQ_PULL, ZMQ_PUSH,
+    ZMQ_RCVHWM, ZMQ_REP, ZMQ_REQ, ZMQ_SNDHWM, ZMQ_SUB, ZMQ_SUBSCRIBE,
+};
 
-fn err(e: zmq::Error) -> String {
-    e.to_string()
+fn err(e: ZmqError) -> String {
+    format!("libzmq: {e}")
+}
+
+/// The linked libzmq's version, e.g. `4.3.4`.
+pub fn version() -> String {
+    let (major, minor, patch) = ffi::version();
+    format!("{major}.{minor}.{patch}")
 }
 
 /// Run one peer with its own context.
 pub fn run(args: &PeerArgs) -> Result<Option<String>, String> {
-    let ctx = Ctx::new().map_err(err)?;
+    let ctx = Ctx::try_new().map_err(err)?;
     let result = match args.role {
         Role::Pull => pull(&ctx, args),
         Role::Push => push(&ctx, args),
@@ -29,18 +38,18 @@ pub fn run(args: &PeerArgs) -> Result<Option<String>, String> {
     result
 }
 
-fn socket(ctx: &Ctx, kind: std::ffi::c_int, linger: i32) -> Result<Sock<'_>, String> {
+fn socket(ctx: &Ctx, kind: std::ffi::c_int, linger: i32) -> Result<ZSocket<'_>, String> {
     let socket = ctx.socket(kind).map_err(err)?;
-    socket.set_int(zmq::LINGER, linger).map_err(err)?;
+    socket.set_int(ZMQ_LINGER, linger).map_err(err)?;
     Ok(socket)
 }
 
-fn unlimited(socket: &Sock<'_>) -> Result<(), String> {
-    socket.set_int(zmq::SNDHWM, 0).map_err(err)?;
-    socket.set_int(zmq::RCVHWM, 0).map_err(err)
+fn unlimited(socket: &ZSocket<'_>) -> Result<(), String> {
+    socket.set_int(ZMQ_SNDHWM, 0).map_err(err)?;
+    socket.set_int(ZMQ_RCVHWM, 0).map_err(err)
 }
 
-fn bind(socket: &Sock<'_>, endpoint: &str) -> Result<(), String> {
+fn bind(socket: &ZSocket<'_>, endpoint: &str) -> Result<(), String> {
     socket.bind(endpoint).map_err(err)?;
     say(&format!(
         "ENDPOINT {}",
@@ -49,7 +58,7 @@ fn bind(socket: &Sock<'_>, endpoint: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn recv_body<'m>(socket: &Sock<'_>, msg: &'m mut Msg) -> Result<&'m [u8], String> {
+fn recv_body<'m>(socket: &ZSocket<'_>, msg: &'m mut Msg) -> Result<&'m [u8], String> {
     socket.recv_msg(msg).map_err(err)?;
     if msg.more() {
         return Err("a multipart message".to_string());
@@ -57,7 +66,7 @@ fn recv_body<'m>(socket: &Sock<'_>, msg: &'m mut Msg) -> Result<&'m [u8], String
     Ok(msg.data())
 }
 
-fn receive_timed(socket: &Sock<'_>, args: &PeerArgs) -> Result<Option<String>, String> {
+fn receive_timed(socket: &ZSocket<'_>, args: &PeerArgs) -> Result<Option<String>, String> {
     let mut checker = Checker::new(args.size);
     let mut msg = Msg::new();
     let mut announced = false;
@@ -85,7 +94,7 @@ fn receive_timed(socket: &Sock<'_>, args: &PeerArgs) -> Result<Option<String>, S
     )))
 }
 
-fn send_all(socket: &Sock<'_>, args: &PeerArgs) -> Result<(), String> {
+fn send_all(socket: &ZSocket<'_>, args: &PeerArgs) -> Result<(), String> {
     let mut buf = vec![0u8; args.size];
     for seq in 0..args.count {
         fill(&mut buf, DATA, seq);
@@ -96,28 +105,28 @@ fn send_all(socket: &Sock<'_>, args: &PeerArgs) -> Result<(), String> {
 }
 
 fn pull(ctx: &Ctx, args: &PeerArgs) -> Result<Option<String>, String> {
-    let socket = socket(ctx, zmq::PULL, 0)?;
+    let socket = socket(ctx, ZMQ_PULL, 0)?;
     bind(&socket, &args.endpoint)?;
     receive_timed(&socket, args)
 }
 
 fn push(ctx: &Ctx, args: &PeerArgs) -> Result<Option<String>, String> {
-    let socket = socket(ctx, zmq::PUSH, -1)?;
+    let socket = socket(ctx, ZMQ_PUSH, -1)?;
     socket.connect(&args.endpoint).map_err(err)?;
     send_all(&socket, args)?;
     Ok(None)
 }
 
 fn sub(ctx: &Ctx, args: &PeerArgs) -> Result<Option<String>, String> {
-    let socket = socket(ctx, zmq::SUB, 0)?;
+    let socket = socket(ctx, ZMQ_SUB, 0)?;
     unlimited(&socket)?;
-    socket.set_bytes(zmq::SUBSCRIBE, b"").map_err(err)?;
+    socket.set_bytes(ZMQ_SUBSCRIBE, b"").map_err(err)?;
     bind(&socket, &args.endpoint)?;
     receive_timed(&socket, args)
 }
 
 fn publish(ctx: &Ctx, args: &PeerArgs) -> Result<Option<String>, String> {
-    let socket = socket(ctx, zmq::PUB, -1)?;
+    let socket = socket(ctx, ZMQ_PUB, -1)?;
     unlimited(&socket)?;
     socket.connect(&args.endpoint).map_err(err)?;
     let go = go_signal();
@@ -125,7 +134,7 @@ fn publish(ctx: &Ctx, args: &PeerArgs) -> Result<Option<String>, String> {
     fill(&mut warmup, WARMUP, 0);
     while !go.load(std::sync::atomic::Ordering::Acquire) {
         // Dropped until the subscription arrives; that is the point.
-        let _ = socket.send(&warmup, zmq::DONTWAIT);
+        let _ = socket.send(&warmup, ZMQ_DONTWAIT);
         std::thread::sleep(Duration::from_millis(5));
     }
     send_all(&socket, args)?;
@@ -133,19 +142,19 @@ fn publish(ctx: &Ctx, args: &PeerArgs) -> Result<Option<String>, String> {
 }
 
 fn rep(ctx: &Ctx, args: &PeerArgs) -> Result<Option<String>, String> {
-    let socket = socket(ctx, zmq::REP, -1)?;
+    let socket = socket(ctx, ZMQ_REP, -1)?;
     bind(&socket, &args.endpoint)?;
     let mut msg = Msg::new();
     for i in 0..args.warmup + args.count {
         socket.recv_msg(&mut msg).map_err(err)?;
-        socket.send_msg(&mut msg).map_err(err)?;
+        socket.send_msg(&mut msg, 0).map_err(err)?;
         tick(i);
     }
     Ok(None)
 }
 
 fn req(ctx: &Ctx, args: &PeerArgs) -> Result<Option<String>, String> {
-    let socket = socket(ctx, zmq::REQ, 0)?;
+    let socket = socket(ctx, ZMQ_REQ, 0)?;
     socket.connect(&args.endpoint).map_err(err)?;
     let mut buf = vec![0u8; args.size];
     let mut msg = Msg::new();

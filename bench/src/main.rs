@@ -19,7 +19,6 @@ mod affinity;
 mod libzmq;
 mod ours;
 mod peer;
-mod zmq;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -619,7 +618,7 @@ fn orchestrate(config: &Config) -> Result<(), String> {
     eprintln!(
         "zmtp-bench {}: libzmq {}, {} CPU(s) available, {}, {} run(s) per measurement",
         command.join(" "),
-        zmq::version(),
+        libzmq::version(),
         cpu_count(),
         config
             .pin
@@ -693,7 +692,7 @@ fn orchestrate(config: &Config) -> Result<(), String> {
             .map(|f| format!("{}-thread", f.name()))
             .collect::<Vec<_>>()
             .join(" / "),
-        zmq::version(),
+        libzmq::version(),
         cpu_count(),
         config.pin.map_or("not pinned".to_string(), |c| format!(
             "both processes pinned to CPU {c}"

@@ -1,7 +1,14 @@
 //! A minimal hand-written binding to the system libzmq, with a small safe wrapper.
 //!
-//! Only what the interop tests need: contexts, sockets, options, bind/connect and
-//! multipart send/receive. Every constant below was checked against `zmq.h` of libzmq 4.3.
+//! Only what the interop tests and the benchmark need: contexts, sockets, options,
+//! bind/connect and multipart send/receive. Every constant below was checked against `zmq.h`
+//! of libzmq 4.3.
+//!
+//! Besides the convenient multipart calls, which copy every frame into a `Vec`, there is a
+//! path shaped for speed, the way libzmq's own `local_thr`/`remote_thr` tools move
+//! messages: [`ZSocket::send`] sends straight from the caller's buffer (`zmq_send`), and
+//! [`ZSocket::recv_msg`] receives into one reused [`Msg`] (`zmq_msg_recv`) whose body is
+//! read in place.
 //!
 //! Ownership is enforced by lifetimes: a [`ZSocket`] borrows its [`Ctx`], so every socket is
 //! closed before its context is terminated (otherwise `zmq_ctx_term` would block forever).
@@ -45,6 +52,10 @@ pub const ZMQ_RCVMORE: c_int = 13;
 pub const ZMQ_RECONNECT_IVL: c_int = 18;
 /// Option `ZMQ_LINGER` (int, milliseconds).
 pub const ZMQ_LINGER: c_int = 17;
+/// Option `ZMQ_SNDHWM` (int, messages queued for sending; 0 = no limit).
+pub const ZMQ_SNDHWM: c_int = 23;
+/// Option `ZMQ_RCVHWM` (int, messages queued for receiving; 0 = no limit).
+pub const ZMQ_RCVHWM: c_int = 24;
 /// Option `ZMQ_RCVTIMEO` (int, milliseconds; -1 blocks forever).
 pub const ZMQ_RCVTIMEO: c_int = 27;
 /// Option `ZMQ_SNDTIMEO` (int, milliseconds; -1 blocks forever).
@@ -111,6 +122,7 @@ mod sys {
 
         pub fn zmq_msg_init(msg: *mut ZmqMsg) -> c_int;
         pub fn zmq_msg_recv(msg: *mut ZmqMsg, s: *mut c_void, flags: c_int) -> c_int;
+        pub fn zmq_msg_send(msg: *mut ZmqMsg, s: *mut c_void, flags: c_int) -> c_int;
         pub fn zmq_msg_data(msg: *mut ZmqMsg) -> *mut c_void;
         pub fn zmq_msg_size(msg: *const ZmqMsg) -> usize;
         pub fn zmq_msg_more(msg: *const ZmqMsg) -> c_int;
@@ -189,10 +201,17 @@ impl Ctx {
     /// # Panics
     /// If libzmq cannot create a context.
     pub fn new() -> Ctx {
+        Ctx::try_new().unwrap_or_else(|e| panic!("zmq_ctx_new failed: {e}"))
+    }
+
+    /// A new context with its own I/O thread, or the error if libzmq cannot create one.
+    pub fn try_new() -> Result<Ctx, ZmqError> {
         // SAFETY: `zmq_ctx_new` takes no arguments; a null result is checked below.
         let raw = unsafe { sys::zmq_ctx_new() };
-        assert!(!raw.is_null(), "zmq_ctx_new failed: {}", ZmqError::last());
-        Ctx { raw }
+        if raw.is_null() {
+            return Err(ZmqError::last());
+        }
+        Ok(Ctx { raw })
     }
 
     /// A new socket of libzmq type `kind` (`ZMQ_PAIR`, ...), with `ZMQ_LINGER` set to 0 so
@@ -357,11 +376,49 @@ impl ZSocket<'_> {
         assert!(!frames.is_empty(), "a message has at least one frame");
         for (i, frame) in frames.iter().enumerate() {
             let more = if i + 1 < frames.len() { ZMQ_SNDMORE } else { 0 };
-            let flags = base_flags | more;
-            // SAFETY: `self.raw` is a live socket; `frame` is valid for `frame.len()` bytes
-            // during the call (libzmq copies them into its own message before returning).
-            check(unsafe { sys::zmq_send(self.raw, frame.as_ptr().cast(), frame.len(), flags) })?;
+            self.send(frame, base_flags | more)?;
         }
+        Ok(())
+    }
+
+    /// Send `data` as one frame, straight from the caller's buffer (`zmq_send`: libzmq
+    /// copies it into a message of its own; nothing is allocated here). `flags` combines
+    /// `ZMQ_DONTWAIT` (`EAGAIN` instead of waiting) and `ZMQ_SNDMORE` (more frames of the
+    /// same message follow). Without `ZMQ_DONTWAIT`, blocks up to `ZMQ_SNDTIMEO`.
+    #[inline]
+    pub fn send(&self, data: &[u8], flags: c_int) -> Result<(), ZmqError> {
+        // SAFETY: `self.raw` is a live socket; `data` is valid for `data.len()` bytes during
+        // the call (libzmq copies them into its own message before returning).
+        check(unsafe { sys::zmq_send(self.raw, data.as_ptr().cast(), data.len(), flags) })?;
+        Ok(())
+    }
+
+    /// Send the frame held by `msg` (`zmq_msg_send`); `flags` as for [`ZSocket::send`].
+    /// On success libzmq takes over the body and leaves `msg` empty, ready for reuse; on
+    /// failure `msg` is unchanged.
+    #[inline]
+    pub fn send_msg(&self, msg: &mut Msg, flags: c_int) -> Result<(), ZmqError> {
+        // SAFETY: `self.raw` is a live socket and `msg.raw` an initialised message; on
+        // success libzmq owns the body and re-initialises `msg` as empty, on failure it
+        // leaves `msg` as it was (still initialised, and closed by its `Drop`).
+        check(unsafe { sys::zmq_msg_send(&mut *msg.raw, self.raw, flags) })?;
+        Ok(())
+    }
+
+    /// Receive the next frame into `msg`, releasing what it held (`zmq_msg_recv`). Blocks up
+    /// to `ZMQ_RCVTIMEO` (`EAGAIN` on timeout). Nothing is allocated here: read the body in
+    /// place with [`Msg::data`], and [`Msg::more`] for whether more frames follow.
+    #[inline]
+    pub fn recv_msg(&self, msg: &mut Msg) -> Result<(), ZmqError> {
+        self.recv_into(msg, 0)
+    }
+
+    #[inline]
+    fn recv_into(&self, msg: &mut Msg, flags: c_int) -> Result<(), ZmqError> {
+        // SAFETY: `self.raw` is a live socket and `msg.raw` an initialised message; libzmq
+        // releases its previous content before storing the new frame in it, and on failure
+        // leaves it initialised (empty), so it remains valid for reuse and for `Drop`.
+        check(unsafe { sys::zmq_msg_recv(&mut *msg.raw, self.raw, flags) })?;
         Ok(())
     }
 
@@ -377,47 +434,17 @@ impl ZSocket<'_> {
 
     fn recv_message(&self, flags: c_int) -> Result<Vec<Vec<u8>>, ZmqError> {
         let mut frames = Vec::new();
+        let mut msg = Msg::new();
         loop {
             // Messages are atomic in libzmq: once the first frame arrived, the others are
             // already queued, so only the first one waits (or not, with ZMQ_DONTWAIT).
             let first_flags = if frames.is_empty() { flags } else { 0 };
-            let (body, more) = self.recv_frame(first_flags)?;
-            frames.push(body);
-            if !more {
+            self.recv_into(&mut msg, first_flags)?;
+            frames.push(msg.data().to_vec());
+            if !msg.more() {
                 return Ok(frames);
             }
         }
-    }
-
-    fn recv_frame(&self, flags: c_int) -> Result<(Vec<u8>, bool), ZmqError> {
-        let mut msg = sys::ZmqMsg { _opaque: [0; 64] };
-        // SAFETY: `msg` is a properly sized and aligned `zmq_msg_t` that stays in place
-        // (it is never moved) from `zmq_msg_init` to `zmq_msg_close` below.
-        check(unsafe { sys::zmq_msg_init(&mut msg) })?;
-        // SAFETY: `msg` was initialised above and `self.raw` is a live socket.
-        let rc = unsafe { sys::zmq_msg_recv(&mut msg, self.raw, flags) };
-        let result = if rc < 0 {
-            Err(ZmqError::last())
-        } else {
-            // SAFETY: `msg` holds a received message, so size and data describe its body.
-            let size = unsafe { sys::zmq_msg_size(&msg) };
-            let body = if size == 0 {
-                Vec::new()
-            } else {
-                // SAFETY: for a non-empty message `zmq_msg_data` points to `size` readable
-                // bytes owned by `msg`, which is alive and unchanged until the copy is done.
-                unsafe {
-                    std::slice::from_raw_parts(sys::zmq_msg_data(&mut msg).cast::<u8>(), size)
-                }
-                .to_vec()
-            };
-            // SAFETY: `msg` holds a received message.
-            let more = unsafe { sys::zmq_msg_more(&msg) } != 0;
-            Ok((body, more))
-        };
-        // SAFETY: `msg` was initialised and is released exactly once; the body was copied out.
-        unsafe { sys::zmq_msg_close(&mut msg) };
-        result
     }
 }
 
@@ -426,6 +453,78 @@ impl Drop for ZSocket<'_> {
         // SAFETY: `self.raw` came from `zmq_socket` and is closed exactly once, here, on the
         // thread that used it (the type is neither `Send` nor `Sync`).
         unsafe { sys::zmq_close(self.raw) };
+    }
+}
+
+/// One libzmq message frame (`zmq_msg_t`), initialised empty, closed on drop, and meant to
+/// be reused: [`ZSocket::recv_msg`] fills it, [`ZSocket::send_msg`] empties it.
+///
+/// The `zmq_msg_t` lives on the heap (one allocation per `Msg`, none per frame) so that it
+/// never moves once initialised.
+pub struct Msg {
+    raw: Box<sys::ZmqMsg>,
+}
+
+impl Msg {
+    /// An empty message (`zmq_msg_init`).
+    pub fn new() -> Msg {
+        let mut raw = Box::new(sys::ZmqMsg { _opaque: [0; 64] });
+        // SAFETY: `raw` is a properly sized and aligned `zmq_msg_t` that stays at this heap
+        // address until `zmq_msg_close` in `Drop`.
+        let rc = unsafe { sys::zmq_msg_init(&mut *raw) };
+        // `zmq_msg_init` only marks the message empty; it cannot fail.
+        debug_assert_eq!(rc, 0, "zmq_msg_init failed");
+        Msg { raw }
+    }
+
+    /// The size of the body in bytes (`zmq_msg_size`).
+    #[inline]
+    pub fn size(&self) -> usize {
+        // SAFETY: `self.raw` is initialised (from `new` until `Drop`); libzmq only reads it.
+        unsafe { sys::zmq_msg_size(&*self.raw) }
+    }
+
+    /// The body (`zmq_msg_data`), borrowed in place. It takes `&mut self` because
+    /// `zmq_msg_data` takes a mutable pointer.
+    #[inline]
+    pub fn data(&mut self) -> &[u8] {
+        let size = self.size();
+        if size == 0 {
+            return &[];
+        }
+        // SAFETY: `self.raw` is initialised; for a non-empty message `zmq_msg_data` points
+        // to `size` readable bytes owned by the message, which stays alive and unchanged
+        // while the returned slice borrows `self`.
+        unsafe { std::slice::from_raw_parts(sys::zmq_msg_data(&mut *self.raw).cast(), size) }
+    }
+
+    /// Whether more frames of the same message follow this one (`zmq_msg_more`).
+    #[inline]
+    pub fn more(&self) -> bool {
+        // SAFETY: `self.raw` is initialised (from `new` until `Drop`); libzmq only reads it.
+        unsafe { sys::zmq_msg_more(&*self.raw) != 0 }
+    }
+}
+
+impl Default for Msg {
+    fn default() -> Msg {
+        Msg::new()
+    }
+}
+
+impl fmt::Debug for Msg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Msg")
+            .field("size", &self.size())
+            .field("more", &self.more())
+            .finish()
+    }
+}
+
+impl Drop for Msg {
+    fn drop(&mut self) {
+        // SAFETY: `self.raw` was initialised in `new` and is released exactly once, here.
+        unsafe { sys::zmq_msg_close(&mut *self.raw) };
     }
 }
 
