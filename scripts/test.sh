@@ -23,5 +23,7 @@ echo "== zmtp-proto without std and alloc, and with alloc only"
 cargo build -p zmtp-proto --no-default-features
 cargo clippy -p zmtp-proto --no-default-features -- -D warnings
 cargo build -p zmtp-proto --no-default-features --features alloc
+echo "== docs (broken links and missing docs are errors)"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -q -p zmtp-proto -p zmtp-tokio -p zmtp-conformance
 echo "== tests"
 cargo test --workspace

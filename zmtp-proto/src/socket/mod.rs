@@ -1,7 +1,7 @@
 //! The socket layer (`alloc`): one ZeroMQ socket = many peers behind one queue with a
 //! routing rule, as an I/O-free state machine.
 //!
-//! A [`Socket`] owns its peers (each a [`Connection`](crate::Connection) with its buffers),
+//! A [`Socket`] owns its peers (each a [`Connection`] with its buffers),
 //! per-peer send and receive queues bounded by the high-water marks, the routing pattern of
 //! its [`SocketType`], its endpoints and their reconnect policy. It tells the driver what to
 //! do through [`Event`]s (listen here, connect there, close that peer) and is told what
