@@ -82,7 +82,10 @@ pub(crate) struct Core {
 }
 
 impl Inner {
-    pub(crate) fn new(socket: ProtoSocket) -> Arc<Inner> {
+    /// The shared state of a new socket, its timer task spawned on the current runtime;
+    /// `None` outside a tokio runtime.
+    pub(crate) fn new(socket: ProtoSocket) -> Option<Arc<Inner>> {
+        let runtime = tokio::runtime::Handle::try_current().ok()?;
         let inner = Arc::new(Inner {
             core: Mutex::new(Core {
                 socket,
@@ -101,10 +104,10 @@ impl Inner {
             timer: Notify::new(),
             closed: Notify::new(),
             start: StdInstant::now(),
-            runtime: tokio::runtime::Handle::current(),
+            runtime,
         });
         inner.runtime.spawn(timer_task(inner.clone()));
-        inner
+        Some(inner)
     }
 
     pub(crate) fn now(&self) -> Instant {

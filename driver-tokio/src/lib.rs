@@ -60,6 +60,8 @@ pub enum Error {
     Options(zmtp_proto::ConfigError),
     /// No such endpoint to unbind or disconnect.
     NotFound,
+    /// A socket was created outside a tokio runtime.
+    NoRuntime,
     /// The socket is closed.
     Closed,
 }
@@ -71,6 +73,7 @@ impl std::fmt::Display for Error {
             Error::Io(e) => write!(f, "I/O error: {e}"),
             Error::Options(e) => write!(f, "bad option: {e}"),
             Error::NotFound => f.write_str("no such endpoint"),
+            Error::NoRuntime => f.write_str("sockets must be created inside a tokio runtime"),
             Error::Closed => f.write_str("socket closed"),
         }
     }
@@ -110,7 +113,7 @@ fn seed() -> u64 {
 
 impl Socket {
     /// A socket of type `ty` with libzmq's default options. Must be called inside a tokio
-    /// runtime.
+    /// runtime ([`Error::NoRuntime`] otherwise).
     pub fn new(ty: SocketType) -> Result<Socket, Error> {
         Socket::with_options(ty, Options::default())
     }
@@ -120,7 +123,7 @@ impl Socket {
         let socket =
             zmtp_proto::socket::Socket::new(ty, options, seed()).map_err(Error::Options)?;
         Ok(Socket {
-            inner: Inner::new(socket),
+            inner: Inner::new(socket).ok_or(Error::NoRuntime)?,
         })
     }
 

@@ -265,3 +265,11 @@ async fn dealer_router_many_peers_multithreaded() {
         assert_eq!(text(&within(d.recv()).await.unwrap()), ["hi"]);
     }
 }
+
+#[test]
+fn outside_a_runtime_is_an_error_not_a_panic() {
+    assert!(matches!(
+        Socket::new(SocketType::Pair),
+        Err(zmtp_tokio::Error::NoRuntime)
+    ));
+}
