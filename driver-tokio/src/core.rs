@@ -227,6 +227,20 @@ impl Inner {
             return;
         };
         let stream = io.stream.clone();
+        if let Stream::Inproc(pipe) = &*stream {
+            // In process: chunks change hands, large bodies without a copy.
+            let mut failed = false;
+            let n = core.socket.transmit_bytes(peer, |chunk| {
+                failed |= pipe.tx.push(chunk).is_err();
+            });
+            core.socket.advance(peer, n);
+            if failed {
+                self.drop_peer(core, peer);
+                let now = self.now();
+                core.socket.handle_closed(peer, now);
+            }
+            return;
+        }
         loop {
             // Everything queued in one (vectored) write: encoded frames and large bodies,
             // which stay where the application put them.
@@ -272,6 +286,9 @@ impl Inner {
     /// Read what a peer's stream has and feed it to the socket. Returns true when it
     /// stopped with more perhaps waiting (the caller yields, then reads again).
     fn read_peer(self: &Arc<Self>, core: &mut Core, peer: PeerId, stream: &Stream) -> bool {
+        if let Stream::Inproc(pipe) = stream {
+            return self.read_inproc(core, peer, pipe);
+        }
         for _ in 0..READS_PER_WAKE {
             if !core.socket.wants_read(peer) {
                 core.paused.insert(peer);
@@ -305,6 +322,35 @@ impl Inner {
             }
         }
         // The last read may have filled the receive queue: then wait to be resumed.
+        if !core.socket.wants_read(peer) {
+            core.paused.insert(peer);
+            return false;
+        }
+        true
+    }
+
+    /// [`read_peer`](Self::read_peer) for an in-process stream: chunks are handed over as
+    /// they are, so a large frame body is never copied.
+    fn read_inproc(self: &Arc<Self>, core: &mut Core, peer: PeerId, pipe: &InprocStream) -> bool {
+        for _ in 0..READS_PER_WAKE {
+            if !core.socket.wants_read(peer) {
+                core.paused.insert(peer);
+                return false;
+            }
+            match pipe.rx.try_pop() {
+                Ok(Some(chunk)) => {
+                    let now = self.now();
+                    core.socket.handle_received_shared(peer, now, chunk);
+                }
+                Ok(None) => {
+                    self.drop_peer(core, peer);
+                    let now = self.now();
+                    core.socket.handle_closed(peer, now);
+                    return false;
+                }
+                Err(_) => return false,
+            }
+        }
         if !core.socket.wants_read(peer) {
             core.paused.insert(peer);
             return false;

@@ -1,14 +1,14 @@
 //! The byte streams a peer can run over: TCP, Unix sockets and in-process pipes, behind
 //! one non-blocking interface (`readable`/`try_read_buf`, `writable`/`try_write`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::{mpsc, Notify};
-use zmtp_proto::BytesMut;
+use zmtp_proto::{Bytes, BytesMut};
 
 /// One connected stream.
 #[derive(Debug)]
@@ -64,10 +64,11 @@ impl Stream {
     }
 }
 
-/// One direction of an in-process stream.
+/// One direction of an in-process stream: a queue of shared chunks, so that frame bodies
+/// cross without being copied.
 #[derive(Debug, Default)]
 pub(crate) struct Pipe {
-    buf: Mutex<BytesMut>,
+    chunks: Mutex<VecDeque<Bytes>>,
     closed: AtomicBool,
     notify: Notify,
 }
@@ -83,47 +84,55 @@ impl Pipe {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BytesMut> {
-        // A poisoned pipe only means a panic elsewhere; its bytes are still consistent.
-        self.buf.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Bytes>> {
+        // A poisoned pipe only means a panic elsewhere; its chunks are still consistent.
+        self.chunks.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The next chunk; `Ok(None)` at the end of the stream.
+    pub(crate) fn try_pop(&self) -> io::Result<Option<Bytes>> {
+        if let Some(chunk) = self.lock().pop_front() {
+            return Ok(Some(chunk));
+        }
+        if self.closed.load(Ordering::Acquire) {
+            Ok(None)
+        } else {
+            Err(io::ErrorKind::WouldBlock.into())
+        }
+    }
+
+    /// Queue a chunk for the other end.
+    pub(crate) fn push(&self, chunk: Bytes) -> io::Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(io::ErrorKind::BrokenPipe.into());
+        }
+        self.lock().push_back(chunk);
+        self.notify.notify_one();
+        Ok(())
     }
 
     fn try_read_buf(&self, dst: &mut BytesMut) -> io::Result<usize> {
-        let mut buf = self.lock();
-        if buf.is_empty() {
-            return if self.closed.load(Ordering::Acquire) {
-                Ok(0)
-            } else {
-                Err(io::ErrorKind::WouldBlock.into())
-            };
+        match self.try_pop()? {
+            Some(chunk) => {
+                dst.extend_from_slice(&chunk);
+                Ok(chunk.len())
+            }
+            None => Ok(0),
         }
-        let n = buf.len();
-        dst.extend_from_slice(&buf.split());
+    }
+
+    fn try_write_all(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        let mut n = 0;
+        for b in bufs {
+            self.push(Bytes::copy_from_slice(b))?;
+            n += b.len();
+        }
         Ok(n)
     }
 
     fn try_write(&self, data: &[u8]) -> io::Result<usize> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(io::ErrorKind::BrokenPipe.into());
-        }
-        self.lock().extend_from_slice(data);
-        self.notify.notify_one();
+        self.push(Bytes::copy_from_slice(data))?;
         Ok(data.len())
-    }
-
-    fn try_write_all(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(io::ErrorKind::BrokenPipe.into());
-        }
-        let mut buf = self.lock();
-        let mut n = 0;
-        for b in bufs {
-            buf.extend_from_slice(b);
-            n += b.len();
-        }
-        drop(buf);
-        self.notify.notify_one();
-        Ok(n)
     }
 
     fn close(&self) {
@@ -136,8 +145,8 @@ impl Pipe {
 /// directions, as closing a socket does.
 #[derive(Debug)]
 pub(crate) struct InprocStream {
-    rx: Arc<Pipe>,
-    tx: Arc<Pipe>,
+    pub(crate) rx: Arc<Pipe>,
+    pub(crate) tx: Arc<Pipe>,
 }
 
 impl InprocStream {

@@ -273,3 +273,26 @@ fn outside_a_runtime_is_an_error_not_a_panic() {
         Err(zmtp_tokio::Error::NoRuntime)
     ));
 }
+
+#[tokio::test]
+async fn inproc_hands_large_bodies_over_without_copying() {
+    let pull = Socket::new(SocketType::Pull).unwrap();
+    pull.bind("inproc://zero-copy").await.unwrap();
+    let push = Socket::new(SocketType::Push).unwrap();
+    push.connect("inproc://zero-copy").await.unwrap();
+    for round in 0..3u8 {
+        let body = zmtp_tokio::Bytes::from(vec![round; 1 << 20]);
+        let sent_at = body.as_ptr();
+        push.send(Message::from(vec![
+            zmtp_tokio::Bytes::from_static(b"head"),
+            body,
+        ]))
+        .await
+        .unwrap();
+        let m = within(pull.recv()).await.unwrap();
+        assert_eq!(&m.frames()[0][..], b"head");
+        assert_eq!(m.frames()[1].len(), 1 << 20);
+        // The very buffer the sender filled: no copy on the way.
+        assert_eq!(m.frames()[1].as_ptr(), sent_at, "round {round}");
+    }
+}

@@ -33,6 +33,19 @@ pub enum OwnedItem {
     Leave(Bytes),
 }
 
+/// How to make the owned form of an item from its payload.
+fn owned_kind(item: &Item<'_>) -> fn(Bytes) -> OwnedItem {
+    match item {
+        Item::Ready(_) => OwnedItem::Ready,
+        Item::Frame { more: true, .. } => |body| OwnedItem::Frame { body, more: true },
+        Item::Frame { more: false, .. } => |body| OwnedItem::Frame { body, more: false },
+        Item::Subscribe(_) => OwnedItem::Subscribe,
+        Item::Cancel(_) => OwnedItem::Cancel,
+        Item::Join(_) => OwnedItem::Join,
+        Item::Leave(_) => OwnedItem::Leave,
+    }
+}
+
 /// A [`Connection`] together with the buffers a driver needs.
 ///
 /// Output is a queue of segments: encoded bytes, and frame bodies of at least
@@ -134,24 +147,65 @@ impl Buffered {
                 self.rx.reserve(more.clamp(RX_CHUNK, MAX_RESERVE));
                 return Ok(None);
             }
-            let kind: Option<fn(Bytes) -> OwnedItem> = input.item.map(|item| match item {
-                Item::Ready(_) => OwnedItem::Ready as fn(Bytes) -> OwnedItem,
-                Item::Frame { more, .. } => {
-                    if more {
-                        |body| OwnedItem::Frame { body, more: true }
-                    } else {
-                        |body| OwnedItem::Frame { body, more: false }
-                    }
-                }
-                Item::Subscribe(_) => OwnedItem::Subscribe,
-                Item::Cancel(_) => OwnedItem::Cancel,
-                Item::Join(_) => OwnedItem::Join,
-                Item::Leave(_) => OwnedItem::Leave,
-            });
+            let kind = input.item.as_ref().map(owned_kind);
             let (payload, consumed) = (input.payload.clone(), input.consumed);
             let chunk = self.rx.split_to(consumed).freeze();
             if let Some(make) = kind {
                 return Ok(Some(make(chunk.slice(payload))));
+            }
+        }
+    }
+
+    /// Take a chunk of received bytes that is shared, not copied, when it can be: when the
+    /// buffered input is exactly the header of a data frame whose body is `chunk` (as an
+    /// in-process transport delivers a large body), the frame is returned with `chunk` as
+    /// its body. Otherwise the chunk is appended to the buffered input (copied), `None` is
+    /// returned, and [`poll_item`](Self::poll_item) processes it as usual.
+    pub fn receive_shared(
+        &mut self,
+        now: Instant,
+        chunk: Bytes,
+    ) -> Result<Option<OwnedItem>, Error> {
+        let header_len = self.rx.len();
+        if (2..=9).contains(&header_len) && chunk.len() >= SHARED_BODY_MIN {
+            let mut header = [0u8; 9];
+            header[..header_len].copy_from_slice(&self.rx);
+            if let Some(item) = self
+                .conn
+                .handle_frame_parts(now, &header[..header_len], &chunk)?
+            {
+                let make = owned_kind(&item);
+                let payload = chunk.slice_ref(item.payload());
+                self.rx.clear();
+                return Ok(Some(make(payload)));
+            }
+        }
+        if self.rx.is_empty() {
+            // A chunk nobody else holds becomes the input buffer as it is.
+            match chunk.try_into_mut() {
+                Ok(owned) => self.rx = owned,
+                Err(shared) => self.rx.extend_from_slice(&shared),
+            }
+        } else {
+            self.rx.extend_from_slice(&chunk);
+        }
+        Ok(None)
+    }
+
+    /// Hand each unwritten segment of the output to `f` as owned bytes: encoded bytes are
+    /// copied, shared frame bodies are passed on as they are. Then [`advance`](Self::advance)
+    /// by [`queued_len`](Self::queued_len). For in-process transports.
+    pub fn transmit_bytes(&self, mut f: impl FnMut(Bytes)) {
+        for (i, seg) in self.tx.iter().enumerate() {
+            let skip = if i == 0 { self.tx_head } else { 0 };
+            let chunk = match seg {
+                Segment::Body(b) => b.slice(skip.min(b.len())..),
+                Segment::Encoded { .. } => {
+                    Bytes::copy_from_slice(seg.bytes().get(skip..).unwrap_or_default())
+                }
+            };
+            if !chunk.is_empty() {
+                f(chunk);
             }
         }
     }

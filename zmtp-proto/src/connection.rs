@@ -417,25 +417,7 @@ impl Connection {
         let Some(body) = input.get(header_len..total) else {
             return Ok(Input::partial(total));
         };
-        // Any complete frame counts as traffic for heartbeats.
-        self.timers[Timer::PongTimeout as usize] = None;
-        self.timers[Timer::Ttl as usize] = None;
-
-        let item = if header.flags.command {
-            let cmd = Command::parse(body)?;
-            if self.phase == Phase::Handshake {
-                match self.mechanism.handle_command(cmd)? {
-                    Step::Ready(meta) => Some(self.complete_handshake(now, meta)?),
-                }
-            } else {
-                self.traffic_command(now, cmd)?
-            }
-        } else {
-            if self.phase != Phase::Traffic {
-                return Err(Error::UnexpectedMessage);
-            }
-            Some(self.data_frame(body, header.flags.more)?)
-        };
+        let item = self.frame(now, header, body)?;
         Ok(match item {
             Some(item) => Input {
                 consumed: total,
@@ -445,6 +427,74 @@ impl Connection {
             },
             None => Input::consumed(total),
         })
+    }
+
+    /// One complete frame.
+    fn frame<'a>(
+        &mut self,
+        now: Instant,
+        header: FrameHeader,
+        body: &'a [u8],
+    ) -> Result<Option<Item<'a>>, Error> {
+        // Any complete frame counts as traffic for heartbeats.
+        self.timers[Timer::PongTimeout as usize] = None;
+        self.timers[Timer::Ttl as usize] = None;
+        if header.flags.command {
+            let cmd = Command::parse(body)?;
+            if self.phase == Phase::Handshake {
+                match self.mechanism.handle_command(cmd)? {
+                    Step::Ready(meta) => Ok(Some(self.complete_handshake(now, meta)?)),
+                }
+            } else {
+                self.traffic_command(now, cmd)
+            }
+        } else {
+            if self.phase != Phase::Traffic {
+                return Err(Error::UnexpectedMessage);
+            }
+            Ok(Some(self.data_frame(body, header.flags.more)?))
+        }
+    }
+
+    /// Feed one data frame whose header and body arrived apart: an in-process transport
+    /// hands a large body over as it is, without copying it behind its header.
+    ///
+    /// `header` must be exactly one complete data-frame header announcing `body.len()`
+    /// bytes, and the handshake must be done; otherwise nothing happens and `Ok(None)` is
+    /// returned (feed the bytes through [`handle_input`](Self::handle_input) instead). A
+    /// frame that is taken always yields an item. Mechanisms that transform frames in place
+    /// (CURVE) do not take this path.
+    pub fn handle_frame_parts<'a>(
+        &mut self,
+        now: Instant,
+        header: &[u8],
+        body: &'a [u8],
+    ) -> Result<Option<Item<'a>>, Error> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
+        if self.phase != Phase::Traffic || !matches!(self.mechanism, MechanismState::Null(_)) {
+            return Ok(None);
+        }
+        let limit = self.config.max_message_size.unwrap_or(u64::MAX);
+        let parsed = match FrameHeader::parse(header, limit) {
+            Ok(Status::Complete(parsed)) => parsed,
+            Ok(Status::Partial) => return Ok(None),
+            Err(e) => {
+                let e = Error::from(e);
+                self.error = Some(e.clone());
+                return Err(e);
+            }
+        };
+        let (h, header_len) = parsed;
+        if header_len != header.len() || h.flags.command || h.size != body.len() as u64 {
+            return Ok(None);
+        }
+        let r = self.frame(now, h, body);
+        if let Err(e) = &r {
+            self.error = Some(e.clone());
+        }
+        r
     }
 
     fn complete_handshake<'a>(

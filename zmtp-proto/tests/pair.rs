@@ -262,3 +262,47 @@ fn message_size_limit_counts_all_frames() {
 fn bytes_of(b: &[u8]) -> bytes::Bytes {
     bytes::Bytes::copy_from_slice(b)
 }
+
+#[test]
+fn shared_chunks_hand_large_bodies_over_without_copying() {
+    use zmtp_proto::{Buffered, Instant, SHARED_BODY_MIN};
+    let now = Instant::ZERO;
+    let mut a = Buffered::new(cfg(SocketType::Push), now);
+    let mut b = Buffered::new(cfg(SocketType::Pull), now);
+    // Handshake by shared chunks too.
+    fn shuttle(from: &mut Buffered, to: &mut Buffered) {
+        let now = Instant::ZERO;
+        from.poll_transmit();
+        let mut chunks = Vec::new();
+        from.transmit_bytes(|c| chunks.push(c));
+        from.advance(from.queued_len());
+        for c in chunks {
+            let _ = to.receive_shared(now, c).unwrap();
+            while to.poll_item(now).unwrap().is_some() {}
+        }
+    }
+    for _ in 0..4 {
+        shuttle(&mut a, &mut b);
+        shuttle(&mut b, &mut a);
+    }
+    assert!(a.connection().is_established() && b.connection().is_established());
+    let big = bytes::Bytes::from(vec![5u8; SHARED_BODY_MIN * 2]);
+    a.send_frame(b"small", true).unwrap();
+    a.send_frame_shared(&big, false).unwrap();
+    let mut chunks = Vec::new();
+    a.transmit_bytes(|c| chunks.push(c));
+    a.advance(a.queued_len());
+    assert_eq!(chunks.len(), 2, "encoded bytes, then the body as it is");
+    let mut frames = Vec::new();
+    for c in chunks {
+        if let Some(OwnedItem::Frame { body, .. }) = b.receive_shared(Instant::ZERO, c).unwrap() {
+            frames.push(body);
+        }
+        while let Some(OwnedItem::Frame { body, .. }) = b.poll_item(Instant::ZERO).unwrap() {
+            frames.push(body);
+        }
+    }
+    assert_eq!(frames.len(), 2);
+    assert_eq!(&frames[0][..], b"small");
+    assert_eq!(frames[1].as_ptr(), big.as_ptr(), "the body was not copied");
+}

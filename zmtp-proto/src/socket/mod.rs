@@ -663,28 +663,69 @@ impl Socket {
             };
             // Notices are counted by the connection; nothing here needs them.
             while stream.conn.connection_mut().poll_event().is_some() {}
-            match item {
-                OwnedItem::Ready(_) => {
-                    stream.established = true;
-                    self.on_handshake(peer);
-                }
-                // A single-frame message needs no frame list.
-                OwnedItem::Frame { body, more: false } if stream.partial.is_empty() => {
-                    self.on_message(peer, Message::from(body));
-                }
-                OwnedItem::Frame { body, more } => {
-                    stream.partial.push(body);
-                    if !more {
-                        let msg = Message::from(core::mem::take(&mut stream.partial));
-                        self.on_message(peer, msg);
-                    }
-                }
-                OwnedItem::Subscribe(topic) => self.on_subscription(peer, topic, true),
-                OwnedItem::Cancel(topic) => self.on_subscription(peer, topic, false),
-                OwnedItem::Join(_) | OwnedItem::Leave(_) => {}
-            }
+            self.on_item(peer, item);
         }
         self.after_output(peer);
+    }
+
+    /// One item received from a peer's stream.
+    fn on_item(&mut self, peer: PeerId, item: OwnedItem) {
+        let Some(stream) = self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) else {
+            return;
+        };
+        match item {
+            OwnedItem::Ready(_) => {
+                stream.established = true;
+                self.on_handshake(peer);
+            }
+            // A single-frame message needs no frame list.
+            OwnedItem::Frame { body, more: false } if stream.partial.is_empty() => {
+                self.on_message(peer, Message::from(body));
+            }
+            OwnedItem::Frame { body, more } => {
+                stream.partial.push(body);
+                if !more {
+                    let msg = Message::from(core::mem::take(&mut stream.partial));
+                    self.on_message(peer, msg);
+                }
+            }
+            OwnedItem::Subscribe(topic) => self.on_subscription(peer, topic, true),
+            OwnedItem::Cancel(topic) => self.on_subscription(peer, topic, false),
+            OwnedItem::Join(_) | OwnedItem::Leave(_) => {}
+        }
+    }
+
+    /// A chunk of bytes from an in-process stream, shared rather than copied: a frame body
+    /// that arrives whole behind its header is delivered as it is (see
+    /// [`Buffered::receive_shared`]). Call only while [`wants_read`](Self::wants_read).
+    pub fn handle_received_shared(&mut self, peer: PeerId, now: Instant, chunk: Bytes) {
+        self.now = now;
+        let Some(s) = self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) else {
+            return;
+        };
+        match s.conn.receive_shared(now, chunk) {
+            Ok(Some(item)) => self.on_item(peer, item),
+            Ok(None) => {}
+            Err(e) => {
+                self.end_stream(peer, Ending::Failed(e));
+                return;
+            }
+        }
+        self.process_input(peer);
+    }
+
+    /// Hand everything queued for a peer to `f` as owned chunks (large frame bodies as they
+    /// are, encoded bytes copied), for an in-process stream; returns the bytes handed over,
+    /// to pass to [`advance`](Self::advance).
+    pub fn transmit_bytes(&mut self, peer: PeerId, f: impl FnMut(Bytes)) -> usize {
+        match self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) {
+            Some(s) => {
+                s.conn.poll_transmit();
+                s.conn.transmit_bytes(f);
+                s.conn.queued_len()
+            }
+            None => 0,
+        }
     }
 
     /// Queue the connection's control frames and mark the peer for writing if it has output.
