@@ -6,7 +6,7 @@
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 
 use crate::codec::Command;
 use crate::{Config, Connection, Error, Instant, Item, SendError};
@@ -149,9 +149,12 @@ impl Buffered {
             }
             let kind = input.item.as_ref().map(owned_kind);
             let (payload, consumed) = (input.payload.clone(), input.consumed);
-            let chunk = self.rx.split_to(consumed).freeze();
+            let mut chunk = self.rx.split_to(consumed);
             if let Some(make) = kind {
-                return Ok(Some(make(chunk.slice(payload))));
+                // Trim to the payload in place: one shared reference, not two.
+                chunk.advance(payload.start);
+                chunk.truncate(payload.len());
+                return Ok(Some(make(chunk.freeze())));
             }
         }
     }
