@@ -192,18 +192,21 @@ impl Inner {
             }
         }
         if !core.paused.is_empty() {
-            let resumed: Vec<PeerId> = core
-                .paused
-                .iter()
-                .copied()
-                .filter(|&p| core.socket.wants_read(p))
-                .collect();
-            for peer in resumed {
-                core.paused.remove(&peer);
-                if let Some(io) = core.peers.get(&peer) {
+            let Core {
+                paused,
+                socket,
+                peers,
+                ..
+            } = core;
+            paused.retain(|&peer| {
+                if !socket.wants_read(peer) {
+                    return true;
+                }
+                if let Some(io) = peers.get(&peer) {
                     io.wake.notify_one();
                 }
-            }
+                false
+            });
         }
         // Timers change with I/O and events, not with what the application queues.
         if timers_touched {

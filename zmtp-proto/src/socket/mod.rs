@@ -199,6 +199,8 @@ struct Peer {
     routing_id: Bytes,
     /// PUB/XPUB: the topics this peer subscribed to.
     subs: Vec<Bytes>,
+    /// Input is held back: the receive queue reached RCVHWM and has not drained to half.
+    held: bool,
 }
 
 /// Complete messages a peer left behind when it left the pattern (its stream ended), not
@@ -415,6 +417,7 @@ impl Socket {
                 inq: VecDeque::new(),
                 routing_id,
                 subs: Vec::new(),
+                held: false,
             },
         );
         if !self.opts.immediate && self.ty != SocketType::Router {
@@ -518,6 +521,7 @@ impl Socket {
                 inq: VecDeque::new(),
                 routing_id: Bytes::new(),
                 subs: Vec::new(),
+                held: false,
             },
         );
         self.mark_dirty(peer);
@@ -535,11 +539,14 @@ impl Socket {
         }
         let peer = e.peer?;
         let stream = self.new_stream(now);
+        let limit = self.rcv_limit();
         let p = self.peers.get_mut(&peer)?;
         if p.stream.is_some() {
             return None;
         }
         p.stream = Some(stream);
+        // A new stream starts reading unless the queue is still above half.
+        p.held = p.held && p.inq.len() > limit / 2;
         self.mark_dirty(peer);
         self.monitor(MonitorEventKind::Connected, 0, endpoint);
         Some(peer)
@@ -613,7 +620,7 @@ impl Socket {
 
     fn in_room(&self, p: &Peer) -> bool {
         let rcvhwm = self.rcv_limit();
-        rcvhwm == 0 || p.inq.len() < rcvhwm
+        !p.held && (rcvhwm == 0 || p.inq.len() < rcvhwm)
     }
 
     /// Whether CONFLATE is in force: libzmq honours it on DEALER, PULL, PUSH, PUB and SUB
@@ -648,6 +655,9 @@ impl Socket {
                 return;
             };
             if rcvhwm != 0 && p.inq.len() >= rcvhwm {
+                // Held until the queue drains to half (libzmq's low-water mark), so that
+                // input resumes in batches rather than one message at a time.
+                p.held = true;
                 break;
             }
             let Some(stream) = p.stream.as_mut() else {
@@ -931,6 +941,7 @@ impl Socket {
             return;
         }
         p.attached = false;
+        p.held = false;
         let inq = core::mem::take(&mut p.inq);
         if !inq.is_empty() {
             self.departed.push_back(Departed {

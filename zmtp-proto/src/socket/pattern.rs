@@ -539,9 +539,9 @@ impl Socket {
     fn pop_from(&mut self, peer: PeerId) -> Option<Message> {
         let rcvhwm = self.rcv_limit();
         let p = self.peers.get_mut(&peer)?;
-        let was_full = rcvhwm != 0 && p.inq.len() >= rcvhwm;
         let msg = p.inq.pop_front()?;
-        if was_full {
+        if p.held && p.inq.len() <= rcvhwm / 2 {
+            p.held = false;
             self.process_input(peer);
         }
         Some(msg)
