@@ -171,12 +171,16 @@ impl Buffered {
     ) -> Result<Option<OwnedItem>, Error> {
         let header_len = self.rx.len();
         if (2..=9).contains(&header_len) && chunk.len() >= SHARED_BODY_MIN {
-            let mut header = [0u8; 9];
-            header[..header_len].copy_from_slice(&self.rx);
-            if let Some(item) = self
-                .conn
-                .handle_frame_parts(now, &header[..header_len], &chunk)?
-            {
+            // A copy of the header, so that the input buffer can be cleared afterwards.
+            let mut copy = [0u8; 9];
+            let header = match copy.get_mut(..header_len) {
+                Some(dst) => {
+                    dst.copy_from_slice(&self.rx);
+                    &*dst
+                }
+                None => &[],
+            };
+            if let Some(item) = self.conn.handle_frame_parts(now, header, &chunk)? {
                 let make = owned_kind(&item);
                 let payload = chunk.slice_ref(item.payload());
                 self.rx.clear();
