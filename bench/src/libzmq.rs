@@ -4,8 +4,8 @@
 use std::time::{Duration, Instant};
 
 use crate::peer::{
-    fill, go_signal, is_warmup, latency_result, say, throughput_result, tick, Checker, PeerArgs,
-    Role, DATA, WARMUP,
+    fill, go_signal, latency_result, say, throughput_result, tick, Checker, PeerArgs, Role, DATA,
+    WARMUP,
 };
 use zmtp_conformance::ffi::{
     self, Ctx, Msg, ZSocket, ZmqError, ZMQ_DONTWAIT, ZMQ_LINGER, ZMQ_PUB, ZMQ_PULL, ZMQ_PUSH,
@@ -69,19 +69,7 @@ fn recv_body<'m>(socket: &ZSocket<'_>, msg: &'m mut Msg) -> Result<&'m [u8], Str
 fn receive_timed(socket: &ZSocket<'_>, args: &PeerArgs) -> Result<Option<String>, String> {
     let mut checker = Checker::new(args.size);
     let mut msg = Msg::new();
-    let mut announced = false;
-    loop {
-        let body = recv_body(socket, &mut msg)?;
-        if args.role == Role::Sub && is_warmup(body) {
-            if !announced {
-                say("SUBSCRIBED");
-                announced = true;
-            }
-            continue;
-        }
-        checker.check(body)?;
-        break;
-    }
+    while !checker.first(args.role, recv_body(socket, &mut msg)?)? {}
     let start = Instant::now();
     for i in 1..args.count {
         checker.check(recv_body(socket, &mut msg)?)?;

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use zmtp_tokio::{Bytes, Message, Options, Socket, SocketType};
 
 use crate::peer::{
-    fill, go_signal, is_warmup, latency_result, say, throughput_result, tick, Checker, Flavor,
-    PeerArgs, Role, DATA, WARMUP,
+    fill, go_signal, latency_result, say, throughput_result, tick, Checker, Flavor, PeerArgs, Role,
+    DATA, WARMUP,
 };
 
 fn err(e: impl Display) -> String {
@@ -63,19 +63,11 @@ async fn bind(socket: &Socket, endpoint: &str) -> Result<(), String> {
 /// before the first are skipped (and the first one announced).
 async fn receive_timed(socket: &Socket, args: &PeerArgs) -> Result<Option<String>, String> {
     let mut checker = Checker::new(args.size);
-    let mut announced = false;
     loop {
         let msg = socket.recv().await.map_err(err)?;
-        let body = body(&msg)?;
-        if args.role == Role::Sub && is_warmup(body) {
-            if !announced {
-                say("SUBSCRIBED");
-                announced = true;
-            }
-            continue;
+        if checker.first(args.role, body(&msg)?)? {
+            break;
         }
-        checker.check(body)?;
-        break;
     }
     let start = Instant::now();
     for i in 1..args.count {
