@@ -6,7 +6,7 @@
 //! and I/O tasks lock it, call into the state machine, write whatever became ready
 //! straight to the streams (`try_write`, no task hop), and unlock.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -72,8 +72,6 @@ struct Listener {
 pub(crate) struct Core {
     pub(crate) socket: ProtoSocket,
     peers: BTreeMap<PeerId, PeerIo>,
-    /// Peers whose reading stopped at RCVHWM.
-    paused: BTreeSet<PeerId>,
     listeners: BTreeMap<EndpointId, Listener>,
     bind_waiters: BTreeMap<EndpointId, oneshot::Sender<io::Result<String>>>,
     monitors: Vec<mpsc::UnboundedSender<MonitorEvent>>,
@@ -90,7 +88,6 @@ impl Inner {
             core: Mutex::new(Core {
                 socket,
                 peers: BTreeMap::new(),
-                paused: BTreeSet::new(),
                 listeners: BTreeMap::new(),
                 bind_waiters: BTreeMap::new(),
                 monitors: Vec::new(),
@@ -126,7 +123,12 @@ impl Inner {
     pub(crate) fn with<R>(self: &Arc<Self>, f: impl FnOnce(&mut Core) -> R) -> R {
         let mut core = self.lock();
         let r = f(&mut core);
-        self.pump_with(&mut core, false, false);
+        // Most sends and receives leave nothing to carry out: skip the event loop then.
+        if core.socket.has_work() {
+            self.pump_with(&mut core, false, false);
+        } else {
+            self.wake_waiters(&core);
+        }
         r
     }
 
@@ -172,7 +174,7 @@ impl Inner {
             let mut busy = false;
             while let Some(event) = core.socket.poll_event() {
                 busy = true;
-                timers_touched = true;
+                timers_touched |= !matches!(event, Event::Resume { .. });
                 self.handle_event(core, event);
             }
             while let Some(peer) = core.socket.next_dirty() {
@@ -191,23 +193,6 @@ impl Inner {
                 break;
             }
         }
-        if !core.paused.is_empty() {
-            let Core {
-                paused,
-                socket,
-                peers,
-                ..
-            } = core;
-            paused.retain(|&peer| {
-                if !socket.wants_read(peer) {
-                    return true;
-                }
-                if let Some(io) = peers.get(&peer) {
-                    io.wake.notify_one();
-                }
-                false
-            });
-        }
         // Timers change with I/O and events, not with what the application queues.
         if timers_touched {
             let deadline = core.socket.poll_timeout();
@@ -216,6 +201,11 @@ impl Inner {
                 self.timer.notify_one();
             }
         }
+        self.wake_waiters(core);
+    }
+
+    /// Wake whoever waits to send or receive, if they now can.
+    fn wake_waiters(&self, core: &Core) {
         if self.recv_waiters.load(Ordering::SeqCst) > 0 && (core.closed || core.socket.can_recv()) {
             self.readable.notify_waiters();
         }
@@ -294,7 +284,6 @@ impl Inner {
         }
         for _ in 0..READS_PER_WAKE {
             if !core.socket.wants_read(peer) {
-                core.paused.insert(peer);
                 return false;
             }
             let Some(buf) = core.socket.read_buf(peer) else {
@@ -325,11 +314,7 @@ impl Inner {
             }
         }
         // The last read may have filled the receive queue: then wait to be resumed.
-        if !core.socket.wants_read(peer) {
-            core.paused.insert(peer);
-            return false;
-        }
-        true
+        core.socket.wants_read(peer)
     }
 
     /// [`read_peer`](Self::read_peer) for an in-process stream: chunks are handed over as
@@ -337,7 +322,6 @@ impl Inner {
     fn read_inproc(self: &Arc<Self>, core: &mut Core, peer: PeerId, pipe: &InprocStream) -> bool {
         for _ in 0..READS_PER_WAKE {
             if !core.socket.wants_read(peer) {
-                core.paused.insert(peer);
                 return false;
             }
             match pipe.rx.try_pop() {
@@ -354,15 +338,10 @@ impl Inner {
                 Err(_) => return false,
             }
         }
-        if !core.socket.wants_read(peer) {
-            core.paused.insert(peer);
-            return false;
-        }
-        true
+        core.socket.wants_read(peer)
     }
 
     fn drop_peer(&self, core: &mut Core, peer: PeerId) {
-        core.paused.remove(&peer);
         if let Some(io) = core.peers.remove(&peer) {
             io.task.abort();
         }
@@ -386,6 +365,7 @@ impl Inner {
         );
     }
 
+    #[inline(never)]
     fn handle_event(self: &Arc<Self>, core: &mut Core, event: Event) {
         match event {
             Event::Listen { endpoint, addr } => {
@@ -428,6 +408,11 @@ impl Inner {
                 }
             }
             Event::ClosePeer { peer } => self.drop_peer(core, peer),
+            Event::Resume { peer } => {
+                if let Some(io) = core.peers.get(&peer) {
+                    io.wake.notify_one();
+                }
+            }
             Event::Monitor(m) => core.monitors.retain(|tx| tx.send(m.clone()).is_ok()),
             Event::Closed => {
                 core.closed = true;

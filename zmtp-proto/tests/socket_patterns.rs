@@ -1085,3 +1085,60 @@ fn router_delivers_the_last_message_of_a_peer_that_fails_behind_it() {
     assert_eq!(c.recv(router).map(|m| text(&m)), Some("d|y".into()));
     assert_eq!(c.recv(router), None);
 }
+
+#[test]
+fn input_held_at_rcvhwm_resumes_at_half_with_an_event() {
+    let mut c = Cluster::new(65);
+    let pull = c.add(Pull, opts(|o| o.rcvhwm = 4));
+    let ep = c.bind(pull, ANY);
+    let push = c.add(Push, opts(|o| o.sndhwm = 100));
+    c.connect(push, &ep);
+    c.run_until_idle();
+    // Exactly RCVHWM messages: the queue is full and nothing else is buffered.
+    for i in 0..4u8 {
+        c.send(push, msg(&[&[i]])).unwrap();
+    }
+    c.run_until_idle();
+    let peer = c.peer_between(pull, push).unwrap();
+    assert!(!c.socket(pull).wants_read(peer), "held at RCVHWM");
+    let resumes = |c: &mut Cluster| {
+        let mut n = 0;
+        while let Some(ev) = c.socket(pull).poll_event() {
+            n += usize::from(ev == zmtp_proto::socket::Event::Resume { peer });
+        }
+        n
+    };
+    // Above half: still held, and no event.
+    assert_eq!(
+        c.socket(pull).recv().map(|m| frames(&m)),
+        Some(vec![vec![0]])
+    );
+    assert_eq!(resumes(&mut c), 0);
+    assert!(!c.socket(pull).wants_read(peer));
+    // Down to half: reading may go on, and the socket says so once.
+    assert_eq!(
+        c.socket(pull).recv().map(|m| frames(&m)),
+        Some(vec![vec![1]])
+    );
+    assert!(c.socket(pull).wants_read(peer));
+    assert_eq!(resumes(&mut c), 1);
+    assert_eq!(
+        c.socket(pull).recv().map(|m| frames(&m)),
+        Some(vec![vec![2]])
+    );
+    assert_eq!(resumes(&mut c), 0, "one event per hold");
+    // Many more than RCVHWM: everything arrives, in order, across holds and resumes.
+    for i in 4..40u8 {
+        c.send(push, msg(&[&[i]])).unwrap();
+    }
+    let mut got = vec![0u8, 1, 2];
+    for _ in 0..1000 {
+        c.run_until_idle();
+        match c.recv(pull) {
+            Some(m) => got.push(frames(&m)[0][0]),
+            None if got.len() == 40 => break,
+            None => {}
+        }
+    }
+    assert_eq!(got, (0..40).collect::<Vec<u8>>());
+}

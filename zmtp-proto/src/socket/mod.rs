@@ -80,6 +80,12 @@ pub enum Event {
         /// The peer.
         peer: PeerId,
     },
+    /// The peer's input, stopped because its receive queue reached RCVHWM, may be read
+    /// again ([`Socket::wants_read`] is true): the application drained the queue to half.
+    Resume {
+        /// The peer.
+        peer: PeerId,
+    },
     /// A monitor event (only those enabled with [`Socket::set_monitor`]).
     Monitor(MonitorEvent),
     /// `close` has finished lingering: every stream is closed and the socket is done.
@@ -1061,6 +1067,12 @@ impl Socket {
     /// The next event for the driver or the monitor.
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
+    }
+
+    /// Whether [`poll_event`](Self::poll_event) or [`next_dirty`](Self::next_dirty) has
+    /// anything: a cheap check that lets a driver skip its event loop after most calls.
+    pub fn has_work(&self) -> bool {
+        !self.events.is_empty() || !self.dirty.is_empty()
     }
 
     // ----- closing ---------------------------------------------------------------------

@@ -9,7 +9,7 @@ use alloc::vec::Vec;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use super::{Ending, Message, MonitorEventKind, PeerId, SendError, Sent, Socket};
+use super::{Ending, Event, Message, MonitorEventKind, PeerId, SendError, Sent, Socket};
 use crate::SocketType;
 
 /// Per-socket state of the routing pattern.
@@ -543,6 +543,9 @@ impl Socket {
         if p.held && p.inq.len() <= rcvhwm / 2 {
             p.held = false;
             self.process_input(peer);
+            if self.wants_read(peer) {
+                self.events.push_back(Event::Resume { peer });
+            }
         }
         Some(msg)
     }
