@@ -114,12 +114,15 @@ extern crate std;
 mod buffered;
 pub mod codec;
 mod connection;
+#[cfg(feature = "curve")]
+pub mod curve_crypto;
 mod error;
 mod mechanism;
 #[cfg(feature = "alloc")]
 pub mod socket;
 mod socket_type;
 mod time;
+pub mod z85;
 
 #[cfg(feature = "alloc")]
 pub use buffered::{Buffered, OwnedItem, SHARED_BODY_MIN};
