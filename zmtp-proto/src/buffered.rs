@@ -100,8 +100,14 @@ const MAX_RESERVE: usize = 256 * 1024;
 impl Buffered {
     /// A new connection; see [`Connection::new`].
     pub fn new(config: Config, now: Instant) -> Buffered {
+        Buffered::wrap(Connection::new(config, now))
+    }
+
+    /// Buffers around a connection made elsewhere (for example with
+    /// [`Connection::with_entropy`]).
+    pub fn wrap(conn: Connection) -> Buffered {
         Buffered {
-            conn: Connection::new(config, now),
+            conn,
             rx: BytesMut::with_capacity(RX_CHUNK),
             tx: VecDeque::new(),
             tx_head: 0,
@@ -231,7 +237,8 @@ impl Buffered {
     /// Append one data frame whose body is shared: a large body is queued by reference
     /// (no copy), a small one is copied like [`send_frame`](Self::send_frame).
     pub fn send_frame_shared(&mut self, body: &Bytes, more: bool) -> Result<(), SendError> {
-        if body.len() < SHARED_BODY_MIN {
+        // Encrypted bodies are sealed in the output buffer: no way around the copy.
+        if body.len() < SHARED_BODY_MIN || self.conn.encrypts() {
             return self.send_frame(body, more);
         }
         let len = body.len();

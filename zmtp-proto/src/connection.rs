@@ -8,7 +8,7 @@ use crate::codec::{
     Mechanism, Metadata, Status, Version, Writer, GREETING_LEN, MAX_PING_CONTEXT, SIGNATURE_LEN,
 };
 use crate::error::{Error, SendError};
-use crate::mechanism::{reason_of, MechanismState, Null, Step};
+use crate::mechanism::{reason_of, AuthRequest, MechanismState, Security};
 use crate::{Instant, SocketType};
 
 /// A routing identity: at most 255 bytes.
@@ -64,6 +64,11 @@ pub struct Config {
     pub max_message_size: Option<u64>,
     /// Largest command frame body accepted.
     pub max_command_size: u64,
+    /// The security mechanism and our role in it (default NULL).
+    pub security: Security,
+    /// With NULL: ask for a verdict on every peer before sending READY (libzmq does when
+    /// `ZMQ_ZAP_DOMAIN` is set). PLAIN and CURVE servers always ask.
+    pub authenticate_null: bool,
     identity: Identity,
     properties: heapless::Vec<u8, MAX_PROPERTIES_LEN>,
 }
@@ -80,6 +85,8 @@ impl Config {
             heartbeat_ttl: None,
             max_message_size: None,
             max_command_size: DEFAULT_MAX_COMMAND_SIZE,
+            security: Security::Null,
+            authenticate_null: false,
             identity: Identity::new(),
             properties: heapless::Vec::new(),
         }
@@ -113,6 +120,26 @@ impl Config {
         // Built only by `add_property`, so always valid; an empty block on the impossible failure.
         Metadata::parse(&self.properties).unwrap_or(Metadata::EMPTY)
     }
+
+    /// Length of the metadata we send in READY or INITIATE: `Socket-Type`, `Identity` (for
+    /// the types that send it) and the application properties.
+    pub(crate) fn metadata_len(&self) -> usize {
+        let mut len = property_len(b"Socket-Type", self.socket_type.name().as_bytes());
+        if self.socket_type.sends_identity() {
+            len += property_len(b"Identity", &self.identity);
+        }
+        len + self.properties.len()
+    }
+
+    /// Write the metadata of [`metadata_len`](Self::metadata_len).
+    pub(crate) fn emit_metadata(&self, w: &mut Writer<'_>) -> Result<(), InsufficientSize> {
+        let ty = self.socket_type.name().as_bytes();
+        w.emit(|out| emit_property(b"Socket-Type", ty, out))?;
+        if self.socket_type.sends_identity() {
+            w.emit(|out| emit_property(b"Identity", &self.identity, out))?;
+        }
+        w.put(&self.properties)
+    }
 }
 
 /// Something a connection reports that does not borrow the input.
@@ -126,6 +153,9 @@ pub enum Event {
         /// The negotiated protocol version (3.0 if either side announced 3.0).
         version: Version,
     },
+    /// The peer must be authenticated before the handshake goes on: read the request with
+    /// [`Connection::auth_request`] and answer with [`Connection::handle_auth`].
+    AuthRequested,
     /// The peer sent PING; a PONG is queued.
     PingReceived,
     /// The peer answered one of our PINGs.
@@ -226,7 +256,8 @@ const TIMER_COUNT: usize = 4;
 enum Control {
     Signature,
     GreetingRest,
-    Ready,
+    /// The mechanism's next handshake command (or farewell ERROR).
+    Handshake,
     Pong,
     Ping,
 }
@@ -235,7 +266,6 @@ enum Control {
 struct Pending {
     signature: bool,
     greeting_rest: bool,
-    ready: bool,
     ping: bool,
     pong: Option<heapless::Vec<u8, MAX_PING_CONTEXT>>,
 }
@@ -244,7 +274,7 @@ struct Pending {
 ///
 /// It reads no clock, performs no I/O and allocates nothing: input and output buffers
 /// belong to the driver. See the [crate documentation](crate) for the calling contract.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Connection {
     config: Config,
     mechanism: MechanismState,
@@ -263,22 +293,41 @@ pub struct Connection {
     /// Events not yet polled: the handshake notice, then counts of PINGs and PONGs seen.
     /// Counters rather than a queue, so that no event is ever lost, whatever the burst.
     handshake_event: Option<Event>,
+    /// A verdict is wanted and [`Event::AuthRequested`] not yet polled.
+    auth_unreported: bool,
+    auth_asked: bool,
     pings_unreported: u32,
     pongs_unreported: u32,
     error: Option<Error>,
 }
 
 impl Connection {
-    /// A new connection using the NULL mechanism. The first greeting stage is queued at once
-    /// and the handshake deadline starts at `now`.
+    /// A new connection using the mechanism of `config.security`. The first greeting stage
+    /// is queued at once and the handshake deadline starts at `now`.
+    ///
+    /// CURVE needs randomness for its keys: use [`with_entropy`](Self::with_entropy); built
+    /// here, a CURVE connection fails after the greeting with
+    /// [`CurveError::NoEntropy`](crate::mechanism::CurveError).
     pub fn new(config: Config, now: Instant) -> Connection {
+        Connection::build(config, now, None)
+    }
+
+    /// A new connection whose random values (CURVE's short-term keys, cookie key and
+    /// nonces) all derive from `entropy`, which the caller draws from a secure source (the
+    /// operating system) for each connection. Tests and fuzzers pass constants.
+    pub fn with_entropy(config: Config, now: Instant, entropy: [u8; 32]) -> Connection {
+        Connection::build(config, now, Some(entropy))
+    }
+
+    fn build(config: Config, now: Instant, entropy: Option<[u8; 32]>) -> Connection {
         let mut timers = [None; TIMER_COUNT];
         timers[Timer::Handshake as usize] = config.handshake_timeout.map(|d| now + d);
+        let mechanism = MechanismState::new(&config.security, config.authenticate_null, entropy);
         Connection {
             version: config.version,
             peer_major: 0,
             config,
-            mechanism: MechanismState::Null(Null),
+            mechanism,
             phase: Phase::Signature,
             peer_socket_type: None,
             peer_identity: Identity::new(),
@@ -291,6 +340,8 @@ impl Connection {
             in_mid_message: false,
             in_message_size: 0,
             handshake_event: None,
+            auth_unreported: false,
+            auth_asked: false,
             pings_unreported: 0,
             pongs_unreported: 0,
             error: None,
@@ -354,7 +405,6 @@ impl Connection {
     }
 
     fn input_step<'a>(&mut self, now: Instant, input: &'a mut [u8]) -> Result<Input<'a>, Error> {
-        let input: &'a [u8] = input;
         match self.phase {
             Phase::Signature => {
                 let Status::Complete(major) = Greeting::parse_signature(input)? else {
@@ -390,16 +440,15 @@ impl Connection {
                     Version::V3_0
                 };
                 self.phase = Phase::Handshake;
-                if self.mechanism.ready_after_greeting() {
-                    self.pending.ready = true;
-                }
+                self.mechanism.start()?;
+                self.after_mechanism_step(now);
                 Ok(Input::consumed(REST))
             }
             Phase::Handshake | Phase::Traffic => self.input_frame(now, input),
         }
     }
 
-    fn input_frame<'a>(&mut self, now: Instant, input: &'a [u8]) -> Result<Input<'a>, Error> {
+    fn input_frame<'a>(&mut self, now: Instant, input: &'a mut [u8]) -> Result<Input<'a>, Error> {
         let Some(&flags) = input.first() else {
             return Ok(Input::partial(2));
         };
@@ -409,15 +458,15 @@ impl Connection {
         } else {
             self.config.max_message_size.unwrap_or(u64::MAX)
         };
-        let Status::Complete((header, header_len)) = FrameHeader::parse(input, limit)? else {
+        let Status::Complete((header, header_len)) = FrameHeader::parse(&*input, limit)? else {
             return Ok(Input::partial(if flags & 0x02 != 0 { 9 } else { 2 }));
         };
         // `FrameHeader::parse` bounds the size to `usize::MAX - 9`, so this cannot overflow.
         let total = header_len + header.size as usize;
-        let Some(body) = input.get(header_len..total) else {
+        let Some(body) = input.get_mut(header_len..total) else {
             return Ok(Input::partial(total));
         };
-        let item = self.frame(now, header, body)?;
+        let item = self.frame_mut(now, header, body)?;
         Ok(match item {
             Some(item) => Input {
                 consumed: total,
@@ -429,25 +478,61 @@ impl Connection {
         })
     }
 
-    /// One complete frame.
+    /// One complete frame whose body may be transformed in place (handshake commands,
+    /// sealed traffic).
+    fn frame_mut<'a>(
+        &mut self,
+        now: Instant,
+        header: FrameHeader,
+        body: &'a mut [u8],
+    ) -> Result<Option<Item<'a>>, Error> {
+        if self.phase == Phase::Handshake && header.flags.command {
+            self.traffic_seen();
+            let meta = self.mechanism.handle_command(body)?;
+            let item = match meta {
+                Some(meta) => Some(self.accept_metadata(meta)?),
+                None => None,
+            };
+            self.after_mechanism_step(now);
+            if let Some(e) = &self.error {
+                return Err(e.clone());
+            }
+            return Ok(item);
+        }
+        if self.phase == Phase::Traffic && self.mechanism.seals() {
+            self.traffic_seen();
+            if header.flags.command {
+                return Err(Error::UnexpectedCommand);
+            }
+            let (flags, payload) = self.mechanism.open(body)?;
+            return if flags & 0x02 != 0 {
+                self.traffic_command(now, Command::parse(payload)?)
+            } else {
+                Ok(Some(self.data_frame(payload, flags & 0x01 != 0)?))
+            };
+        }
+        self.frame(now, header, body)
+    }
+
+    /// Any complete frame counts as traffic for heartbeats.
+    fn traffic_seen(&mut self) {
+        self.timers[Timer::PongTimeout as usize] = None;
+        self.timers[Timer::Ttl as usize] = None;
+    }
+
+    /// One complete frame of clear traffic (or a message during the handshake, an error).
     fn frame<'a>(
         &mut self,
         now: Instant,
         header: FrameHeader,
         body: &'a [u8],
     ) -> Result<Option<Item<'a>>, Error> {
-        // Any complete frame counts as traffic for heartbeats.
-        self.timers[Timer::PongTimeout as usize] = None;
-        self.timers[Timer::Ttl as usize] = None;
+        self.traffic_seen();
         if header.flags.command {
-            let cmd = Command::parse(body)?;
-            if self.phase == Phase::Handshake {
-                match self.mechanism.handle_command(cmd)? {
-                    Step::Ready(meta) => Ok(Some(self.complete_handshake(now, meta)?)),
-                }
-            } else {
-                self.traffic_command(now, cmd)
+            if self.phase != Phase::Traffic {
+                return Err(Error::UnexpectedCommand);
             }
+            self.traffic_command(now, Command::parse(body)?)
         } else {
             if self.phase != Phase::Traffic {
                 return Err(Error::UnexpectedMessage);
@@ -473,7 +558,7 @@ impl Connection {
         if let Some(e) = &self.error {
             return Err(e.clone());
         }
-        if self.phase != Phase::Traffic || !matches!(self.mechanism, MechanismState::Null(_)) {
+        if self.phase != Phase::Traffic || self.mechanism.seals() {
             return Ok(None);
         }
         let limit = self.config.max_message_size.unwrap_or(u64::MAX);
@@ -497,11 +582,8 @@ impl Connection {
         r
     }
 
-    fn complete_handshake<'a>(
-        &mut self,
-        now: Instant,
-        meta: Metadata<'a>,
-    ) -> Result<Item<'a>, Error> {
+    /// The peer's metadata (READY, INITIATE): checked and handed on.
+    fn accept_metadata<'a>(&mut self, meta: Metadata<'a>) -> Result<Item<'a>, Error> {
         if let Some(name) = meta.get(b"Socket-Type") {
             let peer = SocketType::from_name(name).ok_or(Error::UnknownSocketType)?;
             if !self.config.socket_type.is_compatible(peer) {
@@ -512,14 +594,53 @@ impl Connection {
         if let Some(id) = meta.get(b"Identity") {
             self.peer_identity = Identity::from_slice(id).map_err(|_| Error::IdentityTooLong)?;
         }
-        self.phase = Phase::Traffic;
-        self.timers[Timer::Handshake as usize] = None;
-        self.timers[Timer::Ping as usize] = self.config.heartbeat_interval.map(|d| now + d);
-        self.handshake_event = Some(Event::HandshakeSucceeded {
-            peer_socket_type: self.peer_socket_type,
-            version: self.version,
-        });
         Ok(Item::Ready(meta))
+    }
+
+    /// After the mechanism moved: report a wanted verdict, take on its failure, and enter
+    /// traffic once both sides are done.
+    fn after_mechanism_step(&mut self, now: Instant) {
+        if !self.auth_asked && self.mechanism.auth_request().is_some() {
+            self.auth_asked = true;
+            self.auth_unreported = true;
+        }
+        if self.error.is_none() {
+            self.error = self.mechanism.failure();
+        }
+        if self.phase == Phase::Handshake && self.error.is_none() && self.mechanism.is_complete() {
+            self.phase = Phase::Traffic;
+            self.timers[Timer::Handshake as usize] = None;
+            self.timers[Timer::Ping as usize] = self.config.heartbeat_interval.map(|d| now + d);
+            self.handshake_event = Some(Event::HandshakeSucceeded {
+                peer_socket_type: self.peer_socket_type,
+                version: self.version,
+            });
+        }
+    }
+
+    /// The authentication request waiting for a verdict, after
+    /// [`Event::AuthRequested`]: the mechanism and the peer's credentials.
+    pub fn auth_request(&self) -> Option<AuthRequest<'_>> {
+        if self.error.is_some() {
+            return None;
+        }
+        self.mechanism.auth_request()
+    }
+
+    /// Answer the authentication request with a ZAP status code: 200 lets the handshake go
+    /// on; 300 closes the connection without a word; 400 and 500 send ERROR with that
+    /// reason, then close (the error, [`Error::AuthRejected`], is returned once the ERROR
+    /// has been transmitted). Any other code is treated as 300.
+    pub fn handle_auth(&mut self, now: Instant, status: u16) -> Result<(), Error> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
+        self.mechanism.handle_auth(status)?;
+        self.after_mechanism_step(now);
+        match &self.error {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
     }
 
     fn traffic_command<'a>(
@@ -579,6 +700,10 @@ impl Connection {
     /// The next event, if any. The handshake notice comes first; PING/PONG notices are
     /// counted, never dropped, and reported one per call.
     pub fn poll_event(&mut self) -> Option<Event> {
+        if self.auth_unreported {
+            self.auth_unreported = false;
+            return Some(Event::AuthRequested);
+        }
         if let Some(e) = self.handshake_event.take() {
             return Some(e);
         }
@@ -641,8 +766,8 @@ impl Connection {
             Some(Control::Signature)
         } else if p.greeting_rest {
             Some(Control::GreetingRest)
-        } else if p.ready {
-            Some(Control::Ready)
+        } else if self.mechanism.pending_len(&self.config).is_some() {
+            Some(Control::Handshake)
         } else if self.out_mid_message {
             None
         } else if p.pong.is_some() {
@@ -661,76 +786,119 @@ impl Connection {
         Command::Ping { ttl, context: &[] }
     }
 
-    fn ready_body_len(&self) -> usize {
-        let cfg = &self.config;
-        let mut len = 6 + property_len(b"Socket-Type", cfg.socket_type.name().as_bytes());
-        if cfg.socket_type.sends_identity() {
-            len += property_len(b"Identity", &cfg.identity);
-        }
-        len + cfg.properties.len()
-    }
-
     fn control_len(&self, c: Control) -> usize {
         match c {
             Control::Signature => SIGNATURE_LEN,
             Control::GreetingRest => GREETING_LEN - SIGNATURE_LEN,
-            Control::Ready => {
-                let body = self.ready_body_len();
-                FrameHeader::command(body).encoded_len() + body
-            }
-            Control::Pong => Command::Pong {
-                context: self.pending.pong.as_deref().unwrap_or(&[]),
-            }
-            .frame_len(),
-            Control::Ping => self.ping_command().frame_len(),
+            Control::Handshake => self.mechanism.pending_len(&self.config).unwrap_or(0),
+            Control::Pong => self.frame_len(true, self.pong_command().body_len()),
+            Control::Ping => self.frame_len(true, self.ping_command().body_len()),
         }
     }
 
-    /// Write control frame `c` into `out` and mark it sent; nothing is marked on failure.
-    fn emit_control(&mut self, c: Control, out: &mut [u8]) -> Result<usize, InsufficientSize> {
-        ensure(out, self.control_len(c))?;
+    fn pong_command(&self) -> Command<'_> {
+        Command::Pong {
+            context: self.pending.pong.as_deref().unwrap_or_default(),
+        }
+    }
+
+    /// Whether traffic is sealed (CURVE): every frame travels as a MESSAGE.
+    fn sealing(&self) -> bool {
+        self.phase == Phase::Traffic && self.mechanism.seals()
+    }
+
+    /// Length of the frame that carries `len` bytes of data (or a command body).
+    fn frame_len(&self, command: bool, len: usize) -> usize {
+        if self.sealing() {
+            MechanismState::seal_len(len)
+        } else if command {
+            FrameHeader::command(len).encoded_len() + len
+        } else {
+            FrameHeader::data(len, false).encoded_len() + len
+        }
+    }
+
+    /// Write one frame carrying `len` bytes that `body` writes: a data frame (with `more`)
+    /// or a command, sealed when traffic is. On failure nothing is written.
+    fn emit_frame(
+        &mut self,
+        command: bool,
+        more: bool,
+        len: usize,
+        out: &mut [u8],
+        body: impl FnOnce(&mut Writer<'_>) -> Result<(), InsufficientSize>,
+    ) -> Result<usize, SendError> {
+        if self.sealing() {
+            return self.mechanism.seal(command, more, len, out, body);
+        }
+        let header = if command {
+            FrameHeader::command(len)
+        } else {
+            FrameHeader::data(len, more)
+        };
+        ensure(out, header.encoded_len() + len)?;
         let mut w = Writer::new(out);
-        match c {
+        w.emit(|out| header.emit(out))?;
+        body(&mut w)?;
+        Ok(w.len())
+    }
+
+    /// Whether data frames are transformed on the way out (CURVE): their bodies cannot be
+    /// sent apart from their headers ([`send_frame_header`](Self::send_frame_header)).
+    pub fn encrypts(&self) -> bool {
+        self.mechanism.seals()
+    }
+
+    /// Write control frame `c` into `out` and mark it sent; nothing is marked on failure.
+    fn emit_control(&mut self, c: Control, out: &mut [u8]) -> Result<usize, SendError> {
+        ensure(out, self.control_len(c))?;
+        let n = match c {
             Control::Signature | Control::GreetingRest => {
                 let mut g = [0u8; GREETING_LEN];
                 Greeting {
                     version: self.config.version,
                     mechanism: self.mechanism.name(),
-                    as_server: false,
+                    as_server: self.config.security.is_server(),
                 }
                 .emit(&mut g)?;
                 let (signature, rest) = g.split_at(SIGNATURE_LEN);
+                let mut w = Writer::new(out);
                 w.put(if c == Control::Signature {
                     signature
                 } else {
                     rest
                 })?;
+                w.len()
             }
-            Control::Ready => {
-                let cfg = &self.config;
-                w.emit(|out| FrameHeader::command(self.ready_body_len()).emit(out))?;
-                w.put(b"\x05READY")?;
-                let ty = cfg.socket_type.name().as_bytes();
-                w.emit(|out| emit_property(b"Socket-Type", ty, out))?;
-                if cfg.socket_type.sends_identity() {
-                    w.emit(|out| emit_property(b"Identity", &cfg.identity, out))?;
+            Control::Handshake => {
+                let n = self.mechanism.emit(&self.config, out)?;
+                if self.error.is_none() {
+                    self.error = self.mechanism.failure();
                 }
-                w.put(&cfg.properties)?;
+                n
             }
             Control::Pong => {
-                let context = self.pending.pong.as_deref().unwrap_or_default();
-                w.emit(|out| Command::Pong { context }.emit_frame(out))?;
+                let pending = self.pending.pong.clone().unwrap_or_default();
+                let cmd = Command::Pong { context: &pending };
+                self.emit_frame(true, false, cmd.body_len(), out, |w| {
+                    w.emit(|out| cmd.emit_body(out))
+                })?
             }
-            Control::Ping => w.emit(|out| self.ping_command().emit_frame(out))?,
-        }
+            Control::Ping => {
+                let cmd = self.ping_command();
+                self.emit_frame(true, false, cmd.body_len(), out, |w| {
+                    w.emit(|out| cmd.emit_body(out))
+                })?
+            }
+        };
         match c {
             Control::Signature => self.pending.signature = false,
             Control::GreetingRest => self.pending.greeting_rest = false,
-            Control::Ready => self.pending.ready = false,
+            Control::Handshake => {}
             Control::Pong => self.pending.pong = None,
             Control::Ping => self.pending.ping = false,
         }
-        Ok(w.len())
+        Ok(n)
     }
 
     /// Write every pending control frame (greeting stages, READY, PONG, PING) that fits into
@@ -741,16 +909,28 @@ impl Connection {
         if self.error.is_some() {
             return Ok(0);
         }
-        let mut w = Writer::new(out);
-        while let Some(c) = self.next_control() {
-            if let Err(e) = w.emit(|out| self.emit_control(c, out)) {
-                if w.len() == 0 {
-                    return Err(e);
-                }
+        let mut written = 0;
+        while self.error.is_none() {
+            let Some(c) = self.next_control() else {
                 break;
+            };
+            let rest = out.get_mut(written..).unwrap_or_default();
+            match self.emit_control(c, rest) {
+                Ok(n) => written += n,
+                Err(SendError::InsufficientSize { required }) => {
+                    if written == 0 {
+                        return Err(InsufficientSize { required });
+                    }
+                    break;
+                }
+                Err(SendError::Closed(e)) => {
+                    self.error = Some(e);
+                    break;
+                }
+                Err(_) => break,
             }
         }
-        Ok(w.len())
+        Ok(written)
     }
 
     /// Total length of every control frame currently pending.
@@ -760,7 +940,10 @@ impl Connection {
         for (set, c) in [
             (p.signature, Control::Signature),
             (p.greeting_rest, Control::GreetingRest),
-            (p.ready, Control::Ready),
+            (
+                self.mechanism.pending_len(&self.config).is_some(),
+                Control::Handshake,
+            ),
             (p.pong.is_some() && !self.out_mid_message, Control::Pong),
             (p.ping && !self.out_mid_message, Control::Ping),
         ] {
@@ -781,18 +964,37 @@ impl Connection {
         Ok(())
     }
 
-    /// Write pending control frames, then `len` bytes produced by `f`, or nothing at all.
+    /// Write pending control frames, then one frame carrying `len` bytes that `body`
+    /// writes (see [`emit_frame`](Self::emit_frame)), or nothing at all.
     fn write_after_control(
         &mut self,
         out: &mut [u8],
+        command: bool,
+        more: bool,
         len: usize,
-        f: impl FnOnce(&mut Writer<'_>) -> Result<(), InsufficientSize>,
+        body: impl FnOnce(&mut Writer<'_>) -> Result<(), InsufficientSize>,
+    ) -> Result<usize, SendError> {
+        let frame_len = self.frame_len(command, len);
+        self.control_then(out, frame_len, |conn, rest| {
+            conn.emit_frame(command, more, len, rest, body)
+        })
+    }
+
+    /// Write pending control frames, then `len` more bytes that `f` writes into the rest of
+    /// `out`, or nothing at all.
+    fn control_then(
+        &mut self,
+        out: &mut [u8],
+        len: usize,
+        f: impl FnOnce(&mut Self, &mut [u8]) -> Result<usize, SendError>,
     ) -> Result<usize, SendError> {
         ensure(out, self.pending_control_len() + len)?;
-        let mut w = Writer::new(out);
-        w.emit(|out| self.poll_transmit(out))?;
-        f(&mut w)?;
-        Ok(w.len())
+        let n = self.poll_transmit(out)?;
+        if let Some(e) = &self.error {
+            return Err(SendError::Closed(e.clone()));
+        }
+        let rest = out.get_mut(n..).unwrap_or_default();
+        Ok(n + f(self, rest)?)
     }
 
     /// Encode one data frame (header and body) into `out`, after any pending control frames;
@@ -804,17 +1006,15 @@ impl Connection {
         out: &mut [u8],
     ) -> Result<usize, SendError> {
         self.check_send()?;
-        let header = FrameHeader::data(body.len(), more);
-        let n = self.write_after_control(out, header.encoded_len() + body.len(), |w| {
-            w.emit(|out| header.emit(out))?;
-            w.put(body)
-        })?;
+        let n = self.write_after_control(out, false, more, body.len(), |w| w.put(body))?;
         self.out_mid_message = more;
         Ok(n)
     }
 
     /// Like [`send_frame`](Self::send_frame) but writes only the header: the driver sends
     /// the `len` body bytes itself, right after, without copying them (vectored write).
+    /// Not possible when traffic is encrypted ([`encrypts`](Self::encrypts)): then
+    /// [`SendError::Sealed`] is returned and nothing is written.
     pub fn send_frame_header(
         &mut self,
         len: usize,
@@ -822,10 +1022,11 @@ impl Connection {
         out: &mut [u8],
     ) -> Result<usize, SendError> {
         self.check_send()?;
+        if self.mechanism.seals() {
+            return Err(SendError::Sealed);
+        }
         let header = FrameHeader::data(len, more);
-        let n = self.write_after_control(out, header.encoded_len(), |w| {
-            w.emit(|out| header.emit(out))
-        })?;
+        let n = self.control_then(out, header.encoded_len(), |_, rest| Ok(header.emit(rest)?))?;
         self.out_mid_message = more;
         Ok(n)
     }
@@ -836,7 +1037,9 @@ impl Connection {
         if self.out_mid_message {
             return Err(SendError::MidMessage);
         }
-        self.write_after_control(out, cmd.frame_len(), |w| w.emit(|out| cmd.emit_frame(out)))
+        self.write_after_control(out, true, false, cmd.body_len(), |w| {
+            w.emit(|out| cmd.emit_body(out))
+        })
     }
 
     /// Subscribe to `topic` on the peer: a SUBSCRIBE command to a 3.1 peer, a message
@@ -868,10 +1071,7 @@ impl Connection {
         if self.out_mid_message {
             return Err(SendError::MidMessage);
         }
-        let header = FrameHeader::data(topic.len() + 1, false);
-        let len = header.encoded_len() + topic.len() + 1;
-        self.write_after_control(out, len, |w| {
-            w.emit(|out| header.emit(out))?;
+        self.write_after_control(out, false, false, topic.len() + 1, |w| {
             w.put(&[u8::from(subscribe)])?;
             w.put(topic)
         })

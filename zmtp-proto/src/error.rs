@@ -60,6 +60,17 @@ pub enum Error {
     HeartbeatTimeout,
     /// No traffic arrived within the TTL the peer announced in its PING.
     HeartbeatTtlExpired,
+    /// We refused the peer: the verdict on its credentials was this ZAP status code (300,
+    /// 400 or 500).
+    AuthRejected {
+        /// The status code.
+        status: u16,
+    },
+    /// A verdict was given while none was asked for.
+    UnexpectedVerdict,
+    /// The CURVE handshake or a CURVE MESSAGE failed.
+    #[cfg(feature = "curve")]
+    Curve(crate::mechanism::CurveError),
 }
 
 impl From<CodecError> for Error {
@@ -98,6 +109,12 @@ impl core::fmt::Display for Error {
             Error::HandshakeTimeout => f.write_str("handshake timed out"),
             Error::HeartbeatTimeout => f.write_str("heartbeat timed out"),
             Error::HeartbeatTtlExpired => f.write_str("peer heartbeat TTL expired"),
+            Error::AuthRejected { status } => {
+                write!(f, "peer refused by authentication ({status})")
+            }
+            Error::UnexpectedVerdict => f.write_str("authentication verdict without a request"),
+            #[cfg(feature = "curve")]
+            Error::Curve(e) => write!(f, "CURVE: {e}"),
         }
     }
 }
@@ -121,6 +138,8 @@ pub enum SendError {
     },
     /// The connection has failed with this (sticky) error.
     Closed(Error),
+    /// The frame body cannot be sent apart from its header: traffic is encrypted.
+    Sealed,
 }
 
 impl From<InsufficientSize> for SendError {
@@ -140,6 +159,7 @@ impl core::fmt::Display for SendError {
                 write!(f, "output buffer too small: {required} bytes required")
             }
             SendError::Closed(e) => write!(f, "connection closed: {e}"),
+            SendError::Sealed => f.write_str("encrypted traffic: body cannot be sent apart"),
         }
     }
 }

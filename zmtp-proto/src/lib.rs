@@ -117,7 +117,7 @@ mod connection;
 #[cfg(feature = "curve")]
 pub mod curve_crypto;
 mod error;
-mod mechanism;
+pub mod mechanism;
 #[cfg(feature = "alloc")]
 pub mod socket;
 mod socket_type;

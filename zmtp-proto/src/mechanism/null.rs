@@ -1,19 +1,95 @@
-use super::Step;
-use crate::codec::Command;
+use super::{command_frame_len, emit_error, emit_metadata_command, error_len, Refusal, Verdict};
+use crate::codec::{Command, InsufficientSize, Metadata};
+use crate::connection::Config;
 use crate::error::{Reason, MAX_REASON_LEN};
 use crate::Error;
 
 /// The NULL mechanism (RFC 23): each side sends READY; an ERROR from the peer is fatal.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Null;
+/// With authentication on (libzmq: a ZAP domain is set), our READY waits for the verdict.
+#[derive(Debug, Clone)]
+pub(crate) struct Null {
+    authenticate: bool,
+    pub(crate) verdict: Verdict,
+    pub(crate) refused: Refusal,
+    ready_pending: bool,
+    ready_queued: bool,
+    peer_ready: bool,
+}
 
 impl Null {
-    pub(crate) fn handle_command<'a>(&mut self, cmd: Command<'a>) -> Result<Step<'a>, Error> {
-        match cmd {
-            Command::Ready(meta) => Ok(Step::Ready(meta)),
+    pub(crate) fn new(authenticate: bool) -> Null {
+        Null {
+            authenticate,
+            verdict: Verdict::None,
+            refused: Refusal::default(),
+            ready_pending: false,
+            ready_queued: false,
+            peer_ready: false,
+        }
+    }
+
+    pub(crate) fn start(&mut self) {
+        if self.authenticate {
+            self.verdict = Verdict::Waiting;
+        } else {
+            self.queue_ready();
+        }
+    }
+
+    fn queue_ready(&mut self) {
+        self.ready_pending = true;
+        self.ready_queued = true;
+    }
+
+    pub(crate) fn pending_len(&self, cfg: &Config) -> Option<usize> {
+        if let Some(reason) = self.refused.farewell() {
+            return Some(error_len(reason));
+        }
+        self.ready_pending
+            .then(|| command_frame_len(b"READY", cfg.metadata_len()))
+    }
+
+    pub(crate) fn emit(&mut self, cfg: &Config, out: &mut [u8]) -> Result<usize, InsufficientSize> {
+        if let Some(reason) = self.refused.farewell() {
+            let n = emit_error(out, reason)?;
+            self.refused.farewell_sent();
+            return Ok(n);
+        }
+        if !self.ready_pending {
+            return Ok(0);
+        }
+        let n = emit_metadata_command(b"READY", cfg, out)?;
+        self.ready_pending = false;
+        Ok(n)
+    }
+
+    pub(crate) fn handle_command<'a>(
+        &mut self,
+        body: &'a mut [u8],
+    ) -> Result<Option<Metadata<'a>>, Error> {
+        let body: &'a [u8] = body;
+        match Command::parse(body)? {
+            Command::Ready(meta) if !self.peer_ready => {
+                self.peer_ready = true;
+                Ok(Some(meta))
+            }
             Command::Error(reason) => Err(Error::PeerError(reason_of(reason))),
             _ => Err(Error::UnexpectedCommand),
         }
+    }
+
+    pub(crate) fn is_complete(&self) -> bool {
+        self.peer_ready && self.ready_queued
+    }
+
+    pub(crate) fn handle_auth(&mut self, status: u16) -> Result<(), Error> {
+        if self.refused.apply(status) {
+            self.verdict = Verdict::Granted;
+            self.queue_ready();
+        } else {
+            self.verdict = Verdict::None;
+        }
+        Ok(())
     }
 }
 

@@ -883,6 +883,12 @@ impl Socket {
                         .unwrap_or(0);
                     self.monitor(MonitorEventKind::HandshakeFailedAuth, status, endpoint)
                 }
+                // Our own verdict refused the peer.
+                Ending::Failed(Error::AuthRejected { status }) => self.monitor(
+                    MonitorEventKind::HandshakeFailedAuth,
+                    u32::from(*status),
+                    endpoint,
+                ),
                 Ending::Failed(e) => match monitor::protocol_error_code(e) {
                     Some(code) => {
                         self.monitor(MonitorEventKind::HandshakeFailedProtocol, code, endpoint)

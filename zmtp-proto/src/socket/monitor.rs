@@ -227,7 +227,16 @@ pub fn protocol_error_code(e: &Error) -> Option<u32> {
         | Error::IncompatibleSocketType { .. }
         | Error::IdentityTooLong => p::ZMTP_INVALID_METADATA,
         Error::UnsupportedVersion { .. } | Error::MessageTooLarge { .. } => p::ZMTP_UNSPECIFIED,
+        #[cfg(feature = "curve")]
+        Error::Curve(c) => match c {
+            crate::mechanism::CurveError::InvalidSequence => p::ZMTP_INVALID_SEQUENCE,
+            crate::mechanism::CurveError::NoEntropy
+            | crate::mechanism::CurveError::NoncesExhausted => p::ZMTP_UNSPECIFIED,
+            _ => p::ZMTP_CRYPTOGRAPHIC,
+        },
+        Error::UnexpectedVerdict => p::ZMTP_UNSPECIFIED,
         Error::PeerError(_)
+        | Error::AuthRejected { .. }
         | Error::HandshakeTimeout
         | Error::HeartbeatTimeout
         | Error::HeartbeatTtlExpired => return None,
