@@ -94,6 +94,43 @@ impl Security {
     }
 }
 
+impl PartialEq for Security {
+    fn eq(&self, other: &Security) -> bool {
+        match (self, other) {
+            (Security::Null, Security::Null) | (Security::PlainServer, Security::PlainServer) => {
+                true
+            }
+            (
+                Security::PlainClient { username, password },
+                Security::PlainClient {
+                    username: u,
+                    password: p,
+                },
+            ) => username == u && password == p,
+            #[cfg(feature = "curve")]
+            (
+                Security::CurveClient { server_key, keys },
+                Security::CurveClient {
+                    server_key: s,
+                    keys: k,
+                },
+            ) => server_key == s && same_keys(keys, k),
+            #[cfg(feature = "curve")]
+            (Security::CurveServer { keys }, Security::CurveServer { keys: k }) => {
+                same_keys(keys, k)
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Security {}
+
+#[cfg(feature = "curve")]
+fn same_keys(a: &KeyPair, b: &KeyPair) -> bool {
+    a.public == b.public && a.secret.as_bytes() == b.secret.as_bytes()
+}
+
 /// What a peer presented, for the authenticator to judge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]

@@ -1,8 +1,11 @@
 //! Multipart messages.
 
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use bytes::Bytes;
+
+use super::PeerProperties;
 
 /// A multipart message: one or more frames, delivered all together or not at all.
 ///
@@ -12,6 +15,8 @@ use bytes::Bytes;
 #[derive(Debug, Clone, Default)]
 pub struct Message {
     frames: Frames,
+    /// The sending peer's properties, on messages from authenticated peers.
+    properties: Option<Arc<PeerProperties>>,
 }
 
 #[derive(Debug, Clone)]
@@ -44,6 +49,23 @@ impl Message {
     /// An empty message (no frames yet).
     pub fn new() -> Message {
         Message::default()
+    }
+
+    /// A property of the peer that sent this message, as libzmq's `zmq_msg_gets`:
+    /// `User-Id` and the authenticator's properties, then the peer's own metadata
+    /// (`Socket-Type`, `Identity`, `X-` properties). Only messages from peers that were
+    /// authenticated (PLAIN, CURVE, or NULL with a ZAP domain) carry properties.
+    pub fn property(&self, name: &str) -> Option<&[u8]> {
+        self.properties.as_deref()?.get(name)
+    }
+
+    /// All properties of the sending peer (see [`property`](Self::property)).
+    pub fn properties(&self) -> Option<&PeerProperties> {
+        self.properties.as_deref()
+    }
+
+    pub(crate) fn set_properties(&mut self, properties: Option<Arc<PeerProperties>>) {
+        self.properties = properties;
     }
 
     /// The frames.
@@ -143,6 +165,7 @@ impl From<Vec<Bytes>> for Message {
         }
         Message {
             frames: Frames::Many(frames),
+            properties: None,
         }
     }
 }
@@ -151,6 +174,7 @@ impl From<Bytes> for Message {
     fn from(frame: Bytes) -> Message {
         Message {
             frames: Frames::One(frame),
+            properties: None,
         }
     }
 }

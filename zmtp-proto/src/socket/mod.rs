@@ -22,6 +22,7 @@
 //! - Arm one timer at [`Socket::poll_timeout`] and call [`Socket::handle_timeout`].
 //! - Report a stream that ended with [`Socket::handle_closed`].
 
+mod auth;
 pub mod endpoint;
 mod message;
 pub mod monitor;
@@ -35,6 +36,7 @@ use core::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 
+pub use auth::{AuthReply, PeerProperties, ZapRequest};
 pub use endpoint::{Endpoint, EndpointError};
 pub use message::Message;
 pub use monitor::{MonitorEvent, MonitorEventKind};
@@ -85,6 +87,14 @@ pub enum Event {
     Resume {
         /// The peer.
         peer: PeerId,
+    },
+    /// A peer must be authenticated: ask the ZAP handler (adding the peer's address) and
+    /// answer with [`Socket::handle_auth`], or answer [`AuthReply::NoHandler`].
+    Authenticate {
+        /// The peer.
+        peer: PeerId,
+        /// What to ask.
+        request: ZapRequest,
     },
     /// A monitor event (only those enabled with [`Socket::set_monitor`]).
     Monitor(MonitorEvent),
@@ -182,6 +192,8 @@ struct Stream {
     established: bool,
     /// Listed in `Socket::dirty`.
     dirty: bool,
+    /// Refused by its verdict: close once the ERROR is written, or at the deadline.
+    farewell: Option<(Error, Instant)>,
 }
 
 impl Stream {
@@ -207,6 +219,10 @@ struct Peer {
     subs: Vec<Bytes>,
     /// Input is held back: the receive queue reached RCVHWM and has not drained to half.
     held: bool,
+    /// The peer's properties, once its metadata arrived.
+    properties: Option<alloc::sync::Arc<PeerProperties>>,
+    /// A verdict accepted the peer: its messages carry its properties.
+    authenticated: bool,
 }
 
 /// Complete messages a peer left behind when it left the pattern (its stream ended), not
@@ -274,6 +290,9 @@ pub struct Socket {
     /// `Some(deadline)` once `close` was called (`Some(None)`: linger forever).
     closing: Option<Option<Instant>>,
     closed: bool,
+    /// Seeds each CURVE connection's randomness ([`Socket::set_entropy`]).
+    #[cfg(feature = "curve")]
+    entropy: Option<crate::curve_crypto::Drbg>,
 }
 
 impl Socket {
@@ -307,7 +326,18 @@ impl Socket {
             last_endpoint: String::new(),
             closing: None,
             closed: false,
+            #[cfg(feature = "curve")]
+            entropy: None,
         })
+    }
+
+    /// Seed the randomness of CURVE connections (short-term keys, cookies, nonces): 32
+    /// bytes from a secure source (the operating system). Each connection gets its own
+    /// seed drawn from this one. Without it, CURVE handshakes fail with
+    /// [`CurveError::NoEntropy`](crate::mechanism::CurveError).
+    #[cfg(feature = "curve")]
+    pub fn set_entropy(&mut self, seed: [u8; 32]) {
+        self.entropy = Some(crate::curve_crypto::Drbg::new(seed));
     }
 
     /// The socket type.
@@ -424,6 +454,8 @@ impl Socket {
                 routing_id,
                 subs: Vec::new(),
                 held: false,
+                properties: None,
+                authenticated: false,
             },
         );
         if !self.opts.immediate && self.ty != SocketType::Router {
@@ -488,7 +520,7 @@ impl Socket {
         self.endpoints.remove(&endpoint);
     }
 
-    fn new_stream(&self, now: Instant) -> Stream {
+    fn new_stream(&mut self, now: Instant) -> Stream {
         let mut config = Config::new(self.ty);
         // Validated in `new`/`set_options`: at most 255 bytes.
         let _ = config.set_identity(&self.opts.routing_id);
@@ -497,13 +529,27 @@ impl Socket {
         config.heartbeat_timeout = self.opts.heartbeat_timeout;
         config.heartbeat_ttl = self.opts.heartbeat_ttl;
         config.max_message_size = self.opts.maxmsgsize;
+        config.security = self.opts.security.clone();
+        config.authenticate_null = !self.opts.zap_domain.is_empty();
+        #[cfg(feature = "curve")]
+        let conn = match &mut self.entropy {
+            Some(rng) => {
+                let mut seed = [0u8; 32];
+                rng.fill(&mut seed);
+                Connection::with_entropy(config, now, seed)
+            }
+            None => Connection::new(config, now),
+        };
+        #[cfg(not(feature = "curve"))]
+        let conn = Connection::new(config, now);
         Stream {
-            conn: Buffered::new(config, now),
+            conn: Buffered::wrap(conn),
             written: 0,
             encoded_ends: VecDeque::new(),
             partial: Vec::new(),
             established: false,
             dirty: false,
+            farewell: None,
         }
     }
 
@@ -528,6 +574,8 @@ impl Socket {
                 routing_id: Bytes::new(),
                 subs: Vec::new(),
                 held: false,
+                properties: None,
+                authenticated: false,
             },
         );
         self.mark_dirty(peer);
@@ -671,17 +719,39 @@ impl Socket {
             };
             let item = match stream.conn.poll_item(now) {
                 Ok(Some(item)) => item,
-                Ok(None) => break,
+                Ok(None) => {
+                    // Handshake commands move the connection without yielding an item.
+                    self.process_conn_events(peer);
+                    break;
+                }
                 Err(e) => {
                     self.end_stream(peer, Ending::Failed(e));
                     return;
                 }
             };
-            // Notices are counted by the connection; nothing here needs them.
-            while stream.conn.connection_mut().poll_event().is_some() {}
             self.on_item(peer, item);
+            self.process_conn_events(peer);
         }
         self.after_output(peer);
+    }
+
+    /// Act on a peer's connection events: a wanted verdict, the end of the handshake.
+    /// PING/PONG notices are counted by the connection; nothing here needs them.
+    fn process_conn_events(&mut self, peer: PeerId) {
+        loop {
+            let Some(s) = self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) else {
+                return;
+            };
+            match s.conn.connection_mut().poll_event() {
+                None => return,
+                Some(crate::Event::AuthRequested) => self.request_auth(peer),
+                Some(crate::Event::HandshakeSucceeded { .. }) if !s.established => {
+                    s.established = true;
+                    self.on_handshake(peer);
+                }
+                Some(_) => {}
+            }
+        }
     }
 
     /// One item received from a peer's stream.
@@ -690,9 +760,11 @@ impl Socket {
             return;
         };
         match item {
-            OwnedItem::Ready(_) => {
-                stream.established = true;
-                self.on_handshake(peer);
+            OwnedItem::Ready(metadata) => {
+                if let Some(p) = self.peers.get_mut(&peer) {
+                    let props = p.properties.get_or_insert_with(Default::default);
+                    alloc::sync::Arc::make_mut(props).peer = metadata;
+                }
             }
             // A single-frame message needs no frame list.
             OwnedItem::Frame { body, more: false } if stream.partial.is_empty() => {
@@ -818,6 +890,7 @@ impl Socket {
         for msg in waiting {
             self.deliver(peer, msg);
         }
+        self.finish_farewell(peer, self.now);
         if self.closing.is_some() {
             self.try_finish_close();
         }
@@ -851,7 +924,8 @@ impl Socket {
     /// A peer's stream ended (end of file or an I/O error). The driver has closed it.
     pub fn handle_closed(&mut self, peer: PeerId, now: Instant) {
         self.now = now;
-        self.end_stream(peer, Ending::Closed);
+        let error = self.connection(peer).and_then(|c| c.error().cloned());
+        self.end_stream(peer, auth::ending_of(error.as_ref()));
     }
 
     fn end_stream(&mut self, peer: PeerId, ending: Ending) {
@@ -1019,10 +1093,13 @@ impl Socket {
         if self.closed {
             return None;
         }
-        let streams = self
-            .peers
-            .values()
-            .filter_map(|p| p.stream.as_ref()?.conn.connection().poll_timeout());
+        let streams = self.peers.values().filter_map(|p| {
+            let s = p.stream.as_ref()?;
+            match &s.farewell {
+                Some((_, deadline)) => Some(*deadline),
+                None => s.conn.connection().poll_timeout(),
+            }
+        });
         let retries = self.endpoints.values().filter_map(|e| e.retry_at);
         let linger = self.closing.flatten();
         streams.chain(retries).chain(linger).min()
@@ -1035,10 +1112,10 @@ impl Socket {
             .peers
             .iter()
             .filter(|(_, p)| {
-                p.stream
-                    .as_ref()
-                    .and_then(|s| s.conn.connection().poll_timeout())
-                    .is_some_and(|t| t <= now)
+                p.stream.as_ref().is_some_and(|s| match &s.farewell {
+                    Some((_, deadline)) => *deadline <= now,
+                    None => s.conn.connection().poll_timeout().is_some_and(|t| t <= now),
+                })
             })
             .map(|(id, _)| *id)
             .collect();
@@ -1046,6 +1123,10 @@ impl Socket {
             let Some(s) = self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) else {
                 continue;
             };
+            if s.farewell.is_some() {
+                self.finish_farewell(peer, now);
+                continue;
+            }
             match s.conn.connection_mut().handle_timeout(now) {
                 Ok(()) => self.after_output(peer),
                 Err(e) => self.end_stream(peer, Ending::Failed(e)),

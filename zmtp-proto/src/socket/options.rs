@@ -4,6 +4,8 @@ use core::time::Duration;
 
 use bytes::Bytes;
 
+use crate::mechanism::Security;
+
 /// Options every driver shares. Defaults are libzmq 4.3's.
 ///
 /// Subscriptions (`ZMQ_SUBSCRIBE`/`ZMQ_UNSUBSCRIBE`) are calls on the socket, not fields.
@@ -59,6 +61,16 @@ pub struct Options {
     pub xpub_nodrop: bool,
     /// `ZMQ_XPUB_WELCOME_MSG`: a message sent to each new subscriber.
     pub xpub_welcome_msg: Option<Bytes>,
+    /// The security mechanism and our role in it: `ZMQ_PLAIN_SERVER`,
+    /// `ZMQ_PLAIN_USERNAME`/`ZMQ_PLAIN_PASSWORD`, `ZMQ_CURVE_SERVER`,
+    /// `ZMQ_CURVE_PUBLICKEY`/`ZMQ_CURVE_SECRETKEY`/`ZMQ_CURVE_SERVERKEY`. Default NULL.
+    pub security: Security,
+    /// `ZMQ_ZAP_DOMAIN`: the domain sent to the ZAP handler. A non-empty domain makes
+    /// NULL connections ask ZAP too. Default empty.
+    pub zap_domain: Bytes,
+    /// `ZMQ_ZAP_ENFORCE_DOMAIN`: with CURVE, skip ZAP when the domain is empty and refuse
+    /// clients when a domain is set but no handler is there. Default false.
+    pub zap_enforce_domain: bool,
 }
 
 impl Default for Options {
@@ -87,6 +99,9 @@ impl Default for Options {
             xpub_verboser: false,
             xpub_nodrop: false,
             xpub_welcome_msg: None,
+            security: Security::Null,
+            zap_domain: Bytes::new(),
+            zap_enforce_domain: false,
         }
     }
 }

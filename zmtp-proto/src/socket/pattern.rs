@@ -176,7 +176,7 @@ impl Socket {
     }
 
     /// A complete message arrived from a peer.
-    pub(super) fn on_message(&mut self, peer: PeerId, msg: Message) {
+    pub(super) fn on_message(&mut self, peer: PeerId, mut msg: Message) {
         let conflate = self.conflate();
         let ty = self.ty;
         let matches = ty != SocketType::Sub || self.sub_matches(&msg);
@@ -185,6 +185,9 @@ impl Socket {
         };
         if !p.attached {
             return;
+        }
+        if p.authenticated {
+            msg.set_properties(p.properties.clone());
         }
         match ty {
             SocketType::Pub | SocketType::Push => {}

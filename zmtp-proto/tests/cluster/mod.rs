@@ -10,8 +10,8 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
 use zmtp_proto::socket::{
-    EndpointId, Event, Message, MonitorEvent, MonitorEventKind, Options, PeerId, PeerStats,
-    SendError, Sent, Socket,
+    AuthReply, EndpointId, Event, Message, MonitorEvent, MonitorEventKind, Options, PeerId,
+    PeerStats, SendError, Sent, Socket, ZapRequest,
 };
 use zmtp_proto::{Instant, SocketType};
 
@@ -62,6 +62,10 @@ pub struct Member {
     pub closed_peers: Vec<PeerId>,
     /// Every `Connect` acted on: when, and to where.
     pub connect_attempts: Vec<(Instant, String)>,
+    /// Answers authentication requests; `None`: no handler.
+    pub authenticator: Option<fn(&ZapRequest) -> AuthReply>,
+    /// Every authentication request seen.
+    pub auth_requests: Vec<ZapRequest>,
 }
 
 /// One end of a link.
@@ -138,7 +142,16 @@ impl Cluster {
     /// Add a socket; its seed is drawn from the cluster's PRNG.
     pub fn add(&mut self, ty: SocketType, opts: Options) -> Node {
         let seed = self.rng.next_u64();
-        let socket = Socket::new(ty, opts, seed).expect("valid options");
+        #[allow(unused_mut)]
+        let mut socket = Socket::new(ty, opts, seed).expect("valid options");
+        #[cfg(feature = "curve")]
+        {
+            let mut entropy = [0u8; 32];
+            for chunk in entropy.chunks_mut(8) {
+                chunk.copy_from_slice(&self.rng.next_u64().to_le_bytes());
+            }
+            socket.set_entropy(entropy);
+        }
         self.members.push(Member {
             socket,
             alive: true,
@@ -147,6 +160,8 @@ impl Cluster {
             closed_at: None,
             closed_peers: Vec::new(),
             connect_attempts: Vec::new(),
+            authenticator: None,
+            auth_requests: Vec::new(),
         });
         Node(self.members.len() - 1)
     }
@@ -154,6 +169,10 @@ impl Cluster {
     /// Add a socket with default options.
     pub fn add_default(&mut self, ty: SocketType) -> Node {
         self.add(ty, Options::default())
+    }
+
+    pub fn members_mut(&mut self, n: Node) -> &mut Member {
+        &mut self.members[n.0]
     }
 
     pub fn member(&self, n: Node) -> &Member {
@@ -461,6 +480,14 @@ impl Cluster {
                 }
             }
             Event::Monitor(e) => self.members[n.0].monitor.push(e),
+            Event::Authenticate { peer, request } => {
+                let m = &mut self.members[n.0];
+                let reply = m
+                    .authenticator
+                    .map_or(AuthReply::NoHandler, |auth| auth(&request));
+                m.auth_requests.push(request);
+                m.socket.handle_auth(peer, now, reply);
+            }
             Event::Closed => self.members[n.0].closed_at = Some(now),
             _ => {}
         }
