@@ -18,11 +18,17 @@ use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinHandle;
 use zmtp_proto::socket::endpoint::{Host, IpcEndpoint, TcpEndpoint};
 use zmtp_proto::socket::{
-    Endpoint, EndpointId, Event, MonitorEvent, PeerId, Socket as ProtoSocket,
+    AuthReply, Authenticator, Endpoint, EndpointId, Event, MonitorEvent, PeerId,
+    Socket as ProtoSocket, ZapRequest,
 };
 use zmtp_proto::Instant;
 
-use crate::stream::{inproc_bind, inproc_connect, inproc_unbind, InprocStream, Stream};
+use crate::stream::{
+    inproc_bind, inproc_connect, inproc_is_bound, inproc_unbind, InprocStream, Stream,
+};
+
+/// Where libzmq-style ZAP handlers listen (RFC 27).
+const ZAP_ENDPOINT: &str = "zeromq.zap.01";
 
 /// Most reads from one peer per wake-up, so that one busy peer cannot starve the others.
 const READS_PER_WAKE: usize = 16;
@@ -77,6 +83,9 @@ pub(crate) struct Core {
     monitors: Vec<mpsc::UnboundedSender<MonitorEvent>>,
     pub(crate) closed: bool,
     timer_deadline: Option<Instant>,
+    /// Decides authentication requests in code; without it, a handler bound at
+    /// `inproc://zeromq.zap.01` is asked, and without that, libzmq's rules apply.
+    pub(crate) authenticator: Option<Authenticator>,
 }
 
 impl Inner {
@@ -93,6 +102,7 @@ impl Inner {
                 monitors: Vec::new(),
                 closed: false,
                 timer_deadline: None,
+                authenticator: None,
             }),
             readable: Notify::new(),
             writable: Notify::new(),
@@ -414,6 +424,24 @@ impl Inner {
                 }
             }
             Event::Monitor(m) => core.monitors.retain(|tx| tx.send(m.clone()).is_ok()),
+            Event::Authenticate { peer, request } => {
+                let address = core
+                    .peers
+                    .get(&peer)
+                    .map(|io| io.stream.peer_ip())
+                    .unwrap_or_default();
+                let now = self.now();
+                if let Some(auth) = &core.authenticator {
+                    let reply = auth.check(&address, &request);
+                    core.socket.handle_auth(peer, now, reply);
+                } else if inproc_is_bound(ZAP_ENDPOINT) {
+                    let timeout = core.socket.options().handshake_ivl;
+                    self.runtime
+                        .spawn(zap_task(self.clone(), peer, request, address, timeout));
+                } else {
+                    core.socket.handle_auth(peer, now, AuthReply::NoHandler);
+                }
+            }
             Event::Closed => {
                 core.closed = true;
                 for (_, io) in std::mem::take(&mut core.peers) {
@@ -586,6 +614,47 @@ async fn peer_task(inner: Arc<Inner>, peer: PeerId, stream: Arc<Stream>, wake: A
             tokio::task::yield_now().await;
         }
     }
+}
+
+/// Ask the ZAP handler bound at `inproc://zeromq.zap.01` about one peer, then hand the
+/// verdict to the socket. A handler that does not answer within `timeout` (or at all)
+/// refuses the peer (500); the handshake deadline would end it anyway.
+async fn zap_task(
+    inner: Arc<Inner>,
+    peer: PeerId,
+    request: ZapRequest,
+    address: String,
+    timeout: Option<std::time::Duration>,
+) {
+    const REQUEST_ID: &[u8] = b"1";
+    let ask = async {
+        let zap = crate::Socket::new(zmtp_proto::SocketType::Dealer).ok()?;
+        zap.connect(&format!("inproc://{ZAP_ENDPOINT}"))
+            .await
+            .ok()?;
+        let mut frames = vec![zmtp_proto::Bytes::new()];
+        frames.extend(request.to_frames(REQUEST_ID, &address));
+        zap.send(zmtp_proto::socket::Message::from(frames))
+            .await
+            .ok()?;
+        let reply = zap.recv().await.ok()?;
+        // The empty delimiter a REP handler puts in front.
+        let frames = match reply.frames() {
+            [delimiter, rest @ ..] if delimiter.is_empty() => rest,
+            frames => frames,
+        };
+        Some(AuthReply::from_frames(frames, REQUEST_ID))
+    };
+    let limit = timeout.unwrap_or(std::time::Duration::from_secs(30));
+    let reply = tokio::time::timeout(limit, ask)
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or(AuthReply::status(500));
+    let mut core = inner.lock();
+    let now = inner.now();
+    core.socket.handle_auth(peer, now, reply);
+    inner.pump(&mut core);
 }
 
 async fn timer_task(inner: Arc<Inner>) {

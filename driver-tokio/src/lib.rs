@@ -43,10 +43,13 @@ use futures_core::Stream as FuturesStream;
 use tokio::sync::mpsc;
 
 use crate::core::Inner;
+pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey};
+pub use zmtp_proto::mechanism::Security;
 pub use zmtp_proto::socket::{
-    EndpointError, Message, MonitorEvent, MonitorEventKind, Options, SendError, Sent,
+    AuthReply, Authenticator, EndpointError, Message, MonitorEvent, MonitorEventKind, Options,
+    PeerProperties, SendError, Sent, ZapRequest,
 };
-pub use zmtp_proto::{Bytes, SocketType};
+pub use zmtp_proto::{z85, Bytes, SocketType};
 
 /// Why an operation failed.
 #[non_exhaustive]
@@ -120,8 +123,12 @@ impl Socket {
 
     /// A socket of type `ty` with `options`. Must be called inside a tokio runtime.
     pub fn with_options(ty: SocketType, options: Options) -> Result<Socket, Error> {
-        let socket =
+        let mut socket =
             zmtp_proto::socket::Socket::new(ty, options, seed()).map_err(Error::Options)?;
+        // CURVE's keys and nonces come from the operating system's generator.
+        let mut entropy = [0u8; 32];
+        getrandom::fill(&mut entropy).map_err(|e| Error::Io(io::Error::other(e)))?;
+        socket.set_entropy(entropy);
         Ok(Socket {
             inner: Inner::new(socket).ok_or(Error::NoRuntime)?,
         })
@@ -143,6 +150,15 @@ impl Socket {
         self.inner
             .with(|core| core.socket.set_options(options))
             .map_err(Error::Options)
+    }
+
+    /// Decide authentication requests (ZAP) with `authenticator`, or with `None`, ask the
+    /// handler bound at `inproc://zeromq.zap.01` if any, as libzmq does, and otherwise
+    /// apply libzmq's rules (PLAIN servers refuse everyone, CURVE servers accept every
+    /// client). Requests are made by PLAIN and CURVE servers, and by NULL sockets with a
+    /// ZAP domain.
+    pub fn set_authenticator(&self, authenticator: Option<Authenticator>) {
+        self.inner.lock().authenticator = authenticator;
     }
 
     /// Listen on `endpoint` (`tcp://127.0.0.1:*`, `tcp://[::1]:5555`, `ipc:///tmp/x`,

@@ -30,6 +30,17 @@ impl Stream {
         }
     }
 
+    /// The peer's IP address as text (empty for ipc and inproc), as ZAP wants it.
+    pub(crate) fn peer_ip(&self) -> String {
+        match self {
+            Stream::Tcp(s) => s
+                .peer_addr()
+                .map(|a| a.ip().to_string())
+                .unwrap_or_default(),
+            Stream::Unix(_) | Stream::Inproc(_) => String::new(),
+        }
+    }
+
     pub(crate) async fn writable(&self) -> io::Result<()> {
         match self {
             Stream::Tcp(s) => s.writable().await,
@@ -186,6 +197,15 @@ pub(crate) fn inproc_bind(name: &str) -> io::Result<mpsc::UnboundedReceiver<Inpr
     let (tx, rx) = mpsc::unbounded_channel();
     table.insert(name.to_string(), tx);
     Ok(rx)
+}
+
+/// Whether something is bound at `name`.
+pub(crate) fn inproc_is_bound(name: &str) -> bool {
+    registry()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(name)
+        .is_some_and(|tx| !tx.is_closed())
 }
 
 /// Forget a bound name.

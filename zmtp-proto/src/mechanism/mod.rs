@@ -71,6 +71,28 @@ impl Security {
         })
     }
 
+    /// A CURVE server (`ZMQ_CURVE_SERVER` with `ZMQ_CURVE_SECRETKEY`) from its secret key
+    /// in Z85 (40 characters); the public key is derived from it.
+    #[cfg(feature = "curve")]
+    pub fn curve_server_z85(secret: &str) -> Result<Security, crate::z85::Z85Error> {
+        Ok(Security::CurveServer {
+            keys: KeyPair::from_secret(crate::z85::decode_key(secret.as_bytes())?),
+        })
+    }
+
+    /// A CURVE client (`ZMQ_CURVE_SERVERKEY`, `ZMQ_CURVE_SECRETKEY`) from the server's
+    /// public key and our secret key, both in Z85.
+    #[cfg(feature = "curve")]
+    pub fn curve_client_z85(
+        server_public: &str,
+        secret: &str,
+    ) -> Result<Security, crate::z85::Z85Error> {
+        Ok(Security::CurveClient {
+            server_key: PublicKey(crate::z85::decode_key(server_public.as_bytes())?),
+            keys: KeyPair::from_secret(crate::z85::decode_key(secret.as_bytes())?),
+        })
+    }
+
     /// The mechanism's name, as in the greeting.
     pub fn mechanism(&self) -> MechanismName {
         match self {

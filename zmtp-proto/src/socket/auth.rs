@@ -1,6 +1,8 @@
 //! Authentication at the socket level (ZAP, RFC 27): which peers are asked about, what
 //! happens without a handler (libzmq's rules), and what an accepted peer carries.
 
+use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
@@ -34,6 +36,21 @@ impl ZapRequest {
     pub fn mechanism_name(&self) -> &str {
         core::str::from_utf8(self.mechanism.name()).unwrap_or_default()
     }
+
+    /// The request as ZAP frames (RFC 27, after the empty delimiter a REP handler needs):
+    /// version, request id, domain, address, identity, mechanism, credentials.
+    pub fn to_frames(&self, request_id: &[u8], address: &str) -> Vec<Bytes> {
+        let mut frames = alloc::vec![
+            Bytes::from_static(b"1.0"),
+            Bytes::copy_from_slice(request_id),
+            self.domain.clone(),
+            Bytes::copy_from_slice(address.as_bytes()),
+            self.identity.clone(),
+            Bytes::copy_from_slice(self.mechanism.name()),
+        ];
+        frames.extend(self.credentials.iter().cloned());
+        frames
+    }
 }
 
 /// The answer to a [`ZapRequest`].
@@ -55,6 +72,30 @@ pub enum AuthReply {
 }
 
 impl AuthReply {
+    /// Read a ZAP reply (RFC 27, after the empty delimiter): version "1.0", the request id
+    /// sent, a status code 200/300/400/500, status text, user id, metadata. A reply that
+    /// breaks any of these rules (libzmq checks the same) refuses the peer with 500.
+    pub fn from_frames(frames: &[Bytes], request_id: &[u8]) -> AuthReply {
+        let [version, id, status, _text, user_id, metadata] = frames else {
+            return AuthReply::status(500);
+        };
+        let status = match &status[..] {
+            b"200" => 200,
+            b"300" => 300,
+            b"400" => 400,
+            b"500" => 500,
+            _ => return AuthReply::status(500),
+        };
+        if &version[..] != b"1.0" || &id[..] != request_id || Metadata::parse(metadata).is_err() {
+            return AuthReply::status(500);
+        }
+        AuthReply::Verdict {
+            status,
+            user_id: user_id.clone(),
+            metadata: metadata.clone(),
+        }
+    }
+
     /// A verdict with no user id or metadata.
     pub fn status(status: u16) -> AuthReply {
         AuthReply::Verdict {
@@ -219,5 +260,101 @@ pub(super) fn ending_of(conn_error: Option<&Error>) -> Ending {
     match conn_error {
         Some(e) => Ending::Failed(e.clone()),
         None => Ending::Closed,
+    }
+}
+
+/// An authenticator configured in code: decides as a ZAP handler would (like czmq's
+/// `zauth` or pyzmq's authenticators), without a handler socket.
+///
+/// - Addresses: with an allow list, only listed addresses pass; otherwise listed denied
+///   addresses are refused. Refusals are status 400.
+/// - NULL: every address that passes is accepted.
+/// - PLAIN: the user name and password must match an entry of the table; the user id is
+///   the user name.
+/// - CURVE: the client's public key must be allowed (or any key, with
+///   [`curve_allow_any`](Self::curve_allow_any)); the user id is the key in Z85.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Authenticator {
+    allow: Vec<String>,
+    deny: Vec<String>,
+    users: BTreeMap<Bytes, Bytes>,
+    curve_any: bool,
+    curve_keys: BTreeSet<[u8; 32]>,
+}
+
+impl Authenticator {
+    /// An authenticator that refuses every PLAIN and CURVE client until told otherwise.
+    pub fn new() -> Authenticator {
+        Authenticator::default()
+    }
+
+    /// Accept connections from this address only (repeatable; the peer's IP as text).
+    pub fn allow(mut self, address: &str) -> Authenticator {
+        self.allow.push(address.into());
+        self
+    }
+
+    /// Refuse connections from this address (ignored once an allow list exists).
+    pub fn deny(mut self, address: &str) -> Authenticator {
+        self.deny.push(address.into());
+        self
+    }
+
+    /// Accept PLAIN clients presenting this user name and password.
+    pub fn plain_user(mut self, username: &[u8], password: &[u8]) -> Authenticator {
+        self.users.insert(
+            Bytes::copy_from_slice(username),
+            Bytes::copy_from_slice(password),
+        );
+        self
+    }
+
+    /// Accept CURVE clients with this public key.
+    pub fn curve_allow(mut self, public_key: [u8; 32]) -> Authenticator {
+        self.curve_keys.insert(public_key);
+        self
+    }
+
+    /// Accept every CURVE client (encryption without authentication of the client).
+    pub fn curve_allow_any(mut self) -> Authenticator {
+        self.curve_any = true;
+        self
+    }
+
+    /// The verdict on `request` from a peer at `address` (IP as text; empty when the
+    /// transport has none, as ipc and inproc).
+    pub fn check(&self, address: &str, request: &ZapRequest) -> AuthReply {
+        let listed = |list: &[String]| list.iter().any(|a| a == address);
+        let address_ok = if self.allow.is_empty() {
+            !listed(&self.deny)
+        } else {
+            listed(&self.allow)
+        };
+        if !address_ok {
+            return AuthReply::status(400);
+        }
+        let accept = |user_id: Bytes| AuthReply::Verdict {
+            status: 200,
+            user_id,
+            metadata: Bytes::new(),
+        };
+        match (request.mechanism, &request.credentials[..]) {
+            (Mechanism::NULL, _) => accept(Bytes::new()),
+            (Mechanism::PLAIN, [user, pass]) if self.users.get(user) == Some(pass) => {
+                accept(user.clone())
+            }
+            (Mechanism::CURVE, [key]) => {
+                let Ok(key) = <[u8; 32]>::try_from(&key[..]) else {
+                    return AuthReply::status(400);
+                };
+                if self.curve_any || self.curve_keys.contains(&key) {
+                    let text = crate::z85::encode_key(&key);
+                    accept(Bytes::copy_from_slice(&text))
+                } else {
+                    AuthReply::status(400)
+                }
+            }
+            _ => AuthReply::status(400),
+        }
     }
 }

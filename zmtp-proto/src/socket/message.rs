@@ -139,10 +139,14 @@ impl Message {
 
     /// Split off the frames from `at` on, leaving the first `at` here.
     pub(crate) fn split_off(&mut self, at: usize) -> Message {
+        let properties = self.properties.clone();
         let mut head = core::mem::take(self).into_frames();
         let rest = head.split_off(at.min(head.len()));
         *self = Message::from(head);
-        Message::from(rest)
+        self.properties.clone_from(&properties);
+        let mut rest = Message::from(rest);
+        rest.properties = properties;
+        rest
     }
 
     /// Put `envelope`'s frames in front of this message's.
@@ -150,9 +154,11 @@ impl Message {
         if envelope.is_empty() {
             return;
         }
+        let properties = self.properties.take();
         let mut frames = envelope.into_frames();
         frames.extend(core::mem::take(self));
         *self = Message::from(frames);
+        self.properties = properties;
     }
 }
 

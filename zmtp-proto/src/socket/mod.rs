@@ -36,7 +36,7 @@ use core::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 
-pub use auth::{AuthReply, PeerProperties, ZapRequest};
+pub use auth::{AuthReply, Authenticator, PeerProperties, ZapRequest};
 pub use endpoint::{Endpoint, EndpointError};
 pub use message::Message;
 pub use monitor::{MonitorEvent, MonitorEventKind};
