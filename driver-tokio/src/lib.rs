@@ -106,6 +106,14 @@ pub struct Socket {
     inner: Arc<Inner>,
 }
 
+/// A new CURVE key pair from the operating system's random generator (`zmq_curve_keypair`).
+/// Print the keys with [`z85::encode_key`].
+pub fn curve_keypair() -> Result<KeyPair, Error> {
+    let mut secret = [0u8; 32];
+    getrandom::fill(&mut secret).map_err(|e| Error::Io(io::Error::other(e)))?;
+    Ok(KeyPair::from_secret(secret))
+}
+
 /// A seed for the core's starting values (generated routing ids, REQ correlation ids).
 fn seed() -> u64 {
     use std::hash::{BuildHasher, Hasher};
