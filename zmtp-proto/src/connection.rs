@@ -933,6 +933,16 @@ impl Connection {
         Ok(written)
     }
 
+    /// Whether any control frame waits (cheaper than [`next_control`](Self::next_control)).
+    fn control_pending(&self) -> bool {
+        let p = &self.pending;
+        p.signature
+            || p.greeting_rest
+            || p.ping
+            || p.pong.is_some()
+            || self.mechanism.pending_len(&self.config).is_some()
+    }
+
     /// Total length of every control frame currently pending.
     fn pending_control_len(&self) -> usize {
         let p = &self.pending;
@@ -988,6 +998,10 @@ impl Connection {
         len: usize,
         f: impl FnOnce(&mut Self, &mut [u8]) -> Result<usize, SendError>,
     ) -> Result<usize, SendError> {
+        if !self.control_pending() {
+            // The common case in traffic: nothing to put in front.
+            return f(self, out);
+        }
         ensure(out, self.pending_control_len() + len)?;
         let n = self.poll_transmit(out)?;
         if let Some(e) = &self.error {
