@@ -1,19 +1,32 @@
-//! A small blocking driver: [`zmtp_proto::Buffered`] over a [`TcpStream`] with real time.
+//! A small blocking driver: [`zmtp_proto::Buffered`] over a [`TcpStream`] or a
+//! [`UnixStream`] with real time.
 //!
 //! One call to [`Driver::step`] follows the crate's calling contract once: write everything
 //! pending, wait for input at most until the connection's next deadline, feed what arrived,
 //! fire expired timers, drain events and write again. The higher-level helpers
 //! ([`Driver::wait_handshake`], [`Driver::recv_multipart`], [`Driver::pump_for`]) loop over
 //! it with a deadline, so nothing blocks for longer than the caller asked.
+//!
+//! Security: a connection for CURVE needs entropy ([`Driver::connect_with`],
+//! [`Driver::accept_with`], ... take it; [`test_entropy`] makes some). A PLAIN or CURVE
+//! server asks for a verdict on each peer ([`Event::AuthRequested`]): the driver records
+//! every request ([`Driver::auth_requests`]) and answers it with the configured verdict
+//! ([`Driver::set_verdict`], [`Driver::set_authenticator`]), or leaves it waiting for
+//! [`Driver::answer_auth`] when none is configured.
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::hash::{BuildHasher, Hasher};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::time::{Duration, Instant as StdInstant};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant as StdInstant, SystemTime};
 
 use zmtp_proto::codec::{Version, GREETING_LEN};
-use zmtp_proto::{Buffered, Config, Event, Instant, OwnedItem, SendError, SocketType};
+use zmtp_proto::mechanism::{AuthRequest, Credentials};
+use zmtp_proto::{Buffered, Config, Connection, Event, Instant, OwnedItem, SendError, SocketType};
 
 /// Longest a single blocking write may take before the driver gives up.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -74,10 +87,153 @@ pub struct Handshake {
     pub version: Version,
 }
 
-/// A blocking ZMTP connection over TCP, for tests.
+/// 32 bytes of entropy for one connection's CURVE keys and nonces, derived from the clock,
+/// the process id, a counter and std's randomly keyed hasher. Good enough to make every
+/// test connection differ; not a cryptographic source (tests only).
+pub fn test_entropy() -> [u8; 32] {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let keys = std::collections::hash_map::RandomState::new();
+    let mut out = [0u8; 32];
+    for (i, chunk) in out.chunks_mut(8).enumerate() {
+        let mut h = keys.build_hasher();
+        h.write_u128(nanos);
+        h.write_u32(std::process::id());
+        h.write_u64(n);
+        h.write_usize(i);
+        chunk.copy_from_slice(&h.finish().to_le_bytes());
+    }
+    out
+}
+
+/// What a peer presented for authentication, as recorded by the driver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PeerCredentials {
+    /// NULL: nothing.
+    Null,
+    /// PLAIN: user name and password.
+    Plain {
+        /// The user name.
+        username: Vec<u8>,
+        /// The password.
+        password: Vec<u8>,
+    },
+    /// CURVE: the client's long-term public key.
+    Curve {
+        /// The key (raw).
+        public_key: [u8; 32],
+    },
+    /// A kind of credentials this driver does not know.
+    Other,
+}
+
+/// One authentication request our (server) connection raised.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthRecord {
+    /// The mechanism name (`"NULL"`, `"PLAIN"`, `"CURVE"`).
+    pub mechanism: String,
+    /// What the peer presented.
+    pub credentials: PeerCredentials,
+    /// The verdict the driver gave (`None` while the request waits for
+    /// [`Driver::answer_auth`]).
+    pub verdict: Option<u16>,
+}
+
+impl AuthRecord {
+    fn of(request: &AuthRequest<'_>) -> AuthRecord {
+        let credentials = match request.credentials {
+            Credentials::Null => PeerCredentials::Null,
+            Credentials::Plain { username, password } => PeerCredentials::Plain {
+                username: username.to_vec(),
+                password: password.to_vec(),
+            },
+            Credentials::Curve { public_key } => PeerCredentials::Curve {
+                public_key: *public_key,
+            },
+            _ => PeerCredentials::Other,
+        };
+        AuthRecord {
+            mechanism: String::from_utf8_lossy(request.mechanism.name()).into_owned(),
+            credentials,
+            verdict: None,
+        }
+    }
+}
+
+/// The verdict source for authentication requests.
+struct Authenticator(Box<dyn FnMut(&AuthRequest<'_>) -> u16 + Send>);
+
+impl fmt::Debug for Authenticator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Authenticator(..)")
+    }
+}
+
+/// The byte stream under a driver.
+#[derive(Debug)]
+enum Stream {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Stream {
+    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_read_timeout(t),
+            Stream::Unix(s) => s.set_read_timeout(t),
+        }
+    }
+
+    fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_write_timeout(t),
+            Stream::Unix(s) => s.set_write_timeout(t),
+        }
+    }
+
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.read(buf),
+            Stream::Unix(s) => s.read(buf),
+        }
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.write_all(buf),
+            Stream::Unix(s) => s.write_all(buf),
+        }
+    }
+}
+
+/// Accept one connection from a non-blocking-capable listener within `timeout`.
+fn accept_within<S>(
+    timeout: Duration,
+    mut try_accept: impl FnMut() -> io::Result<S>,
+) -> Result<S, DriverError> {
+    let deadline = StdInstant::now() + timeout;
+    loop {
+        match try_accept() {
+            Ok(stream) => return Ok(stream),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if StdInstant::now() >= deadline {
+                    return Err(DriverError::Timeout("an incoming connection"));
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// A blocking ZMTP connection over TCP or a Unix-domain stream, for tests.
 #[derive(Debug)]
 pub struct Driver {
-    stream: TcpStream,
+    stream: Stream,
     conn: Buffered,
     start: StdInstant,
     scratch: Vec<u8>,
@@ -91,14 +247,31 @@ pub struct Driver {
     bytes_received: usize,
     bytes_written: usize,
     defer_ready: bool,
+    authenticator: Option<Authenticator>,
+    auth_requests: Vec<AuthRecord>,
+    /// Every byte received, when recording ([`Driver::record_input`]).
+    input_log: Option<Vec<u8>>,
+    /// Every byte written, when recording ([`Driver::record_output`]).
+    output_log: Option<Vec<u8>>,
     failure: Option<DriverError>,
 }
 
 impl Driver {
     /// Connect to `addr` and start the handshake (our greeting goes out at once).
     pub fn connect(addr: SocketAddr, config: Config) -> Result<Driver, DriverError> {
+        Driver::connect_with(addr, config, None)
+    }
+
+    /// Like [`connect`](Self::connect), building the connection with `entropy` (which
+    /// CURVE needs) when given.
+    pub fn connect_with(
+        addr: SocketAddr,
+        config: Config,
+        entropy: Option<[u8; 32]>,
+    ) -> Result<Driver, DriverError> {
         let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
-        Driver::from_stream(stream, config)
+        stream.set_nodelay(true)?;
+        Driver::start(Stream::Tcp(stream), config, entropy)
     }
 
     /// Accept one connection on `listener` within `timeout` and start the handshake.
@@ -107,33 +280,68 @@ impl Driver {
         config: Config,
         timeout: Duration,
     ) -> Result<Driver, DriverError> {
-        let deadline = StdInstant::now() + timeout;
+        Driver::accept_with(listener, config, timeout, None)
+    }
+
+    /// Like [`accept`](Self::accept), building the connection with `entropy` when given.
+    pub fn accept_with(
+        listener: &TcpListener,
+        config: Config,
+        timeout: Duration,
+        entropy: Option<[u8; 32]>,
+    ) -> Result<Driver, DriverError> {
         listener.set_nonblocking(true)?;
-        let stream = loop {
-            match listener.accept() {
-                Ok((stream, _)) => break stream,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    if StdInstant::now() >= deadline {
-                        return Err(DriverError::Timeout("an incoming connection"));
-                    }
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e.into()),
-            }
-        };
+        let (stream, _) = accept_within(timeout, || listener.accept())?;
         stream.set_nonblocking(false)?;
-        Driver::from_stream(stream, config)
+        stream.set_nodelay(true)?;
+        Driver::start(Stream::Tcp(stream), config, entropy)
+    }
+
+    /// Connect to the Unix-domain socket at `path` (libzmq's `ipc://path`) and start the
+    /// handshake, with `entropy` when given.
+    pub fn connect_unix(
+        path: &Path,
+        config: Config,
+        entropy: Option<[u8; 32]>,
+    ) -> Result<Driver, DriverError> {
+        let stream = UnixStream::connect(path)?;
+        Driver::start(Stream::Unix(stream), config, entropy)
+    }
+
+    /// Accept one connection on the Unix-domain `listener` within `timeout` and start the
+    /// handshake, with `entropy` when given.
+    pub fn accept_unix(
+        listener: &UnixListener,
+        config: Config,
+        timeout: Duration,
+        entropy: Option<[u8; 32]>,
+    ) -> Result<Driver, DriverError> {
+        listener.set_nonblocking(true)?;
+        let (stream, _) = accept_within(timeout, || listener.accept())?;
+        stream.set_nonblocking(false)?;
+        Driver::start(Stream::Unix(stream), config, entropy)
     }
 
     /// Run a connection over an already connected stream.
     pub fn from_stream(stream: TcpStream, config: Config) -> Result<Driver, DriverError> {
         stream.set_nodelay(true)?;
+        Driver::start(Stream::Tcp(stream), config, None)
+    }
+
+    fn start(
+        stream: Stream,
+        config: Config,
+        entropy: Option<[u8; 32]>,
+    ) -> Result<Driver, DriverError> {
         stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
         let start = StdInstant::now();
+        let conn = match entropy {
+            Some(entropy) => Connection::with_entropy(config, Instant::ZERO, entropy),
+            None => Connection::new(config, Instant::ZERO),
+        };
         let mut driver = Driver {
             stream,
-            conn: Buffered::new(config, Instant::ZERO),
+            conn: Buffered::wrap(conn),
             start,
             scratch: vec![0; READ_CHUNK],
             partial: Vec::new(),
@@ -145,6 +353,10 @@ impl Driver {
             bytes_received: 0,
             bytes_written: 0,
             defer_ready: false,
+            authenticator: None,
+            auth_requests: Vec::new(),
+            input_log: None,
+            output_log: None,
             failure: None,
         };
         driver.flush()?;
@@ -192,6 +404,90 @@ impl Driver {
         self.defer_ready = true;
     }
 
+    /// Keep a copy of every byte received from now on (see
+    /// [`recorded_input`](Self::recorded_input)). Call it right after opening the connection
+    /// to see the peer's greeting and handshake commands as they were on the wire.
+    pub fn record_input(&mut self) {
+        self.input_log.get_or_insert_with(Vec::new);
+    }
+
+    /// The bytes received since [`record_input`](Self::record_input) (empty if not recording).
+    pub fn recorded_input(&self) -> &[u8] {
+        self.input_log.as_deref().unwrap_or_default()
+    }
+
+    /// Keep a copy of every byte written from now on (see
+    /// [`recorded_output`](Self::recorded_output)).
+    pub fn record_output(&mut self) {
+        self.output_log.get_or_insert_with(Vec::new);
+    }
+
+    /// The bytes written since [`record_output`](Self::record_output) (empty if not
+    /// recording).
+    pub fn recorded_output(&self) -> &[u8] {
+        self.output_log.as_deref().unwrap_or_default()
+    }
+
+    /// Answer every authentication request with ZAP status `status` (200 accepts; 300
+    /// closes silently; 400 and 500 send ERROR, then close).
+    pub fn set_verdict(&mut self, status: u16) {
+        self.set_authenticator(move |_| status);
+    }
+
+    /// Answer each authentication request with the status `verdict` returns for it.
+    pub fn set_authenticator(
+        &mut self,
+        verdict: impl FnMut(&AuthRequest<'_>) -> u16 + Send + 'static,
+    ) {
+        self.authenticator = Some(Authenticator(Box::new(verdict)));
+    }
+
+    /// Every authentication request our connection raised, oldest first, with the verdict
+    /// given.
+    pub fn auth_requests(&self) -> &[AuthRecord] {
+        &self.auth_requests
+    }
+
+    /// Answer the waiting authentication request with `status` and write what follows
+    /// (WELCOME, ERROR...). For drivers without a configured verdict.
+    pub fn answer_auth(&mut self, status: u16) -> Result<(), DriverError> {
+        self.check()?;
+        self.give_verdict(status)?;
+        self.flush()
+    }
+
+    /// Pump until our connection raises an authentication request, at most `timeout`.
+    pub fn wait_auth_request(&mut self, timeout: Duration) -> Result<AuthRecord, DriverError> {
+        self.step_until(timeout, "an authentication request", |d| {
+            !d.auth_requests.is_empty()
+        })?;
+        Ok(self.auth_requests[0].clone())
+    }
+
+    fn give_verdict(&mut self, status: u16) -> Result<(), DriverError> {
+        let now = self.now();
+        if let Some(last) = self.auth_requests.last_mut() {
+            last.verdict = Some(status);
+        }
+        match self.conn.connection_mut().handle_auth(now, status) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.fail(DriverError::Protocol(e))),
+        }
+    }
+
+    /// Record the request just raised and answer it if a verdict is configured.
+    fn on_auth_requested(&mut self) -> Result<(), DriverError> {
+        let Some(request) = self.conn.connection().auth_request() else {
+            return Ok(());
+        };
+        self.auth_requests.push(AuthRecord::of(&request));
+        let verdict = self.authenticator.as_mut().map(|a| (a.0)(&request));
+        match verdict {
+            Some(status) => self.give_verdict(status),
+            None => Ok(()),
+        }
+    }
+
     /// The fatal error that stopped the driver, if any.
     pub fn failure(&self) -> Option<&DriverError> {
         self.failure.as_ref()
@@ -221,19 +517,27 @@ impl Driver {
             let allowed = GREETING_LEN.saturating_sub(self.bytes_written);
             pending = &pending[..pending.len().min(allowed)];
         }
-        if pending.is_empty() {
-            return Ok(());
+        if !pending.is_empty() {
+            let n = pending.len();
+            if let Err(e) = self.stream.write_all(pending) {
+                return Err(self.fail(e.into()));
+            }
+            if let Some(log) = &mut self.output_log {
+                log.extend_from_slice(pending);
+            }
+            self.conn.advance(n);
+            self.bytes_written += n;
         }
-        let n = pending.len();
-        if let Err(e) = self.stream.write_all(pending) {
-            return Err(self.fail(e.into()));
+        // An error that ends the connection once its farewell is out (our ERROR after a
+        // refusal) shows only here.
+        if let Some(e) = self.conn.connection().error() {
+            let e = e.clone();
+            return Err(self.fail(DriverError::Protocol(e)));
         }
-        self.conn.advance(n);
-        self.bytes_written += n;
         Ok(())
     }
 
-    fn drain_events(&mut self) {
+    fn drain_events(&mut self) -> Result<(), DriverError> {
         while let Some(event) = self.conn.connection_mut().poll_event() {
             match event {
                 Event::HandshakeSucceeded {
@@ -247,10 +551,12 @@ impl Driver {
                 }
                 Event::PingReceived => self.pings_received += 1,
                 Event::PongReceived => self.pongs_received += 1,
+                Event::AuthRequested => self.on_auth_requested()?,
                 // The event enum may grow; nothing else is counted here.
                 _ => {}
             }
         }
+        Ok(())
     }
 
     /// Feed every complete item in the receive buffer to the queues.
@@ -259,7 +565,7 @@ impl Driver {
             let now = self.now();
             let polled = self.conn.poll_item(now);
             // Events are drained as they come so that counts line up with items.
-            self.drain_events();
+            self.drain_events()?;
             let item = match polled {
                 Ok(Some(item)) => item,
                 Ok(None) => break,
@@ -295,6 +601,9 @@ impl Driver {
             Ok(0) => return Err(self.fail(DriverError::PeerClosed)),
             Ok(n) => {
                 self.bytes_received += n;
+                if let Some(log) = &mut self.input_log {
+                    log.extend_from_slice(&self.scratch[..n]);
+                }
                 self.conn.receive(&self.scratch[..n]);
                 self.process_input()?;
             }
@@ -321,7 +630,7 @@ impl Driver {
                 return Err(self.fail(DriverError::Protocol(e)));
             }
         }
-        self.drain_events();
+        self.drain_events()?;
         self.flush()
     }
 
@@ -385,6 +694,16 @@ impl Driver {
     pub fn subscribe(&mut self, topic: &[u8]) -> Result<(), DriverError> {
         self.check()?;
         if let Err(e) = self.conn.send_subscribe(topic) {
+            return Err(DriverError::Send(e));
+        }
+        self.flush()
+    }
+
+    /// Cancel a subscription of the peer's PUB (a CANCEL command over 3.1, a `0x00` message
+    /// over 3.0) and write it.
+    pub fn cancel(&mut self, topic: &[u8]) -> Result<(), DriverError> {
+        self.check()?;
+        if let Err(e) = self.conn.send_cancel(topic) {
             return Err(DriverError::Send(e));
         }
         self.flush()

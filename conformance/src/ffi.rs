@@ -18,6 +18,8 @@
 use std::ffi::{c_int, c_void, CStr, CString};
 use std::fmt;
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 /// Socket type `ZMQ_PAIR`.
 pub const ZMQ_PAIR: c_int = 0;
@@ -46,6 +48,8 @@ pub const ZMQ_XSUB: c_int = 10;
 pub const ZMQ_ROUTING_ID: c_int = 5;
 /// Option `ZMQ_SUBSCRIBE` (bytes: the topic prefix).
 pub const ZMQ_SUBSCRIBE: c_int = 6;
+/// Option `ZMQ_UNSUBSCRIBE` (bytes: the topic prefix to drop).
+pub const ZMQ_UNSUBSCRIBE: c_int = 7;
 /// Option `ZMQ_RCVMORE` (int, read-only: more frames of the current message follow).
 pub const ZMQ_RCVMORE: c_int = 13;
 /// Option `ZMQ_RECONNECT_IVL` (int, milliseconds before reconnecting).
@@ -62,6 +66,23 @@ pub const ZMQ_RCVTIMEO: c_int = 27;
 pub const ZMQ_SNDTIMEO: c_int = 28;
 /// Option `ZMQ_LAST_ENDPOINT` (string, read-only: the endpoint last bound or connected).
 pub const ZMQ_LAST_ENDPOINT: c_int = 32;
+/// Option `ZMQ_PLAIN_SERVER` (int: 1 makes the socket a PLAIN server).
+pub const ZMQ_PLAIN_SERVER: c_int = 44;
+/// Option `ZMQ_PLAIN_USERNAME` (string: makes the socket a PLAIN client).
+pub const ZMQ_PLAIN_USERNAME: c_int = 45;
+/// Option `ZMQ_PLAIN_PASSWORD` (string: makes the socket a PLAIN client).
+pub const ZMQ_PLAIN_PASSWORD: c_int = 46;
+/// Option `ZMQ_CURVE_SERVER` (int: 1 makes the socket a CURVE server).
+pub const ZMQ_CURVE_SERVER: c_int = 47;
+/// Option `ZMQ_CURVE_PUBLICKEY` (32 bytes, or 40 Z85 characters: our long-term public key).
+pub const ZMQ_CURVE_PUBLICKEY: c_int = 48;
+/// Option `ZMQ_CURVE_SECRETKEY` (32 bytes, or 40 Z85 characters: our long-term secret key).
+pub const ZMQ_CURVE_SECRETKEY: c_int = 49;
+/// Option `ZMQ_CURVE_SERVERKEY` (32 bytes, or 40 Z85 characters: the server's public key;
+/// makes the socket a CURVE client).
+pub const ZMQ_CURVE_SERVERKEY: c_int = 50;
+/// Option `ZMQ_ZAP_DOMAIN` (string: the domain sent in ZAP requests).
+pub const ZMQ_ZAP_DOMAIN: c_int = 55;
 /// Option `ZMQ_CONNECT_ROUTING_ID` (bytes: the routing id given to the peer of the next
 /// `zmq_connect`, ROUTER only).
 pub const ZMQ_CONNECT_ROUTING_ID: c_int = 61;
@@ -71,6 +92,62 @@ pub const ZMQ_HEARTBEAT_IVL: c_int = 75;
 pub const ZMQ_HEARTBEAT_TTL: c_int = 76;
 /// Option `ZMQ_HEARTBEAT_TIMEOUT` (int, milliseconds of silence after a PING before closing).
 pub const ZMQ_HEARTBEAT_TIMEOUT: c_int = 77;
+
+/// Option `ZMQ_HANDSHAKE_IVL` (int, milliseconds allowed for the handshake; 0 = no limit).
+pub const ZMQ_HANDSHAKE_IVL: c_int = 66;
+
+/// Monitor event `ZMQ_EVENT_CONNECTED`: a connection was opened (value: the file descriptor).
+pub const ZMQ_EVENT_CONNECTED: u16 = 0x0001;
+/// Monitor event `ZMQ_EVENT_CONNECT_DELAYED`: a connect is pending (value: the error).
+pub const ZMQ_EVENT_CONNECT_DELAYED: u16 = 0x0002;
+/// Monitor event `ZMQ_EVENT_CONNECT_RETRIED`: a reconnect is scheduled (value: the interval).
+pub const ZMQ_EVENT_CONNECT_RETRIED: u16 = 0x0004;
+/// Monitor event `ZMQ_EVENT_LISTENING`: bound (value: the file descriptor).
+pub const ZMQ_EVENT_LISTENING: u16 = 0x0008;
+/// Monitor event `ZMQ_EVENT_BIND_FAILED` (value: errno).
+pub const ZMQ_EVENT_BIND_FAILED: u16 = 0x0010;
+/// Monitor event `ZMQ_EVENT_ACCEPTED`: a connection was accepted (value: the file descriptor).
+pub const ZMQ_EVENT_ACCEPTED: u16 = 0x0020;
+/// Monitor event `ZMQ_EVENT_ACCEPT_FAILED` (value: errno).
+pub const ZMQ_EVENT_ACCEPT_FAILED: u16 = 0x0040;
+/// Monitor event `ZMQ_EVENT_CLOSED`: a connection's descriptor was closed.
+pub const ZMQ_EVENT_CLOSED: u16 = 0x0080;
+/// Monitor event `ZMQ_EVENT_CLOSE_FAILED` (value: errno).
+pub const ZMQ_EVENT_CLOSE_FAILED: u16 = 0x0100;
+/// Monitor event `ZMQ_EVENT_DISCONNECTED`: a session ended (value: the file descriptor).
+pub const ZMQ_EVENT_DISCONNECTED: u16 = 0x0200;
+/// Monitor event `ZMQ_EVENT_MONITOR_STOPPED`: the last event of a monitor.
+pub const ZMQ_EVENT_MONITOR_STOPPED: u16 = 0x0400;
+/// Monitor event `ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL` (value: errno).
+pub const ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL: u16 = 0x0800;
+/// Monitor event `ZMQ_EVENT_HANDSHAKE_SUCCEEDED`.
+pub const ZMQ_EVENT_HANDSHAKE_SUCCEEDED: u16 = 0x1000;
+/// Monitor event `ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL` (value: a `ZMQ_PROTOCOL_ERROR_*`).
+pub const ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL: u16 = 0x2000;
+/// Monitor event `ZMQ_EVENT_HANDSHAKE_FAILED_AUTH` (value: the ZAP status code, e.g. 400).
+pub const ZMQ_EVENT_HANDSHAKE_FAILED_AUTH: u16 = 0x4000;
+/// Every monitor event of the v1 format (`ZMQ_EVENT_ALL`).
+pub const ZMQ_EVENT_ALL: c_int = 0xFFFF;
+
+/// Protocol error `ZMQ_PROTOCOL_ERROR_ZMTP_UNSPECIFIED`.
+pub const ZMQ_PROTOCOL_ERROR_ZMTP_UNSPECIFIED: u32 = 0x1000_0000;
+/// Protocol error `ZMQ_PROTOCOL_ERROR_ZMTP_UNEXPECTED_COMMAND`.
+pub const ZMQ_PROTOCOL_ERROR_ZMTP_UNEXPECTED_COMMAND: u32 = 0x1000_0001;
+/// Protocol error `ZMQ_PROTOCOL_ERROR_ZMTP_INVALID_SEQUENCE`.
+pub const ZMQ_PROTOCOL_ERROR_ZMTP_INVALID_SEQUENCE: u32 = 0x1000_0002;
+/// Protocol error `ZMQ_PROTOCOL_ERROR_ZMTP_KEY_EXCHANGE`.
+pub const ZMQ_PROTOCOL_ERROR_ZMTP_KEY_EXCHANGE: u32 = 0x1000_0003;
+/// Protocol error `ZMQ_PROTOCOL_ERROR_ZMTP_MALFORMED_COMMAND_UNSPECIFIED`.
+pub const ZMQ_PROTOCOL_ERROR_ZMTP_MALFORMED_COMMAND_UNSPECIFIED: u32 = 0x1000_0011;
+/// Protocol error `ZMQ_PROTOCOL_ERROR_ZMTP_MALFORMED_COMMAND_WELCOME`.
+pub const ZMQ_PROTOCOL_ERROR_ZMTP_MALFORMED_COMMAND_WELCOME: u32 = 0x1000_0017;
+/// Protocol error `ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC`.
+pub const ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC: u32 = 0x1100_0001;
+/// Protocol error `ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH`.
+pub const ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH: u32 = 0x1100_0002;
+
+/// Error `ETERM` (`ZMQ_HAUSNUMERO + 53`): the context was terminated.
+pub const ETERM: c_int = 156_384_712 + 53;
 
 /// Error `EFSM` (`ZMQ_HAUSNUMERO + 51`): the operation is not allowed in the socket's
 /// current state, e.g. a second REQ send before the reply.
@@ -119,6 +196,7 @@ mod sys {
         pub fn zmq_bind(s: *mut c_void, addr: *const c_char) -> c_int;
         pub fn zmq_connect(s: *mut c_void, addr: *const c_char) -> c_int;
         pub fn zmq_send(s: *mut c_void, buf: *const c_void, len: usize, flags: c_int) -> c_int;
+        pub fn zmq_socket_monitor(s: *mut c_void, addr: *const c_char, events: c_int) -> c_int;
 
         pub fn zmq_msg_init(msg: *mut ZmqMsg) -> c_int;
         pub fn zmq_msg_recv(msg: *mut ZmqMsg, s: *mut c_void, flags: c_int) -> c_int;
@@ -153,6 +231,11 @@ impl ZmqError {
     /// Whether this is `EFSM`: not allowed in the socket's current state.
     pub fn is_efsm(&self) -> bool {
         self.errno == EFSM
+    }
+
+    /// Whether this is `ETERM`: the context is being terminated.
+    pub fn is_term(&self) -> bool {
+        self.errno == ETERM
     }
 
     /// Whether this is `EINTR`: the call was interrupted by a signal.
@@ -231,6 +314,14 @@ impl Ctx {
         Ok(socket)
     }
 }
+
+// SAFETY: a libzmq context is thread-safe ("A ØMQ context is thread safe and may be shared
+// among as many application threads as necessary", zmq_ctx_new(3)): creating sockets from
+// several threads and terminating it from any thread are allowed. Sockets, which are not
+// thread-safe, borrow the context and are neither `Send` nor `Sync`.
+unsafe impl Send for Ctx {}
+// SAFETY: see the `Send` implementation above; `&Ctx` only allows `zmq_socket` calls.
+unsafe impl Sync for Ctx {}
 
 impl Default for Ctx {
     fn default() -> Ctx {
@@ -323,6 +414,11 @@ impl ZSocket<'_> {
         self.set_bytes(ZMQ_SUBSCRIBE, topic)
     }
 
+    /// Drop a SUB socket's subscription to `topic` (`ZMQ_UNSUBSCRIBE`).
+    pub fn unsubscribe(&self, topic: &[u8]) -> Result<(), ZmqError> {
+        self.set_bytes(ZMQ_UNSUBSCRIBE, topic)
+    }
+
     /// The endpoint last bound, e.g. `tcp://127.0.0.1:41234` (`ZMQ_LAST_ENDPOINT`).
     pub fn last_endpoint(&self) -> Result<String, ZmqError> {
         let bytes = self.get_bytes(ZMQ_LAST_ENDPOINT)?;
@@ -352,6 +448,35 @@ impl ZSocket<'_> {
         // outlives the call (libzmq copies it).
         check(unsafe { sys::zmq_connect(self.raw, c.as_ptr()) })?;
         Ok(())
+    }
+
+    /// Set a string option (`ZMQ_PLAIN_USERNAME`, `ZMQ_ZAP_DOMAIN`, ...): the bytes without
+    /// a terminating NUL, as libzmq expects with an explicit length.
+    pub fn set_str(&self, option: c_int, value: &str) -> Result<(), ZmqError> {
+        self.set_bytes(option, value.as_bytes())
+    }
+
+    /// Start publishing this socket's monitor events (`zmq_socket_monitor`) on a fresh
+    /// `inproc` endpoint of `ctx` (which must be the socket's own context), and return the
+    /// PAIR socket that reads them. Events raised before this call are not reported, so
+    /// call it before `bind`/`connect`.
+    pub fn monitor<'c>(&self, ctx: &'c Ctx, events: c_int) -> Result<Monitor<'c>, ZmqError> {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let endpoint = format!(
+            "inproc://zmtp-conformance-monitor-{}-{n}",
+            std::process::id()
+        );
+        let c = CString::new(endpoint.as_str()).expect("endpoint without NUL bytes");
+        // SAFETY: `self.raw` is a live socket and `c` a NUL-terminated string that outlives
+        // the call (libzmq copies it and binds its own PAIR socket to it).
+        check(unsafe { sys::zmq_socket_monitor(self.raw, c.as_ptr(), events) })?;
+        let pair = ctx.socket(ZMQ_PAIR)?;
+        pair.connect(&endpoint)?;
+        Ok(Monitor {
+            pair,
+            seen: Vec::new(),
+        })
     }
 
     /// Send one message made of `frames` (at least one). Blocks up to `ZMQ_SNDTIMEO`.
@@ -525,6 +650,121 @@ impl Drop for Msg {
     fn drop(&mut self) {
         // SAFETY: `self.raw` was initialised in `new` and is released exactly once, here.
         unsafe { sys::zmq_msg_close(&mut *self.raw) };
+    }
+}
+
+/// One monitor event (the v1 format: `u16` event and `u32` value, both native-endian, then
+/// the endpoint).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MonitorEvent {
+    /// The event, one of the `ZMQ_EVENT_*` constants.
+    pub event: u16,
+    /// The event's value (a file descriptor, an errno, a protocol error or a ZAP status).
+    pub value: u32,
+    /// The endpoint the event concerns.
+    pub endpoint: String,
+}
+
+impl MonitorEvent {
+    /// Parse the two frames of a v1 monitor message; `None` if malformed.
+    pub fn parse(frames: &[Vec<u8>]) -> Option<MonitorEvent> {
+        let [head, endpoint] = frames else {
+            return None;
+        };
+        let head: &[u8; 6] = head.as_slice().try_into().ok()?;
+        Some(MonitorEvent {
+            event: u16::from_ne_bytes([head[0], head[1]]),
+            value: u32::from_ne_bytes([head[2], head[3], head[4], head[5]]),
+            endpoint: String::from_utf8_lossy(endpoint).into_owned(),
+        })
+    }
+
+    /// The event's name without its `ZMQ_EVENT_` prefix, for messages.
+    pub fn name(&self) -> &'static str {
+        match self.event {
+            ZMQ_EVENT_CONNECTED => "CONNECTED",
+            ZMQ_EVENT_CONNECT_DELAYED => "CONNECT_DELAYED",
+            ZMQ_EVENT_CONNECT_RETRIED => "CONNECT_RETRIED",
+            ZMQ_EVENT_LISTENING => "LISTENING",
+            ZMQ_EVENT_BIND_FAILED => "BIND_FAILED",
+            ZMQ_EVENT_ACCEPTED => "ACCEPTED",
+            ZMQ_EVENT_ACCEPT_FAILED => "ACCEPT_FAILED",
+            ZMQ_EVENT_CLOSED => "CLOSED",
+            ZMQ_EVENT_CLOSE_FAILED => "CLOSE_FAILED",
+            ZMQ_EVENT_DISCONNECTED => "DISCONNECTED",
+            ZMQ_EVENT_MONITOR_STOPPED => "MONITOR_STOPPED",
+            ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL => "HANDSHAKE_FAILED_NO_DETAIL",
+            ZMQ_EVENT_HANDSHAKE_SUCCEEDED => "HANDSHAKE_SUCCEEDED",
+            ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL => "HANDSHAKE_FAILED_PROTOCOL",
+            ZMQ_EVENT_HANDSHAKE_FAILED_AUTH => "HANDSHAKE_FAILED_AUTH",
+            _ => "unknown",
+        }
+    }
+}
+
+impl fmt::Display for MonitorEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} (0x{:04x}) value {} (0x{:08x}) on {}",
+            self.name(),
+            self.event,
+            self.value,
+            self.value,
+            self.endpoint
+        )
+    }
+}
+
+/// The reading end of a socket monitor ([`ZSocket::monitor`]): a PAIR socket receiving the
+/// monitored socket's events. Keeps every event it read.
+#[derive(Debug)]
+pub struct Monitor<'ctx> {
+    pair: ZSocket<'ctx>,
+    seen: Vec<MonitorEvent>,
+}
+
+impl Monitor<'_> {
+    /// Read every event available now (no waiting); returns how many were read.
+    pub fn poll(&mut self) -> usize {
+        let mut n = 0;
+        while let Ok(frames) = self.pair.try_recv_multipart() {
+            if let Some(e) = MonitorEvent::parse(&frames) {
+                self.seen.push(e);
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Every event read so far, oldest first.
+    pub fn events(&self) -> &[MonitorEvent] {
+        &self.seen
+    }
+
+    /// Wait at most `timeout` for an event (read now or earlier) matching `pred`; returns
+    /// the first such event, or `None` if none came.
+    pub fn wait_for(
+        &mut self,
+        timeout: Duration,
+        mut pred: impl FnMut(&MonitorEvent) -> bool,
+    ) -> Option<MonitorEvent> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.poll();
+            if let Some(e) = self.seen.iter().find(|e| pred(e)) {
+                return Some(e.clone());
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Wait at most `timeout` for an event of kind `event` (a `ZMQ_EVENT_*` constant).
+    pub fn wait_event(&mut self, event: u16, timeout: Duration) -> Option<MonitorEvent> {
+        self.wait_for(timeout, |e| e.event == event)
     }
 }
 

@@ -25,6 +25,7 @@ pub mod matrix;
 pub mod our;
 pub mod socket_driver;
 pub mod tokio_driver;
+pub mod zap;
 
 /// Who opens the TCP connection in an interop scenario.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
