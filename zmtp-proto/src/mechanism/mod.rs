@@ -489,6 +489,26 @@ pub(crate) fn emit_error(out: &mut [u8], reason: &[u8]) -> Result<usize, Insuffi
     Ok(w.len())
 }
 
+/// Emit the ERROR frame of a PLAIN server in libzmq's form: its body starts `5e "RROR"`
+/// (a C escape bug in libzmq turned `\5ERROR` into `^RROR`), and libzmq's PLAIN client
+/// recognises only that form: with it, a refused libzmq client reports
+/// HANDSHAKE_FAILED_AUTH with the status; with the RFC form, a protocol error.
+pub(crate) fn emit_plain_error(out: &mut [u8], reason: &[u8]) -> Result<usize, InsufficientSize> {
+    let body = 5 + 1 + reason.len();
+    let mut w = Writer::new(out);
+    w.emit(|out| FrameHeader::command(body).emit(out))?;
+    w.put(b"\x5eRROR")?;
+    w.put(&[u8::try_from(reason.len()).unwrap_or(u8::MAX)])?;
+    w.put(reason)?;
+    Ok(w.len())
+}
+
+/// Length of the ERROR frame [`emit_plain_error`] writes.
+pub(crate) fn plain_error_len(reason: &[u8]) -> usize {
+    let body = 5 + 1 + reason.len();
+    FrameHeader::command(body).encoded_len() + body
+}
+
 /// Length of the ERROR frame [`emit_error`] writes.
 pub(crate) fn error_len(reason: &[u8]) -> usize {
     command_frame_len(b"ERROR", 1 + reason.len())

@@ -1,6 +1,6 @@
 use super::{
-    command_frame_len, emit_error, emit_metadata_command, error_len, put_command_head, reason_of,
-    Credential, Credentials, Refusal, Verdict,
+    command_frame_len, emit_metadata_command, emit_plain_error, plain_error_len, put_command_head,
+    reason_of, Credential, Credentials, Refusal, Verdict,
 };
 use crate::codec::{CodecError, Command, InsufficientSize, Metadata, Writer};
 use crate::connection::Config;
@@ -102,7 +102,7 @@ impl Plain {
 
     pub(crate) fn pending_len(&self, cfg: &Config) -> Option<usize> {
         if let Some(reason) = self.refused.farewell() {
-            return Some(error_len(reason));
+            return Some(plain_error_len(reason));
         }
         Some(match self.pending? {
             Out::Hello => match &self.role {
@@ -119,7 +119,7 @@ impl Plain {
 
     pub(crate) fn emit(&mut self, cfg: &Config, out: &mut [u8]) -> Result<usize, InsufficientSize> {
         if let Some(reason) = self.refused.farewell() {
-            let n = emit_error(out, reason)?;
+            let n = emit_plain_error(out, reason)?;
             self.refused.farewell_sent();
             return Ok(n);
         }
