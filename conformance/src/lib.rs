@@ -23,6 +23,7 @@ pub mod driver;
 pub mod ffi;
 pub mod matrix;
 pub mod our;
+pub mod security;
 pub mod socket_driver;
 pub mod tokio_driver;
 pub mod zap;

@@ -19,53 +19,25 @@ use std::time::{Duration, Instant as StdInstant};
 
 use zmtp_conformance::driver::{test_entropy, AuthRecord, Driver, DriverError, PeerCredentials};
 use zmtp_conformance::ffi::{
-    self, Ctx, Monitor, MonitorEvent, ZSocket, ZMQ_CURVE_PUBLICKEY, ZMQ_CURVE_SECRETKEY,
-    ZMQ_CURVE_SERVER, ZMQ_CURVE_SERVERKEY, ZMQ_DEALER, ZMQ_EVENT_ALL,
-    ZMQ_EVENT_HANDSHAKE_FAILED_AUTH, ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL,
-    ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL, ZMQ_EVENT_HANDSHAKE_SUCCEEDED, ZMQ_HEARTBEAT_IVL,
-    ZMQ_HEARTBEAT_TIMEOUT, ZMQ_PLAIN_PASSWORD, ZMQ_PLAIN_SERVER, ZMQ_PLAIN_USERNAME,
-    ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC, ZMQ_RCVTIMEO, ZMQ_SNDTIMEO, ZMQ_SUB, ZMQ_XPUB,
-    ZMQ_ZAP_DOMAIN,
+    self, Ctx, ZSocket, ZMQ_DEALER, ZMQ_EVENT_ALL, ZMQ_EVENT_HANDSHAKE_FAILED_AUTH,
+    ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL, ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL,
+    ZMQ_EVENT_HANDSHAKE_SUCCEEDED, ZMQ_HEARTBEAT_IVL, ZMQ_HEARTBEAT_TIMEOUT,
+    ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC, ZMQ_SUB, ZMQ_XPUB,
+};
+use zmtp_conformance::security::{
+    client_keys, expect_auth_failure, key, server_keys, show, stranger_keys, zcurve_client,
+    zcurve_server, zplain_client, zplain_server, zsock, CLIENT_PUBLIC, SERVER_PUBLIC,
 };
 use zmtp_conformance::zap::{ZapHandler, ZapRequest};
 use zmtp_conformance::{both_directions, Direction};
-use zmtp_proto::curve_crypto::{KeyPair, PublicKey};
+use zmtp_proto::curve_crypto::PublicKey;
 use zmtp_proto::mechanism::{CurveError, Security};
-use zmtp_proto::{z85, Config, Error, OwnedItem, Reason, SocketType};
+use zmtp_proto::{Config, Error, OwnedItem, Reason, SocketType};
 
 /// Upper bound for any single wait in these tests.
 const TIMEOUT: Duration = Duration::from_secs(5);
-/// libzmq's blocking send/receive timeout, in milliseconds.
-const ZMQ_TIMEOUT_MS: c_int = 5000;
 /// How long to watch for something that must not happen (a message after a refusal).
 const QUIET: Duration = Duration::from_millis(100);
-
-// The zmq_curve(7) test keys (notes §4).
-const CLIENT_PUBLIC: &[u8] = b"Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID";
-const CLIENT_SECRET: &[u8] = b"D:)Q[IlAW!ahhC2ac:9*A}h:p?([4%wOTJ%JR%cs";
-const SERVER_PUBLIC: &[u8] = b"rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
-const SERVER_SECRET: &[u8] = b"JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6";
-
-fn key(text: &[u8]) -> [u8; 32] {
-    z85::decode_key(text).expect("a valid Z85 key")
-}
-
-fn client_keys() -> KeyPair {
-    let keys = KeyPair::from_secret(key(CLIENT_SECRET));
-    assert_eq!(keys.public.0, key(CLIENT_PUBLIC), "client test key pair");
-    keys
-}
-
-fn server_keys() -> KeyPair {
-    let keys = KeyPair::from_secret(key(SERVER_SECRET));
-    assert_eq!(keys.public.0, key(SERVER_PUBLIC), "server test key pair");
-    keys
-}
-
-/// A key pair nobody trusts, for "wrong server key" scenarios.
-fn stranger_keys() -> KeyPair {
-    KeyPair::from_secret([0x42; 32])
-}
 
 /// Which stream carries the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,48 +52,6 @@ fn ipc_path() -> PathBuf {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     std::env::temp_dir().join(format!("zmtp-sec-{}-{n}.ipc", std::process::id()))
-}
-
-/// A libzmq socket of type `kind` with bounded blocking calls.
-fn zsock(ctx: &Ctx, kind: c_int) -> ZSocket<'_> {
-    let z = ctx.socket(kind).expect("zmq_socket");
-    z.set_int(ZMQ_SNDTIMEO, ZMQ_TIMEOUT_MS)
-        .expect("ZMQ_SNDTIMEO");
-    z.set_int(ZMQ_RCVTIMEO, ZMQ_TIMEOUT_MS)
-        .expect("ZMQ_RCVTIMEO");
-    z
-}
-
-/// Make `z` a libzmq PLAIN server (with a ZAP domain, which libzmq forwards to ZAP).
-fn zplain_server(z: &ZSocket<'_>) {
-    z.set_int(ZMQ_PLAIN_SERVER, 1).expect("ZMQ_PLAIN_SERVER");
-    z.set_str(ZMQ_ZAP_DOMAIN, "test").expect("ZMQ_ZAP_DOMAIN");
-}
-
-/// Make `z` a libzmq PLAIN client.
-fn zplain_client(z: &ZSocket<'_>, username: &[u8], password: &[u8]) {
-    z.set_bytes(ZMQ_PLAIN_USERNAME, username)
-        .expect("ZMQ_PLAIN_USERNAME");
-    z.set_bytes(ZMQ_PLAIN_PASSWORD, password)
-        .expect("ZMQ_PLAIN_PASSWORD");
-}
-
-/// Make `z` a libzmq CURVE server with the test server keys.
-fn zcurve_server(z: &ZSocket<'_>) {
-    z.set_int(ZMQ_CURVE_SERVER, 1).expect("ZMQ_CURVE_SERVER");
-    z.set_bytes(ZMQ_CURVE_SECRETKEY, &key(SERVER_SECRET))
-        .expect("ZMQ_CURVE_SECRETKEY");
-    z.set_str(ZMQ_ZAP_DOMAIN, "test").expect("ZMQ_ZAP_DOMAIN");
-}
-
-/// Make `z` a libzmq CURVE client with the test client keys, trusting `server_key`.
-fn zcurve_client(z: &ZSocket<'_>, server_key: &[u8; 32]) {
-    z.set_bytes(ZMQ_CURVE_SERVERKEY, server_key)
-        .expect("ZMQ_CURVE_SERVERKEY");
-    z.set_bytes(ZMQ_CURVE_PUBLICKEY, &key(CLIENT_PUBLIC))
-        .expect("ZMQ_CURVE_PUBLICKEY");
-    z.set_bytes(ZMQ_CURVE_SECRETKEY, &key(CLIENT_SECRET))
-        .expect("ZMQ_CURVE_SECRETKEY");
 }
 
 fn our_plain_client(username: &[u8], password: &[u8]) -> Security {
@@ -293,42 +223,6 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-/// The monitor events read so far, one per line, for failure messages and `--nocapture`.
-fn show(events: &[MonitorEvent]) -> String {
-    events
-        .iter()
-        .map(|e| format!("  {e}"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// Wait for libzmq's monitor to report a handshake failure, and check that it is
-/// HANDSHAKE_FAILED_AUTH with `status` and that no handshake succeeded.
-fn expect_auth_failure(mon: &mut Monitor<'_>, status: u32) {
-    let seen = mon.wait_for(TIMEOUT, |e| {
-        matches!(
-            e.event,
-            ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
-                | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
-                | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL
-        )
-    });
-    eprintln!("libzmq monitor:\n{}", show(mon.events()));
-    let e = seen.expect("libzmq reported no handshake failure");
-    assert_eq!(
-        (e.event, e.value),
-        (ZMQ_EVENT_HANDSHAKE_FAILED_AUTH, status),
-        "libzmq's handshake failure: {e}"
-    );
-    assert!(
-        !mon.events()
-            .iter()
-            .any(|e| e.event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED),
-        "libzmq reported a successful handshake:\n{}",
-        show(mon.events())
-    );
-}
-
 /// The one ZAP request libzmq made, checked for the fields that do not depend on the
 /// mechanism.
 fn one_zap_request(zap: &ZapHandler<'_>, transport: Transport) -> ZapRequest {
@@ -400,7 +294,7 @@ fn plain_ours_client_wrong_password(dir: Direction) {
     assert_eq!(r.mechanism, "PLAIN");
     assert_eq!(r.credentials, owned(&[b"admin", b"guess"]));
     assert_no_message(&z, &mut us);
-    expect_auth_failure(&mut mon, 400);
+    expect_auth_failure(&mut mon, 400, TIMEOUT);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -465,7 +359,7 @@ fn plain_ours_server_refuses(dir: Direction) {
     assert_eq!(us.auth_requests().len(), 1);
     assert_eq!(us.auth_requests()[0].verdict, Some(400));
     assert_no_message(&z, &mut us);
-    expect_auth_failure(&mut mon, 400);
+    expect_auth_failure(&mut mon, 400, TIMEOUT);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -530,7 +424,7 @@ fn curve_ours_client_refused(dir: Direction) {
     assert_eq!(r.mechanism, "CURVE");
     assert_eq!(r.credentials, vec![key(CLIENT_PUBLIC).to_vec()]);
     assert_no_message(&z, &mut us);
-    expect_auth_failure(&mut mon, 400);
+    expect_auth_failure(&mut mon, 400, TIMEOUT);
 }
 
 fn curve_ours_client_wrong_server_key(dir: Direction) {
@@ -618,7 +512,7 @@ fn curve_ours_server_refuses(dir: Direction) {
         }
     );
     assert_no_message(&z, &mut us);
-    expect_auth_failure(&mut mon, 400);
+    expect_auth_failure(&mut mon, 400, TIMEOUT);
 }
 
 fn curve_ours_server_wrong_key_at_client(dir: Direction) {
