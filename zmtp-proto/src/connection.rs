@@ -631,11 +631,17 @@ impl Connection {
     /// on; 300 closes the connection without a word; 400 and 500 send ERROR with that
     /// reason, then close (the error, [`Error::AuthRejected`], is returned once the ERROR
     /// has been transmitted). Any other code is treated as 300.
+    ///
+    /// A verdict while no request waits fails the connection with
+    /// [`Error::UnexpectedVerdict`] (sticky, like every [`Error`]).
     pub fn handle_auth(&mut self, now: Instant, status: u16) -> Result<(), Error> {
         if let Some(e) = &self.error {
             return Err(e.clone());
         }
-        self.mechanism.handle_auth(status)?;
+        if let Err(e) = self.mechanism.handle_auth(status) {
+            self.error = Some(e.clone());
+            return Err(e);
+        }
         self.after_mechanism_step(now);
         match &self.error {
             Some(e) => Err(e.clone()),

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use zmtp_proto::{Buffered, Config, Error, Event, Instant, Item, OwnedItem};
+use zmtp_proto::{Buffered, Config, Connection, Error, Event, Instant, Item, OwnedItem};
 
 /// One end: a buffered connection plus what it has seen.
 pub struct End {
@@ -24,6 +24,31 @@ impl End {
             error: None,
             talks: true,
         }
+    }
+
+    /// An end around a connection made elsewhere (for example with
+    /// [`Connection::with_entropy`]).
+    pub fn wrap(conn: Connection) -> End {
+        End {
+            buf: Buffered::wrap(conn),
+            items: Vec::new(),
+            events: Vec::new(),
+            error: None,
+            talks: true,
+        }
+    }
+
+    /// Process what was received and take what this end transmits (empty when silent or
+    /// failed), without delivering it anywhere.
+    pub fn pump(&mut self, now: Instant) -> Vec<u8> {
+        self.process(now);
+        self.take_output()
+    }
+
+    /// Hand `bytes` to this end as if they arrived from its peer, and process them.
+    pub fn feed(&mut self, now: Instant, bytes: &[u8]) {
+        self.buf.receive(bytes);
+        self.process(now);
     }
 
     /// Complete messages received so far (frames grouped by the MORE flag).
@@ -89,6 +114,15 @@ impl End {
     }
 }
 
+/// Which way bytes travel between the two ends of a [`Pair`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dir {
+    /// From `a` to `b`.
+    AtoB,
+    /// From `b` to `a`.
+    BtoA,
+}
+
 /// Two connected ends and a virtual clock.
 pub struct Pair {
     pub a: End,
@@ -97,8 +131,11 @@ pub struct Pair {
 }
 
 impl Pair {
+    /// The virtual time at which a pair starts.
+    pub const START: Instant = Instant::from_millis(1_000);
+
     pub fn new(a: Config, b: Config) -> Pair {
-        let now = Instant::from_millis(1_000);
+        let now = Pair::START;
         Pair {
             a: End::new(a, now),
             b: End::new(b, now),
@@ -106,13 +143,31 @@ impl Pair {
         }
     }
 
+    /// A pair of connections made elsewhere, at [`Pair::START`] (for example with
+    /// [`Connection::with_entropy`]).
+    pub fn from_connections(a: Connection, b: Connection) -> Pair {
+        Pair {
+            a: End::wrap(a),
+            b: End::wrap(b),
+            now: Pair::START,
+        }
+    }
+
     /// Move bytes both ways and process them. Returns whether any byte moved.
     fn exchange(&mut self) -> bool {
+        self.exchange_tapped(&mut |_, _| {})
+    }
+
+    /// [`exchange`](Self::exchange), with `tap` seeing (and free to change) the bytes of
+    /// each direction in flight.
+    fn exchange_tapped(&mut self, tap: &mut dyn FnMut(Dir, &mut Vec<u8>)) -> bool {
         let now = self.now;
         self.a.process(now);
         self.b.process(now);
-        let to_b = self.a.take_output();
-        let to_a = self.b.take_output();
+        let mut to_b = self.a.take_output();
+        let mut to_a = self.b.take_output();
+        tap(Dir::AtoB, &mut to_b);
+        tap(Dir::BtoA, &mut to_a);
         self.a.buf.receive(&to_a);
         self.b.buf.receive(&to_b);
         self.a.process(now);
@@ -124,6 +179,17 @@ impl Pair {
     pub fn drive(&mut self) {
         for _ in 0..10_000 {
             if !self.exchange() {
+                return;
+            }
+        }
+        panic!("pair never went idle");
+    }
+
+    /// [`drive`](Self::drive), with `tap` seeing (and free to change) the bytes of each
+    /// direction in flight, in order. Stops when nothing moves after the tap.
+    pub fn drive_tapped(&mut self, mut tap: impl FnMut(Dir, &mut Vec<u8>)) {
+        for _ in 0..10_000 {
+            if !self.exchange_tapped(&mut tap) {
                 return;
             }
         }
