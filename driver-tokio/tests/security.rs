@@ -17,6 +17,14 @@ async fn within<F: std::future::Future>(f: F) -> F::Output {
     tokio::time::timeout(T, f).await.expect("timed out")
 }
 
+/// Held by tests whose outcome depends on whether a ZAP handler is bound at
+/// `inproc://zeromq.zap.01` (one per process): those that bind one, and those whose servers
+/// rely on there being none.
+async fn zap_endpoint_lock() -> tokio::sync::MutexGuard<'static, ()> {
+    static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    LOCK.lock().await
+}
+
 fn with_security(security: Security) -> Options {
     let mut o = Options::default();
     o.security = security;
@@ -137,6 +145,7 @@ async fn curve_allowed_and_refused_keys() {
 
 #[tokio::test]
 async fn curve_without_any_handler_encrypts_for_every_client() {
+    let _zap = zap_endpoint_lock().await;
     let server = Socket::with_options(
         SocketType::Pull,
         with_security(Security::curve_server_z85(SERVER_SECRET).unwrap()),
@@ -184,6 +193,7 @@ async fn serve_zap(handler: Socket, requests: tokio::sync::mpsc::UnboundedSender
 
 #[tokio::test]
 async fn a_zap_handler_at_inproc_decides() {
+    let _zap = zap_endpoint_lock().await;
     let handler = Socket::new(SocketType::Rep).unwrap();
     handler.bind("inproc://zeromq.zap.01").await.unwrap();
     let (tx, mut seen) = tokio::sync::mpsc::unbounded_channel();

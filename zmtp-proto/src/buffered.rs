@@ -14,7 +14,7 @@ use crate::{Config, Connection, Error, Instant, Item, SendError};
 /// An owned [`Item`]: payloads are slices of the receive buffer, not copies.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OwnedItem {
-    /// The peer's READY metadata (encoded properties); the handshake is complete.
+    /// The peer's metadata (encoded properties); see [`Item::Ready`].
     Ready(Bytes),
     /// One frame of a message.
     Frame {

@@ -165,7 +165,9 @@ pub enum Event {
 /// Something received that borrows the input buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Item<'a> {
-    /// The peer's READY: the handshake is complete. Carries its metadata.
+    /// The peer's metadata (from READY, or INITIATE for PLAIN and CURVE servers), checked.
+    /// The handshake is complete at [`Event::HandshakeSucceeded`], which comes with it or,
+    /// when a verdict is pending, after [`Connection::handle_auth`].
     Ready(Metadata<'a>),
     /// One frame of a message. A message is complete at the first frame without `more`.
     Frame {

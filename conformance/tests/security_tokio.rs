@@ -1,0 +1,454 @@
+//! PLAIN, CURVE and ZAP between whole sockets: the tokio driver against libzmq, each
+//! scenario in both directions (our socket binds and libzmq connects, `*_libzmq_connects`;
+//! libzmq binds and we connect, `*_we_connect`).
+//!
+//! Our servers are judged by the driver's in-code [`Authenticator`] or by a ZAP handler of
+//! ours bound at `inproc://zeromq.zap.01`; libzmq clients see the verdict in their monitor.
+//! libzmq's view comes from its socket monitor; ours from our monitor stream.
+
+use std::ffi::c_int;
+use std::time::{Duration, Instant as StdInstant};
+
+use futures_core::Stream;
+use zmtp_conformance::ffi::{
+    Ctx, Monitor, ZSocket, ZMQ_DEALER, ZMQ_EVENT_ALL, ZMQ_EVENT_HANDSHAKE_SUCCEEDED,
+    ZMQ_HEARTBEAT_IVL, ZMQ_PUB, ZMQ_PULL, ZMQ_PUSH, ZMQ_SUB,
+};
+use zmtp_conformance::security::{
+    client_keys, expect_auth_failure, key, server_keys, stranger_keys, zcurve_client,
+    zcurve_server, zplain_client, zsock, CLIENT_PUBLIC, SERVER_PUBLIC,
+};
+use zmtp_conformance::Direction;
+use zmtp_tokio::{
+    Authenticator, Bytes, Message, MonitorEvent, MonitorEventKind, Options, Security, Socket,
+    SocketType,
+};
+
+const TIMEOUT: Duration = Duration::from_secs(5);
+/// How long to watch for something that must not happen.
+const QUIET: Duration = Duration::from_millis(200);
+
+/// Held by tests whose outcome depends on whether a ZAP handler is bound at
+/// `inproc://zeromq.zap.01`, which is one per process: those that bind one, and those whose
+/// servers rely on there being none.
+fn zap_endpoint_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+fn options(security: Security) -> Options {
+    let mut o = Options::default();
+    o.security = security;
+    o
+}
+
+/// Link our socket and libzmq's: the binder per `dir`. Returns nothing; both are connecting.
+fn link(rt: &tokio::runtime::Runtime, ours: &Socket, z: &ZSocket<'_>, dir: Direction) {
+    match dir {
+        Direction::LibzmqConnects => {
+            let ep = rt
+                .block_on(ours.bind("tcp://127.0.0.1:*"))
+                .expect("bind ours");
+            z.connect(&ep).expect("zmq_connect");
+        }
+        Direction::WeConnect => {
+            z.bind("tcp://127.0.0.1:*").expect("zmq_bind");
+            let ep = z.last_endpoint().expect("ZMQ_LAST_ENDPOINT");
+            rt.block_on(ours.connect(&ep)).expect("connect ours");
+        }
+    }
+}
+
+/// Receive on our socket within `limit`.
+fn recv_within(rt: &tokio::runtime::Runtime, ours: &Socket, limit: Duration) -> Option<Message> {
+    rt.block_on(async { tokio::time::timeout(limit, ours.recv()).await.ok()?.ok() })
+}
+
+fn frames(m: &Message) -> Vec<&[u8]> {
+    m.frames().iter().map(|f| &f[..]).collect()
+}
+
+/// A libzmq PUSH with `setup` applied, and its monitor. Keep the monitor as long as the
+/// socket: libzmq blocks its I/O thread on a monitor whose reader has gone.
+fn libzmq_push<'c>(ctx: &'c Ctx, setup: impl Fn(&ZSocket<'c>)) -> (ZSocket<'c>, Monitor<'c>) {
+    let z = zsock(ctx, ZMQ_PUSH);
+    setup(&z);
+    let mon = z.monitor(ctx, ZMQ_EVENT_ALL).expect("monitor");
+    (z, mon)
+}
+
+/// Our monitor events up to `limit`, until `done` says enough.
+fn our_events(
+    rt: &tokio::runtime::Runtime,
+    monitor: &mut zmtp_tokio::Monitor,
+    limit: Duration,
+    done: impl Fn(&MonitorEvent) -> bool,
+) -> Vec<MonitorEvent> {
+    rt.block_on(async {
+        let mut seen = Vec::new();
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let next = std::future::poll_fn(|cx| std::pin::Pin::new(&mut *monitor).poll_next(cx));
+            match tokio::time::timeout_at(deadline, next).await {
+                Ok(Some(e)) => {
+                    let stop = done(&e);
+                    seen.push(e);
+                    if stop {
+                        return seen;
+                    }
+                }
+                _ => return seen,
+            }
+        }
+    })
+}
+
+// ----- PLAIN: our server, libzmq clients, judged by the in-code authenticator ------------
+
+fn plain_in_code(dir: Direction) {
+    let rt = runtime();
+    let _enter = rt.enter();
+    let ours = Socket::with_options(SocketType::Pull, options(Security::PlainServer)).unwrap();
+    ours.set_authenticator(Some(Authenticator::new().plain_user(b"admin", b"secret")));
+    let ctx = Ctx::new();
+    let (good, _good_monitor) = libzmq_push(&ctx, |z| zplain_client(z, b"admin", b"secret"));
+    link(&rt, &ours, &good, dir);
+    good.send_multipart(&[b"hello", b""]).expect("send");
+    let got = recv_within(&rt, &ours, TIMEOUT).expect("the good client's message");
+    assert_eq!(frames(&got), [&b"hello"[..], b""]);
+    assert_eq!(got.property("User-Id"), Some(&b"admin"[..]));
+    assert_eq!(got.property("Socket-Type"), Some(&b"PUSH"[..]));
+    // A second client with the wrong password: refused, reported, nothing delivered.
+    let (bad, mut mon) = libzmq_push(&ctx, |z| zplain_client(z, b"admin", b"guess"));
+    match dir {
+        Direction::LibzmqConnects => bad.connect(&ours.last_endpoint()).expect("connect"),
+        Direction::WeConnect => {
+            bad.bind("tcp://127.0.0.1:*").expect("bind");
+            let ep = bad.last_endpoint().expect("endpoint");
+            rt.block_on(ours.connect(&ep)).expect("connect");
+        }
+    }
+    bad.try_send_multipart(&[b"intruder"]).ok();
+    expect_auth_failure(&mut mon, 400, TIMEOUT);
+    assert!(
+        recv_within(&rt, &ours, QUIET).is_none(),
+        "refused client delivered"
+    );
+}
+
+#[test]
+fn plain_in_code_authenticator_libzmq_connects() {
+    plain_in_code(Direction::LibzmqConnects);
+}
+
+#[test]
+fn plain_in_code_authenticator_we_connect() {
+    plain_in_code(Direction::WeConnect);
+}
+
+// ----- PLAIN: our server, judged by our ZAP handler at inproc://zeromq.zap.01 -------------
+
+/// A ZAP handler as libzmq users write one: a ROUTER bound at `inproc://zeromq.zap.01`
+/// answering RFC 27 requests; admits admin/secret.
+async fn zap_handler(handler: Socket) {
+    while let Ok(req) = handler.recv().await {
+        let f = req.frames();
+        // [peer id, empty, "1.0", id, domain, address, identity, mechanism, user, pass]
+        let ok = f.len() == 10
+            && &f[7][..] == b"PLAIN"
+            && &f[8][..] == b"admin"
+            && &f[9][..] == b"secret";
+        let (status, user): (&[u8], &[u8]) = if ok {
+            (b"200", b"zap:admin")
+        } else {
+            (b"400", b"")
+        };
+        let reply = Message::from(vec![
+            f[0].clone(),
+            Bytes::new(),
+            Bytes::from_static(b"1.0"),
+            f[3].clone(),
+            Bytes::copy_from_slice(status),
+            Bytes::from_static(b""),
+            Bytes::copy_from_slice(user),
+            Bytes::new(),
+        ]);
+        if handler.send(reply).await.is_err() {
+            return;
+        }
+    }
+}
+
+fn plain_zap_handler(dir: Direction) {
+    let _zap = zap_endpoint_lock();
+    let rt = runtime();
+    let _enter = rt.enter();
+    let handler = Socket::new(SocketType::Router).unwrap();
+    rt.block_on(handler.bind("inproc://zeromq.zap.01")).unwrap();
+    rt.spawn(zap_handler(handler));
+    let ours = Socket::with_options(SocketType::Pull, options(Security::PlainServer)).unwrap();
+    let ctx = Ctx::new();
+    let (good, _good_monitor) = libzmq_push(&ctx, |z| zplain_client(z, b"admin", b"secret"));
+    link(&rt, &ours, &good, dir);
+    good.send_multipart(&[b"via zap"]).expect("send");
+    let got = recv_within(&rt, &ours, TIMEOUT).expect("admitted by the ZAP handler");
+    assert_eq!(frames(&got), [&b"via zap"[..]]);
+    assert_eq!(got.property("User-Id"), Some(&b"zap:admin"[..]));
+    let (bad, mut mon) = libzmq_push(&ctx, |z| zplain_client(z, b"mallory", b"secret"));
+    let ours2 = Socket::with_options(SocketType::Pull, options(Security::PlainServer)).unwrap();
+    link(&rt, &ours2, &bad, dir);
+    bad.try_send_multipart(&[b"intruder"]).ok();
+    expect_auth_failure(&mut mon, 400, TIMEOUT);
+    assert!(recv_within(&rt, &ours2, QUIET).is_none());
+}
+
+#[test]
+fn plain_zap_handler_libzmq_connects() {
+    plain_zap_handler(Direction::LibzmqConnects);
+}
+
+#[test]
+fn plain_zap_handler_we_connect() {
+    plain_zap_handler(Direction::WeConnect);
+}
+
+// ----- CURVE: our server, libzmq clients ----------------------------------------------------
+
+fn curve_in_code(dir: Direction, allowed: bool) {
+    let rt = runtime();
+    let _enter = rt.enter();
+    let ours = Socket::with_options(
+        SocketType::Router,
+        options(Security::CurveServer {
+            keys: server_keys(),
+        }),
+    )
+    .unwrap();
+    let allow = if allowed {
+        key(CLIENT_PUBLIC)
+    } else {
+        stranger_keys().public.0
+    };
+    ours.set_authenticator(Some(Authenticator::new().curve_allow(allow)));
+    let ctx = Ctx::new();
+    let z = zsock(&ctx, ZMQ_DEALER);
+    zcurve_client(&z, &key(SERVER_PUBLIC));
+    let mut mon = z.monitor(&ctx, ZMQ_EVENT_ALL).expect("monitor");
+    link(&rt, &ours, &z, dir);
+    let big = vec![0x5a; 1 << 20];
+    if !allowed {
+        // A bound DEALER has nowhere to queue before a peer is attached: nothing to send.
+        z.try_send_multipart(&[b"req", &big]).ok();
+        expect_auth_failure(&mut mon, 400, TIMEOUT);
+        assert!(recv_within(&rt, &ours, QUIET).is_none());
+        return;
+    }
+    // Blocks until the (encrypted) connection is up when libzmq is the binder.
+    z.send_multipart(&[b"req", &big]).expect("send");
+    let got = recv_within(&rt, &ours, TIMEOUT).expect("the allowed client's request");
+    let f = frames(&got);
+    assert_eq!(f.len(), 3, "routing id, then the two frames");
+    assert_eq!((f[1], f[2].len()), (&b"req"[..], big.len()));
+    assert_eq!(got.property("User-Id"), Some(CLIENT_PUBLIC));
+    // The reply travels encrypted back through ROUTER.
+    let reply = Message::from(vec![got.frames()[0].clone(), Bytes::from_static(b"rep")]);
+    rt.block_on(ours.send(reply)).expect("reply");
+    assert_eq!(
+        z.recv_multipart().expect("libzmq gets the reply"),
+        [b"rep".to_vec()]
+    );
+}
+
+#[test]
+fn curve_allowed_client_libzmq_connects() {
+    curve_in_code(Direction::LibzmqConnects, true);
+}
+
+#[test]
+fn curve_allowed_client_we_connect() {
+    curve_in_code(Direction::WeConnect, true);
+}
+
+#[test]
+fn curve_refused_client_libzmq_connects() {
+    curve_in_code(Direction::LibzmqConnects, false);
+}
+
+#[test]
+fn curve_refused_client_we_connect() {
+    curve_in_code(Direction::WeConnect, false);
+}
+
+// ----- CURVE: our client with the wrong server key, libzmq server ---------------------------
+
+fn curve_wrong_server_key(dir: Direction) {
+    let rt = runtime();
+    let _enter = rt.enter();
+    let ours = Socket::with_options(
+        SocketType::Push,
+        options(Security::CurveClient {
+            server_key: stranger_keys().public,
+            keys: client_keys(),
+        }),
+    )
+    .unwrap();
+    let mut monitor = ours.monitor();
+    let ctx = Ctx::new();
+    let z = zsock(&ctx, ZMQ_PULL);
+    zcurve_server(&z);
+    link(&rt, &ours, &z, dir);
+    let _ = ours.try_send("must not arrive");
+    let events = our_events(&rt, &mut monitor, TIMEOUT, |e| {
+        matches!(
+            e.kind,
+            MonitorEventKind::HandshakeFailedNoDetail
+                | MonitorEventKind::HandshakeFailedProtocol
+                | MonitorEventKind::HandshakeFailedAuth
+        )
+    });
+    let failed = events.iter().any(|e| {
+        matches!(
+            e.kind,
+            MonitorEventKind::HandshakeFailedNoDetail
+                | MonitorEventKind::HandshakeFailedProtocol
+                | MonitorEventKind::HandshakeFailedAuth
+        )
+    });
+    assert!(failed, "no handshake failure reported: {events:?}");
+    assert!(
+        !events
+            .iter()
+            .any(|e| e.kind == MonitorEventKind::HandshakeSucceeded),
+        "{events:?}"
+    );
+    assert!(z.try_recv_multipart().is_err(), "libzmq received something");
+}
+
+#[test]
+fn curve_wrong_server_key_libzmq_connects() {
+    curve_wrong_server_key(Direction::LibzmqConnects);
+}
+
+#[test]
+fn curve_wrong_server_key_we_connect() {
+    curve_wrong_server_key(Direction::WeConnect);
+}
+
+// ----- CURVE: PUB/SUB and heartbeats --------------------------------------------------------
+
+/// Our PUB (CURVE server, heartbeats every 50 ms) and a libzmq SUB (CURVE client, also
+/// heartbeating): subscriptions travel encrypted, filtering holds, and the connection
+/// survives many heartbeat intervals.
+fn curve_pub_sub(dir: Direction) {
+    let _zap = zap_endpoint_lock();
+    let rt = runtime();
+    let _enter = rt.enter();
+    let mut o = options(Security::CurveServer {
+        keys: server_keys(),
+    });
+    o.heartbeat_ivl = Some(Duration::from_millis(50));
+    let ours = Socket::with_options(SocketType::Pub, o).unwrap();
+    let ctx = Ctx::new();
+    let z = zsock(&ctx, ZMQ_SUB);
+    zcurve_client(&z, &key(SERVER_PUBLIC));
+    z.set_int(ZMQ_HEARTBEAT_IVL, 50 as c_int)
+        .expect("ZMQ_HEARTBEAT_IVL");
+    let mut mon = z.monitor(&ctx, ZMQ_EVENT_ALL).expect("monitor");
+    z.subscribe(b"a").expect("subscribe");
+    link(&rt, &ours, &z, dir);
+    mon.wait_event(ZMQ_EVENT_HANDSHAKE_SUCCEEDED, TIMEOUT)
+        .expect("libzmq's handshake");
+    // Publish until the subscription has arrived (it races the first messages).
+    let deadline = StdInstant::now() + TIMEOUT;
+    loop {
+        rt.block_on(ours.send("b-skipped")).unwrap();
+        rt.block_on(ours.send("a-wanted")).unwrap();
+        if let Ok(m) = z.try_recv_multipart() {
+            assert_eq!(m, [b"a-wanted".to_vec()]);
+            break;
+        }
+        assert!(
+            StdInstant::now() < deadline,
+            "no subscribed message arrived"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Ten heartbeat intervals later the connection is still the same one.
+    std::thread::sleep(Duration::from_millis(500));
+    rt.block_on(ours.send("b-late")).unwrap();
+    rt.block_on(ours.send("a-late")).unwrap();
+    let deadline = StdInstant::now() + TIMEOUT;
+    let late = loop {
+        match z.try_recv_multipart() {
+            Ok(m) if m == [b"a-wanted".to_vec()] => {}
+            Ok(m) => break m,
+            Err(_) if StdInstant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => panic!("nothing after the heartbeats: {e}"),
+        }
+    };
+    assert_eq!(late, [b"a-late".to_vec()]);
+    mon.poll();
+    let handshakes = mon
+        .events()
+        .iter()
+        .filter(|e| e.event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
+        .count();
+    assert_eq!(handshakes, 1, "the connection was re-made");
+}
+
+#[test]
+fn curve_pub_sub_heartbeats_libzmq_connects() {
+    curve_pub_sub(Direction::LibzmqConnects);
+}
+
+#[test]
+fn curve_pub_sub_heartbeats_we_connect() {
+    curve_pub_sub(Direction::WeConnect);
+}
+
+/// Our SUB (CURVE client) and a libzmq PUB (CURVE server without ZAP: any client).
+fn curve_our_sub(dir: Direction) {
+    let rt = runtime();
+    let _enter = rt.enter();
+    let ours = Socket::with_options(
+        SocketType::Sub,
+        options(Security::CurveClient {
+            server_key: server_keys().public,
+            keys: client_keys(),
+        }),
+    )
+    .unwrap();
+    ours.subscribe("x");
+    let ctx = Ctx::new();
+    let z = zsock(&ctx, ZMQ_PUB);
+    zcurve_server(&z);
+    link(&rt, &ours, &z, dir);
+    let deadline = StdInstant::now() + TIMEOUT;
+    let got = loop {
+        z.send_multipart(&[b"y-no"]).expect("publish");
+        z.send_multipart(&[b"x-yes"]).expect("publish");
+        if let Some(m) = recv_within(&rt, &ours, Duration::from_millis(20)) {
+            break m;
+        }
+        assert!(StdInstant::now() < deadline, "nothing arrived");
+    };
+    assert_eq!(frames(&got), [&b"x-yes"[..]]);
+}
+
+#[test]
+fn curve_our_sub_libzmq_connects() {
+    curve_our_sub(Direction::LibzmqConnects);
+}
+
+#[test]
+fn curve_our_sub_we_connect() {
+    curve_our_sub(Direction::WeConnect);
+}
