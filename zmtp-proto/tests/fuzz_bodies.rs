@@ -1,0 +1,143 @@
+//! Every fuzz target body (`zmtp_proto::fuzzing`) run as a plain test: over the seed
+//! corpus in `fuzz/corpus/`, over the seeds the crate generates, and over a few thousand
+//! pseudo-random inputs per target (random bytes and mutated seeds), so that
+//! `cargo test -p zmtp-proto --features fuzzing` exercises them without cargo-fuzz.
+//!
+//! The corpus files are the generated seeds; after a change to the seed generator or to
+//! the bytes the core sends, rewrite them with
+//! `cargo test -p zmtp-proto --features fuzzing --test fuzz_bodies -- --ignored write_seed_corpus`.
+#![cfg(feature = "fuzzing")]
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+
+use zmtp_proto::fuzzing::{seed_corpus, Body, TARGETS};
+
+fn corpus_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus")
+}
+
+fn hex(data: &[u8]) -> String {
+    data.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Run `body` on `data`; a panic fails the test with the input in hex, to replay it.
+fn run(target: &str, body: Body, data: &[u8]) {
+    if catch_unwind(AssertUnwindSafe(|| body(data))).is_err() {
+        panic!("{target} panicked on input {}", hex(data));
+    }
+}
+
+/// xorshift64: deterministic pseudo-random inputs.
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+
+    fn bytes(&mut self, len: usize) -> Vec<u8> {
+        (0..len).map(|_| self.next() as u8).collect()
+    }
+
+    /// A seed with a few random edits: byte changes, insertions, deletions, a cut.
+    fn mutate(&mut self, seed: &[u8]) -> Vec<u8> {
+        let mut data = seed.to_vec();
+        for _ in 0..=self.below(4) {
+            let at = self.below(data.len() + 1);
+            match self.below(4) {
+                0 if at < data.len() => data[at] = self.next() as u8,
+                1 if at < data.len() => data[at] ^= 1 << self.below(8),
+                2 => {
+                    let len = 1 + self.below(8);
+                    let extra = self.bytes(len);
+                    data.splice(at..at, extra);
+                }
+                _ if at < data.len() => {
+                    let end = (at + 1 + self.below(16)).min(data.len());
+                    data.drain(at..end);
+                }
+                _ => {}
+            }
+        }
+        if self.below(8) == 0 {
+            data.truncate(self.below(data.len() + 1));
+        }
+        data
+    }
+}
+
+#[test]
+fn bodies_pass_on_the_corpus_files() {
+    for (target, body) in TARGETS {
+        let dir = corpus_dir().join(target);
+        let entries = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .collect::<Result<Vec<_>, _>>()
+            .expect("corpus directory entries");
+        assert!(!entries.is_empty(), "{}: no seeds", dir.display());
+        for entry in entries {
+            let data = std::fs::read(entry.path()).expect("read a seed");
+            run(target, *body, &data);
+        }
+    }
+}
+
+#[test]
+fn bodies_pass_on_the_generated_seeds() {
+    for seed in seed_corpus() {
+        let (_, body) = TARGETS
+            .iter()
+            .find(|(name, _)| *name == seed.target)
+            .expect("a seed for a known target");
+        run(seed.target, *body, &seed.data);
+    }
+}
+
+#[test]
+fn bodies_pass_on_pseudo_random_inputs() {
+    let seeds = seed_corpus();
+    for (i, (target, body)) in TARGETS.iter().enumerate() {
+        let mine: Vec<&[u8]> = seeds
+            .iter()
+            .filter(|s| s.target == *target)
+            .map(|s| &s.data[..])
+            .collect();
+        let mut rng = XorShift(0x9E37_79B9_7F4A_7C15 ^ (i as u64 + 1));
+        for n in 0..3000 {
+            let data = if n % 3 == 0 || mine.is_empty() {
+                let len = rng.below(512);
+                rng.bytes(len)
+            } else {
+                let seed = mine[rng.below(mine.len())];
+                rng.mutate(seed)
+            };
+            run(target, *body, &data);
+        }
+    }
+}
+
+/// Rewrites `fuzz/corpus/` from the generated seeds (run on purpose, see the file docs).
+#[test]
+#[ignore]
+fn write_seed_corpus() {
+    let root = corpus_dir();
+    for (target, _) in TARGETS {
+        let dir = root.join(target);
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).expect("clear a corpus directory");
+        }
+        std::fs::create_dir_all(&dir).expect("create a corpus directory");
+    }
+    for seed in seed_corpus() {
+        let path = root.join(seed.target).join(&seed.name);
+        std::fs::write(&path, &seed.data).expect("write a seed");
+    }
+}
