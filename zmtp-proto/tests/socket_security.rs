@@ -248,6 +248,69 @@ mod curve {
     }
 
     #[test]
+    fn curve_zap_enforce_domain() {
+        fn refuse(_: &ZapRequest) -> AuthReply {
+            AuthReply::status(400)
+        }
+        // Enforced with an empty domain: ZAP is not consulted, every client gets in.
+        let mut c = Cluster::new(9);
+        let server = c.add(
+            Pull,
+            opts(|o| {
+                o.security = Security::CurveServer { keys: keys(1) };
+                o.zap_enforce_domain = true;
+            }),
+        );
+        c.members_mut(server).authenticator = Some(refuse);
+        let ep = c.bind(server, ANY);
+        let client = c.add(
+            Push,
+            opts(|o| {
+                o.security = Security::CurveClient {
+                    server_key: keys(1).public,
+                    keys: keys(2),
+                }
+            }),
+        );
+        c.connect(client, &ep);
+        c.run_until_idle();
+        c.send(client, msg(&[b"in"])).unwrap();
+        c.run_until_idle();
+        assert!(c.recv(server).is_some());
+        assert!(c.member(server).auth_requests.is_empty());
+        // Enforced with a domain and no handler: refused.
+        let mut c = Cluster::new(10);
+        let server = c.add(
+            Pull,
+            opts(|o| {
+                o.security = Security::CurveServer { keys: keys(1) };
+                o.zap_enforce_domain = true;
+                o.zap_domain = Bytes::from_static(b"d");
+            }),
+        );
+        c.monitor_all(server);
+        let ep = c.bind(server, ANY);
+        let client = c.add(
+            Push,
+            opts(|o| {
+                o.security = Security::CurveClient {
+                    server_key: keys(1).public,
+                    keys: keys(2),
+                }
+            }),
+        );
+        c.connect(client, &ep);
+        c.run_until_idle();
+        let _ = c.send(client, msg(&[b"out"]));
+        c.run_until_idle();
+        assert!(c.recv(server).is_none());
+        assert_eq!(
+            auth_events(&c, server),
+            [(MonitorEventKind::HandshakeFailedAuth, 300)]
+        );
+    }
+
+    #[test]
     fn curve_client_with_the_wrong_server_key_never_connects() {
         let mut c = Cluster::new(8);
         let (server, client) = curve_pair(&mut c, keys(2), keys(9));

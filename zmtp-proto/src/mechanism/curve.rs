@@ -12,6 +12,7 @@ use crate::curve_crypto::{
     nonce, CryptoBox, Drbg, KeyPair, PublicKey, SecretBox, KEY_LEN, TAG_LEN,
 };
 use crate::{Error, SendError};
+use zeroize::Zeroize;
 
 /// Why a CURVE handshake or MESSAGE was refused.
 #[non_exhaustive]
@@ -121,6 +122,15 @@ enum Out {
     Welcome,
     Initiate,
     Ready,
+}
+
+impl Drop for Curve {
+    fn drop(&mut self) {
+        // The other secrets (key pairs, boxes, generator) wipe themselves.
+        if let Role::Server { cookie_key, .. } = &mut self.role {
+            cookie_key.zeroize();
+        }
+    }
 }
 
 /// A failure while building one of our own commands: the buffer was sized beforehand, so
@@ -339,6 +349,7 @@ impl Curve {
                 cookie_box,
             )
             .map_err(|_| CurveError::BadHello)?;
+        cookie_key.zeroize();
         let mut w = Writer::new(frame);
         put_command_head(&mut w, b"WELCOME", WELCOME_LEN - 8)?;
         w.put(&r)?;
@@ -546,9 +557,11 @@ impl Curve {
             .open_in_place(&nonce(b"COOKIE--", &rc).map_err(|_| bad)?, &mut cookie)
             .map_err(|_| bad)?;
         let held_short = take::<KEY_LEN>(&cookie, TAG_LEN).ok_or(bad)?;
-        let held_secret = take::<KEY_LEN>(&cookie, TAG_LEN + KEY_LEN).ok_or(bad)?;
-        cookie.fill(0);
-        if held_short != client_short.0 || &held_secret != short.secret.as_bytes() {
+        let mut held_secret = take::<KEY_LEN>(&cookie, TAG_LEN + KEY_LEN).ok_or(bad)?;
+        cookie.zeroize();
+        let matches = held_short == client_short.0 && &held_secret == short.secret.as_bytes();
+        held_secret.zeroize();
+        if !matches {
             return Err(bad.into());
         }
         let n: [u8; 8] = take(body, 105).ok_or(bad)?;
