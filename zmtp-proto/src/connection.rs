@@ -20,6 +20,14 @@ pub const MAX_PROPERTIES_LEN: usize = 1024;
 /// Default handshake deadline (libzmq's `ZMQ_HANDSHAKE_IVL`).
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Frames announcing more bytes than this are refused whatever the limits: no address space
+/// (2^47 bytes for user space on x86-64 and AArch64) could hold them, so such a header can
+/// only be an attack or garbage.
+pub const MAX_FRAME_SIZE: u64 = 1 << 47;
+
+/// Default for [`Config::max_message_frames`].
+pub const DEFAULT_MAX_MESSAGE_FRAMES: usize = 65_536;
+
 /// Default limit for a single command frame (READY metadata, subscriptions, PING...).
 pub const DEFAULT_MAX_COMMAND_SIZE: u64 = 64 * 1024;
 
@@ -64,6 +72,10 @@ pub struct Config {
     pub max_message_size: Option<u64>,
     /// Largest command frame body accepted.
     pub max_command_size: u64,
+    /// Most frames one message may have (default [`DEFAULT_MAX_MESSAGE_FRAMES`]; `None` for
+    /// no limit). Each frame costs memory even when empty, so without this an endless
+    /// multipart message of empty frames would grow without bound.
+    pub max_message_frames: Option<usize>,
     /// The security mechanism and our role in it (default NULL).
     pub security: Security,
     /// With NULL: ask for a verdict on every peer before sending READY (libzmq does when
@@ -85,6 +97,7 @@ impl Config {
             heartbeat_ttl: None,
             max_message_size: None,
             max_command_size: DEFAULT_MAX_COMMAND_SIZE,
+            max_message_frames: Some(DEFAULT_MAX_MESSAGE_FRAMES),
             security: Security::Null,
             authenticate_null: false,
             identity: Identity::new(),
@@ -292,6 +305,7 @@ pub struct Connection {
     /// The peer's last data frame had MORE set.
     in_mid_message: bool,
     in_message_size: u64,
+    in_message_frames: usize,
     /// Events not yet polled: the handshake notice, then counts of PINGs and PONGs seen.
     /// Counters rather than a queue, so that no event is ever lost, whatever the burst.
     handshake_event: Option<Event>,
@@ -341,6 +355,7 @@ impl Connection {
             out_mid_message: false,
             in_mid_message: false,
             in_message_size: 0,
+            in_message_frames: 0,
             handshake_event: None,
             auth_unreported: false,
             auth_asked: false,
@@ -456,11 +471,13 @@ impl Connection {
         };
         let is_command = flags & 0x04 != 0;
         let limit = if is_command {
-            self.config.max_command_size
+            self.config.max_command_size.min(MAX_FRAME_SIZE)
         } else {
-            self.config.max_message_size.unwrap_or(u64::MAX)
+            self.data_frame_limit()
         };
-        let Status::Complete((header, header_len)) = FrameHeader::parse(&*input, limit)? else {
+        let parsed =
+            FrameHeader::parse(&*input, limit).map_err(|e| self.size_error(is_command, e))?;
+        let Status::Complete((header, header_len)) = parsed else {
             return Ok(Input::partial(if flags & 0x02 != 0 { 9 } else { 2 }));
         };
         // `FrameHeader::parse` bounds the size to `usize::MAX - 9`, so this cannot overflow.
@@ -563,12 +580,11 @@ impl Connection {
         if self.phase != Phase::Traffic || self.mechanism.seals() {
             return Ok(None);
         }
-        let limit = self.config.max_message_size.unwrap_or(u64::MAX);
-        let parsed = match FrameHeader::parse(header, limit) {
+        let parsed = match FrameHeader::parse(header, self.data_frame_limit()) {
             Ok(Status::Complete(parsed)) => parsed,
             Ok(Status::Partial) => return Ok(None),
             Err(e) => {
-                let e = Error::from(e);
+                let e = self.size_error(false, e);
                 self.error = Some(e.clone());
                 return Err(e);
             }
@@ -682,6 +698,27 @@ impl Connection {
         })
     }
 
+    /// A data frame over MAXMSGSIZE (alone or with the frames before it) is reported as
+    /// [`Error::MessageTooLarge`]; other header errors as they are.
+    fn size_error(&self, is_command: bool, e: crate::codec::CodecError) -> Error {
+        match (e, self.config.max_message_size) {
+            (crate::codec::CodecError::FrameTooLarge { .. }, Some(limit)) if !is_command => {
+                Error::MessageTooLarge { limit }
+            }
+            (e, _) => Error::from(e),
+        }
+    }
+
+    /// The largest data frame the peer may announce now, checked against the header before
+    /// a byte of the body is buffered: a message may not outgrow MAXMSGSIZE, counting the
+    /// frames it already has, and no frame may exceed [`MAX_FRAME_SIZE`].
+    fn data_frame_limit(&self) -> u64 {
+        self.config
+            .max_message_size
+            .map_or(u64::MAX, |max| max.saturating_sub(self.in_message_size))
+            .min(MAX_FRAME_SIZE)
+    }
+
     fn data_frame<'a>(&mut self, body: &'a [u8], more: bool) -> Result<Item<'a>, Error> {
         let first = !self.in_mid_message;
         self.in_message_size = self.in_message_size.saturating_add(body.len() as u64);
@@ -690,9 +727,16 @@ impl Connection {
                 return Err(Error::MessageTooLarge { limit });
             }
         }
+        self.in_message_frames = self.in_message_frames.saturating_add(1);
+        if let Some(limit) = self.config.max_message_frames {
+            if self.in_message_frames > limit {
+                return Err(Error::TooManyFrames { limit });
+            }
+        }
         self.in_mid_message = more;
         if !more {
             self.in_message_size = 0;
+            self.in_message_frames = 0;
         }
         // Subscriptions in message form: from 3.0 peers, and from XSUB even over 3.1.
         if first && !more && self.config.socket_type.accepts_subscriptions() {

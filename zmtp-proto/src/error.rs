@@ -52,6 +52,11 @@ pub enum Error {
         /// The limit in force.
         limit: u64,
     },
+    /// A multipart message had more frames than the limit.
+    TooManyFrames {
+        /// The limit in force.
+        limit: usize,
+    },
     /// The peer sent ERROR.
     PeerError(Reason),
     /// The handshake did not complete before the handshake deadline.
@@ -103,6 +108,7 @@ impl core::fmt::Display for Error {
             Error::UnexpectedCommand => f.write_str("unexpected command"),
             Error::UnexpectedMessage => f.write_str("message before handshake completed"),
             Error::MessageTooLarge { limit } => write!(f, "message exceeds {limit} bytes"),
+            Error::TooManyFrames { limit } => write!(f, "message exceeds {limit} frames"),
             Error::PeerError(r) => {
                 write!(f, "peer sent ERROR: {}", r.escape_ascii())
             }

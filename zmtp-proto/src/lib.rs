@@ -133,7 +133,7 @@ pub use buffered::{Buffered, OwnedItem, SHARED_BODY_MIN};
 pub use bytes::{Bytes, BytesMut};
 pub use connection::{
     Config, ConfigError, Connection, Event, Identity, Input, Item, DEFAULT_HANDSHAKE_TIMEOUT,
-    DEFAULT_MAX_COMMAND_SIZE, MAX_PROPERTIES_LEN,
+    DEFAULT_MAX_COMMAND_SIZE, DEFAULT_MAX_MESSAGE_FRAMES, MAX_FRAME_SIZE, MAX_PROPERTIES_LEN,
 };
 pub use error::{Error, Reason, SendError, MAX_REASON_LEN};
 pub use socket_type::SocketType;

@@ -306,3 +306,37 @@ fn shared_chunks_hand_large_bodies_over_without_copying() {
     assert_eq!(&frames[0][..], b"small");
     assert_eq!(frames[1].as_ptr(), big.as_ptr(), "the body was not copied");
 }
+
+#[test]
+fn endless_multipart_is_bounded_by_frame_count_and_size() {
+    // Empty frames cost memory too: the frame count is capped.
+    let mut b = cfg(SocketType::Pull);
+    b.max_message_frames = Some(1000);
+    let mut p = Pair::new(cfg(SocketType::Push), b);
+    p.drive();
+    for _ in 0..1000 {
+        p.a.buf.send_frame(b"", true).unwrap();
+    }
+    p.drive();
+    assert_eq!(p.b.error, None, "1000 frames are allowed");
+    p.a.buf.send_frame(b"", true).unwrap();
+    p.drive();
+    assert_eq!(p.b.error, Some(Error::TooManyFrames { limit: 1000 }));
+    assert!(p.b.messages().is_empty(), "no half message is delivered");
+    // With MAXMSGSIZE, frames that keep coming are refused at the header that would cross
+    // the limit, before their bodies are buffered.
+    let mut b = cfg(SocketType::Pull);
+    b.max_message_size = Some(10_000);
+    let mut p = Pair::new(cfg(SocketType::Push), b);
+    p.drive();
+    for _ in 0..9 {
+        p.a.buf.send_frame(&[1u8; 1000], true).unwrap();
+    }
+    p.drive();
+    assert_eq!(p.b.error, None);
+    // The header of a 1001-byte frame (MORE | LONG), straight into the receiver.
+    p.b.buf.receive(&[0x03, 0, 0, 0, 0, 0, 0, 0x03, 0xe9]);
+    p.drive();
+    assert_eq!(p.b.error, Some(Error::MessageTooLarge { limit: 10_000 }));
+    assert!(p.b.buf.buffered_input() < 1001);
+}

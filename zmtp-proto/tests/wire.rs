@@ -337,10 +337,10 @@ fn hostile_frames_before_and_after_handshake() {
     cfg.max_message_size = Some(1 << 20);
     let mut conn = established(cfg, SocketType::Pair);
     let mut huge = [0x02, 0x40, 0, 0, 0, 0, 0, 0, 0];
-    assert!(matches!(
+    assert_eq!(
         conn.handle_input(now(), &mut huge),
-        Err(Error::Codec(CodecError::FrameTooLarge { .. }))
-    ));
+        Err(Error::MessageTooLarge { limit: 1 << 20 })
+    );
     // Unknown commands after the handshake are ignored, like libzmq.
     let mut conn = established(Config::new(SocketType::Pair), SocketType::Pair);
     assert!(
@@ -360,12 +360,35 @@ fn hostile_frames_before_and_after_handshake() {
 
 #[test]
 fn huge_announced_frame_allocates_nothing_up_front() {
-    // Without MAXMSGSIZE (libzmq's default), the frame is merely incomplete, and the
-    // buffered layer grows its receive buffer only with bytes that actually arrive.
+    // Without MAXMSGSIZE (libzmq's default), a frame no address space could hold (2^62
+    // bytes) is refused from its header alone...
+    let ready = b"\x04\x1a\x05READY\x0bSocket-Type\x00\x00\x00\x04PAIR";
     let mut b = zmtp_proto::Buffered::new(Config::new(SocketType::Pair), now());
     b.receive(&LIBZMQ_GREETING);
-    b.receive(b"\x04\x1a\x05READY\x0bSocket-Type\x00\x00\x00\x04PAIR");
+    b.receive(ready);
     b.receive(&[0x02, 0x40, 0, 0, 0, 0, 0, 0, 0]);
+    assert!(matches!(
+        b.poll_item(now()),
+        Ok(Some(zmtp_proto::OwnedItem::Ready(_)))
+    ));
+    assert_eq!(
+        b.poll_item(now()),
+        Err(Error::Codec(CodecError::FrameTooLarge {
+            size: 1 << 62,
+            limit: zmtp_proto::MAX_FRAME_SIZE
+        }))
+    );
+    assert!(
+        b.read_buf().capacity() < 1 << 20,
+        "{}",
+        b.read_buf().capacity()
+    );
+    // ...and a large one that could be real (1 TiB) is merely incomplete: the buffered layer
+    // grows its receive buffer only with bytes that actually arrive.
+    let mut b = zmtp_proto::Buffered::new(Config::new(SocketType::Pair), now());
+    b.receive(&LIBZMQ_GREETING);
+    b.receive(ready);
+    b.receive(&[0x02, 0, 0, 1, 0, 0, 0, 0, 0]);
     assert!(matches!(
         b.poll_item(now()),
         Ok(Some(zmtp_proto::OwnedItem::Ready(_)))

@@ -529,6 +529,7 @@ impl Socket {
         config.heartbeat_timeout = self.opts.heartbeat_timeout;
         config.heartbeat_ttl = self.opts.heartbeat_ttl;
         config.max_message_size = self.opts.maxmsgsize;
+        config.max_message_frames = self.opts.max_message_frames;
         config.security = self.opts.security.clone();
         config.authenticate_null = !self.opts.zap_domain.is_empty();
         #[cfg(feature = "curve")]

@@ -226,7 +226,9 @@ pub fn protocol_error_code(e: &Error) -> Option<u32> {
         Error::UnknownSocketType
         | Error::IncompatibleSocketType { .. }
         | Error::IdentityTooLong => p::ZMTP_INVALID_METADATA,
-        Error::UnsupportedVersion { .. } | Error::MessageTooLarge { .. } => p::ZMTP_UNSPECIFIED,
+        Error::UnsupportedVersion { .. }
+        | Error::MessageTooLarge { .. }
+        | Error::TooManyFrames { .. } => p::ZMTP_UNSPECIFIED,
         #[cfg(feature = "curve")]
         Error::Curve(c) => match c {
             crate::mechanism::CurveError::InvalidSequence => p::ZMTP_INVALID_SEQUENCE,

@@ -43,6 +43,9 @@ pub struct Options {
     pub conflate: bool,
     /// `ZMQ_MAXMSGSIZE`: largest inbound message in bytes; `None` = no limit (default).
     pub maxmsgsize: Option<u64>,
+    /// Most frames an inbound message may have (not a libzmq option): a peer exceeding it
+    /// is disconnected. Default 65536; `None` = no limit.
+    pub max_message_frames: Option<usize>,
     /// `ZMQ_ROUTER_MANDATORY`: unroutable sends fail instead of being dropped.
     pub router_mandatory: bool,
     /// `ZMQ_ROUTER_HANDOVER`: a new peer with a taken id takes it over.
@@ -90,6 +93,7 @@ impl Default for Options {
             immediate: false,
             conflate: false,
             maxmsgsize: None,
+            max_message_frames: Some(crate::DEFAULT_MAX_MESSAGE_FRAMES),
             router_mandatory: false,
             router_handover: false,
             probe_router: false,
