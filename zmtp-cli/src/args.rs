@@ -442,6 +442,16 @@ fn parse_socket(sending: bool, args: Vec<OsString>) -> Result<SocketArgs, Failur
         ));
     }
     let name = ty.name();
+    if echo
+        && !matches!(
+            ty,
+            SocketType::Rep | SocketType::Router | SocketType::Dealer | SocketType::Pair
+        )
+    {
+        return Err(usage(format!(
+            "--echo needs a socket that can answer (rep, router, dealer, pair), not {name}"
+        )));
+    }
     if sending {
         if matches!(ty, SocketType::Pull | SocketType::Sub) {
             return Err(usage(format!("a {name} socket cannot send")));
@@ -460,16 +470,6 @@ fn parse_socket(sending: bool, args: Vec<OsString>) -> Result<SocketArgs, Failur
                 "a REQ socket must send first (use 'send -t req', which prints the replies)",
             ));
         }
-    }
-    if echo
-        && !matches!(
-            ty,
-            SocketType::Rep | SocketType::Router | SocketType::Dealer | SocketType::Pair
-        )
-    {
-        return Err(usage(format!(
-            "--echo needs a socket that can answer (rep, router, dealer, pair), not {name}"
-        )));
     }
     if !subscribe.is_empty() && !matches!(ty, SocketType::Sub | SocketType::XSub) {
         return Err(usage(format!(

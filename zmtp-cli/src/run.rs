@@ -385,6 +385,10 @@ impl Watch {
             )));
         }
         if self.server {
+            if kind == MonitorEventKind::HandshakeFailedNoDetail {
+                // A client that went away mid-handshake (often one we just refused).
+                return Ok(());
+            }
             if kind == MonitorEventKind::HandshakeFailedAuth {
                 note(&format!(
                     "refused a client on {endpoint}: authentication failed ({detail})"
@@ -425,19 +429,22 @@ fn describe(e: &MonitorEvent) -> String {
     match e.kind {
         MonitorEventKind::HandshakeFailedAuth => format!("status {}", e.value),
         MonitorEventKind::HandshakeFailedProtocol => {
-            let name = match e.value {
-                0x1000_0000 => "ZMTP_UNSPECIFIED",
-                0x1000_0001 => "ZMTP_UNEXPECTED_COMMAND",
-                0x1000_0002 => "ZMTP_INVALID_SEQUENCE",
-                0x1000_0003 => "ZMTP_KEY_EXCHANGE",
-                0x1000_0011..=0x1000_0017 => "ZMTP_MALFORMED_COMMAND",
-                0x1000_0018 => "ZMTP_INVALID_METADATA (incompatible socket types?)",
-                0x1100_0001 => "ZMTP_CRYPTOGRAPHIC (wrong CURVE key?)",
-                0x1100_0002 => "ZMTP_MECHANISM_MISMATCH (the peer uses another security mechanism)",
-                0x2000_0000..=0x2000_0005 => "ZAP",
-                _ => "unknown",
+            let (name, hint) = match e.value {
+                0x1000_0000 => ("ZMTP_UNSPECIFIED", ""),
+                0x1000_0001 => ("ZMTP_UNEXPECTED_COMMAND", ""),
+                0x1000_0002 => ("ZMTP_INVALID_SEQUENCE", ""),
+                0x1000_0003 => ("ZMTP_KEY_EXCHANGE", ""),
+                0x1000_0011..=0x1000_0017 => ("ZMTP_MALFORMED_COMMAND", ""),
+                0x1000_0018 => ("ZMTP_INVALID_METADATA", ": incompatible socket types?"),
+                0x1100_0001 => ("ZMTP_CRYPTOGRAPHIC", ": wrong CURVE key?"),
+                0x1100_0002 => (
+                    "ZMTP_MECHANISM_MISMATCH",
+                    ": the peer uses another security mechanism",
+                ),
+                0x2000_0000..=0x2000_0005 => ("ZAP", ""),
+                _ => ("unknown", ""),
             };
-            format!("protocol error {name} (0x{:08x})", e.value)
+            format!("protocol error {name} (0x{:08x}){hint}", e.value)
         }
         _ => "the connection closed during the handshake (wrong credentials or key?)".into(),
     }

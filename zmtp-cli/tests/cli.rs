@@ -1,0 +1,1133 @@
+//! The `zmtp` binary against libzmq peers (through zmtp-conformance's FFI): every socket
+//! pattern in both directions, PLAIN and CURVE with right and wrong credentials on either
+//! side, multipart and hex frames, keygen, bench, and every exit code.
+
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use zmtp_conformance::ffi::{
+    Ctx, ZSocket, ZMQ_CURVE_PUBLICKEY, ZMQ_CURVE_SECRETKEY, ZMQ_CURVE_SERVERKEY, ZMQ_DEALER,
+    ZMQ_EVENT_ALL, ZMQ_EVENT_HANDSHAKE_SUCCEEDED, ZMQ_PUB, ZMQ_PULL, ZMQ_PUSH, ZMQ_REP, ZMQ_REQ,
+    ZMQ_ROUTER, ZMQ_ROUTING_ID,
+};
+use zmtp_conformance::security::{
+    expect_auth_failure, key, stranger_keys, zcurve_client, zcurve_server, zplain_client,
+    zplain_server, zsock, CLIENT_PUBLIC, CLIENT_SECRET, SERVER_PUBLIC, SERVER_SECRET,
+};
+use zmtp_conformance::zap::ZapHandler;
+use zmtp_tokio::{z85, KeyPair};
+
+const ZMTP: &str = env!("CARGO_BIN_EXE_zmtp");
+
+/// The longest any run of the binary may take before the test gives up on it.
+const LIMIT: Duration = Duration::from_secs(15);
+
+/// `--timeout` given to runs that should finish by themselves, so that a bug ends them with
+/// exit 3 rather than a hang.
+const GUARD: &str = "10000";
+
+fn text(bytes: &[u8]) -> &str {
+    std::str::from_utf8(bytes).expect("UTF-8")
+}
+
+/// How a run of the binary ended.
+#[derive(Debug)]
+struct Outcome {
+    /// The exit code; `None` if killed by a signal.
+    code: Option<i32>,
+    stdout: Vec<u8>,
+    stderr: String,
+}
+
+/// A running `zmtp`, its standard output and error read by threads.
+struct Running {
+    child: Child,
+    stdout: Option<JoinHandle<Vec<u8>>>,
+    stderr_lines: mpsc::Receiver<String>,
+    stderr: Vec<String>,
+    started: Instant,
+    /// The arguments, for failure messages.
+    what: String,
+}
+
+fn spawn_os(args: &[OsString], stdin: Option<&[u8]>) -> Running {
+    let mut child = Command::new(ZMTP)
+        .args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run zmtp");
+    if let Some(input) = stdin {
+        let mut pipe = child.stdin.take().expect("stdin");
+        let input = input.to_vec();
+        std::thread::spawn(move || {
+            let _ = pipe.write_all(&input);
+        });
+    }
+    let mut out = child.stdout.take().expect("stdout");
+    let stdout = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = out.read_to_end(&mut buf);
+        buf
+    });
+    let err = child.stderr.take().expect("stderr");
+    let (tx, stderr_lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines() {
+            let Ok(line) = line else { return };
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    Running {
+        child,
+        stdout: Some(stdout),
+        stderr_lines,
+        stderr: Vec::new(),
+        started: Instant::now(),
+        what: format!("{args:?}"),
+    }
+}
+
+fn spawn(args: &[&str], stdin: Option<&[u8]>) -> Running {
+    let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+    spawn_os(&args, stdin)
+}
+
+impl Running {
+    /// The endpoint the binary reports as bound (`-v` prints `zmtp: bound EP`).
+    fn bound_endpoint(&mut self) -> String {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.stderr_lines.recv_timeout(left) {
+                Ok(line) => {
+                    let found = line.strip_prefix("zmtp: bound ").map(str::to_string);
+                    self.stderr.push(line);
+                    if let Some(ep) = found {
+                        return ep;
+                    }
+                }
+                Err(_) => {
+                    let _ = self.child.kill();
+                    panic!(
+                        "{}: no bound endpoint reported; stderr: {:?}",
+                        self.what, self.stderr
+                    );
+                }
+            }
+        }
+    }
+
+    /// Whether the process has exited.
+    fn exited(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_)))
+    }
+
+    /// Wait for the exit (killing the process after `LIMIT`) and collect the output.
+    fn finish(mut self) -> Outcome {
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                break status;
+            }
+            if self.started.elapsed() > LIMIT {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!(
+                    "zmtp still running after {LIMIT:?}; stderr: {:?}",
+                    self.stderr
+                );
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let stdout = self
+            .stdout
+            .take()
+            .map(|t| t.join().unwrap_or_default())
+            .unwrap_or_default();
+        // The writer is gone: the reader thread ends at end of file.
+        while let Ok(line) = self.stderr_lines.recv_timeout(Duration::from_secs(2)) {
+            self.stderr.push(line);
+        }
+        let mut stderr = self.stderr.join("\n");
+        if !stderr.is_empty() {
+            stderr.push('\n');
+        }
+        Outcome {
+            code: status.code(),
+            stdout,
+            stderr,
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn run(args: &[&str], stdin: Option<&[u8]>) -> Outcome {
+    spawn(args, stdin).finish()
+}
+
+/// Assert a successful run.
+fn ok(outcome: &Outcome) {
+    assert_eq!(outcome.code, Some(0), "zmtp failed: {outcome:?}");
+}
+
+/// A libzmq socket of `kind` bound to an ephemeral TCP port; its endpoint.
+fn zbind<'c>(ctx: &'c Ctx, kind: i32) -> (ZSocket<'c>, String) {
+    let z = zsock(ctx, kind);
+    z.bind("tcp://127.0.0.1:*").expect("bind");
+    let ep = z.last_endpoint().expect("last endpoint");
+    (z, ep)
+}
+
+fn frames(list: &[&[u8]]) -> Vec<Vec<u8>> {
+    list.iter().map(|f| f.to_vec()).collect()
+}
+
+// ----- patterns against libzmq ---------------------------------------------------------
+
+#[test]
+fn push_to_a_libzmq_pull() {
+    let ctx = Ctx::new();
+    let (pull, ep) = zbind(&ctx, ZMQ_PULL);
+    let out = run(
+        &[
+            "send",
+            "-t",
+            "push",
+            "-c",
+            &ep,
+            "--timeout",
+            GUARD,
+            "hello",
+            "world",
+        ],
+        None,
+    );
+    ok(&out);
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        pull.recv_multipart().unwrap(),
+        frames(&[b"hello", b"world"])
+    );
+}
+
+#[test]
+fn libzmq_push_to_our_pull() {
+    let ctx = Ctx::new();
+    let (push, ep) = zbind(&ctx, ZMQ_PUSH);
+    let running = spawn(
+        &[
+            "recv",
+            "-t",
+            "PULL",
+            "-c",
+            &ep,
+            "-n",
+            "3",
+            "--hwm",
+            "10",
+            "--timeout",
+            GUARD,
+        ],
+        None,
+    );
+    for m in ["m0", "m1", "m2"] {
+        push.send_multipart(&[m.as_bytes()]).unwrap();
+    }
+    let out = running.finish();
+    ok(&out);
+    assert_eq!(text(&out.stdout), "m0\nm1\nm2\n");
+}
+
+#[test]
+fn our_sub_with_a_prefix_gets_only_matching_messages_from_a_libzmq_pub() {
+    let ctx = Ctx::new();
+    let (publisher, ep) = zbind(&ctx, ZMQ_PUB);
+    let mut running = spawn(
+        &[
+            "recv",
+            "-t",
+            "sub",
+            "-c",
+            &ep,
+            "--subscribe",
+            "weather",
+            "--subscribe",
+            "sport",
+            "-n",
+            "4",
+            "--timeout",
+            GUARD,
+        ],
+        None,
+    );
+    // Publish until the subscriber has had enough (its subscription arrives at some point).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !running.exited() && Instant::now() < deadline {
+        publisher.send_multipart(&[b"news", b"ignored"]).unwrap();
+        publisher.send_multipart(&[b"weather", b"sunny"]).unwrap();
+        publisher.send_multipart(&[b"sport.football"]).unwrap();
+        publisher.send_multipart(&[b"wea"]).unwrap();
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = running.finish();
+    ok(&out);
+    let lines: Vec<&str> = text(&out.stdout).lines().collect();
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    for line in &lines {
+        assert!(
+            *line == "weather\tsunny" || *line == "sport.football",
+            "unexpected line {line:?}"
+        );
+    }
+}
+
+#[test]
+fn our_req_to_a_libzmq_rep_prints_the_replies() {
+    let ctx = Ctx::new();
+    let (rep, ep) = zbind(&ctx, ZMQ_REP);
+    let running = spawn(
+        &[
+            "send",
+            "-t",
+            "req",
+            "-c",
+            &ep,
+            "-n",
+            "2",
+            "--timeout",
+            GUARD,
+            "ping",
+            "1",
+        ],
+        None,
+    );
+    for _ in 0..2 {
+        assert_eq!(rep.recv_multipart().unwrap(), frames(&[b"ping", b"1"]));
+        rep.send_multipart(&[b"pong", b"2"]).unwrap();
+    }
+    let out = running.finish();
+    ok(&out);
+    assert_eq!(text(&out.stdout), "pong\t2\npong\t2\n");
+}
+
+#[test]
+fn libzmq_req_to_our_rep_echo() {
+    let ctx = Ctx::new();
+    let mut running = spawn(
+        &[
+            "recv",
+            "-t",
+            "rep",
+            "-b",
+            "tcp://127.0.0.1:*",
+            "--echo",
+            "-n",
+            "2",
+            "-v",
+            "--heartbeat",
+            "100",
+            "--timeout",
+            GUARD,
+        ],
+        None,
+    );
+    let ep = running.bound_endpoint();
+    let req = zsock(&ctx, ZMQ_REQ);
+    req.connect(&ep).unwrap();
+    for i in 0..2u8 {
+        let body = [b'a' + i];
+        req.send_multipart(&[&body, b"x"]).unwrap();
+        assert_eq!(req.recv_multipart().unwrap(), frames(&[&body, b"x"]));
+    }
+    let out = running.finish();
+    ok(&out);
+    assert_eq!(text(&out.stdout), "a\tx\nb\tx\n");
+}
+
+#[test]
+fn libzmq_dealer_to_our_router_echo_over_ipc() {
+    let ctx = Ctx::new();
+    let ep = format!("ipc://@zmtp-cli-test-router-{}", std::process::id());
+    let mut running = spawn(
+        &[
+            "recv",
+            "-t",
+            "router",
+            "-b",
+            &ep,
+            "--echo",
+            "-n",
+            "2",
+            "-v",
+            "--timeout",
+            GUARD,
+        ],
+        None,
+    );
+    assert_eq!(running.bound_endpoint(), ep);
+    let dealer = zsock(&ctx, ZMQ_DEALER);
+    dealer.set_bytes(ZMQ_ROUTING_ID, b"D1").unwrap();
+    dealer.connect(&ep).unwrap();
+    dealer.send_multipart(&[b"hello", b"world"]).unwrap();
+    assert_eq!(
+        dealer.recv_multipart().unwrap(),
+        frames(&[b"hello", b"world"])
+    );
+    dealer.send_multipart(&[b"", b"again"]).unwrap();
+    assert_eq!(dealer.recv_multipart().unwrap(), frames(&[b"", b"again"]));
+    let out = running.finish();
+    ok(&out);
+    assert_eq!(text(&out.stdout), "D1\thello\tworld\nD1\t\tagain\n");
+}
+
+#[test]
+fn our_dealer_identity_reaches_a_libzmq_router() {
+    let ctx = Ctx::new();
+    let (router, ep) = zbind(&ctx, ZMQ_ROUTER);
+    let out = run(
+        &[
+            "send",
+            "-t",
+            "dealer",
+            "-c",
+            &ep,
+            "--identity",
+            "me",
+            "--timeout",
+            GUARD,
+            "hi",
+        ],
+        None,
+    );
+    ok(&out);
+    assert_eq!(router.recv_multipart().unwrap(), frames(&[b"me", b"hi"]));
+}
+
+// ----- multipart and hex ---------------------------------------------------------------
+
+#[test]
+fn stdin_lines_are_messages_with_tab_separated_frames() {
+    let ctx = Ctx::new();
+    let (pull, ep) = zbind(&ctx, ZMQ_PULL);
+    let out = run(
+        &["send", "-t", "push", "-c", &ep, "--timeout", GUARD],
+        Some(b"a\tb\tc\nsingle\n\tx\n\nlast without newline"),
+    );
+    ok(&out);
+    let expected: [&[&[u8]]; 5] = [
+        &[b"a", b"b", b"c"],
+        &[b"single"],
+        &[b"", b"x"],
+        &[b""],
+        &[b"last without newline"],
+    ];
+    for e in expected {
+        assert_eq!(pull.recv_multipart().unwrap(), frames(e));
+    }
+}
+
+#[test]
+fn count_repeats_the_message() {
+    let ctx = Ctx::new();
+    let (pull, ep) = zbind(&ctx, ZMQ_PULL);
+    let out = run(
+        &[
+            "send",
+            "-t",
+            "push",
+            "-c",
+            &ep,
+            "-n",
+            "3",
+            "--timeout",
+            GUARD,
+            "again",
+        ],
+        None,
+    );
+    ok(&out);
+    for _ in 0..3 {
+        assert_eq!(pull.recv_multipart().unwrap(), frames(&[b"again"]));
+    }
+}
+
+#[test]
+fn hex_frames_as_arguments_and_on_stdin() {
+    let ctx = Ctx::new();
+    let (pull, ep) = zbind(&ctx, ZMQ_PULL);
+    let out = run(
+        &[
+            "send",
+            "-t",
+            "push",
+            "-c",
+            &ep,
+            "--hex-frames",
+            "--timeout",
+            GUARD,
+            "00FF",
+            "",
+            "0a",
+        ],
+        None,
+    );
+    ok(&out);
+    assert_eq!(
+        pull.recv_multipart().unwrap(),
+        frames(&[&[0x00, 0xff], b"", b"\n"])
+    );
+    let out = run(
+        &[
+            "send",
+            "-t",
+            "push",
+            "-c",
+            &ep,
+            "--hex-frames",
+            "--timeout",
+            GUARD,
+        ],
+        Some(b"00\t01fe\n09\n"),
+    );
+    ok(&out);
+    assert_eq!(pull.recv_multipart().unwrap(), frames(&[&[0], &[1, 0xfe]]));
+    assert_eq!(pull.recv_multipart().unwrap(), frames(&[b"\t"]));
+}
+
+#[test]
+fn hex_output_round_trips_through_hex_frames() {
+    let ctx = Ctx::new();
+    // libzmq PUSH -> our recv --hex: binary frames, including TAB, newline and empty.
+    let (push, ep) = zbind(&ctx, ZMQ_PUSH);
+    let running = spawn(
+        &[
+            "recv",
+            "-t",
+            "pull",
+            "-c",
+            &ep,
+            "--hex",
+            "-n",
+            "2",
+            "--timeout",
+            GUARD,
+        ],
+        None,
+    );
+    let first: [&[u8]; 3] = [&[0x00, 0x01], b"\t\n", b""];
+    let second: [&[u8]; 1] = [&[0xde, 0xad, 0xbe, 0xef]];
+    push.send_multipart(&first).unwrap();
+    push.send_multipart(&second).unwrap();
+    let out = running.finish();
+    ok(&out);
+    assert_eq!(text(&out.stdout), "0001\t090a\t\ndeadbeef\n");
+    // ... and that output, fed to our send --hex-frames, reproduces the frames at a libzmq PULL.
+    let (pull, ep) = zbind(&ctx, ZMQ_PULL);
+    let back = run(
+        &[
+            "send",
+            "-t",
+            "push",
+            "-c",
+            &ep,
+            "--hex-frames",
+            "--timeout",
+            GUARD,
+        ],
+        Some(&out.stdout),
+    );
+    ok(&back);
+    assert_eq!(pull.recv_multipart().unwrap(), frames(&first));
+    assert_eq!(pull.recv_multipart().unwrap(), frames(&second));
+}
+
+/// What `pull` received from a run of `zmtp send`: waited for after a successful run (it
+/// may still be on its way through libzmq), only looked for after a failed one.
+fn delivered(pull: &ZSocket<'_>, out: &Outcome) -> Option<Vec<Vec<u8>>> {
+    if out.code == Some(0) {
+        pull.recv_multipart().ok()
+    } else {
+        std::thread::sleep(Duration::from_millis(100));
+        pull.try_recv_multipart().ok()
+    }
+}
+
+// ----- PLAIN ---------------------------------------------------------------------------
+
+/// A libzmq PLAIN server (PULL) with a ZAP handler accepting admin/secret; runs `zmtp send`
+/// as a PLAIN client with `password`.
+fn plain_client_against_libzmq(password: &str) -> (Option<Vec<Vec<u8>>>, Outcome) {
+    let ctx = Ctx::new();
+    let _zap = ZapHandler::plain(&ctx, b"admin", b"secret");
+    let pull = zsock(&ctx, ZMQ_PULL);
+    zplain_server(&pull);
+    pull.bind("tcp://127.0.0.1:*").unwrap();
+    let ep = pull.last_endpoint().unwrap();
+    let out = run(
+        &[
+            "send",
+            "-t",
+            "push",
+            "-c",
+            &ep,
+            "--plain-user",
+            "admin",
+            "--plain-password",
+            password,
+            "--timeout",
+            GUARD,
+            "through plain",
+        ],
+        None,
+    );
+    (delivered(&pull, &out), out)
+}
+
+#[test]
+fn plain_client_with_the_right_password_is_delivered() {
+    let (got, out) = plain_client_against_libzmq("secret");
+    ok(&out);
+    assert_eq!(got, Some(frames(&[b"through plain"])));
+}
+
+#[test]
+fn plain_client_with_a_wrong_password_exits_2() {
+    let (got, out) = plain_client_against_libzmq("wrong");
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(out.stderr.contains("authentication"), "{out:?}");
+    assert_eq!(got, None);
+}
+
+#[test]
+fn our_plain_server_refuses_a_wrong_password_and_takes_the_right_one() {
+    let ctx = Ctx::new();
+    let mut running = spawn(
+        &[
+            "recv",
+            "-t",
+            "pull",
+            "-b",
+            "tcp://127.0.0.1:*",
+            "--plain-server",
+            "--allow-user",
+            "admin:se:cret",
+            "--allow-user",
+            "guest:guest",
+            "-n",
+            "1",
+            "-v",
+            "--timeout",
+            GUARD,
+        ],
+        None,
+    );
+    let ep = running.bound_endpoint();
+
+    let wrong = zsock(&ctx, ZMQ_PUSH);
+    let mut monitor = wrong.monitor(&ctx, ZMQ_EVENT_ALL).unwrap();
+    zplain_client(&wrong, b"admin", b"se");
+    wrong.connect(&ep).unwrap();
+    wrong.try_send_multipart(&[b"never"]).unwrap();
+    expect_auth_failure(&mut monitor, 400, Duration::from_secs(5));
+
+    let right = zsock(&ctx, ZMQ_PUSH);
+    zplain_client(&right, b"admin", b"se:cret");
+    right.connect(&ep).unwrap();
+    right.send_multipart(&[b"welcome"]).unwrap();
+    let out = running.finish();
+    ok(&out);
+    assert_eq!(text(&out.stdout), "welcome\n");
+    assert!(out.stderr.contains("refused a client"), "{out:?}");
+}
+
+// ----- CURVE ---------------------------------------------------------------------------
+
+/// A libzmq CURVE server (PULL, the test server keys) whose ZAP handler accepts only the
+/// test client key; runs `zmtp send` as a CURVE client with `extra` options.
+fn curve_client_against_libzmq(extra: &[&str]) -> (Option<Vec<Vec<u8>>>, Outcome) {
+    let ctx = Ctx::new();
+    let _zap = ZapHandler::curve(&ctx, &[key(CLIENT_PUBLIC)]);
+    let pull = zsock(&ctx, ZMQ_PULL);
+    zcurve_server(&pull);
+    pull.bind("tcp://127.0.0.1:*").unwrap();
+    let ep = pull.last_endpoint().unwrap();
+    let mut args = vec!["send", "-t", "push", "-c", ep.as_str(), "--timeout", GUARD];
+    args.extend_from_slice(extra);
+    args.push("sealed");
+    let out = run(&args, None);
+    (delivered(&pull, &out), out)
+}
+
+#[test]
+fn curve_client_with_an_allowed_key_is_delivered() {
+    let server = text(SERVER_PUBLIC);
+    let secret = text(CLIENT_SECRET);
+    let (got, out) =
+        curve_client_against_libzmq(&["--curve-server-key", server, "--curve-secret", secret]);
+    ok(&out);
+    assert_eq!(got, Some(frames(&[b"sealed"])));
+}
+
+#[test]
+fn curve_client_with_an_unknown_ephemeral_key_exits_2() {
+    let (got, out) = curve_client_against_libzmq(&["--curve-server-key", text(SERVER_PUBLIC)]);
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(out.stderr.contains("authentication"), "{out:?}");
+    assert_eq!(got, None);
+}
+
+#[test]
+fn curve_client_with_the_wrong_server_key_exits_2() {
+    let stranger = z85::encode_key(&stranger_keys().public.0);
+    let (got, out) = curve_client_against_libzmq(&[
+        "--curve-server-key",
+        text(&stranger),
+        "--curve-secret",
+        text(CLIENT_SECRET),
+    ]);
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(out.stderr.contains("authentication"), "{out:?}");
+    assert_eq!(got, None);
+}
+
+/// Make `z` a libzmq CURVE client with the stranger's keys, trusting the test server key.
+fn stranger_client(z: &ZSocket<'_>) {
+    let keys = stranger_keys();
+    z.set_bytes(ZMQ_CURVE_SERVERKEY, &key(SERVER_PUBLIC))
+        .unwrap();
+    z.set_bytes(ZMQ_CURVE_PUBLICKEY, &keys.public.0).unwrap();
+    z.set_bytes(ZMQ_CURVE_SECRETKEY, keys.secret.as_bytes())
+        .unwrap();
+}
+
+#[test]
+fn our_curve_server_refuses_an_unknown_key_and_takes_an_allowed_one() {
+    let ctx = Ctx::new();
+    let mut running = spawn(
+        &[
+            "recv",
+            "-t",
+            "pull",
+            "-b",
+            "tcp://127.0.0.1:*",
+            "--curve-server-secret",
+            text(SERVER_SECRET),
+            "--allow-client",
+            text(CLIENT_PUBLIC),
+            "-n",
+            "1",
+            "-v",
+            "--timeout",
+            GUARD,
+        ],
+        None,
+    );
+    let ep = running.bound_endpoint();
+
+    let wrong = zsock(&ctx, ZMQ_PUSH);
+    let mut monitor = wrong.monitor(&ctx, ZMQ_EVENT_ALL).unwrap();
+    stranger_client(&wrong);
+    wrong.connect(&ep).unwrap();
+    wrong.try_send_multipart(&[b"never"]).unwrap();
+    expect_auth_failure(&mut monitor, 400, Duration::from_secs(5));
+
+    let right = zsock(&ctx, ZMQ_PUSH);
+    zcurve_client(&right, &key(SERVER_PUBLIC));
+    right.connect(&ep).unwrap();
+    right.send_multipart(&[b"sealed"]).unwrap();
+    let out = running.finish();
+    ok(&out);
+    assert_eq!(text(&out.stdout), "sealed\n");
+    assert!(out.stderr.contains("refused a client"), "{out:?}");
+}
+
+#[test]
+fn our_curve_server_without_allow_client_takes_any_key() {
+    let ctx = Ctx::new();
+    let mut running = spawn(
+        &[
+            "recv",
+            "-t",
+            "pull",
+            "-b",
+            "tcp://127.0.0.1:*",
+            "--curve-server-secret",
+            text(SERVER_SECRET),
+            "-n",
+            "1",
+            "-v",
+            "--timeout",
+            GUARD,
+        ],
+        None,
+    );
+    let ep = running.bound_endpoint();
+    let client = zsock(&ctx, ZMQ_PUSH);
+    let mut monitor = client.monitor(&ctx, ZMQ_EVENT_ALL).unwrap();
+    stranger_client(&client);
+    client.connect(&ep).unwrap();
+    client.send_multipart(&[b"anyone"]).unwrap();
+    let out = running.finish();
+    ok(&out);
+    assert_eq!(text(&out.stdout), "anyone\n");
+    assert!(monitor
+        .wait_event(ZMQ_EVENT_HANDSHAKE_SUCCEEDED, Duration::from_secs(5))
+        .is_some());
+}
+
+// ----- keygen, help, bench -------------------------------------------------------------
+
+#[test]
+fn keygen_prints_a_valid_key_pair() {
+    let out = run(&["keygen"], None);
+    ok(&out);
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{stdout:?}");
+    let public = lines[0].strip_prefix("public: ").expect("public line");
+    let secret = lines[1].strip_prefix("secret: ").expect("secret line");
+    let public = z85::decode_key(public.as_bytes()).expect("public key in Z85");
+    let secret = z85::decode_key(secret.as_bytes()).expect("secret key in Z85");
+    assert_eq!(KeyPair::from_secret(secret).public.0, public);
+    let again = run(&["keygen"], None);
+    assert_ne!(again.stdout, out.stdout, "a fresh key pair each time");
+}
+
+#[test]
+fn help_prints_the_usage() {
+    for args in [&["--help"][..], &["help"], &["-h"], &["send", "--help"]] {
+        let out = run(args, None);
+        ok(&out);
+        let usage = text(&out.stdout);
+        for line in ["zmtp send", "zmtp recv", "zmtp keygen", "zmtp bench"] {
+            assert!(usage.contains(line), "{args:?}: {usage}");
+        }
+    }
+    let out = run(&[], None);
+    assert_eq!(out.code, Some(1));
+    assert!(out.stdout.is_empty());
+    assert!(out.stderr.contains("zmtp send"), "{out:?}");
+}
+
+#[test]
+fn bench_runs_on_every_transport() {
+    for transport in ["tcp", "ipc", "inproc"] {
+        let out = run(
+            &[
+                "bench",
+                "--driver",
+                "tokio",
+                "--transport",
+                transport,
+                "--count",
+                "2000",
+                "--size",
+                "100",
+            ],
+            None,
+        );
+        ok(&out);
+        let report = text(&out.stdout);
+        for word in [
+            transport,
+            "2000 messages",
+            "msg/s",
+            "MB/s",
+            "2000 round trips",
+            "mean",
+            "p50",
+            "p99",
+        ] {
+            assert!(
+                report.contains(word),
+                "{transport}: {word} missing from {report}"
+            );
+        }
+        // No progress indicator when standard error is not a terminal.
+        assert!(out.stderr.is_empty(), "{out:?}");
+    }
+}
+
+// ----- exit codes ----------------------------------------------------------------------
+
+/// Arguments written as one string: split at spaces; `{key}` is the test server's public
+/// key, `{ep}` a TCP endpoint with nothing behind it, and `''` an empty argument.
+fn words(line: &str) -> Vec<OsString> {
+    line.split(' ')
+        .map(|w| match w {
+            "''" => String::new(),
+            _ => w
+                .replace("{key}", text(SERVER_PUBLIC))
+                .replace("{ep}", "tcp://127.0.0.1:1"),
+        })
+        .map(OsString::from)
+        .collect()
+}
+
+#[test]
+fn bad_usage_exits_1_with_one_line_naming_the_problem() {
+    let cases: &[(&str, &str)] = &[
+        // unknown type
+        ("send -t pusher -c {ep} x", "pusher"),
+        // malformed endpoints
+        ("send -t push -c tcp://127.0.0.1 x", "endpoint"),
+        ("recv -t pull -b udp://127.0.0.1:5555", "endpoint"),
+        ("recv -t pull -c tcp://*:*", "endpoint"),
+        ("send -t push -c tcp://127.0.0.1:99999 x", "endpoint"),
+        // bad Z85 keys
+        ("send -t push -c {ep} --curve-server-key not-a-key x", "Z85"),
+        ("recv -t pull -b {ep} --curve-server-secret {key}x", "Z85"),
+        (
+            "recv -t pull -b {ep} --curve-server-secret {key} --allow-client ''",
+            "Z85",
+        ),
+        // incompatible options
+        ("recv -t push -c {ep} --echo", "--echo"),
+        ("recv -t pull -c {ep} --echo", "--echo"),
+        ("send -t dealer -c {ep} --echo x", "--echo"),
+        ("send -t push -c {ep} --plain-user u x", "--plain-password"),
+        ("send -t push -c {ep} --plain-password p x", "--plain-user"),
+        (
+            "send -t push -c {ep} --plain-user u --plain-password p --curve-server-key {key} x",
+            "incompatible",
+        ),
+        (
+            "recv -t pull -b {ep} --plain-server --curve-server-secret {key}",
+            "incompatible",
+        ),
+        ("recv -t pull -b {ep} --allow-user u:p", "--plain-server"),
+        ("recv -t pull -b {ep} --plain-server", "--allow-user"),
+        (
+            "recv -t pull -b {ep} --allow-client {key}",
+            "--curve-server-secret",
+        ),
+        (
+            "send -t push -c {ep} --curve-secret {key} x",
+            "--curve-server-key",
+        ),
+        ("send -t pull -c {ep} x", "PULL"),
+        ("send -t sub -c {ep} x", "SUB"),
+        ("send -t rep -c {ep} x", "REP"),
+        ("recv -t req -c {ep}", "REQ"),
+        ("recv -t pub -c {ep}", "PUB"),
+        ("recv -t pull -c {ep} --subscribe x", "--subscribe"),
+        ("send -t push -c {ep} --subscribe x y", "--subscribe"),
+        (
+            "send -t push -c {ep} --identity {key}{key}{key}{key}{key}{key}{key}",
+            "identity",
+        ),
+        // missing -b/-c, missing -t
+        ("recv -t pull --timeout 100", "-b"),
+        ("send -t push x", "-c"),
+        ("recv -c {ep}", "-t"),
+        // unknown options and commands, bad values
+        ("recv -t pull -c {ep} --frobnicate", "--frobnicate"),
+        ("recv -t pull -c {ep} --hex=yes", "--hex"),
+        ("send -t push -c {ep} --hex-frames xyz", "hex"),
+        ("send -t push -c {ep} -n 0 x", "-n"),
+        ("send -t push -c {ep} --timeout soon x", "--timeout"),
+        ("recv -t pull -c {ep} -n", "needs a value"),
+        ("recv -t pull -c {ep} hello", "hello"),
+        ("frobnicate", "frobnicate"),
+        ("keygen now", "keygen"),
+        ("bench --driver smol", "tokio"),
+        ("bench --transport udp", "udp"),
+        ("bench --size big", "--size"),
+        ("bench --count 0", "--count"),
+    ];
+    for (line, needle) in cases {
+        let out = spawn_os(&words(line), None).finish();
+        assert_eq!(out.code, Some(1), "{line}: {out:?}");
+        assert!(out.stdout.is_empty(), "{line}: {out:?}");
+        assert_eq!(out.stderr.lines().count(), 1, "{line}: {out:?}");
+        assert!(
+            out.stderr.contains(needle),
+            "{line}: {needle:?} not in {out:?}"
+        );
+    }
+}
+
+#[test]
+fn send_reads_a_hex_error_on_stdin_as_bad_usage() {
+    let ctx = Ctx::new();
+    let (_pull, ep) = zbind(&ctx, ZMQ_PULL);
+    let out = run(
+        &[
+            "send",
+            "-t",
+            "push",
+            "-c",
+            &ep,
+            "--hex-frames",
+            "--timeout",
+            GUARD,
+        ],
+        Some(b"00\nnot hex\n"),
+    );
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(out.stderr.contains("line 2"), "{out:?}");
+}
+
+#[test]
+fn bind_on_a_port_in_use_exits_2() {
+    let ctx = Ctx::new();
+    let (_pull, ep) = zbind(&ctx, ZMQ_PULL);
+    let out = run(&["recv", "-t", "pull", "-b", &ep, "--timeout", GUARD], None);
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(out.stderr.contains("bind"), "{out:?}");
+    assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
+}
+
+#[test]
+fn recv_with_nothing_arriving_times_out_with_3() {
+    let started = Instant::now();
+    let out = run(
+        &[
+            "recv",
+            "-t",
+            "pull",
+            "-b",
+            "tcp://127.0.0.1:*",
+            "--timeout",
+            "200",
+        ],
+        None,
+    );
+    assert_eq!(out.code, Some(3), "{out:?}");
+    assert!(out.stderr.contains("timed out"), "{out:?}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn send_without_a_peer_times_out_with_3() {
+    let out = run(
+        &[
+            "send",
+            "-t",
+            "push",
+            "-b",
+            "tcp://127.0.0.1:*",
+            "--timeout",
+            "200",
+            "x",
+        ],
+        None,
+    );
+    assert_eq!(out.code, Some(3), "{out:?}");
+}
+
+#[test]
+fn garbage_arguments_never_panic() {
+    use std::os::unix::ffi::OsStringExt;
+    let long = "a".repeat(300);
+    let long_ipc = format!("ipc:///{}", "p".repeat(5000));
+    let lines = [
+        "''",
+        "send",
+        "recv",
+        "bench ''",
+        "-",
+        "--",
+        "-t",
+        "--type=push",
+        "send --",
+        "send -t",
+        "send -t ''",
+        "send -t push -c ''",
+        "send -t push -c tcp://:",
+        "send -t push -b tcp://[::1",
+        "send -t push -c inproc:// x",
+        "send -t push -c ipc:// x",
+        "send -t push -c tcp://[::1]:x x",
+        &format!("send -t push -b {long_ipc} x"),
+        &format!("send -t push -c {{ep}} --plain-user {long} --plain-password p x"),
+        &format!("send -t push -c {{ep}} --allow-user {long}"),
+        "recv -t pull -c {ep} -n -1",
+        "recv -t pull -c {ep} -n 99999999999999999999999",
+        "recv -t pull -c {ep} --timeout 18446744073709551616",
+        "recv -t pull -c {ep} --timeout 0",
+        "recv -t pull -c {ep} --hwm -3",
+        "recv -t pull -c {ep} --hwm 99999999999999",
+        "recv -t pull -c {ep} --linger -2",
+        "recv -t pull -c {ep} --heartbeat 1e9",
+        "recv -t pull -c {ep} --curve-server-key ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~",
+        "recv -t pull -c {ep} --allow-user nocolon",
+        "recv -t pull -c {ep} --subscribe",
+        "recv -t pull -c {ep} --=x",
+        "recv -t pull -c {ep} ---",
+        "send -t router -b tcp://127.0.0.1:* --hex-frames 0",
+        "sénd -t push",
+        "send -t püsh -c {ep}",
+        "send -tpush -c {ep}",
+        "bench --size -1",
+        "bench --size 999999999999",
+        "bench --size=abc",
+        "bench --driver=",
+        "bench --count",
+        "keygen --verbose",
+        "help me",
+        // Valid enough to run: each ends by its timeout.
+        "recv -t pull -c {ep} --curve-server-key 0000000000000000000000000000000000000000 \
+         --timeout 300",
+        "recv -t sub -c {ep} --subscribe= --timeout=300",
+        "send --type=push --connect={ep} --timeout=300 x",
+        "send -t push -c {ep} --plain-user '' --plain-password '' --timeout 300 ''",
+        "send -t xsub -c {ep} --timeout 300 --linger 0 --hex-frames ''",
+        "recv -t XPUB -b tcp://127.0.0.1:* --timeout 300 --heartbeat 1",
+        "send -t router -b tcp://127.0.0.1:* --timeout 300 nobody x",
+    ];
+    let mut cases: Vec<Vec<OsString>> = lines.iter().map(|l| words(l)).collect();
+    let bad = |bytes: &[u8]| OsString::from_vec(bytes.to_vec());
+    cases.push(vec![bad(b"\xff\xfe")]);
+    cases.push([words("send"), vec![bad(b"-\xff")]].concat());
+    cases.push([words("send -t"), vec![bad(b"\xff")]].concat());
+    cases.push(
+        [
+            words("send -t push -c"),
+            vec![bad(b"tcp://\xff:1"), bad(b"x")],
+        ]
+        .concat(),
+    );
+    cases.push(
+        [
+            words("recv -t sub -c {ep} --timeout 300 --subscribe"),
+            vec![bad(b"\xff")],
+        ]
+        .concat(),
+    );
+    cases.push(
+        [
+            words("send -t push -c {ep} --timeout 300"),
+            vec![bad(b"\xff\x01\x02")],
+        ]
+        .concat(),
+    );
+    for args in &cases {
+        let out = spawn_os(args, None).finish();
+        assert!(
+            matches!(out.code, Some(0..=3)),
+            "{args:?} ended with {:?}: {}",
+            out.code,
+            out.stderr
+        );
+        assert!(!out.stderr.contains("panicked"), "{args:?}: {}", out.stderr);
+    }
+}
