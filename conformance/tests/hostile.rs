@@ -1,0 +1,1165 @@
+//! Hostile peers over real TCP sockets against the tokio driver: slow-loris greetings,
+//! frame headers announcing absurd sizes, floods of silent connections, garbage connections
+//! next to a well-behaved libzmq peer, a subscriber that never reads, and random bytes after
+//! a valid handshake.
+//!
+//! Hostile peers are raw `std::net::TcpStream`s speaking (or not) ZMTP by hand; well-behaved
+//! peers are libzmq sockets. Every wait is bounded. Timings and resident memory are
+//! process-wide, so the tests run one at a time ([`serial`]); the figures they measure are
+//! printed with `eprintln!` (see them with `--nocapture`).
+//!
+//! Memory is read three ways: RSS from `/proc/self/statm`; the live Rust heap, counted by
+//! this binary's global allocator ([`Counting`]: exact, blind to libzmq's C allocations);
+//! and RSS after glibc's `malloc_trim` ([`trimmed_rss`]), since glibc keeps a varying amount
+//! of freed memory resident in its per-thread arenas, so raw RSS moves from run to run for
+//! the same live heap.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use zmtp_conformance::ffi::{
+    Ctx, Monitor, Msg, ZMQ_EVENT_ALL, ZMQ_EVENT_DISCONNECTED, ZMQ_EVENT_HANDSHAKE_SUCCEEDED,
+    ZMQ_PULL, ZMQ_PUSH, ZMQ_RCVTIMEO, ZMQ_SUB,
+};
+use zmtp_conformance::security::{show, zsock};
+use zmtp_tokio::{
+    Bytes, Message, MonitorEvent, MonitorEventKind, Options, SendError, Sent, Socket, SocketType,
+};
+
+/// How much later than a deadline a close may come and still count as "at the deadline".
+const SLACK: Duration = Duration::from_millis(1000);
+/// Bound on waits for things that should happen promptly.
+const PROMPTLY: Duration = Duration::from_secs(2);
+const MIB: u64 = 1024 * 1024;
+
+/// Counts the bytes the Rust side of the process has allocated and not freed, and their
+/// peak (libzmq's own allocations are not seen). A leak shows here exactly, whereas RSS also
+/// moves with what the C allocator keeps cached.
+struct Counting;
+
+static LIVE: AtomicI64 = AtomicI64::new(0);
+static PEAK: AtomicI64 = AtomicI64::new(0);
+
+impl Counting {
+    fn grew(by: usize) {
+        let by = by as i64;
+        let now = LIVE.fetch_add(by, Ordering::Relaxed) + by;
+        PEAK.fetch_max(now, Ordering::Relaxed);
+    }
+}
+
+// SAFETY: every call is forwarded unchanged to the system allocator; only counters are
+// updated besides.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's contract for `alloc` is passed on as is.
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            Counting::grew(layout.size());
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's contract for `dealloc` is passed on as is.
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE.fetch_sub(layout.size() as i64, Ordering::Relaxed);
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's contract for `alloc_zeroed` is passed on as is.
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            Counting::grew(layout.size());
+        }
+        p
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: the caller's contract for `realloc` is passed on as is.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            if new_size >= layout.size() {
+                Counting::grew(new_size - layout.size());
+            } else {
+                LIVE.fetch_sub((layout.size() - new_size) as i64, Ordering::Relaxed);
+            }
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Bytes allocated by Rust code and not yet freed.
+fn heap() -> i64 {
+    LIVE.load(Ordering::Relaxed)
+}
+
+/// The peak of [`heap`] since the last call (which restarts it from the current value).
+fn heap_peak() -> i64 {
+    PEAK.swap(heap(), Ordering::Relaxed)
+}
+
+fn mib_i(bytes: i64) -> f64 {
+    bytes as f64 / MIB as f64
+}
+
+/// RSS after handing the C allocator's free memory back to the system (glibc's
+/// `malloc_trim`): what the process really holds. glibc keeps freed memory of its per-thread
+/// arenas resident, by a varying amount from run to run, which raw RSS would count.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn trimmed_rss() -> u64 {
+    extern "C" {
+        fn malloc_trim(pad: usize) -> std::ffi::c_int;
+    }
+    // SAFETY: `malloc_trim` takes a size and only releases free memory of glibc's heaps;
+    // it is safe to call at any time from any thread.
+    unsafe { malloc_trim(0) };
+    rss()
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn trimmed_rss() -> u64 {
+    rss()
+}
+
+/// One test at a time: the timings and the resident memory they measure are process-wide.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+/// The process's resident memory in bytes: `resident` pages of `/proc/self/statm` (4 KiB
+/// pages, as on x86-64 and most aarch64 kernels).
+fn rss() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").expect("/proc/self/statm");
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("resident pages in /proc/self/statm");
+    pages * 4096
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / MIB as f64
+}
+
+/// The socket address of `tcp://127.0.0.1:port`.
+fn tcp_addr(endpoint: &str) -> SocketAddr {
+    endpoint
+        .strip_prefix("tcp://")
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("not a tcp endpoint: {endpoint}"))
+}
+
+fn bind(rt: &tokio::runtime::Runtime, ours: &Socket) -> (String, SocketAddr) {
+    let endpoint = rt
+        .block_on(ours.bind("tcp://127.0.0.1:*"))
+        .expect("bind ours");
+    let addr = tcp_addr(&endpoint);
+    (endpoint, addr)
+}
+
+// ----- ZMTP by hand ----------------------------------------------------------------------
+
+/// A valid ZMTP 3.1 NULL greeting, as-server 0.
+fn greeting() -> [u8; 64] {
+    let mut g = [0u8; 64];
+    g[0] = 0xff;
+    g[8] = 0x01;
+    g[9] = 0x7f;
+    g[10] = 3;
+    g[11] = 1;
+    g[12..16].copy_from_slice(b"NULL");
+    g
+}
+
+/// A READY command frame with only `Socket-Type`.
+fn ready(socket_type: &str) -> Vec<u8> {
+    let mut body = vec![5];
+    body.extend_from_slice(b"READY");
+    body.push(11);
+    body.extend_from_slice(b"Socket-Type");
+    body.extend_from_slice(&(socket_type.len() as u32).to_be_bytes());
+    body.extend_from_slice(socket_type.as_bytes());
+    let mut frame = vec![0x04, body.len() as u8];
+    frame.extend_from_slice(&body);
+    frame
+}
+
+/// A SUBSCRIBE command frame (ZMTP 3.1) for a short topic.
+fn subscribe(topic: &[u8]) -> Vec<u8> {
+    let mut frame = vec![0x04, (10 + topic.len()) as u8, 9];
+    frame.extend_from_slice(b"SUBSCRIBE");
+    frame.extend_from_slice(topic);
+    frame
+}
+
+/// Read one frame: its flags and body.
+fn read_frame(s: &mut TcpStream) -> std::io::Result<(u8, Vec<u8>)> {
+    let mut flags = [0u8; 1];
+    s.read_exact(&mut flags)?;
+    let len = if flags[0] & 0x02 != 0 {
+        let mut len = [0u8; 8];
+        s.read_exact(&mut len)?;
+        u64::from_be_bytes(len)
+    } else {
+        let mut len = [0u8; 1];
+        s.read_exact(&mut len)?;
+        u64::from(len[0])
+    };
+    assert!(len < 1 << 20, "a frame of {len} bytes from our socket");
+    let mut body = vec![0u8; len as usize];
+    s.read_exact(&mut body)?;
+    Ok((flags[0], body))
+}
+
+/// Connect and complete a NULL handshake as `socket_type`: send our greeting and READY, read
+/// the socket's greeting and READY. The stream reads with a timeout afterwards.
+fn raw_handshake(addr: SocketAddr, socket_type: &str) -> TcpStream {
+    let mut s = TcpStream::connect(addr).expect("raw connect");
+    s.set_nodelay(true).expect("TCP_NODELAY");
+    s.set_read_timeout(Some(PROMPTLY)).expect("read timeout");
+    let mut out = greeting().to_vec();
+    out.extend_from_slice(&ready(socket_type));
+    s.write_all(&out).expect("raw greeting and READY");
+    let mut theirs = [0u8; 64];
+    s.read_exact(&mut theirs).expect("our socket's greeting");
+    assert_eq!(
+        (theirs[0], theirs[9] & 1, theirs[10]),
+        (0xff, 1, 3),
+        "greeting {theirs:02x?}"
+    );
+    assert_eq!(&theirs[12..16], b"NULL", "mechanism in {theirs:02x?}");
+    let (flags, body) = read_frame(&mut s).expect("our socket's READY");
+    assert_eq!(flags & 0x04, 0x04, "READY is a command");
+    assert!(body.starts_with(b"\x05READY"), "READY body {body:02x?}");
+    s
+}
+
+/// Read and discard until the peer closes (EOF or reset); when it did, or `None` if it was
+/// still open at `limit`.
+fn wait_closed(s: &mut TcpStream, limit: Duration) -> Option<Instant> {
+    let deadline = Instant::now() + limit;
+    let mut buf = [0u8; 4096];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return None;
+        }
+        s.set_read_timeout(Some(left)).expect("read timeout");
+        match s.read(&mut buf) {
+            Ok(0) => return Some(Instant::now()),
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => return Some(Instant::now()),
+        }
+    }
+}
+
+/// What a read of everything a non-blocking stream has showed.
+struct Drained {
+    /// Some bytes came.
+    data: bool,
+    /// The peer closed (EOF or reset).
+    closed: bool,
+}
+
+/// Read what a non-blocking stream has, and whether its peer has closed it.
+fn drain(s: &mut TcpStream) -> Drained {
+    let mut buf = [0u8; 512];
+    let mut data = false;
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return Drained { data, closed: true },
+            Ok(_) => data = true,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                return Drained {
+                    data,
+                    closed: false,
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => return Drained { data, closed: true },
+        }
+    }
+}
+
+/// xorshift64*: reproducible "random" bytes without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+}
+
+/// Our monitor's events until `done` says enough, or `limit`.
+fn our_events(
+    rt: &tokio::runtime::Runtime,
+    monitor: &mut zmtp_tokio::Monitor,
+    limit: Duration,
+    done: impl Fn(&MonitorEvent) -> bool,
+) -> Vec<MonitorEvent> {
+    rt.block_on(async {
+        let deadline = tokio::time::Instant::now() + limit;
+        let mut seen = Vec::new();
+        while let Ok(Some(e)) = tokio::time::timeout_at(deadline, monitor.next()).await {
+            let stop = done(&e);
+            seen.push(e);
+            if stop {
+                break;
+            }
+        }
+        seen
+    })
+}
+
+/// The well-behaved libzmq peer kept its one connection throughout: one handshake, no
+/// disconnection, per its monitor.
+fn libzmq_undisturbed(mon: &mut Monitor<'_>, who: &str) {
+    mon.poll();
+    let count = |event| mon.events().iter().filter(|e| e.event == event).count();
+    assert_eq!(
+        (
+            count(ZMQ_EVENT_HANDSHAKE_SUCCEEDED),
+            count(ZMQ_EVENT_DISCONNECTED)
+        ),
+        (1, 0),
+        "{who}: libzmq's monitor:\n{}",
+        show(mon.events())
+    );
+}
+
+fn seq_of(frame: &[u8]) -> u64 {
+    u64::from_be_bytes(frame[..8].try_into().expect("an 8-byte sequence number"))
+}
+
+fn seq_msg(seq: u64) -> Message {
+    Message::from(seq.to_be_bytes().to_vec())
+}
+
+// ----- 1. slow-loris greeting --------------------------------------------------------------
+
+#[test]
+fn slow_loris_greeting_is_cut_at_the_handshake_deadline() {
+    let _serial = serial();
+    let rt = runtime();
+    let _enter = rt.enter();
+    let deadline = Duration::from_millis(500);
+    let mut options = Options::default();
+    options.handshake_ivl = Some(deadline);
+    let ours = Socket::with_options(SocketType::Pull, options).expect("PULL");
+    let mut monitor = ours.monitor();
+    let (_, addr) = bind(&rt, &ours);
+
+    let mut raw = TcpStream::connect(addr).expect("raw connect");
+    let start = Instant::now();
+    raw.set_nodelay(true).expect("TCP_NODELAY");
+    // One byte of a valid greeting every 100 ms (the whole greeting would take 6.4 s); the
+    // reads in between, 100 ms each, watch for the close.
+    let mut closed = None;
+    let mut sent = 0;
+    for b in greeting() {
+        if raw.write_all(&[b]).is_err() {
+            closed = Some(Instant::now());
+            break;
+        }
+        sent += 1;
+        if let Some(t) = wait_closed(&mut raw, Duration::from_millis(100)) {
+            closed = Some(t);
+            break;
+        }
+    }
+    let closed = closed.expect("the slow greeting was never cut") - start;
+    eprintln!(
+        "slow loris: closed after {closed:?} ({sent} greeting bytes sent), deadline {deadline:?}"
+    );
+    assert!(
+        closed >= deadline - Duration::from_millis(50),
+        "cut after {closed:?}, before the {deadline:?} deadline"
+    );
+    assert!(
+        closed <= deadline + SLACK,
+        "cut after {closed:?}, long after the {deadline:?} deadline"
+    );
+
+    let events = our_events(&rt, &mut monitor, PROMPTLY, |e| {
+        e.kind == MonitorEventKind::HandshakeFailedNoDetail
+    });
+    assert!(
+        events
+            .iter()
+            .any(|e| e.kind == MonitorEventKind::HandshakeFailedNoDetail),
+        "no HANDSHAKE_FAILED_NO_DETAIL in {events:?}"
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|e| e.kind == MonitorEventKind::HandshakeSucceeded),
+        "a handshake succeeded: {events:?}"
+    );
+}
+
+// ----- 2. frame headers announcing absurd sizes ---------------------------------------------
+
+/// Handshake as a PUSH with our PULL, prove the connection works with one message, then send
+/// `header` alone: the connection must be closed promptly without memory growth.
+fn huge_header_closes(options: Options, header: &[u8], what: &str) {
+    let rt = runtime();
+    let _enter = rt.enter();
+    let ours = Socket::with_options(SocketType::Pull, options).expect("PULL");
+    let (_, addr) = bind(&rt, &ours);
+    let mut raw = raw_handshake(addr, "PUSH");
+    raw.write_all(b"\x00\x05hello").expect("a message");
+    let msg = rt
+        .block_on(tokio::time::timeout(PROMPTLY, ours.recv()))
+        .expect("the raw peer's message in time")
+        .expect("recv");
+    assert_eq!(&msg.frames()[0][..], b"hello");
+
+    let before = rss();
+    let heap_before = heap();
+    heap_peak();
+    let sent = Instant::now();
+    raw.write_all(header).expect("the header");
+    let closed = wait_closed(&mut raw, PROMPTLY)
+        .unwrap_or_else(|| panic!("{what}: still open {PROMPTLY:?} after the header"))
+        - sent;
+    // Give a would-be allocation time to show.
+    thread::sleep(Duration::from_millis(100));
+    let after = rss();
+    let heap_grew = heap_peak() - heap_before;
+    eprintln!(
+        "{what}: closed {closed:?} after the header; RSS {:.1} MiB -> {:.1} MiB; live heap \
+         peaked {heap_grew} bytes above where it was",
+        mib(before),
+        mib(after)
+    );
+    assert!(
+        heap_grew <= 4 * MIB as i64,
+        "{what}: {heap_grew} bytes allocated for the frame"
+    );
+    assert!(
+        after <= before + 4 * MIB,
+        "{what}: RSS grew from {:.1} MiB to {:.1} MiB",
+        mib(before),
+        mib(after)
+    );
+    assert!(
+        ours.try_recv().expect("try_recv").is_none(),
+        "{what}: a message came of it"
+    );
+}
+
+#[test]
+fn frame_header_announcing_2_pow_62_bytes_closes_the_connection() {
+    let _serial = serial();
+    huge_header_closes(
+        Options::default(),
+        &[0x02, 0x40, 0, 0, 0, 0, 0, 0, 0],
+        "2^62-byte frame header",
+    );
+}
+
+#[test]
+fn frame_header_over_maxmsgsize_closes_the_connection() {
+    let _serial = serial();
+    let mut options = Options::default();
+    options.maxmsgsize = Some(MIB);
+    huge_header_closes(
+        options,
+        &[0x02, 0, 0, 0, 0, 0, 0x20, 0, 0],
+        "2 MiB frame header, maxmsgsize 1 MiB",
+    );
+}
+
+// ----- 3. a flood of silent connections -----------------------------------------------------
+
+/// One silent connection: when it connected, when our greeting came (that is, when our
+/// socket accepted it), when it was closed.
+struct Silent {
+    stream: TcpStream,
+    connected: Instant,
+    greeted: Option<Instant>,
+    closed: Option<Instant>,
+}
+
+/// How long after the accept (our greeting) and after the connect each silent connection
+/// was closed, and the RSS while they were all open.
+struct Round {
+    after_accept: Vec<Duration>,
+    after_connect: Vec<Duration>,
+    open_rss: u64,
+    /// The live heap then.
+    open_heap: i64,
+    /// The longest `connect` call (a second or more: a SYN was dropped).
+    slowest_connect: Duration,
+}
+
+/// Open `n` connections to `addr` that say nothing (from a thread, paced so that the
+/// listener's accept queue keeps up), and wait until each is closed by the other side, at
+/// most `limit` after the last connect.
+fn silent_round(addr: SocketAddr, n: usize, limit: Duration) -> Round {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let connector = thread::spawn(move || {
+        let mut slowest = Duration::ZERO;
+        for i in 0..n {
+            let t = Instant::now();
+            let stream = TcpStream::connect(addr).expect("silent connect");
+            slowest = slowest.max(t.elapsed());
+            stream.set_nonblocking(true).expect("non-blocking");
+            let silent = Silent {
+                stream,
+                connected: Instant::now(),
+                greeted: None,
+                closed: None,
+            };
+            if tx.send(silent).is_err() {
+                break;
+            }
+            // A full accept queue (128) drops SYNs: the kernel retries a second later.
+            if i % 10 == 9 {
+                thread::sleep(Duration::from_millis(1));
+            }
+        }
+        slowest
+    });
+    let mut conns: Vec<Silent> = Vec::with_capacity(n);
+    let mut open: Vec<usize> = Vec::with_capacity(n);
+    let (mut open_rss, mut open_heap) = (0, 0);
+    let start = Instant::now();
+    let mut end = start + Duration::from_secs(10);
+    loop {
+        while let Ok(c) = rx.try_recv() {
+            open.push(conns.len());
+            conns.push(c);
+            if conns.len() == n {
+                open_rss = rss();
+                open_heap = heap();
+                end = Instant::now() + limit;
+            }
+        }
+        open.retain(|&i| {
+            let c = &mut conns[i];
+            let d = drain(&mut c.stream);
+            let now = Instant::now();
+            if d.data && c.greeted.is_none() {
+                c.greeted = Some(now);
+            }
+            if d.closed {
+                c.closed = Some(now);
+            }
+            !d.closed
+        });
+        if (conns.len() == n && open.is_empty()) || Instant::now() >= end {
+            break;
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+    let slowest = connector.join().expect("connector thread");
+    assert_eq!(conns.len(), n, "connections made");
+    assert!(
+        open.is_empty(),
+        "{} of {n} silent connections still open {limit:?} after the last connect",
+        open.len()
+    );
+    let ungreeted = conns.iter().filter(|c| c.greeted.is_none()).count();
+    assert_eq!(ungreeted, 0, "silent connections closed without a greeting");
+    Round {
+        after_accept: conns
+            .iter()
+            .map(|c| c.closed.unwrap() - c.greeted.unwrap())
+            .collect(),
+        after_connect: conns
+            .iter()
+            .map(|c| c.closed.unwrap() - c.connected)
+            .collect(),
+        open_rss,
+        open_heap,
+        slowest_connect: slowest,
+    }
+}
+
+/// min / median / max.
+fn spread(durations: &[Duration]) -> (Duration, Duration, Duration) {
+    let mut sorted = durations.to_vec();
+    sorted.sort();
+    (
+        sorted[0],
+        sorted[sorted.len() / 2],
+        sorted[sorted.len() - 1],
+    )
+}
+
+#[test]
+fn silent_connections_are_closed_at_the_handshake_deadline_and_memory_returns() {
+    let _serial = serial();
+    let rt = runtime();
+    let _enter = rt.enter();
+    let deadline = Duration::from_secs(1);
+    let mut options = Options::default();
+    options.handshake_ivl = Some(deadline);
+    let ours = Socket::with_options(SocketType::Pull, options).expect("PULL");
+    let (_, addr) = bind(&rt, &ours);
+    const N: usize = 1000;
+
+    let start_rss = rss();
+    // (raw RSS, trimmed RSS, live heap) after each round.
+    let mut after = Vec::new();
+    for round in ["warm-up", "measured"] {
+        heap_peak();
+        let r = silent_round(addr, N, deadline + SLACK + SLACK);
+        let (min, median, max) = spread(&r.after_accept);
+        let (cmin, cmedian, cmax) = spread(&r.after_connect);
+        // Closed on our side means the peer's state is dropped too; let aborted tasks go.
+        thread::sleep(Duration::from_millis(300));
+        let raw = rss();
+        let live = heap();
+        let trimmed = trimmed_rss();
+        eprintln!(
+            "silent {round}: {N} closed after the accept: min {min:?} / median {median:?} / \
+             max {max:?} (after the connect: {cmin:?} / {cmedian:?} / {cmax:?}; slowest \
+             connect {:?}); with all open: RSS {:.1} MiB, live heap {:.1} MiB (peak {:.1} MiB); \
+             after: RSS {:.1} MiB ({:.1} MiB trimmed), live heap {:.2} MiB",
+            r.slowest_connect,
+            mib(r.open_rss),
+            mib_i(r.open_heap),
+            mib_i(heap_peak()),
+            mib(raw),
+            mib(trimmed),
+            mib_i(live),
+        );
+        // The accept comes after the connect, and our greeting is seen in 5 ms sweeps (a
+        // little after the accept): the connect bounds the close from below, the greeting
+        // from above.
+        assert!(
+            cmin >= deadline - Duration::from_millis(50),
+            "{round}: a silent connection was closed {cmin:?} after its connect, before the \
+             deadline"
+        );
+        assert!(
+            max <= deadline + SLACK,
+            "{round}: a silent connection was closed only {max:?} after its accept"
+        );
+        after.push((raw, trimmed, live));
+    }
+    let [(raw_base, base, heap_base), (raw_end, end, heap_end)] = after[..] else {
+        unreachable!("two rounds")
+    };
+    eprintln!(
+        "silent connections: RSS at start {:.1} MiB; baseline after the warm-up {:.1} MiB \
+         ({:.1} MiB trimmed, live heap {:.2} MiB); after the measured round {:.1} MiB ({:.1} MiB \
+         trimmed, live heap {:.2} MiB)",
+        mib(start_rss),
+        mib(raw_base),
+        mib(base),
+        mib_i(heap_base),
+        mib(raw_end),
+        mib(end),
+        mib_i(heap_end)
+    );
+    assert!(
+        heap_end <= heap_base + 256 * 1024,
+        "live heap grew from {heap_base} to {heap_end} bytes over {N} silent connections"
+    );
+    assert!(
+        end <= base + 4 * MIB,
+        "RSS did not return: baseline {:.1} MiB, after {:.1} MiB (trimmed)",
+        mib(base),
+        mib(end)
+    );
+}
+
+// ----- 4. garbage connections next to a well-behaved libzmq peer ----------------------------
+
+/// What the garbage thread did.
+#[derive(Debug, Default)]
+struct GarbageReport {
+    connections: usize,
+    /// Connections that sent bytes a ZMTP 3 socket can refuse at once.
+    refusable: usize,
+    /// Of those, how many our socket hung up on.
+    refused: usize,
+}
+
+impl GarbageReport {
+    /// All 100 made, and each that sent something refusable was refused by our socket.
+    fn check(&self) {
+        assert_eq!(self.connections, 100, "garbage connections made");
+        assert_eq!(
+            self.refused, self.refusable,
+            "refusable garbage connections our socket hung up on"
+        );
+    }
+}
+
+/// Whether `bytes`, sent as a greeting, can already be refused: a bad signature, a version
+/// below 3, or a whole greeting with a mechanism other than NULL. Bytes that start like a
+/// greeting but stop short are not, until the handshake deadline.
+fn refusable(bytes: &[u8]) -> bool {
+    bytes[0] != 0xff
+        || bytes.get(9).is_some_and(|b| b & 1 == 0)
+        || bytes.get(10).is_some_and(|&major| major < 3)
+        || (bytes.len() >= 64 && bytes[12..32] != greeting()[12..32])
+}
+
+/// One garbage connection of kind `kind % 5`: `Some(whether our socket hung up on it)` for
+/// one that sent something refusable, `None` otherwise.
+fn garbage_connection(addr: SocketAddr, kind: usize, rng: &mut Rng) -> Option<bool> {
+    let mut s = TcpStream::connect(addr).expect("garbage connect");
+    let _ = s.set_nodelay(true);
+    let bytes = match kind % 5 {
+        // Random bytes.
+        0 => {
+            let n = 1 + rng.below(512) as usize;
+            let bytes = rng.bytes(n);
+            if !refusable(&bytes) {
+                let _ = s.write_all(&bytes);
+                return None;
+            }
+            bytes
+        }
+        // A truncated greeting, then nothing: we hang up ourselves.
+        1 => {
+            let n = 1 + rng.below(63) as usize;
+            let _ = s.write_all(&greeting()[..n]);
+            return None;
+        }
+        // A valid greeting, then junk (in place of READY).
+        2 => {
+            let mut b = greeting().to_vec();
+            b.extend(rng.bytes(256));
+            b
+        }
+        // A valid greeting and a READY from an incompatible socket type.
+        3 => {
+            let mut b = greeting().to_vec();
+            b.extend(ready("PUB"));
+            b
+        }
+        // Connect and hang up at once.
+        _ => return None,
+    };
+    let _ = s.write_all(&bytes);
+    // Each of these is refused at once; the wait only matters on a loaded machine.
+    Some(wait_closed(&mut s, Duration::from_millis(500)).is_some())
+}
+
+/// 100 garbage connections to `addr`, counted in `done` as they finish.
+fn garbage_thread(
+    addr: SocketAddr,
+    done: Arc<AtomicUsize>,
+    seed: u64,
+) -> thread::JoinHandle<GarbageReport> {
+    thread::spawn(move || {
+        let mut rng = Rng(seed);
+        let mut report = GarbageReport::default();
+        for i in 0..100 {
+            if let Some(refused) = garbage_connection(addr, i, &mut rng) {
+                report.refusable += 1;
+                report.refused += usize::from(refused);
+            }
+            report.connections += 1;
+            done.fetch_add(1, Ordering::SeqCst);
+        }
+        report
+    })
+}
+
+/// Wait (in a blocking thread) until `done` reaches `n`, at most `limit`.
+fn wait_count(done: &AtomicUsize, n: usize, limit: Duration) {
+    let end = Instant::now() + limit;
+    while done.load(Ordering::SeqCst) < n && Instant::now() < end {
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
+const SEQUENCE: u64 = 20_000;
+/// Messages sent between two garbage connections.
+const BATCH: u64 = SEQUENCE / 100;
+
+#[test]
+fn garbage_connections_do_not_disturb_a_libzmq_pull() {
+    let _serial = serial();
+    let rt = runtime();
+    let _enter = rt.enter();
+    let ours = Arc::new(Socket::new(SocketType::Push).expect("PUSH"));
+    let (endpoint, addr) = bind(&rt, &ours);
+    let ctx = Ctx::new();
+    let z = zsock(&ctx, ZMQ_PULL);
+    let mut mon = z.monitor(&ctx, ZMQ_EVENT_ALL).expect("libzmq monitor");
+    z.connect(&endpoint).expect("zmq_connect");
+    // Message 0 waits for the libzmq peer's handshake: garbage starts after it arrived.
+    rt.block_on(ours.send(seq_msg(0))).expect("send 0");
+    let mut msg = Msg::new();
+    z.recv_msg(&mut msg).expect("libzmq receives message 0");
+    assert_eq!(seq_of(msg.data()), 0);
+
+    let done = Arc::new(AtomicUsize::new(0));
+    let garbage = garbage_thread(addr, done.clone(), 0x9e37_79b9_7f4a_7c15);
+    let sender = {
+        let ours = ours.clone();
+        let done = done.clone();
+        rt.spawn(async move {
+            for seq in 1..SEQUENCE {
+                if seq % BATCH == 1 {
+                    // One garbage connection per batch, interleaved with the sends.
+                    let want = (seq / BATCH) as usize;
+                    let end = Instant::now() + PROMPTLY;
+                    while done.load(Ordering::SeqCst) < want && Instant::now() < end {
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
+                }
+                ours.send(seq_msg(seq)).await.expect("send");
+            }
+        })
+    };
+    let start = Instant::now();
+    for want in 1..SEQUENCE {
+        z.recv_msg(&mut msg)
+            .unwrap_or_else(|e| panic!("libzmq PULL: message {want} not received: {e}"));
+        assert_eq!(seq_of(msg.data()), want, "libzmq PULL: out of order");
+    }
+    rt.block_on(sender).expect("sender");
+    let report = garbage.join().expect("garbage thread");
+    eprintln!(
+        "libzmq PULL received all {SEQUENCE} in order in {:?} alongside {} garbage connections \
+         ({} of {} refusable ones refused)",
+        start.elapsed(),
+        report.connections,
+        report.refused,
+        report.refusable
+    );
+    report.check();
+    libzmq_undisturbed(&mut mon, "libzmq PULL");
+}
+
+#[test]
+fn garbage_connections_do_not_disturb_a_libzmq_push() {
+    let _serial = serial();
+    let rt = runtime();
+    let _enter = rt.enter();
+    let ours = Arc::new(Socket::new(SocketType::Pull).expect("PULL"));
+    let (endpoint, addr) = bind(&rt, &ours);
+    let received = Arc::new(AtomicUsize::new(0));
+    let receiver = {
+        let ours = ours.clone();
+        let received = received.clone();
+        rt.spawn(async move {
+            let mut seqs = Vec::with_capacity(SEQUENCE as usize);
+            while seqs.len() < SEQUENCE as usize {
+                match tokio::time::timeout(Duration::from_secs(5), ours.recv()).await {
+                    Ok(Ok(m)) => seqs.push(seq_of(&m.frames()[0])),
+                    _ => break,
+                }
+                received.fetch_add(1, Ordering::SeqCst);
+            }
+            seqs
+        })
+    };
+    let ctx = Ctx::new();
+    let z = zsock(&ctx, ZMQ_PUSH);
+    let mut mon = z.monitor(&ctx, ZMQ_EVENT_ALL).expect("libzmq monitor");
+    z.connect(&endpoint).expect("zmq_connect");
+    z.send(&0u64.to_be_bytes(), 0).expect("libzmq send 0");
+    wait_count(&received, 1, PROMPTLY);
+    assert_eq!(received.load(Ordering::SeqCst), 1, "message 0 not received");
+
+    let done = Arc::new(AtomicUsize::new(0));
+    let garbage = garbage_thread(addr, done.clone(), 0x2545_f491_4f6c_dd1d);
+    let start = Instant::now();
+    for seq in 1..SEQUENCE {
+        if seq % BATCH == 1 {
+            wait_count(&done, (seq / BATCH) as usize, PROMPTLY);
+        }
+        z.send(&seq.to_be_bytes(), 0)
+            .unwrap_or_else(|e| panic!("libzmq PUSH: send {seq}: {e}"));
+    }
+    let seqs = rt.block_on(receiver).expect("receiver");
+    let report = garbage.join().expect("garbage thread");
+    eprintln!(
+        "our PULL received {} of {SEQUENCE} in {:?} alongside {} garbage connections \
+         ({} of {} refusable ones refused)",
+        seqs.len(),
+        start.elapsed(),
+        report.connections,
+        report.refused,
+        report.refusable
+    );
+    assert_eq!(seqs.len(), SEQUENCE as usize, "messages lost");
+    assert!(
+        seqs.iter().copied().eq(0..SEQUENCE),
+        "messages out of order"
+    );
+    report.check();
+    libzmq_undisturbed(&mut mon, "libzmq PUSH");
+}
+
+// ----- 5. a subscriber that never reads -------------------------------------------------------
+
+#[test]
+fn a_subscriber_that_never_reads_is_bounded_by_hwm() {
+    let _serial = serial();
+    let rt = runtime();
+    let _enter = rt.enter();
+    let mut options = Options::default();
+    options.sndhwm = 100;
+    let ours = Arc::new(Socket::with_options(SocketType::Pub, options).expect("PUB"));
+    let (endpoint, addr) = bind(&rt, &ours);
+
+    // The slow one: handshakes, subscribes to everything, reads one message, then never
+    // reads again.
+    let mut slow = raw_handshake(addr, "SUB");
+    slow.write_all(&subscribe(b"")).expect("SUBSCRIBE");
+    // The reader.
+    let ctx = Ctx::new();
+    let z = zsock(&ctx, ZMQ_SUB);
+    let mut mon = z.monitor(&ctx, ZMQ_EVENT_ALL).expect("libzmq monitor");
+    z.subscribe(b"").expect("ZMQ_SUBSCRIBE");
+    z.connect(&endpoint).expect("zmq_connect");
+
+    // Probes until both have a subscription in place.
+    const PROBE: u64 = u64::MAX;
+    let mut msg = Msg::new();
+    let (mut slow_ready, mut reader_ready) = (false, false);
+    slow.set_read_timeout(Some(Duration::from_millis(10)))
+        .expect("read timeout");
+    z.set_int(ZMQ_RCVTIMEO, 10).expect("ZMQ_RCVTIMEO");
+    let end = Instant::now() + PROMPTLY;
+    while !(slow_ready && reader_ready) && Instant::now() < end {
+        let _ = ours.try_send(seq_msg(PROBE));
+        let mut b = [0u8; 64];
+        slow_ready |= matches!(slow.read(&mut b), Ok(n) if n > 0);
+        while z.recv_msg(&mut msg).is_ok() {
+            reader_ready = true;
+        }
+    }
+    assert!(slow_ready && reader_ready, "subscriptions not in place");
+    z.set_int(ZMQ_RCVTIMEO, 5000).expect("ZMQ_RCVTIMEO");
+    // Late probes are skipped by the reader below.
+
+    const TOTAL: u64 = 200_000;
+    const SIZE: usize = 100;
+    let baseline = rss();
+    let heap_baseline = heap();
+    heap_peak();
+    let finished = Arc::new(AtomicBool::new(false));
+    let publisher = {
+        let ours = ours.clone();
+        let finished = finished.clone();
+        rt.spawn(async move {
+            let start = Instant::now();
+            let (mut queued, mut dropped, mut blocked) = (0u64, 0u64, 0u64);
+            let mut publish = |seq: u64| {
+                let mut body = vec![0x5a; SIZE];
+                body[..8].copy_from_slice(&seq.to_be_bytes());
+                match ours.try_send(Message::from(Bytes::from(body))) {
+                    Ok(Sent::Queued) => queued += 1,
+                    Ok(Sent::Dropped) => dropped += 1,
+                    Err(SendError::WouldBlock(_)) => blocked += 1,
+                    Err(e) => panic!("PUB send: {e:?}"),
+                }
+            };
+            for seq in 0..TOTAL - 1 {
+                publish(seq);
+                if seq % 100 == 99 {
+                    tokio::task::yield_now().await;
+                }
+            }
+            let bulk = start.elapsed();
+            // The last one after a pause, so that the reader's queue has room: it must
+            // arrive however stuck the slow subscriber is.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            publish(TOTAL - 1);
+            finished.store(true, Ordering::SeqCst);
+            (bulk, queued, dropped, blocked)
+        })
+    };
+
+    let start = Instant::now();
+    let mut peak = baseline;
+    let mut received = 0u64;
+    let mut last = None::<u64>;
+    loop {
+        if let Err(e) = z.recv_msg(&mut msg) {
+            panic!(
+                "reader: nothing for 5 s after {received} messages (last {last:?}), \
+                 publisher finished: {}: {e}",
+                finished.load(Ordering::SeqCst)
+            );
+        }
+        let data = msg.data();
+        assert_eq!(data.len(), SIZE, "reader: message size");
+        let seq = seq_of(data);
+        if seq == PROBE {
+            continue;
+        }
+        assert!(
+            last.is_none_or(|l| seq > l),
+            "reader: {seq} after {last:?}, out of order"
+        );
+        last = Some(seq);
+        received += 1;
+        if received.is_multiple_of(5_000) {
+            peak = peak.max(rss());
+        }
+        if seq == TOTAL - 1 {
+            break;
+        }
+    }
+    let elapsed = start.elapsed();
+    let (bulk, queued, dropped, blocked) = rt.block_on(publisher).expect("publisher");
+    let after = rss();
+    peak = peak.max(after);
+    let heap_top = heap_peak();
+
+    // What reached the slow subscriber: its kernel buffers, drained now.
+    slow.set_nonblocking(true).expect("non-blocking");
+    let mut slow_bytes = 0usize;
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match slow.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => slow_bytes += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    let published_bytes = TOTAL as usize * (SIZE + 2);
+    eprintln!(
+        "PUB: {TOTAL} published in {bulk:?} (queued {queued}, dropped for all {dropped}, \
+         would-block {blocked}); reader got {received} in {elapsed:?}; slow subscriber's \
+         buffers held {:.1} MiB of {:.1} MiB published; RSS baseline {:.1} MiB, peak {:.1} MiB, \
+         after {:.1} MiB; live heap baseline {:.2} MiB, peak {:.2} MiB",
+        mib(slow_bytes as u64),
+        mib(published_bytes as u64),
+        mib(baseline),
+        mib(peak),
+        mib(after),
+        mib_i(heap_baseline),
+        mib_i(heap_top)
+    );
+    assert_eq!(blocked, 0, "PUB would block");
+    assert!(
+        slow_bytes < published_bytes / 2,
+        "the slow subscriber was not held back: {slow_bytes} bytes reached it"
+    );
+    assert!(
+        heap_top <= heap_baseline + 4 * MIB as i64,
+        "live heap grew from {:.2} MiB to {:.2} MiB",
+        mib_i(heap_baseline),
+        mib_i(heap_top)
+    );
+    assert!(
+        peak <= baseline + 8 * MIB,
+        "RSS grew from {:.1} MiB to {:.1} MiB",
+        mib(baseline),
+        mib(peak)
+    );
+    libzmq_undisturbed(&mut mon, "libzmq SUB");
+}
+
+// ----- 6. random bytes after a valid handshake -------------------------------------------------
+
+#[test]
+fn random_bytes_after_a_handshake_close_only_that_peer() {
+    let _serial = serial();
+    let rt = runtime();
+    let _enter = rt.enter();
+    let ours = Arc::new(Socket::new(SocketType::Pull).expect("PULL"));
+    let (endpoint, addr) = bind(&rt, &ours);
+    let receiver = {
+        let ours = ours.clone();
+        rt.spawn(async move {
+            let (mut seqs, mut foreign) = (Vec::with_capacity(SEQUENCE as usize), 0usize);
+            while seqs.len() < SEQUENCE as usize {
+                match tokio::time::timeout(Duration::from_secs(5), ours.recv()).await {
+                    Ok(Ok(m)) => match m.frames() {
+                        [f] if f.len() == 16 && &f[8..] == b"sequence" => seqs.push(seq_of(f)),
+                        _ => foreign += 1,
+                    },
+                    _ => break,
+                }
+            }
+            (seqs, foreign)
+        })
+    };
+    let ctx = Ctx::new();
+    let z = zsock(&ctx, ZMQ_PUSH);
+    let mut mon = z.monitor(&ctx, ZMQ_EVENT_ALL).expect("libzmq monitor");
+    z.connect(&endpoint).expect("zmq_connect");
+
+    let go = Arc::new(AtomicBool::new(false));
+    let hostile = {
+        let go = go.clone();
+        thread::spawn(move || {
+            while !go.load(Ordering::SeqCst) {
+                thread::sleep(Duration::from_millis(1));
+            }
+            let mut raw = raw_handshake(addr, "PUSH");
+            let junk = Rng(0x0123_4567_89ab_cdef).bytes(4096);
+            let sent = Instant::now();
+            // The socket may close before all of it is taken.
+            let _ = raw.write_all(&junk);
+            wait_closed(&mut raw, PROMPTLY).map(|t| t - sent)
+        })
+    };
+    let start = Instant::now();
+    for seq in 0..SEQUENCE {
+        if seq == SEQUENCE / 4 {
+            go.store(true, Ordering::SeqCst);
+        }
+        // Keep sending while the hostile peer does its thing.
+        if seq % BATCH == 0 {
+            thread::sleep(Duration::from_millis(2));
+        }
+        let mut body = seq.to_be_bytes().to_vec();
+        body.extend_from_slice(b"sequence");
+        z.send(&body, 0)
+            .unwrap_or_else(|e| panic!("libzmq PUSH: send {seq}: {e}"));
+    }
+    let closed = hostile.join().expect("hostile thread");
+    let (seqs, foreign) = rt.block_on(receiver).expect("receiver");
+    eprintln!(
+        "random bytes after a handshake: raw peer closed {closed:?} after its junk; our PULL \
+         got {} of {SEQUENCE} in {:?} ({foreign} other messages)",
+        seqs.len(),
+        start.elapsed()
+    );
+    assert!(closed.is_some(), "the raw peer's connection is still open");
+    assert_eq!(seqs.len(), SEQUENCE as usize, "messages lost");
+    assert!(
+        seqs.iter().copied().eq(0..SEQUENCE),
+        "messages out of order"
+    );
+    libzmq_undisturbed(&mut mon, "libzmq PUSH");
+}
