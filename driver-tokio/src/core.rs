@@ -34,8 +34,10 @@ const ZAP_ENDPOINT: &str = "zeromq.zap.01";
 const READS_PER_WAKE: usize = 16;
 /// Most segments gathered into one vectored write.
 const MAX_CHUNKS: usize = 64;
-/// Room made in a peer's read buffer before each read.
+/// Room made in a peer's read buffer when it runs low.
 const READ_RESERVE: usize = 64 * 1024;
+/// Below this much room, a read buffer is grown by `READ_RESERVE` before reading.
+const READ_MIN_SPARE: usize = 2 * 1024;
 
 /// What every task and handle of one socket shares.
 #[derive(Debug)]
@@ -299,7 +301,10 @@ impl Inner {
             let Some(buf) = core.socket.read_buf(peer) else {
                 return false;
             };
-            if buf.capacity() - buf.len() < READ_RESERVE / 4 {
+            // A new stream reads into the small buffer it starts with; busy streams get
+            // large reads. (Reserving ahead for every stream would cost an idle or hostile
+            // connection 64 KiB.)
+            if buf.capacity() - buf.len() < READ_MIN_SPARE {
                 buf.reserve(READ_RESERVE);
             }
             match stream.try_read_buf(buf) {
