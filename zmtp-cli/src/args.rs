@@ -423,7 +423,7 @@ fn parse_socket(sending: bool, args: Vec<OsString>) -> Result<SocketArgs, Failur
                     )));
                 };
                 let (user, password) = v.split_at(colon);
-                allow_users.push((user.to_vec(), password[1..].to_vec()));
+                allow_users.push((user.to_vec(), password.get(1..).unwrap_or(&[]).to_vec()));
             }
             "--curve-server-secret" => curve_server_secret = Some(z85_key(n, &a.text(n, inline)?)?),
             "--allow-client" => allow_clients.push(z85_key(n, &a.text(n, inline)?)?),

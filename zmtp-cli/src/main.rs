@@ -33,7 +33,8 @@ EP: tcp://HOST:PORT (bind tcp://*:PORT, or tcp://127.0.0.1:* for any free port),
 
 send: the FRAME arguments are the frames of one message; without any, each line of
 standard input is one message, its frames separated by a TAB. With -t req, each request
-waits for its reply, which is printed as recv prints it.
+waits for its reply, which is printed as recv prints it. A ROUTER's first frame is the
+routing id of the peer to send to.
   -n, --count N            send the message N times (each line of input N times)
 
 recv: prints one line per message, its frames separated by a TAB.
