@@ -526,6 +526,11 @@ async fn connect(addr: &Endpoint) -> io::Result<Stream> {
                 _ => tcp_addrs(tcp)?,
             };
             let stream = TcpStream::connect(&addrs[..]).await?;
+            // Connecting to a free local port in the ephemeral range can meet itself (TCP
+            // simultaneous open): that is no peer, only a refused connection.
+            if stream.local_addr()? == stream.peer_addr()? {
+                return Err(io::ErrorKind::ConnectionRefused.into());
+            }
             stream.set_nodelay(true)?;
             Ok(Stream::Tcp(stream))
         }
