@@ -141,3 +141,23 @@ fn write_seed_corpus() {
         std::fs::write(&path, &seed.data).expect("write a seed");
     }
 }
+
+/// Inputs the fuzzers found crashes with, kept once fixed.
+#[test]
+fn past_findings() {
+    fn unhex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
+            .collect()
+    }
+    // PROBE_ROUTER let a peer queue SNDHWM + 1 messages (the probe did not count).
+    for input in [
+        "092501000600060101000300",
+        "09250100060006250100060006f6f6f6f640939393554293939393000037000000000e00000f000e00",
+        "acac0f0201010000b600d600b600d6d6d6d606000a0002010100230030d60e00",
+        "8221254041700100087d11828282ff7d8282828202222222222222222682ff7d82828282a3a282220079fffff909ffa6ce0ddbf6f6faff0e00",
+    ] {
+        run("socket", zmtp_proto::fuzzing::socket, &unhex(input));
+    }
+}

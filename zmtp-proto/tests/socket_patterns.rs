@@ -1142,3 +1142,31 @@ fn input_held_at_rcvhwm_resumes_at_half_with_an_event() {
     }
     assert_eq!(got, (0..40).collect::<Vec<u8>>());
 }
+
+#[test]
+fn probe_router_counts_against_sndhwm_before_the_handshake() {
+    // As in libzmq, where the probe is the first message in the pipe: with SNDHWM 2 a
+    // probing DEALER queues one message of its own before it is connected, then the probe
+    // and that message go out.
+    let mut c = Cluster::new(66);
+    let router = c.add_default(Router);
+    let ep = c.bind(router, ANY);
+    let dealer = c.add(
+        Dealer,
+        opts(|o| {
+            o.probe_router = true;
+            o.sndhwm = 2;
+        }),
+    );
+    c.socket(dealer).connect(&ep).unwrap();
+    assert_eq!(c.send(dealer, msg(&[b"one"])), Ok(Sent::Queued));
+    assert!(matches!(
+        c.send(dealer, msg(&[b"two"])),
+        Err(SendError::WouldBlock(_))
+    ));
+    c.run_until_idle();
+    let got: Vec<Vec<Vec<u8>>> = c.recv_all(router).iter().map(frames).collect();
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(got[0][1], b"", "the probe first");
+    assert_eq!(got[1][1], b"one");
+}

@@ -1056,7 +1056,19 @@ impl Socket {
             return true;
         }
         let encoded = p.stream.as_ref().map_or(0, |s| s.encoded_ends.len());
-        p.out.len() + encoded < self.opts.sndhwm
+        // Until the handshake, a slot is kept for the probe that goes first (in libzmq it
+        // is written to the pipe as soon as the pipe exists, before any message).
+        let probe = usize::from(self.probes() && !p.stream.as_ref().is_some_and(|s| s.established));
+        p.out.len() + encoded + probe < self.opts.sndhwm
+    }
+
+    /// Whether each new peer gets an empty message first (`ZMQ_PROBE_ROUTER`).
+    pub(crate) fn probes(&self) -> bool {
+        self.opts.probe_router
+            && matches!(
+                self.ty,
+                SocketType::Router | SocketType::Dealer | SocketType::Req
+            )
     }
 
     fn has_room(&self, peer: PeerId) -> bool {

@@ -87,12 +87,7 @@ impl Socket {
             }
             _ => self.attach(peer),
         }
-        if self.opts.probe_router
-            && matches!(
-                self.ty,
-                SocketType::Router | SocketType::Dealer | SocketType::Req
-            )
-        {
+        if self.probes() {
             self.deliver(peer, Message::from(Bytes::new()));
         }
         if self.ty == SocketType::XPub {
