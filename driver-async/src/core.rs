@@ -13,9 +13,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant as StdInstant;
 
-use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
+use std::future::Future;
+use std::pin::pin;
+use std::task::Poll;
+
 use tokio::sync::{mpsc, oneshot, Notify};
-use tokio::task::JoinHandle;
 use zmtp_proto::socket::endpoint::{Host, IpcEndpoint, TcpEndpoint};
 use zmtp_proto::socket::{
     AuthReply, Authenticator, Endpoint, EndpointId, Event, MonitorEvent, PeerId,
@@ -23,6 +25,7 @@ use zmtp_proto::socket::{
 };
 use zmtp_proto::Instant;
 
+use crate::runtime::{Acceptor as _, Runtime, Task as _, TcpConnection as _};
 use crate::stream::{
     inproc_bind, inproc_connect, inproc_is_bound, inproc_unbind, InprocStream, Stream,
 };
@@ -41,8 +44,8 @@ const READ_MIN_SPARE: usize = 2 * 1024;
 
 /// What every task and handle of one socket shares.
 #[derive(Debug)]
-pub(crate) struct Inner {
-    core: Mutex<Core>,
+pub(crate) struct Inner<R: Runtime> {
+    core: Mutex<Core<R>>,
     /// Woken when a message may be ready for `recv` (or the socket closed).
     pub(crate) readable: Notify,
     /// Woken when `send` may succeed (or the socket closed).
@@ -55,13 +58,13 @@ pub(crate) struct Inner {
     /// Woken when the socket finished closing.
     pub(crate) closed: Notify,
     start: StdInstant,
-    runtime: tokio::runtime::Handle,
+    pub(crate) runtime: R,
 }
 
 #[derive(Debug)]
-struct PeerIo {
-    stream: Arc<Stream>,
-    task: JoinHandle<()>,
+struct PeerIo<R: Runtime> {
+    stream: Arc<Stream<R>>,
+    task: R::Task,
     /// Wakes the peer's task: its interest changed (write blocked, reads resumed).
     wake: Arc<Notify>,
     write_blocked: bool,
@@ -70,17 +73,17 @@ struct PeerIo {
 }
 
 #[derive(Debug)]
-struct Listener {
-    task: JoinHandle<()>,
+struct Listener<R: Runtime> {
+    task: R::Task,
     addr: Endpoint,
 }
 
 /// The state machine and the I/O resources it directs.
 #[derive(Debug)]
-pub(crate) struct Core {
+pub(crate) struct Core<R: Runtime> {
     pub(crate) socket: ProtoSocket,
-    peers: BTreeMap<PeerId, PeerIo>,
-    listeners: BTreeMap<EndpointId, Listener>,
+    peers: BTreeMap<PeerId, PeerIo<R>>,
+    listeners: BTreeMap<EndpointId, Listener<R>>,
     bind_waiters: BTreeMap<EndpointId, oneshot::Sender<io::Result<String>>>,
     monitors: Vec<mpsc::UnboundedSender<MonitorEvent>>,
     pub(crate) closed: bool,
@@ -90,11 +93,9 @@ pub(crate) struct Core {
     pub(crate) authenticator: Option<Authenticator>,
 }
 
-impl Inner {
-    /// The shared state of a new socket, its timer task spawned on the current runtime;
-    /// `None` outside a tokio runtime.
-    pub(crate) fn new(socket: ProtoSocket) -> Option<Arc<Inner>> {
-        let runtime = tokio::runtime::Handle::try_current().ok()?;
+impl<R: Runtime> Inner<R> {
+    /// The shared state of a new socket, its timer task spawned on `runtime`.
+    pub(crate) fn new(socket: ProtoSocket, runtime: R) -> Arc<Inner<R>> {
         let inner = Arc::new(Inner {
             core: Mutex::new(Core {
                 socket,
@@ -115,15 +116,16 @@ impl Inner {
             start: StdInstant::now(),
             runtime,
         });
-        inner.runtime.spawn(timer_task(inner.clone()));
-        Some(inner)
+        // Detached: the task ends by itself once the socket is closed.
+        let _ = inner.runtime.spawn(timer_task(inner.clone()));
+        inner
     }
 
     pub(crate) fn now(&self) -> Instant {
         Instant::from_micros(u64::try_from(self.start.elapsed().as_micros()).unwrap_or(u64::MAX))
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Core> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Core<R>> {
         // A poisoned core means a panic elsewhere; the state machine itself never panics.
         self.core.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -132,7 +134,7 @@ impl Inner {
     ///
     /// Called from the application: output is left for the peers' tasks to write, so that
     /// a burst of sends leaves in one write per peer instead of one per message.
-    pub(crate) fn with<R>(self: &Arc<Self>, f: impl FnOnce(&mut Core) -> R) -> R {
+    pub(crate) fn with<T>(self: &Arc<Self>, f: impl FnOnce(&mut Core<R>) -> T) -> T {
         let mut core = self.lock();
         let r = f(&mut core);
         // Most sends and receives leave nothing to carry out: skip the event loop then.
@@ -146,7 +148,7 @@ impl Inner {
 
     /// [`with`](Self::with) for calls that may move the socket's timers (close, options,
     /// endpoints), which sends and receives do not.
-    pub(crate) fn with_timers<R>(self: &Arc<Self>, f: impl FnOnce(&mut Core) -> R) -> R {
+    pub(crate) fn with_timers<T>(self: &Arc<Self>, f: impl FnOnce(&mut Core<R>) -> T) -> T {
         let mut core = self.lock();
         let r = f(&mut core);
         self.pump_with(&mut core, false, true);
@@ -156,7 +158,7 @@ impl Inner {
     /// Register a waiter for the result of binding `endpoint`.
     pub(crate) fn wait_bind(
         &self,
-        core: &mut Core,
+        core: &mut Core<R>,
         endpoint: EndpointId,
     ) -> oneshot::Receiver<io::Result<String>> {
         let (tx, rx) = oneshot::channel();
@@ -165,7 +167,7 @@ impl Inner {
     }
 
     /// A new monitor receiving every monitor event from now on.
-    pub(crate) fn add_monitor(&self, core: &mut Core) -> mpsc::UnboundedReceiver<MonitorEvent> {
+    pub(crate) fn add_monitor(&self, core: &mut Core<R>) -> mpsc::UnboundedReceiver<MonitorEvent> {
         let (tx, rx) = mpsc::unbounded_channel();
         core.monitors.push(tx);
         core.socket.set_monitor(0xFFFF);
@@ -174,13 +176,13 @@ impl Inner {
 
     /// Carry out the socket's events, write every peer with output, re-arm the timer and
     /// wake whoever waits to send or receive.
-    pub(crate) fn pump(self: &Arc<Self>, core: &mut Core) {
+    pub(crate) fn pump(self: &Arc<Self>, core: &mut Core<R>) {
         self.pump_with(core, true, true);
     }
 
     /// [`pump`](Self::pump), writing inline (on an I/O task) or handing the writes to the
     /// peers' tasks (from the application).
-    fn pump_with(self: &Arc<Self>, core: &mut Core, inline: bool, timers: bool) {
+    fn pump_with(self: &Arc<Self>, core: &mut Core<R>, inline: bool, timers: bool) {
         let mut timers_touched = timers;
         loop {
             let mut busy = false;
@@ -217,7 +219,7 @@ impl Inner {
     }
 
     /// Wake whoever waits to send or receive, if they now can.
-    fn wake_waiters(&self, core: &Core) {
+    fn wake_waiters(&self, core: &Core<R>) {
         if self.recv_waiters.load(Ordering::SeqCst) > 0 && (core.closed || core.socket.can_recv()) {
             self.readable.notify_waiters();
         }
@@ -227,7 +229,7 @@ impl Inner {
     }
 
     /// Write as much of a peer's output as the stream takes now.
-    fn write_peer(self: &Arc<Self>, core: &mut Core, peer: PeerId) {
+    fn write_peer(self: &Arc<Self>, core: &mut Core<R>, peer: PeerId) {
         let Some(io) = core.peers.get_mut(&peer) else {
             return;
         };
@@ -290,7 +292,7 @@ impl Inner {
 
     /// Read what a peer's stream has and feed it to the socket. Returns true when it
     /// stopped with more perhaps waiting (the caller yields, then reads again).
-    fn read_peer(self: &Arc<Self>, core: &mut Core, peer: PeerId, stream: &Stream) -> bool {
+    fn read_peer(self: &Arc<Self>, core: &mut Core<R>, peer: PeerId, stream: &Stream<R>) -> bool {
         if let Stream::Inproc(pipe) = stream {
             return self.read_inproc(core, peer, pipe);
         }
@@ -334,7 +336,12 @@ impl Inner {
 
     /// [`read_peer`](Self::read_peer) for an in-process stream: chunks are handed over as
     /// they are, so a large frame body is never copied.
-    fn read_inproc(self: &Arc<Self>, core: &mut Core, peer: PeerId, pipe: &InprocStream) -> bool {
+    fn read_inproc(
+        self: &Arc<Self>,
+        core: &mut Core<R>,
+        peer: PeerId,
+        pipe: &InprocStream,
+    ) -> bool {
         for _ in 0..READS_PER_WAKE {
             if !core.socket.wants_read(peer) {
                 return false;
@@ -356,13 +363,13 @@ impl Inner {
         core.socket.wants_read(peer)
     }
 
-    fn drop_peer(&self, core: &mut Core, peer: PeerId) {
+    fn drop_peer(&self, core: &mut Core<R>, peer: PeerId) {
         if let Some(io) = core.peers.remove(&peer) {
             io.task.abort();
         }
     }
 
-    fn add_peer(self: &Arc<Self>, core: &mut Core, peer: PeerId, stream: Stream) {
+    fn add_peer(self: &Arc<Self>, core: &mut Core<R>, peer: PeerId, stream: Stream<R>) {
         let stream = Arc::new(stream);
         let wake = Arc::new(Notify::new());
         let task = self
@@ -381,11 +388,10 @@ impl Inner {
     }
 
     #[inline(never)]
-    fn handle_event(self: &Arc<Self>, core: &mut Core, event: Event) {
+    fn handle_event(self: &Arc<Self>, core: &mut Core<R>, event: Event) {
         match event {
             Event::Listen { endpoint, addr } => {
-                let _guard = self.runtime.enter();
-                let result = listen(&addr);
+                let result = listen(&self.runtime, &addr);
                 let reply = match result {
                     Ok((acceptor, resolved)) => {
                         core.socket.handle_listening(endpoint, &resolved);
@@ -407,7 +413,9 @@ impl Inner {
                 }
             }
             Event::Connect { endpoint, addr } => {
-                self.runtime
+                // Detached: it ends once connected or failed.
+                let _ = self
+                    .runtime
                     .spawn(connect_task(self.clone(), endpoint, addr));
             }
             Event::StopListening { endpoint } => {
@@ -441,8 +449,9 @@ impl Inner {
                     core.socket.handle_auth(peer, now, reply);
                 } else if inproc_is_bound(ZAP_ENDPOINT) {
                     let timeout = core.socket.options().handshake_ivl;
-                    self.runtime
-                        .spawn(zap_task(self.clone(), peer, request, address, timeout));
+                    let _ =
+                        self.runtime
+                            .spawn(zap_task(self.clone(), peer, request, address, timeout));
                 } else {
                     core.socket.handle_auth(peer, now, AuthReply::NoHandler);
                 }
@@ -465,9 +474,9 @@ impl Inner {
 }
 
 /// What a listener accepts from.
-enum Acceptor {
-    Tcp(TcpListener),
-    Unix(UnixListener),
+enum Acceptor<R: Runtime> {
+    Tcp(R::TcpListener),
+    Unix(R::UnixListener),
     Inproc(mpsc::UnboundedReceiver<InprocStream>),
 }
 
@@ -487,26 +496,28 @@ fn abstract_addr(name: &str) -> io::Result<std::os::unix::net::SocketAddr> {
 }
 
 /// Start listening (synchronously: binding is immediate); returns the resolved endpoint.
-fn listen(addr: &Endpoint) -> io::Result<(Acceptor, String)> {
+fn listen<R: Runtime>(runtime: &R, addr: &Endpoint) -> io::Result<(Acceptor<R>, String)> {
     match addr {
         Endpoint::Tcp(tcp) => {
             let addrs = tcp_addrs(tcp)?;
             let std_listener = std::net::TcpListener::bind(&addrs[..])?;
             std_listener.set_nonblocking(true)?;
-            let listener = TcpListener::from_std(std_listener)?;
-            let local = listener.local_addr()?;
+            let local = std_listener.local_addr()?;
+            let listener = runtime.tcp_listener(std_listener)?;
             Ok((Acceptor::Tcp(listener), format!("tcp://{local}")))
         }
         Endpoint::Ipc(IpcEndpoint::Path(path)) => {
             // A socket file left by an earlier process would make bind fail.
             let _ = std::fs::remove_file(path);
-            let listener = UnixListener::bind(path)?;
+            let std_listener = std::os::unix::net::UnixListener::bind(path)?;
+            std_listener.set_nonblocking(true)?;
+            let listener = runtime.unix_listener(std_listener)?;
             Ok((Acceptor::Unix(listener), format!("ipc://{path}")))
         }
         Endpoint::Ipc(IpcEndpoint::Abstract(name)) => {
             let std_listener = std::os::unix::net::UnixListener::bind_addr(&abstract_addr(name)?)?;
             std_listener.set_nonblocking(true)?;
-            let listener = UnixListener::from_std(std_listener)?;
+            let listener = runtime.unix_listener(std_listener)?;
             Ok((Acceptor::Unix(listener), format!("ipc://@{name}")))
         }
         Endpoint::Inproc(name) => Ok((
@@ -516,16 +527,31 @@ fn listen(addr: &Endpoint) -> io::Result<(Acceptor, String)> {
     }
 }
 
-async fn connect(addr: &Endpoint) -> io::Result<Stream> {
+/// Connect to the first of `addrs` that accepts; the last error if none does.
+async fn tcp_connect<R: Runtime>(runtime: &R, addrs: Vec<SocketAddr>) -> io::Result<R::Tcp> {
+    let mut last = None;
+    for addr in addrs {
+        match runtime.tcp_connect(addr).await {
+            Ok(stream) => return Ok(stream),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "could not resolve to any address",
+        )
+    }))
+}
+
+async fn connect<R: Runtime>(runtime: &R, addr: &Endpoint) -> io::Result<Stream<R>> {
     match addr {
         Endpoint::Tcp(tcp) => {
             let addrs = match &tcp.host {
-                Host::Name(name) => tokio::net::lookup_host((name.as_str(), tcp.port.unwrap_or(0)))
-                    .await?
-                    .collect(),
+                Host::Name(name) => runtime.resolve(name.clone(), tcp.port.unwrap_or(0)).await?,
                 _ => tcp_addrs(tcp)?,
             };
-            let stream = TcpStream::connect(&addrs[..]).await?;
+            let stream = tcp_connect(runtime, addrs).await?;
             // Connecting to a free local port in the ephemeral range can meet itself (TCP
             // simultaneous open): that is no peer, only a refused connection.
             if stream.local_addr()? == stream.peer_addr()? {
@@ -534,20 +560,20 @@ async fn connect(addr: &Endpoint) -> io::Result<Stream> {
             stream.set_nodelay(true)?;
             Ok(Stream::Tcp(stream))
         }
-        Endpoint::Ipc(IpcEndpoint::Path(path)) => {
-            Ok(Stream::Unix(UnixStream::connect(path).await?))
-        }
+        Endpoint::Ipc(IpcEndpoint::Path(path)) => Ok(Stream::Unix(
+            runtime.unix_connect(std::path::Path::new(path)).await?,
+        )),
         Endpoint::Ipc(IpcEndpoint::Abstract(name)) => {
             let std_stream = std::os::unix::net::UnixStream::connect_addr(&abstract_addr(name)?)?;
             std_stream.set_nonblocking(true)?;
-            Ok(Stream::Unix(UnixStream::from_std(std_stream)?))
+            Ok(Stream::Unix(runtime.unix_from_std(std_stream)?))
         }
         Endpoint::Inproc(name) => Ok(Stream::Inproc(inproc_connect(name)?)),
     }
 }
 
-async fn connect_task(inner: Arc<Inner>, endpoint: EndpointId, addr: Endpoint) {
-    let result = connect(&addr).await;
+async fn connect_task<R: Runtime>(inner: Arc<Inner<R>>, endpoint: EndpointId, addr: Endpoint) {
+    let result = connect(&inner.runtime, &addr).await;
     let mut core = inner.lock();
     let now = inner.now();
     match result {
@@ -561,18 +587,22 @@ async fn connect_task(inner: Arc<Inner>, endpoint: EndpointId, addr: Endpoint) {
     inner.pump(&mut core);
 }
 
-async fn accept_task(inner: Arc<Inner>, endpoint: EndpointId, mut acceptor: Acceptor) {
+async fn accept_task<R: Runtime>(
+    inner: Arc<Inner<R>>,
+    endpoint: EndpointId,
+    mut acceptor: Acceptor<R>,
+) {
     loop {
         let stream = match &mut acceptor {
             Acceptor::Tcp(l) => match l.accept().await {
-                Ok((s, _)) => {
+                Ok(s) => {
                     let _ = s.set_nodelay(true);
                     Stream::Tcp(s)
                 }
                 Err(_) => continue,
             },
             Acceptor::Unix(l) => match l.accept().await {
-                Ok((s, _)) => Stream::Unix(s),
+                Ok(s) => Stream::Unix(s),
                 Err(_) => continue,
             },
             Acceptor::Inproc(rx) => match rx.recv().await {
@@ -589,7 +619,12 @@ async fn accept_task(inner: Arc<Inner>, endpoint: EndpointId, mut acceptor: Acce
     }
 }
 
-async fn peer_task(inner: Arc<Inner>, peer: PeerId, stream: Arc<Stream>, wake: Arc<Notify>) {
+async fn peer_task<R: Runtime>(
+    inner: Arc<Inner<R>>,
+    peer: PeerId,
+    stream: Arc<Stream<R>>,
+    wake: Arc<Notify>,
+) {
     loop {
         let (want_read, want_write) = {
             let core = inner.lock();
@@ -598,10 +633,22 @@ async fn peer_task(inner: Arc<Inner>, peer: PeerId, stream: Arc<Stream>, wake: A
             };
             (core.socket.wants_read(peer), io.write_blocked)
         };
-        tokio::select! {
-            _ = stream.readable(), if want_read => {}
-            _ = stream.writable(), if want_write => {}
-            _ = wake.notified() => {}
+        {
+            // Whichever comes first: the stream's readiness for what is wanted, or a wake-up.
+            let mut readable = pin!(stream.readable());
+            let mut writable = pin!(stream.writable());
+            let mut woken = pin!(wake.notified());
+            std::future::poll_fn(|cx| {
+                if want_read && readable.as_mut().poll(cx).is_ready()
+                    || want_write && writable.as_mut().poll(cx).is_ready()
+                    || woken.as_mut().poll(cx).is_ready()
+                {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending
+                }
+            })
+            .await;
         }
         let more = {
             let mut core = inner.lock();
@@ -621,7 +668,7 @@ async fn peer_task(inner: Arc<Inner>, peer: PeerId, stream: Arc<Stream>, wake: A
         };
         if more {
             // Let the socket's other peers have their turn before reading on.
-            tokio::task::yield_now().await;
+            inner.runtime.yield_now().await;
         }
     }
 }
@@ -629,8 +676,8 @@ async fn peer_task(inner: Arc<Inner>, peer: PeerId, stream: Arc<Stream>, wake: A
 /// Ask the ZAP handler bound at `inproc://zeromq.zap.01` about one peer, then hand the
 /// verdict to the socket. A handler that does not answer within `timeout` (or at all)
 /// refuses the peer (500); the handshake deadline would end it anyway.
-async fn zap_task(
-    inner: Arc<Inner>,
+async fn zap_task<R: Runtime>(
+    inner: Arc<Inner<R>>,
     peer: PeerId,
     request: ZapRequest,
     address: String,
@@ -638,7 +685,12 @@ async fn zap_task(
 ) {
     const REQUEST_ID: &[u8] = b"1";
     let ask = async {
-        let zap = crate::Socket::new(zmtp_proto::SocketType::Dealer).ok()?;
+        let zap = crate::Socket::with_runtime(
+            inner.runtime.clone(),
+            zmtp_proto::SocketType::Dealer,
+            Default::default(),
+        )
+        .ok()?;
         zap.connect(&format!("inproc://{ZAP_ENDPOINT}"))
             .await
             .ok()?;
@@ -656,18 +708,18 @@ async fn zap_task(
         Some(AuthReply::from_frames(frames, REQUEST_ID))
     };
     let limit = timeout.unwrap_or(std::time::Duration::from_secs(30));
-    let reply = tokio::time::timeout(limit, ask)
-        .await
-        .ok()
-        .flatten()
-        .unwrap_or(AuthReply::status(500));
+    let deadline = inner.runtime.sleep_until(StdInstant::now() + limit);
+    let reply = match first(ask, deadline).await {
+        Either::Left(Some(reply)) => reply,
+        Either::Left(None) | Either::Right(()) => AuthReply::status(500),
+    };
     let mut core = inner.lock();
     let now = inner.now();
     core.socket.handle_auth(peer, now, reply);
     inner.pump(&mut core);
 }
 
-async fn timer_task(inner: Arc<Inner>) {
+async fn timer_task<R: Runtime>(inner: Arc<Inner<R>>) {
     loop {
         let deadline = {
             let core = inner.lock();
@@ -680,17 +732,33 @@ async fn timer_task(inner: Arc<Inner>) {
         match deadline {
             Some(t) => {
                 let at = inner.start + std::time::Duration::from_micros(t.as_micros());
-                tokio::select! {
-                    _ = tokio::time::sleep_until(at.into()) => {
-                        let mut core = inner.lock();
-                        let now = inner.now();
-                        core.socket.handle_timeout(now);
-                        inner.pump(&mut core);
-                    }
-                    _ = notified => {}
+                if let Either::Left(()) = first(inner.runtime.sleep_until(at), notified).await {
+                    let mut core = inner.lock();
+                    let now = inner.now();
+                    core.socket.handle_timeout(now);
+                    inner.pump(&mut core);
                 }
             }
             None => notified.await,
         }
     }
+}
+
+/// Which of two futures completed first.
+enum Either<A, B> {
+    Left(A),
+    Right(B),
+}
+
+/// Run two futures until the first completes (`a` is polled first); the other is dropped.
+async fn first<A: Future, B: Future>(a: A, b: B) -> Either<A::Output, B::Output> {
+    let mut a = pin!(a);
+    let mut b = pin!(b);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(x) = a.as_mut().poll(cx) {
+            return Poll::Ready(Either::Left(x));
+        }
+        b.as_mut().poll(cx).map(Either::Right)
+    })
+    .await
 }

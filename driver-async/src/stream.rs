@@ -1,24 +1,26 @@
-//! The byte streams a peer can run over: TCP, Unix sockets and in-process pipes, behind
-//! one non-blocking interface (`readable`/`try_read_buf`, `writable`/`try_write`).
+//! The byte streams a peer can run over: TCP, Unix sockets (the runtime's) and in-process
+//! pipes (this crate's, runtime-independent), behind one non-blocking interface
+//! (`readable`/`try_read_buf`, `writable`/`try_write`).
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::{mpsc, Notify};
 use zmtp_proto::{Bytes, BytesMut};
 
+use crate::runtime::{Connection, Runtime, TcpConnection};
+
 /// One connected stream.
 #[derive(Debug)]
-pub(crate) enum Stream {
-    Tcp(TcpStream),
-    Unix(UnixStream),
+pub(crate) enum Stream<R: Runtime> {
+    Tcp(R::Tcp),
+    Unix(R::Unix),
     Inproc(InprocStream),
 }
 
-impl Stream {
+impl<R: Runtime> Stream<R> {
     pub(crate) async fn readable(&self) -> io::Result<()> {
         match self {
             Stream::Tcp(s) => s.readable().await,

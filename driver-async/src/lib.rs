@@ -1,0 +1,455 @@
+//! Runtime-agnostic async ZeroMQ sockets.
+//!
+//! A thin driver over the sans-IO [`zmtp_proto`] core: every protocol and pattern decision
+//! (routing, high-water marks, reconnects, heartbeats, monitor events) is made there; this
+//! crate only moves bytes over `tcp://`, `ipc://` and `inproc://` streams and arms timers.
+//! It is written once, generic over a [`Runtime`] (tasks, timers, non-blocking streams);
+//! `zmtp-tokio` and `zmtp-smol` each supply one and re-export [`Socket`] for it. Names and
+//! options follow libzmq and pyzmq. `inproc://` names are shared by every runtime in the
+//! process: a tokio socket can talk to a smol socket in process.
+//!
+//! # Cancel safety
+//! [`Socket::recv`] and [`Socket::send`] are cancel-safe: a `recv` dropped before it
+//! completes has taken no message, and a `send` dropped before it completes has queued
+//! nothing (a message is handed to the socket whole, in one step, or not at all).
+//!
+//! # Batching
+//! Sends append to the peer's output and are written at once when the stream has room;
+//! whatever accumulates while it has none goes out in one write when it has. There is no
+//! flush to call.
+#![warn(missing_docs)]
+
+mod core;
+pub mod runtime;
+mod stream;
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+pub mod testing;
+
+use std::io;
+use std::pin::{pin, Pin};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures_core::Stream as FuturesStream;
+use tokio::sync::mpsc;
+
+use crate::core::Inner;
+pub use crate::runtime::Runtime;
+pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey};
+pub use zmtp_proto::mechanism::Security;
+pub use zmtp_proto::socket::{
+    AuthReply, Authenticator, EndpointError, Message, MonitorEvent, MonitorEventKind, Options,
+    PeerProperties, SendError, Sent, ZapRequest,
+};
+pub use zmtp_proto::{z85, Bytes, SocketType};
+
+/// Why an operation failed.
+#[non_exhaustive]
+#[derive(Debug)]
+pub enum Error {
+    /// The endpoint is malformed or cannot be used this way.
+    Endpoint(EndpointError),
+    /// The operating system refused (bind failed, address in use...).
+    Io(io::Error),
+    /// An option value is invalid (e.g. a routing id over 255 bytes).
+    Options(zmtp_proto::ConfigError),
+    /// No such endpoint to unbind or disconnect.
+    NotFound,
+    /// A socket was created outside a runtime (for `zmtp-tokio`, outside a tokio runtime).
+    NoRuntime,
+    /// The socket is closed.
+    Closed,
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Endpoint(e) => write!(f, "bad endpoint: {e}"),
+            Error::Io(e) => write!(f, "I/O error: {e}"),
+            Error::Options(e) => write!(f, "bad option: {e}"),
+            Error::NotFound => f.write_str("no such endpoint"),
+            Error::NoRuntime => f.write_str("sockets must be created inside an async runtime"),
+            Error::Closed => f.write_str("socket closed"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<EndpointError> for Error {
+    fn from(e: EndpointError) -> Error {
+        Error::Endpoint(e)
+    }
+}
+
+impl From<io::Error> for Error {
+    fn from(e: io::Error) -> Error {
+        Error::Io(e)
+    }
+}
+
+/// A ZeroMQ socket. Its I/O runs on tasks of the runtime `R` it was created in.
+///
+/// Methods take `&self`, so one socket may be shared (for example in an `Arc`) between a
+/// sending and a receiving task. Dropping the socket closes it in the background,
+/// honouring LINGER; [`Socket::close`] does the same and waits.
+#[derive(Debug)]
+pub struct Socket<R: Runtime> {
+    inner: Arc<Inner<R>>,
+}
+
+/// A new CURVE key pair from the operating system's random generator (`zmq_curve_keypair`).
+/// Print the keys with [`z85::encode_key`].
+pub fn curve_keypair() -> Result<KeyPair, Error> {
+    let mut secret = [0u8; 32];
+    getrandom::fill(&mut secret).map_err(|e| Error::Io(io::Error::other(e)))?;
+    Ok(KeyPair::from_secret(secret))
+}
+
+/// A seed for the core's starting values (generated routing ids, REQ correlation ids).
+fn seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(std::process::id().into());
+    h.finish()
+}
+
+impl<R: Runtime> Socket<R> {
+    /// A socket of type `ty` with libzmq's default options. Must be called inside a runtime
+    /// ([`Error::NoRuntime`] otherwise; see [`Runtime::current`]).
+    pub fn new(ty: SocketType) -> Result<Socket<R>, Error> {
+        Socket::with_options(ty, Options::default())
+    }
+
+    /// A socket of type `ty` with `options`. Must be called inside a runtime.
+    pub fn with_options(ty: SocketType, options: Options) -> Result<Socket<R>, Error> {
+        Socket::with_runtime(R::current().ok_or(Error::NoRuntime)?, ty, options)
+    }
+
+    /// A socket of type `ty` with `options` whose I/O runs on `runtime`.
+    pub fn with_runtime(runtime: R, ty: SocketType, options: Options) -> Result<Socket<R>, Error> {
+        let mut socket =
+            zmtp_proto::socket::Socket::new(ty, options, seed()).map_err(Error::Options)?;
+        // CURVE's keys and nonces come from the operating system's generator.
+        let mut entropy = [0u8; 32];
+        getrandom::fill(&mut entropy).map_err(|e| Error::Io(io::Error::other(e)))?;
+        socket.set_entropy(entropy);
+        Ok(Socket {
+            inner: Inner::new(socket, runtime),
+        })
+    }
+
+    /// The socket type.
+    pub fn socket_type(&self) -> SocketType {
+        self.inner.lock().socket.socket_type()
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> Options {
+        self.inner.lock().socket.options().clone()
+    }
+
+    /// Change options; they apply to connections made afterwards (HWMs and pattern
+    /// options at once).
+    pub fn set_options(&self, options: Options) -> Result<(), Error> {
+        self.inner
+            .with(|core| core.socket.set_options(options))
+            .map_err(Error::Options)
+    }
+
+    /// Decide authentication requests (ZAP) with `authenticator`, or with `None`, ask the
+    /// handler bound at `inproc://zeromq.zap.01` if any, as libzmq does, and otherwise
+    /// apply libzmq's rules (PLAIN servers refuse everyone, CURVE servers accept every
+    /// client). Requests are made by PLAIN and CURVE servers, and by NULL sockets with a
+    /// ZAP domain.
+    pub fn set_authenticator(&self, authenticator: Option<Authenticator>) {
+        self.inner.lock().authenticator = authenticator;
+    }
+
+    /// Listen on `endpoint` (`tcp://127.0.0.1:*`, `tcp://[::1]:5555`, `ipc:///tmp/x`,
+    /// `ipc://@name`, `inproc://name`); returns the resolved endpoint, also kept as
+    /// [`last_endpoint`](Self::last_endpoint).
+    pub async fn bind(&self, endpoint: &str) -> Result<String, Error> {
+        let waiter = {
+            let mut core = self.inner.lock();
+            if core.closed {
+                return Err(Error::Closed);
+            }
+            let id = core.socket.bind(endpoint)?;
+            let waiter = self.inner.wait_bind(&mut core, id);
+            self.inner.pump(&mut core);
+            waiter
+        };
+        match waiter.await {
+            Ok(result) => Ok(result?),
+            Err(_) => Err(Error::Closed),
+        }
+    }
+
+    /// Connect to `endpoint`. Returns at once: the connection (and reconnections) happen
+    /// in the background, and messages queue for it meanwhile (unless IMMEDIATE is set).
+    pub async fn connect(&self, endpoint: &str) -> Result<(), Error> {
+        self.inner.with_timers(|core| {
+            if core.closed {
+                return Err(Error::Closed);
+            }
+            core.socket.connect(endpoint)?;
+            Ok(())
+        })
+    }
+
+    /// Stop listening on an endpoint given to `bind` (or the resolved form).
+    pub async fn unbind(&self, endpoint: &str) -> Result<(), Error> {
+        if self.inner.with_timers(|core| core.socket.unbind(endpoint)) {
+            Ok(())
+        } else {
+            Err(Error::NotFound)
+        }
+    }
+
+    /// Drop a connection made with `connect`.
+    pub async fn disconnect(&self, endpoint: &str) -> Result<(), Error> {
+        if self
+            .inner
+            .with_timers(|core| core.socket.disconnect(endpoint))
+        {
+            Ok(())
+        } else {
+            Err(Error::NotFound)
+        }
+    }
+
+    /// The last endpoint bound, resolved (e.g. with the port chosen for `*`).
+    pub fn last_endpoint(&self) -> String {
+        self.inner.lock().socket.last_endpoint().to_string()
+    }
+
+    /// Subscribe to a topic prefix (SUB, XSUB); the empty topic matches everything.
+    pub fn subscribe(&self, topic: impl AsRef<[u8]>) {
+        self.inner
+            .with(|core| core.socket.subscribe(topic.as_ref()));
+    }
+
+    /// Cancel one subscription to a topic (SUB, XSUB).
+    pub fn unsubscribe(&self, topic: impl AsRef<[u8]>) {
+        self.inner
+            .with(|core| core.socket.unsubscribe(topic.as_ref()));
+    }
+
+    /// Send a message, waiting while the socket would block (HWM, no peer yet).
+    pub async fn send(&self, msg: impl Into<Message>) -> Result<Sent, SendError> {
+        let mut msg = match self.try_send(msg) {
+            Err(SendError::WouldBlock(m)) => m,
+            other => return other,
+        };
+        let _waiting = Waiting::new(&self.inner.send_waiters);
+        loop {
+            let notified = self.inner.writable.notified();
+            let mut notified = pin!(notified);
+            notified.as_mut().enable();
+            match self.try_send(msg) {
+                Err(SendError::WouldBlock(m)) => msg = m,
+                other => return other,
+            }
+            notified.await;
+        }
+    }
+
+    /// Send a message without waiting: `SendError::WouldBlock` hands it back.
+    pub fn try_send(&self, msg: impl Into<Message>) -> Result<Sent, SendError> {
+        let msg = msg.into();
+        self.inner.with(|core| core.socket.send(msg))
+    }
+
+    /// Receive the next message, waiting for one.
+    pub async fn recv(&self) -> Result<Message, Error> {
+        if let Some(msg) = self.try_recv()? {
+            return Ok(msg);
+        }
+        let _waiting = Waiting::new(&self.inner.recv_waiters);
+        loop {
+            let notified = self.inner.readable.notified();
+            let mut notified = pin!(notified);
+            notified.as_mut().enable();
+            if let Some(msg) = self.try_recv()? {
+                return Ok(msg);
+            }
+            notified.await;
+        }
+    }
+
+    /// The next message if one is ready.
+    pub fn try_recv(&self) -> Result<Option<Message>, Error> {
+        self.inner.with(|core| match core.socket.recv() {
+            Some(m) => Ok(Some(m)),
+            None if core.closed => Err(Error::Closed),
+            None => Ok(None),
+        })
+    }
+
+    /// Whether a `send` would not block now (libzmq's `ZMQ_POLLOUT`).
+    pub fn can_send(&self) -> bool {
+        self.inner.lock().socket.can_send()
+    }
+
+    /// Whether a message is ready for `recv` (libzmq's `ZMQ_POLLIN`).
+    pub fn can_recv(&self) -> bool {
+        self.inner.lock().socket.can_recv()
+    }
+
+    /// Monitor events from now on, as a `Stream`.
+    pub fn monitor(&self) -> Monitor {
+        let rx = self.inner.with_timers(|core| self.inner.add_monitor(core));
+        Monitor { rx }
+    }
+
+    /// Close the socket: stop listening, linger until queued messages are written or
+    /// LINGER expires, then close every connection.
+    pub async fn close(self) {
+        let inner = self.inner.clone();
+        let notified = inner.closed.notified();
+        let mut notified = pin!(notified);
+        notified.as_mut().enable();
+        let done = inner.with_timers(|core| {
+            let now = inner.now();
+            core.socket.close(now);
+            core.closed
+        });
+        if !done {
+            notified.await;
+        }
+    }
+
+    /// Wait until `send` would not block (or the socket is closed).
+    async fn wait_writable(&self) {
+        let _waiting = Waiting::new(&self.inner.send_waiters);
+        loop {
+            let notified = self.inner.writable.notified();
+            let mut notified = pin!(notified);
+            notified.as_mut().enable();
+            if self.can_send() || self.inner.lock().closed {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// A `Stream` of received messages (and a `Sink` for sending) over this socket.
+    pub fn stream(&self) -> MessageStream<'_, R> {
+        MessageStream {
+            socket: self,
+            pending: None,
+            ready: None,
+        }
+    }
+}
+
+impl<R: Runtime> Drop for Socket<R> {
+    fn drop(&mut self) {
+        let inner = self.inner.clone();
+        inner.with_timers(|core| {
+            let now = inner.now();
+            core.socket.close(now);
+        });
+    }
+}
+
+/// Counts a task waiting on one of the socket's notifications, for as long as it waits
+/// (also when its future is dropped mid-wait).
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn new(count: &'a AtomicUsize) -> Waiting<'a> {
+        count.fetch_add(1, Ordering::SeqCst);
+        Waiting(count)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Monitor events of one socket (see [`Socket::monitor`]).
+#[derive(Debug)]
+pub struct Monitor {
+    rx: mpsc::UnboundedReceiver<MonitorEvent>,
+}
+
+impl Monitor {
+    /// The next event; `None` once the socket is closed.
+    pub async fn next(&mut self) -> Option<MonitorEvent> {
+        self.rx.recv().await
+    }
+}
+
+impl FuturesStream for Monitor {
+    type Item = MonitorEvent;
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<MonitorEvent>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+type Pending<'a, T> = Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
+/// Messages of a socket as a `Stream`, and a `Sink` of messages into it.
+pub struct MessageStream<'a, R: Runtime> {
+    socket: &'a Socket<R>,
+    pending: Option<Pending<'a, Result<Message, Error>>>,
+    ready: Option<Pending<'a, ()>>,
+}
+
+impl<R: Runtime> std::fmt::Debug for MessageStream<'_, R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MessageStream").finish_non_exhaustive()
+    }
+}
+
+impl<R: Runtime> FuturesStream for MessageStream<'_, R> {
+    type Item = Message;
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Message>> {
+        let socket = self.socket;
+        let fut = self.pending.get_or_insert_with(|| Box::pin(socket.recv()));
+        match fut.as_mut().poll(cx) {
+            Poll::Ready(r) => {
+                self.pending = None;
+                Poll::Ready(r.ok())
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<R: Runtime> futures_sink::Sink<Message> for MessageStream<'_, R> {
+    type Error = SendError;
+
+    fn poll_ready(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), SendError>> {
+        let socket = self.socket;
+        let fut = self
+            .ready
+            .get_or_insert_with(|| Box::pin(socket.wait_writable()));
+        match fut.as_mut().poll(cx) {
+            Poll::Ready(()) => {
+                self.ready = None;
+                Poll::Ready(Ok(()))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn start_send(self: Pin<&mut Self>, item: Message) -> Result<(), SendError> {
+        self.socket.try_send(item).map(|_| ())
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<(), SendError>> {
+        // Writes happen as soon as the stream has room; nothing is held back here.
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_close(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<(), SendError>> {
+        Poll::Ready(Ok(()))
+    }
+}

@@ -1,0 +1,1 @@
+//! Driver tests written once, for every runtime crate.

@@ -1,0 +1,186 @@
+//! The tokio [`Runtime`]: tasks on a runtime handle, tokio's timers and its non-blocking
+//! streams.
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Instant;
+
+use zmtp_async::runtime::{Acceptor, Connection, Runtime, Task, TcpConnection};
+use zmtp_proto::BytesMut;
+
+/// The tokio runtime a socket runs on: a handle to it, taken from the context the socket is
+/// created in (or given to [`Socket::with_runtime`](zmtp_async::Socket::with_runtime)).
+#[derive(Debug, Clone)]
+pub struct Tokio {
+    handle: tokio::runtime::Handle,
+}
+
+impl Tokio {
+    /// The runtime behind `handle`.
+    pub fn new(handle: tokio::runtime::Handle) -> Tokio {
+        Tokio { handle }
+    }
+}
+
+/// A task spawned on tokio.
+#[derive(Debug)]
+pub struct TokioTask(tokio::task::JoinHandle<()>);
+
+impl Task for TokioTask {
+    fn abort(self) {
+        self.0.abort();
+    }
+}
+
+/// A tokio TCP stream.
+#[derive(Debug)]
+pub struct TokioTcp(tokio::net::TcpStream);
+
+/// A tokio Unix-domain stream.
+#[derive(Debug)]
+pub struct TokioUnix(tokio::net::UnixStream);
+
+/// A tokio TCP listener.
+#[derive(Debug)]
+pub struct TokioTcpListener(tokio::net::TcpListener);
+
+/// A tokio Unix-domain listener.
+#[derive(Debug)]
+pub struct TokioUnixListener(tokio::net::UnixListener);
+
+/// Tokio's TCP and Unix streams have the same non-blocking methods, but no common trait.
+macro_rules! connection {
+    ($t:ty) => {
+        impl Connection for $t {
+            fn readable(&self) -> impl Future<Output = io::Result<()>> + Send + '_ {
+                self.0.readable()
+            }
+
+            fn writable(&self) -> impl Future<Output = io::Result<()>> + Send + '_ {
+                self.0.writable()
+            }
+
+            #[inline]
+            fn try_read_buf(&self, buf: &mut BytesMut) -> io::Result<usize> {
+                self.0.try_read_buf(buf)
+            }
+
+            #[inline]
+            fn try_write(&self, data: &[u8]) -> io::Result<usize> {
+                self.0.try_write(data)
+            }
+
+            #[inline]
+            fn try_write_vectored(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+                self.0.try_write_vectored(bufs)
+            }
+        }
+    };
+}
+
+connection!(TokioTcp);
+connection!(TokioUnix);
+
+impl TcpConnection for TokioTcp {
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.0.local_addr()
+    }
+
+    fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.0.peer_addr()
+    }
+
+    fn set_nodelay(&self, nodelay: bool) -> io::Result<()> {
+        self.0.set_nodelay(nodelay)
+    }
+}
+
+impl Acceptor<TokioTcp> for TokioTcpListener {
+    async fn accept(&self) -> io::Result<TokioTcp> {
+        self.0.accept().await.map(|(s, _)| TokioTcp(s))
+    }
+}
+
+impl Acceptor<TokioUnix> for TokioUnixListener {
+    async fn accept(&self) -> io::Result<TokioUnix> {
+        self.0.accept().await.map(|(s, _)| TokioUnix(s))
+    }
+}
+
+impl Runtime for Tokio {
+    type Task = TokioTask;
+    type Tcp = TokioTcp;
+    type Unix = TokioUnix;
+    type TcpListener = TokioTcpListener;
+    type UnixListener = TokioUnixListener;
+
+    fn current() -> Option<Tokio> {
+        tokio::runtime::Handle::try_current().ok().map(Tokio::new)
+    }
+
+    fn spawn<F>(&self, future: F) -> TokioTask
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        TokioTask(self.handle.spawn(future))
+    }
+
+    fn sleep_until(&self, deadline: Instant) -> impl Future<Output = ()> + Send + 'static {
+        let _guard = self.handle.enter();
+        tokio::time::sleep_until(deadline.into())
+    }
+
+    fn yield_now(&self) -> impl Future<Output = ()> + Send + 'static {
+        tokio::task::yield_now()
+    }
+
+    // Not `async fn`: the future must not borrow the runtime.
+    #[allow(clippy::manual_async_fn)]
+    fn resolve(
+        &self,
+        host: String,
+        port: u16,
+    ) -> impl Future<Output = io::Result<Vec<SocketAddr>>> + Send + 'static {
+        async move {
+            Ok(tokio::net::lookup_host((host.as_str(), port))
+                .await?
+                .collect())
+        }
+    }
+
+    #[allow(clippy::manual_async_fn)]
+    fn tcp_connect(
+        &self,
+        addr: SocketAddr,
+    ) -> impl Future<Output = io::Result<TokioTcp>> + Send + 'static {
+        async move { tokio::net::TcpStream::connect(addr).await.map(TokioTcp) }
+    }
+
+    fn unix_connect(
+        &self,
+        path: &Path,
+    ) -> impl Future<Output = io::Result<TokioUnix>> + Send + 'static {
+        let path = path.to_path_buf();
+        async move { tokio::net::UnixStream::connect(path).await.map(TokioUnix) }
+    }
+
+    fn unix_from_std(&self, stream: std::os::unix::net::UnixStream) -> io::Result<TokioUnix> {
+        let _guard = self.handle.enter();
+        tokio::net::UnixStream::from_std(stream).map(TokioUnix)
+    }
+
+    fn tcp_listener(&self, listener: std::net::TcpListener) -> io::Result<TokioTcpListener> {
+        let _guard = self.handle.enter();
+        tokio::net::TcpListener::from_std(listener).map(TokioTcpListener)
+    }
+
+    fn unix_listener(
+        &self,
+        listener: std::os::unix::net::UnixListener,
+    ) -> io::Result<TokioUnixListener> {
+        let _guard = self.handle.enter();
+        tokio::net::UnixListener::from_std(listener).map(TokioUnixListener)
+    }
+}
