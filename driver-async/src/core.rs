@@ -745,13 +745,13 @@ async fn timer_task<R: Runtime>(inner: Arc<Inner<R>>) {
 }
 
 /// Which of two futures completed first.
-enum Either<A, B> {
+pub(crate) enum Either<A, B> {
     Left(A),
     Right(B),
 }
 
 /// Run two futures until the first completes (`a` is polled first); the other is dropped.
-async fn first<A: Future, B: Future>(a: A, b: B) -> Either<A::Output, B::Output> {
+pub(crate) async fn first<A: Future, B: Future>(a: A, b: B) -> Either<A::Output, B::Output> {
     let mut a = pin!(a);
     let mut b = pin!(b);
     std::future::poll_fn(|cx| {

@@ -1,1 +1,368 @@
-//! Driver tests written once, for every runtime crate.
+//! Driver tests written once, run by every runtime crate: each test is a generic `async fn`
+//! here, and [`driver_tests!`](crate::driver_tests) declares one `#[test]` per test for a
+//! runtime and a way to block on a future with it.
+//!
+//! ```ignore
+//! fn block_on<F: std::future::Future>(f: F) -> F::Output { /* a runtime */ }
+//! zmtp_async::driver_tests!(zmtp_tokio::Tokio, block_on);
+//! ```
+
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+use futures_core::Stream;
+use futures_sink::Sink;
+use zmtp_proto::Bytes;
+
+use crate::core::{first, Either};
+use crate::{Message, MonitorEventKind, Options, Runtime, SendError, Sent, Socket, SocketType};
+
+/// Upper bound of every wait.
+pub const T: Duration = Duration::from_secs(5);
+
+/// Declare one `#[test]` per shared driver test for `$runtime`, each run by `$block_on`
+/// (a function from a future to its output, e.g. one that builds a runtime).
+#[macro_export]
+macro_rules! driver_tests {
+    ($runtime:ty, $block_on:path) => {
+        $crate::driver_tests!(@each $runtime, $block_on;
+            push_pull_tcp_ipv4,
+            push_pull_tcp_ipv6,
+            push_pull_ipc_path_and_abstract,
+            push_pull_inproc_bind_first_and_connect_first,
+            req_rep_round_trips,
+            pub_sub_filters_by_prefix,
+            cancelled_recv_loses_no_message,
+            cancelled_send_queues_all_or_nothing,
+            monitor_stream_reports_connection_events,
+            close_lingers_until_messages_are_written,
+            stream_and_sink,
+            dealer_router_many_peers,
+            inproc_hands_large_bodies_over_without_copying,
+        );
+    };
+    (@each $runtime:ty, $block_on:path; $($name:ident,)*) => {$(
+        #[test]
+        fn $name() {
+            $block_on($crate::testing::$name::<$runtime>())
+        }
+    )*};
+}
+
+fn runtime<R: Runtime>() -> R {
+    R::current().expect("tests run inside a runtime")
+}
+
+/// `f`, failing the test if it takes longer than [`T`].
+pub async fn within<R: Runtime, F: Future>(f: F) -> F::Output {
+    match first(f, runtime::<R>().sleep_until(Instant::now() + T)).await {
+        Either::Left(out) => out,
+        Either::Right(()) => panic!("timed out"),
+    }
+}
+
+/// `f`, or `None` after `limit`.
+pub async fn timeout<R: Runtime, F: Future>(limit: Duration, f: F) -> Option<F::Output> {
+    match first(f, runtime::<R>().sleep_until(Instant::now() + limit)).await {
+        Either::Left(out) => Some(out),
+        Either::Right(()) => None,
+    }
+}
+
+/// A message's frames as text.
+pub fn text(m: &Message) -> Vec<String> {
+    m.frames()
+        .iter()
+        .map(|f| String::from_utf8_lossy(f).into_owned())
+        .collect()
+}
+
+/// A name no other test of this process uses (ipc paths, abstract names, inproc names).
+fn unique(tag: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "zmtp-async-{}-{tag}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+async fn push_pull_over<R: Runtime>(endpoint: &str) {
+    let pull = Socket::<R>::new(SocketType::Pull).unwrap();
+    let ep = pull.bind(endpoint).await.unwrap();
+    let push = Socket::<R>::new(SocketType::Push).unwrap();
+    push.connect(&ep).await.unwrap();
+    let big = vec![7u8; 4 << 20];
+    for i in 0..100u32 {
+        push.send(i.to_string()).await.unwrap();
+    }
+    push.send(Message::from(vec![
+        Bytes::new(),
+        Bytes::from(big.clone()),
+        Bytes::from_static(b"end"),
+    ]))
+    .await
+    .unwrap();
+    for i in 0..100u32 {
+        let m = within::<R, _>(pull.recv()).await.unwrap();
+        assert_eq!(text(&m), [i.to_string()]);
+    }
+    let m = within::<R, _>(pull.recv()).await.unwrap();
+    assert_eq!(m.len(), 3);
+    assert!(m.frames()[0].is_empty());
+    assert_eq!(m.frames()[1].len(), big.len());
+    assert!(m.frames()[1].iter().all(|&b| b == 7));
+}
+
+/// PUSH/PULL over TCP on IPv4 loopback: 100 messages and a 4 MiB multipart.
+pub async fn push_pull_tcp_ipv4<R: Runtime>() {
+    push_pull_over::<R>("tcp://127.0.0.1:*").await;
+}
+
+/// The same over IPv6 loopback, where there is one.
+pub async fn push_pull_tcp_ipv6<R: Runtime>() {
+    if std::net::TcpListener::bind("[::1]:0").is_err() {
+        eprintln!("no IPv6 loopback here; skipped");
+        return;
+    }
+    push_pull_over::<R>("tcp://[::1]:*").await;
+}
+
+/// The same over a Unix socket file and an abstract name.
+pub async fn push_pull_ipc_path_and_abstract<R: Runtime>() {
+    let path = std::env::temp_dir().join(format!("{}.sock", unique("ipc")));
+    push_pull_over::<R>(&format!("ipc://{}", path.display())).await;
+    push_pull_over::<R>(&format!("ipc://@{}", unique("abstract"))).await;
+}
+
+/// The same in process, binding first and connecting first.
+pub async fn push_pull_inproc_bind_first_and_connect_first<R: Runtime>() {
+    push_pull_over::<R>(&format!("inproc://{}", unique("bind-first"))).await;
+    // Connect before bind: the connection is made once the name exists.
+    let name = format!("inproc://{}", unique("connect-first"));
+    let push = Socket::<R>::new(SocketType::Push).unwrap();
+    push.connect(&name).await.unwrap();
+    push.send("early").await.unwrap();
+    let pull = Socket::<R>::new(SocketType::Pull).unwrap();
+    pull.bind(&name).await.unwrap();
+    assert_eq!(text(&within::<R, _>(pull.recv()).await.unwrap()), ["early"]);
+}
+
+/// REQ/REP strict alternation, the server on a task of its own.
+pub async fn req_rep_round_trips<R: Runtime>() {
+    let rep = Socket::<R>::new(SocketType::Rep).unwrap();
+    let ep = rep.bind("tcp://127.0.0.1:*").await.unwrap();
+    assert_eq!(rep.last_endpoint(), ep);
+    let req = Socket::<R>::new(SocketType::Req).unwrap();
+    req.connect(&ep).await.unwrap();
+    let (done_tx, done) = tokio::sync::oneshot::channel();
+    let _server = runtime::<R>().spawn(async move {
+        for _ in 0..10 {
+            let m = rep.recv().await.unwrap();
+            let mut reply = text(&m);
+            reply.push("ok".into());
+            let frames: Vec<Bytes> = reply.into_iter().map(Into::into).collect();
+            rep.send(Message::from(frames)).await.unwrap();
+        }
+        let _ = done_tx.send(());
+    });
+    for i in 0..10 {
+        req.send(format!("q{i}")).await.unwrap();
+        // Strict alternation: a second request before the reply is refused.
+        assert!(matches!(
+            req.try_send("again"),
+            Err(SendError::InvalidState(_))
+        ));
+        let m = within::<R, _>(req.recv()).await.unwrap();
+        assert_eq!(text(&m), [format!("q{i}"), "ok".into()]);
+    }
+    within::<R, _>(done).await.expect("server finished");
+}
+
+/// SUB receives only what matches its prefix.
+pub async fn pub_sub_filters_by_prefix<R: Runtime>() {
+    let publisher = Socket::<R>::new(SocketType::Pub).unwrap();
+    let ep = publisher.bind("tcp://127.0.0.1:*").await.unwrap();
+    let sub = Socket::<R>::new(SocketType::Sub).unwrap();
+    sub.subscribe("a");
+    sub.connect(&ep).await.unwrap();
+    // Publish until the subscription has arrived.
+    let got = within::<R, _>(async {
+        loop {
+            publisher.send("b-no").await.unwrap();
+            publisher.send("a-yes").await.unwrap();
+            if let Some(Ok(m)) = timeout::<R, _>(Duration::from_millis(20), sub.recv()).await {
+                return m;
+            }
+        }
+    })
+    .await;
+    assert_eq!(text(&got), ["a-yes"]);
+}
+
+/// A `recv` cancelled half-way takes no message.
+pub async fn cancelled_recv_loses_no_message<R: Runtime>() {
+    let pull = Socket::<R>::new(SocketType::Pull).unwrap();
+    let ep = pull
+        .bind(&format!("inproc://{}", unique("cancel-recv")))
+        .await
+        .unwrap();
+    let push = Socket::<R>::new(SocketType::Push).unwrap();
+    push.connect(&ep).await.unwrap();
+    let mut received = Vec::new();
+    let mut sent = 0u32;
+    while received.len() < 200 {
+        if sent < 200 {
+            push.send(sent.to_string()).await.unwrap();
+            sent += 1;
+        }
+        // A recv raced against a yield that often wins: cancelled receives must not eat
+        // messages.
+        if let Either::Left(m) = first(pull.recv(), runtime::<R>().yield_now()).await {
+            received.push(text(&m.unwrap())[0].clone());
+        }
+    }
+    let expected: Vec<String> = (0..200).map(|i: u32| i.to_string()).collect();
+    assert_eq!(received, expected);
+}
+
+/// A `send` cancelled while waiting at the HWM queues nothing.
+pub async fn cancelled_send_queues_all_or_nothing<R: Runtime>() {
+    let mut options = Options::default();
+    options.sndhwm = 2;
+    let push = Socket::<R>::with_options(SocketType::Push, options).unwrap();
+    // No peer: the HWM applies to the connect queue; the third send waits.
+    push.connect("tcp://127.0.0.1:1").await.unwrap();
+    assert_eq!(push.try_send("1"), Ok(Sent::Queued));
+    assert_eq!(push.try_send("2"), Ok(Sent::Queued));
+    let waited = timeout::<R, _>(Duration::from_millis(50), push.send("3")).await;
+    assert!(waited.is_none(), "send must wait at HWM");
+    // Cancelled: nothing was queued, so the queue still takes nothing more.
+    assert!(matches!(push.try_send("4"), Err(SendError::WouldBlock(_))));
+}
+
+/// The monitor `Stream` reports listening, accepted and the handshake.
+pub async fn monitor_stream_reports_connection_events<R: Runtime>() {
+    let pull = Socket::<R>::new(SocketType::Pull).unwrap();
+    let mut monitor = pull.monitor();
+    let ep = pull.bind("tcp://127.0.0.1:*").await.unwrap();
+    let push = Socket::<R>::new(SocketType::Push).unwrap();
+    push.connect(&ep).await.unwrap();
+    push.send("x").await.unwrap();
+    within::<R, _>(pull.recv()).await.unwrap();
+    let mut kinds = Vec::new();
+    while !kinds.contains(&MonitorEventKind::HandshakeSucceeded) {
+        let event = within::<R, _>(poll_fn(|cx| Pin::new(&mut monitor).poll_next(cx)))
+            .await
+            .expect("monitor open");
+        kinds.push(event.kind);
+    }
+    assert_eq!(kinds[0], MonitorEventKind::Listening);
+    assert!(kinds.contains(&MonitorEventKind::Accepted));
+}
+
+/// `close` waits until what was queued is written.
+pub async fn close_lingers_until_messages_are_written<R: Runtime>() {
+    let pull = Socket::<R>::new(SocketType::Pull).unwrap();
+    let ep = pull.bind("tcp://127.0.0.1:*").await.unwrap();
+    let push = Socket::<R>::new(SocketType::Push).unwrap();
+    push.connect(&ep).await.unwrap();
+    for i in 0..1000u32 {
+        push.send(i.to_string()).await.unwrap();
+    }
+    within::<R, _>(push.close()).await;
+    for i in 0..1000u32 {
+        assert_eq!(
+            text(&within::<R, _>(pull.recv()).await.unwrap()),
+            [i.to_string()]
+        );
+    }
+}
+
+/// The `Stream` and `Sink` adapters.
+pub async fn stream_and_sink<R: Runtime>() {
+    let pull = Socket::<R>::new(SocketType::Pull).unwrap();
+    let ep = pull
+        .bind(&format!("inproc://{}", unique("stream-sink")))
+        .await
+        .unwrap();
+    let push = Socket::<R>::new(SocketType::Push).unwrap();
+    push.connect(&ep).await.unwrap();
+    let mut sink = push.stream();
+    for i in 0..5u32 {
+        within::<R, _>(poll_fn(|cx| Pin::new(&mut sink).poll_ready(cx)))
+            .await
+            .unwrap();
+        Pin::new(&mut sink)
+            .start_send(Message::from(i.to_string().into_bytes()))
+            .unwrap();
+    }
+    let mut stream = pull.stream();
+    for i in 0..5u32 {
+        let m = within::<R, _>(poll_fn(|cx| Pin::new(&mut stream).poll_next(cx)))
+            .await
+            .unwrap();
+        assert_eq!(text(&m), [i.to_string()]);
+    }
+}
+
+/// A ROUTER with four DEALERs: fair queuing, order per peer, routing by id (run on a
+/// multi-threaded executor too).
+pub async fn dealer_router_many_peers<R: Runtime>() {
+    let router = Socket::<R>::new(SocketType::Router).unwrap();
+    let ep = router.bind("tcp://127.0.0.1:*").await.unwrap();
+    let mut dealers = Vec::new();
+    for i in 0..4 {
+        let mut o = Options::default();
+        o.routing_id = format!("d{i}").into_bytes().into();
+        let d = Socket::<R>::with_options(SocketType::Dealer, o).unwrap();
+        d.connect(&ep).await.unwrap();
+        dealers.push(d);
+    }
+    for d in &dealers {
+        for j in 0..50u32 {
+            d.send(j.to_string()).await.unwrap();
+        }
+    }
+    let mut per_peer = std::collections::BTreeMap::<String, Vec<String>>::new();
+    for _ in 0..200 {
+        let m = text(&within::<R, _>(router.recv()).await.unwrap());
+        per_peer.entry(m[0].clone()).or_default().push(m[1].clone());
+    }
+    let expected: Vec<String> = (0..50).map(|j: u32| j.to_string()).collect();
+    assert_eq!(per_peer.len(), 4);
+    for (_, got) in per_peer {
+        assert_eq!(got, expected, "ordered per peer");
+    }
+    // And back, routed by id.
+    for i in 0..4 {
+        let frames: Vec<Bytes> = vec![format!("d{i}").into(), "hi".into()];
+        router.send(Message::from(frames)).await.unwrap();
+    }
+    for d in &dealers {
+        assert_eq!(text(&within::<R, _>(d.recv()).await.unwrap()), ["hi"]);
+    }
+}
+
+/// Large inproc frame bodies arrive as the very buffer sent.
+pub async fn inproc_hands_large_bodies_over_without_copying<R: Runtime>() {
+    let name = format!("inproc://{}", unique("zero-copy"));
+    let pull = Socket::<R>::new(SocketType::Pull).unwrap();
+    pull.bind(&name).await.unwrap();
+    let push = Socket::<R>::new(SocketType::Push).unwrap();
+    push.connect(&name).await.unwrap();
+    for round in 0..3u8 {
+        let body = Bytes::from(vec![round; 1 << 20]);
+        let sent_at = body.as_ptr();
+        push.send(Message::from(vec![Bytes::from_static(b"head"), body]))
+            .await
+            .unwrap();
+        let m = within::<R, _>(pull.recv()).await.unwrap();
+        assert_eq!(&m.frames()[0][..], b"head");
+        assert_eq!(m.frames()[1].len(), 1 << 20);
+        // The very buffer the sender filled: no copy on the way.
+        assert_eq!(m.frames()[1].as_ptr(), sent_at, "round {round}");
+    }
+}

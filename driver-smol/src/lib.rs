@@ -1,0 +1,61 @@
+//! ZeroMQ sockets on smol (async-io).
+//!
+//! A thin driver over the sans-IO [`zmtp_proto`] core: every protocol and pattern decision
+//! (routing, high-water marks, reconnects, heartbeats, monitor events) is made there; the
+//! runtime-agnostic [`zmtp_async`] moves bytes over `tcp://`, `ipc://` and `inproc://`
+//! streams and arms timers, and this crate gives it smol's executors, async-io's timers
+//! and `Async` streams ([`Smol`]). The surface is `zmtp-tokio`'s, name for name.
+//!
+//! Sockets created inside [`block_on`] run their I/O on that thread, with the future (a
+//! single-threaded runtime); sockets created elsewhere run on smol's global executor.
+//!
+//! ```
+//! use zmtp_smol::{Socket, SocketType};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! zmtp_smol::block_on(async {
+//!     let pull = Socket::new(SocketType::Pull)?;
+//!     let endpoint = pull.bind("tcp://127.0.0.1:*").await?;
+//!     let push = Socket::new(SocketType::Push)?;
+//!     push.connect(&endpoint).await?;
+//!     push.send("hello").await?;
+//!     let msg = pull.recv().await?;
+//!     assert_eq!(&msg.frames()[0][..], b"hello");
+//!     Ok(())
+//! })
+//! # }
+//! ```
+//!
+//! # Cancel safety
+//! [`Socket::recv`] and [`Socket::send`] are cancel-safe: a `recv` dropped before it
+//! completes has taken no message, and a `send` dropped before it completes has queued
+//! nothing (a message is handed to the socket whole, in one step, or not at all).
+//!
+//! # Batching
+//! Sends append to the peer's output and are written at once when the stream has room;
+//! whatever accumulates while it has none goes out in one write when it has. There is no
+//! flush to call.
+#![warn(missing_docs)]
+
+mod runtime;
+
+pub use runtime::{
+    block_on, Smol, SmolListener, SmolStream, SmolTask, SmolTcp, SmolTcpListener, SmolUnix,
+    SmolUnixListener,
+};
+pub use zmtp_async::{
+    curve_keypair, z85, AuthReply, Authenticator, Bytes, EndpointError, Error, KeyPair, Message,
+    Monitor, MonitorEvent, MonitorEventKind, Options, PeerProperties, PublicKey, Security,
+    SendError, Sent, SocketType, ZapRequest,
+};
+
+/// A ZeroMQ socket. Its tasks run on the executor of the enclosing [`block_on`], or on
+/// smol's global executor.
+///
+/// Methods take `&self`, so one socket may be shared (for example in an `Arc`) between a
+/// sending and a receiving task. Dropping the socket closes it in the background,
+/// honouring LINGER; [`Socket::close`](zmtp_async::Socket::close) does the same and waits.
+pub type Socket = zmtp_async::Socket<Smol>;
+
+/// Messages of a socket as a `Stream`, and a `Sink` of messages into it.
+pub type MessageStream<'a> = zmtp_async::MessageStream<'a, Smol>;
