@@ -8,6 +8,8 @@
 //!   non-blocking TCP and Unix-domain streams ([`socket_driver::SocketDriver`]).
 //! - [`our`]: the blocking facade every driver implements to join the matrix
 //!   ([`our::OurSocket`], [`our::OurDriver`]).
+//! - [`async_driver`]: the tokio and smol drivers behind that facade, written once over
+//!   `zmtp_async`'s runtime trait ([`async_driver::TokioDriver`], [`async_driver::SmolDriver`]).
 //! - [`matrix`]: the conformance matrix: every compatible socket pair, transport and role,
 //!   with our socket on each side, against libzmq and against our own sockets.
 //!
@@ -19,13 +21,13 @@
 #![warn(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+pub mod async_driver;
 pub mod driver;
 pub mod ffi;
 pub mod matrix;
 pub mod our;
 pub mod security;
 pub mod socket_driver;
-pub mod tokio_driver;
 pub mod zap;
 
 /// Who opens the TCP connection in an interop scenario.

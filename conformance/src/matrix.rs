@@ -64,13 +64,17 @@ pub enum Kind {
     Ours,
     /// A libzmq socket.
     Libzmq,
+    /// Our socket through another driver, named here (cross-driver pairs, [`run_cross`]).
+    Peer(&'static str),
 }
 
 impl Kind {
-    fn name(self) -> &'static str {
+    /// Short name for reports: `ours`, `libzmq` or the peer driver's name.
+    pub fn name(self) -> &'static str {
         match self {
             Kind::Ours => "ours",
             Kind::Libzmq => "libzmq",
+            Kind::Peer(driver) => driver,
         }
     }
 }
@@ -254,12 +258,13 @@ impl Combo {
         }
     }
 
-    /// The opponent of our socket: libzmq, or ours when both sides are ours.
+    /// The opponent of our socket: libzmq, another driver's socket, or ours when both
+    /// sides are the driver under test.
     pub fn opponent(&self) -> Kind {
-        if self.a == Kind::Libzmq || self.b == Kind::Libzmq {
-            Kind::Libzmq
-        } else {
-            Kind::Ours
+        match (self.a, self.b) {
+            (Kind::Libzmq, _) | (_, Kind::Libzmq) => Kind::Libzmq,
+            (Kind::Peer(d), _) | (_, Kind::Peer(d)) => Kind::Peer(d),
+            _ => Kind::Ours,
         }
     }
 
@@ -406,6 +411,37 @@ pub fn combos(own: &[Transport]) -> Vec<Combo> {
     all
 }
 
+/// Cross-driver combinations: our sockets on both sides, the driver under test on one and
+/// the peer driver (named `peer`) on the other, each side binding, over `transports`.
+pub fn cross_combos(peer: &'static str, transports: &[Transport]) -> Vec<Combo> {
+    let mut all = Vec::new();
+    for &transport in transports {
+        for pair in PAIRS {
+            // The driver under test on A, then on B (a symmetric pair needs only the first).
+            let sides: &[(Kind, Kind)] = if pair.symmetric() {
+                &[(Kind::Ours, Kind::Peer(peer))]
+            } else {
+                &[
+                    (Kind::Ours, Kind::Peer(peer)),
+                    (Kind::Peer(peer), Kind::Ours),
+                ]
+            };
+            for &(a, b) in sides {
+                for binder in [Side::A, Side::B] {
+                    all.push(Combo {
+                        pair,
+                        transport,
+                        a,
+                        b,
+                        binder,
+                    });
+                }
+            }
+        }
+    }
+    all
+}
+
 // ----- sockets of a scenario -------------------------------------------------------------
 
 /// Makes one of our sockets.
@@ -452,7 +488,10 @@ enum Refusal {
 /// one of our sockets pumped while they wait.
 struct Net<'c> {
     ctx: &'c Ctx,
+    /// Makes the driver under test's sockets ([`Kind::Ours`]).
     make: Make,
+    /// Makes the peer driver's sockets ([`Kind::Peer`]).
+    make_peer: Make,
     socks: Vec<Sock<'c>>,
 }
 
@@ -513,17 +552,23 @@ fn f(parts: &[&[u8]]) -> Frames {
 }
 
 impl<'c> Net<'c> {
-    fn new(ctx: &'c Ctx, make: Make) -> Net<'c> {
+    fn new(ctx: &'c Ctx, make: Make, make_peer: Make) -> Net<'c> {
         Net {
             ctx,
             make,
+            make_peer,
             socks: Vec::new(),
         }
     }
 
     fn open(&mut self, kind: Kind, ty: SocketType, cfg: Cfg) -> H {
         let slot = match kind {
-            Kind::Ours => {
+            Kind::Ours | Kind::Peer(_) => {
+                let make = if kind == Kind::Ours {
+                    self.make
+                } else {
+                    self.make_peer
+                };
                 let mut opts = Options::default();
                 opts.linger = Some(Duration::ZERO);
                 opts.reconnect_ivl = Some(RECONNECT_IVL);
@@ -531,7 +576,7 @@ impl<'c> Net<'c> {
                     opts.routing_id = Bytes::from(id.clone());
                 }
                 opts.connect_routing_id = cfg.connect_routing_id.clone().map(Bytes::from);
-                Slot::Ours((self.make)(ty, opts))
+                Slot::Ours(make(ty, opts))
             }
             Kind::Libzmq => {
                 let z = self.ctx.socket(ty as u8 as c_int).expect("zmq_socket");
@@ -1597,8 +1642,49 @@ thread_local! {
 
 /// Run the matrix for driver `D`: every combination and scenario whose name contains
 /// every string of `filter` (all of them if it is empty). `progress` is called after each.
-pub fn run<D: OurDriver>(filter: &[String], mut progress: impl FnMut(&Outcome)) -> Vec<Outcome> {
+pub fn run<D: OurDriver>(filter: &[String], progress: impl FnMut(&Outcome)) -> Vec<Outcome> {
     let make: Make = make_boxed::<D>;
+    run_combos(
+        D::name(),
+        combos(D::own_transports()),
+        make,
+        make,
+        filter,
+        progress,
+    )
+}
+
+/// Run the cross-driver matrix: driver `D` against driver `E`, each on either side and
+/// binding or connecting, over the transports both offer between their own sockets (inproc
+/// too: the name registry is process-wide). Reported under `D`'s name with `E` as the
+/// opponent.
+pub fn run_cross<D: OurDriver, E: OurDriver>(
+    filter: &[String],
+    progress: impl FnMut(&Outcome),
+) -> Vec<Outcome> {
+    let transports: Vec<Transport> = D::own_transports()
+        .iter()
+        .copied()
+        .filter(|t| E::own_transports().contains(t))
+        .collect();
+    run_combos(
+        D::name(),
+        cross_combos(E::name(), &transports),
+        make_boxed::<D>,
+        make_boxed::<E>,
+        filter,
+        progress,
+    )
+}
+
+fn run_combos(
+    driver: &'static str,
+    combos: Vec<Combo>,
+    make: Make,
+    make_peer: Make,
+    filter: &[String],
+    mut progress: impl FnMut(&Outcome),
+) -> Vec<Outcome> {
     let previous = panic::take_hook();
     panic::set_hook(Box::new(|info| {
         let text = match info.payload().downcast_ref::<String>() {
@@ -1615,19 +1701,19 @@ pub fn run<D: OurDriver>(filter: &[String], mut progress: impl FnMut(&Outcome)) 
         PANIC.with(|p| *p.borrow_mut() = Some(format!("{text}{at}")));
     }));
     let mut outcomes = Vec::new();
-    for combo in combos(D::own_transports()) {
+    for combo in combos {
         for scenario in Scenario::ALL {
             if !scenario.applies(&combo) {
                 continue;
             }
-            let name = format!("{} {} {}", D::name(), combo.name(), scenario.name());
+            let name = format!("{} {} {}", driver, combo.name(), scenario.name());
             if !filter.iter().all(|f| name.contains(f.as_str())) {
                 continue;
             }
             let start = Instant::now();
             let result = panic::catch_unwind(AssertUnwindSafe(|| {
                 let ctx = Ctx::new();
-                let mut net = Net::new(&ctx, make);
+                let mut net = Net::new(&ctx, make, make_peer);
                 scenario.run(&mut net, &combo);
             }));
             let error = result.err().map(|_| {
@@ -1636,7 +1722,7 @@ pub fn run<D: OurDriver>(filter: &[String], mut progress: impl FnMut(&Outcome)) 
                     .unwrap_or_else(|| "panic".to_string())
             });
             let outcome = Outcome {
-                driver: D::name(),
+                driver,
                 combo,
                 scenario,
                 error,
@@ -1650,8 +1736,9 @@ pub fn run<D: OurDriver>(filter: &[String], mut progress: impl FnMut(&Outcome)) 
     outcomes
 }
 
-/// Print totals per driver and opponent, per scenario, and the failures. Returns the
-/// number of failures.
+/// Print totals per driver and opponent (`libzmq`, `ours`: the same driver on both sides,
+/// or another driver's name for cross-driver pairs), per scenario, and the failures.
+/// Returns the number of failures.
 pub fn print_summary(outcomes: &[Outcome], elapsed: Duration) -> usize {
     let failed: Vec<&Outcome> = outcomes.iter().filter(|o| o.error.is_some()).collect();
     println!();
@@ -1660,10 +1747,19 @@ pub fn print_summary(outcomes: &[Outcome], elapsed: Duration) -> usize {
         "{:<8} {:<10} {:>6} {:>7} {:>7}",
         "driver", "opponent", "run", "passed", "failed"
     );
-    let mut drivers: Vec<&'static str> = outcomes.iter().map(|o| o.driver).collect();
-    drivers.dedup();
+    // Drivers and opponents in the order the runs met them.
+    let mut drivers: Vec<&'static str> = Vec::new();
+    let mut opponents: Vec<Kind> = Vec::new();
+    for o in outcomes {
+        if !drivers.contains(&o.driver) {
+            drivers.push(o.driver);
+        }
+        if !opponents.contains(&o.combo.opponent()) {
+            opponents.push(o.combo.opponent());
+        }
+    }
     for driver in &drivers {
-        for opponent in [Kind::Libzmq, Kind::Ours] {
+        for &opponent in &opponents {
             let these: Vec<&Outcome> = outcomes
                 .iter()
                 .filter(|o| o.driver == *driver && o.combo.opponent() == opponent)

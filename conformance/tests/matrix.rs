@@ -1,5 +1,6 @@
 //! The conformance matrix, per driver: every compatible socket pair, transport and role,
-//! with our socket on each side, against libzmq and against our own sockets.
+//! with our socket on each side, against libzmq and against our own sockets; then
+//! cross-driver pairs (each driver against each other one, in both roles).
 //!
 //! Runs without the test harness and prints a summary; exits non-zero if any scenario
 //! failed. Arguments that do not start with `-` filter scenarios by name (all must
@@ -8,9 +9,9 @@
 
 use std::time::Instant;
 
+use zmtp_conformance::async_driver::{SmolDriver, TokioDriver};
 use zmtp_conformance::matrix::{self, Outcome};
 use zmtp_conformance::our::PollDriver;
-use zmtp_conformance::tokio_driver::TokioDriver;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -24,9 +25,20 @@ fn main() {
     };
     let mut outcomes = Vec::new();
     // One line per driver: a new driver implements `zmtp_conformance::our::OurDriver` and
-    // is added here.
+    // is added here (and to the cross-driver pairs below).
     outcomes.extend(matrix::run::<PollDriver>(&filter, progress));
     outcomes.extend(matrix::run::<TokioDriver>(&filter, progress));
+    outcomes.extend(matrix::run::<SmolDriver>(&filter, progress));
+    // Cross-driver pairs: each pair once, both roles (either driver on either side).
+    outcomes.extend(matrix::run_cross::<TokioDriver, SmolDriver>(
+        &filter, progress,
+    ));
+    outcomes.extend(matrix::run_cross::<PollDriver, TokioDriver>(
+        &filter, progress,
+    ));
+    outcomes.extend(matrix::run_cross::<PollDriver, SmolDriver>(
+        &filter, progress,
+    ));
     let failed = matrix::print_summary(&outcomes, start.elapsed());
     if failed > 0 || outcomes.is_empty() {
         std::process::exit(1);

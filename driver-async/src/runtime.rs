@@ -102,3 +102,15 @@ pub trait Runtime: Clone + Send + Sync + Debug + 'static {
         listener: std::os::unix::net::UnixListener,
     ) -> io::Result<Self::UnixListener>;
 }
+
+/// `future`'s output, or `None` if `limit` passes first (on `runtime`'s timers).
+pub async fn timeout<R: Runtime, F: Future>(
+    runtime: &R,
+    limit: std::time::Duration,
+    future: F,
+) -> Option<F::Output> {
+    match crate::core::first(future, runtime.sleep_until(Instant::now() + limit)).await {
+        crate::core::Either::Left(out) => Some(out),
+        crate::core::Either::Right(()) => None,
+    }
+}

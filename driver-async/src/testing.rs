@@ -9,7 +9,7 @@
 
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures_core::Stream;
 use futures_sink::Sink;
@@ -56,18 +56,12 @@ fn runtime<R: Runtime>() -> R {
 
 /// `f`, failing the test if it takes longer than [`T`].
 pub async fn within<R: Runtime, F: Future>(f: F) -> F::Output {
-    match first(f, runtime::<R>().sleep_until(Instant::now() + T)).await {
-        Either::Left(out) => out,
-        Either::Right(()) => panic!("timed out"),
-    }
+    timeout::<R, F>(T, f).await.expect("timed out")
 }
 
 /// `f`, or `None` after `limit`.
 pub async fn timeout<R: Runtime, F: Future>(limit: Duration, f: F) -> Option<F::Output> {
-    match first(f, runtime::<R>().sleep_until(Instant::now() + limit)).await {
-        Either::Left(out) => Some(out),
-        Either::Right(()) => None,
-    }
+    crate::runtime::timeout(&runtime::<R>(), limit, f).await
 }
 
 /// A message's frames as text.

@@ -22,6 +22,11 @@ impl Tokio {
     pub fn new(handle: tokio::runtime::Handle) -> Tokio {
         Tokio { handle }
     }
+
+    /// The handle of the runtime.
+    pub fn handle(&self) -> &tokio::runtime::Handle {
+        &self.handle
+    }
 }
 
 /// A task spawned on tokio.
