@@ -1,12 +1,13 @@
-//! Side-by-side benchmark of the tokio driver (`zmtp-tokio`) and libzmq on this machine.
+//! Side-by-side benchmark of our drivers (`zmtp-tokio`, `zmtp-smol`) and libzmq on this
+//! machine.
 //!
 //! ```text
 //! cargo run --release -p zmtp-bench -- [--quick] [--pin CPU] [--count N] [--size LIST]
 //!     [--transport LIST] [--test LIST] [--impl LIST] [--runtime current|multi|both] [--runs N]
 //! ```
 //!
-//! Every measurement runs as two processes over loopback, both of one implementation (ours
-//! against ours, libzmq against libzmq): this program starts itself twice as
+//! Every measurement runs as two processes over loopback, both of one implementation (tokio
+//! against tokio, smol against smol, libzmq against libzmq): this program starts itself twice as
 //! `zmtp-bench peer ...`, a binding side and a connecting side, and collects what they
 //! report. Throughput is measured by the receiver, from the arrival of the first message to
 //! that of the last, and every message is checked (size, order, none missing). Latency is
@@ -29,8 +30,8 @@ use peer::{Flavor, Impl, PeerArgs, Role};
 const USAGE: &str = "\
 usage: zmtp-bench [options]
 
-Runs zmtp-tokio and libzmq side by side, each as two processes over loopback, and prints a
-table. Build with --release: cargo run --release -p zmtp-bench -- [options]
+Runs zmtp-tokio, zmtp-smol and libzmq side by side, each as two processes over loopback, and
+prints a table. Build with --release: cargo run --release -p zmtp-bench -- [options]
 
 options:
   --quick               a short smoke run: 1/20 of the default counts
@@ -40,8 +41,8 @@ options:
                         push/pull, 64 for pub/sub and req/rep)
   --transport LIST      tcp,ipc (default: both)
   --test LIST           push,pub,reqrep (default: all)
-  --impl LIST           ours,libzmq (default: both)
-  --runtime R           our tokio runtime: current, multi, both, hop (current-thread with a
+  --impl LIST           tokio (or ours),smol,libzmq (default: all three)
+  --runtime R           the tokio driver's runtime: current, multi, both, hop (current-thread with a
                         channel hop per sent message) or current,hop (default: current)
   --runs N              repeat each measurement N times and report the median (default: 1;
                         for latency, the run with the median mean, with its p50 and p99)
@@ -159,7 +160,7 @@ impl Config {
             sizes: None,
             transports: vec![Transport::Tcp, Transport::Ipc],
             tests: vec![Test::Push, Test::Pub, Test::ReqRep],
-            impls: vec![Impl::Ours, Impl::Libzmq],
+            impls: vec![Impl::Tokio, Impl::Smol, Impl::Libzmq],
             flavors: vec![Flavor::Current],
             runs: 1,
         };
@@ -199,7 +200,8 @@ impl Config {
                 }
                 "--impl" => {
                     config.impls = parse_list(&value()?, |t| match t {
-                        "ours" => Ok(Impl::Ours),
+                        "ours" | "tokio" => Ok(Impl::Tokio),
+                        "smol" => Ok(Impl::Smol),
                         "libzmq" => Ok(Impl::Libzmq),
                         _ => Err(format!("unknown implementation {t}")),
                     })?
@@ -246,7 +248,7 @@ struct Variant {
 impl Variant {
     fn label(self, flavors: usize) -> String {
         match self.imp {
-            Impl::Ours if flavors > 1 => format!("ours ({})", self.flavor.name()),
+            Impl::Tokio if flavors > 1 => format!("tokio ({})", self.flavor.name()),
             imp => imp.name().to_string(),
         }
     }
@@ -496,7 +498,7 @@ fn rows(case: Case, variants: &[Variant], results: &[Option<Measure>]) -> Vec<Ve
         .position(|v| v.imp == Impl::Libzmq)
         .and_then(|i| results[i]);
     let ours: Vec<usize> = (0..variants.len())
-        .filter(|&i| variants[i].imp == Impl::Ours)
+        .filter(|&i| variants[i].imp != Impl::Libzmq)
         .collect();
     let lines: &[(&str, usize)] = match case.test {
         Test::Push | Test::Pub => &[(case.test.label(), 0)],
@@ -587,10 +589,10 @@ fn orchestrate(config: &Config) -> Result<(), String> {
     let mut variants = Vec::new();
     for &imp in &config.impls {
         match imp {
-            Impl::Ours => {
+            Impl::Tokio => {
                 variants.extend(config.flavors.iter().map(|&flavor| Variant { imp, flavor }))
             }
-            Impl::Libzmq => variants.push(Variant {
+            Impl::Smol | Impl::Libzmq => variants.push(Variant {
                 imp,
                 flavor: Flavor::Current,
             }),
@@ -673,19 +675,20 @@ fn orchestrate(config: &Config) -> Result<(), String> {
     let mut header = vec!["test".to_string(), "size".into(), "transport".into()];
     header.extend(variants.iter().map(|v| v.label(config.flavors.len())));
     let libzmq_selected = variants.iter().any(|v| v.imp == Impl::Libzmq);
-    for v in variants
+    let ours: Vec<&Variant> = variants
         .iter()
-        .filter(|v| v.imp == Impl::Ours && libzmq_selected)
-    {
-        header.push(if config.flavors.len() > 1 {
-            format!("ratio ({})", v.flavor.name())
+        .filter(|v| v.imp != Impl::Libzmq && libzmq_selected)
+        .collect();
+    for v in &ours {
+        header.push(if ours.len() > 1 {
+            format!("ratio ({})", v.label(config.flavors.len()))
         } else {
             "ratio".to_string()
         });
     }
     println!(
-        "zmtp-bench: ours = zmtp-tokio on a {} runtime, libzmq {}; {} CPU(s) available, {}; \
-         median of {} run(s)",
+        "zmtp-bench: tokio = zmtp-tokio on a {} runtime, smol = zmtp-smol on zmtp_smol::block_on \
+         (one thread), libzmq {}; {} CPU(s) available, {}; median of {} run(s)",
         config
             .flavors
             .iter()

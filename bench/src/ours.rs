@@ -1,22 +1,30 @@
-//! The peers on our tokio driver, written as an application would: `send(..).await` and
-//! `recv().await` in a loop.
+//! The peers on our drivers (tokio and smol, one generic code), written as an application
+//! would: `send(..).await` and `recv().await` in a loop.
 
 use std::fmt::Display;
 use std::time::{Duration, Instant};
 
-use zmtp_tokio::{Bytes, Message, Options, Socket, SocketType};
+use zmtp_async::{Bytes, Message, Options, Runtime, SocketType};
+use zmtp_smol::Smol;
+use zmtp_tokio::Tokio;
+
+type Socket<R> = zmtp_async::Socket<R>;
 
 use crate::peer::{
-    fill, go_signal, latency_result, say, throughput_result, tick, Checker, Flavor, PeerArgs, Role,
-    DATA, WARMUP,
+    fill, go_signal, latency_result, say, throughput_result, tick, Checker, Flavor, Impl, PeerArgs,
+    Role, DATA, WARMUP,
 };
 
 fn err(e: impl Display) -> String {
     e.to_string()
 }
 
-/// Run one peer on a fresh runtime of the requested flavour.
+/// Run one peer: smol on `zmtp_smol::block_on` (one thread), tokio on a fresh runtime of the
+/// requested flavour.
 pub fn run(args: &PeerArgs) -> Result<Option<String>, String> {
+    if args.imp == Impl::Smol {
+        return zmtp_smol::block_on(role::<Smol>(args));
+    }
     let runtime = match args.flavor {
         Flavor::Current | Flavor::Hop => tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -26,16 +34,18 @@ pub fn run(args: &PeerArgs) -> Result<Option<String>, String> {
             .build(),
     }
     .map_err(err)?;
-    runtime.block_on(async {
-        match args.role {
-            Role::Pull => pull(args).await,
-            Role::Push => push(args).await,
-            Role::Sub => sub(args).await,
-            Role::Pub => publish(args).await,
-            Role::Rep => rep(args).await,
-            Role::Req => req(args).await,
-        }
-    })
+    runtime.block_on(role::<Tokio>(args))
+}
+
+async fn role<R: Runtime>(args: &PeerArgs) -> Result<Option<String>, String> {
+    match args.role {
+        Role::Pull => pull::<R>(args).await,
+        Role::Push => push::<R>(args).await,
+        Role::Sub => sub::<R>(args).await,
+        Role::Pub => publish::<R>(args).await,
+        Role::Rep => rep::<R>(args).await,
+        Role::Req => req::<R>(args).await,
+    }
 }
 
 /// HWM 0 (no limit) on both directions, as the PUB/SUB test asks.
@@ -53,7 +63,7 @@ fn body(msg: &Message) -> Result<&[u8], String> {
     }
 }
 
-async fn bind(socket: &Socket, endpoint: &str) -> Result<(), String> {
+async fn bind<R: Runtime>(socket: &Socket<R>, endpoint: &str) -> Result<(), String> {
     let resolved = socket.bind(endpoint).await.map_err(err)?;
     say(&format!("ENDPOINT {resolved}"));
     Ok(())
@@ -61,7 +71,10 @@ async fn bind(socket: &Socket, endpoint: &str) -> Result<(), String> {
 
 /// Receive `count` data messages, timing from the first to the last. Warm-up messages
 /// before the first are skipped (and the first one announced).
-async fn receive_timed(socket: &Socket, args: &PeerArgs) -> Result<Option<String>, String> {
+async fn receive_timed<R: Runtime>(
+    socket: &Socket<R>,
+    args: &PeerArgs,
+) -> Result<Option<String>, String> {
     let mut checker = Checker::new(args.size);
     loop {
         let msg = socket.recv().await.map_err(err)?;
@@ -84,7 +97,7 @@ async fn receive_timed(socket: &Socket, args: &PeerArgs) -> Result<Option<String
 
 /// Send `count` data messages, each copied from a caller's buffer into a fresh `Bytes`
 /// (the same work as libzmq's `zmq_send`, which copies into a message of its own).
-async fn send_all(socket: &Socket, args: &PeerArgs) -> Result<(), String> {
+async fn send_all<R: Runtime>(socket: &Socket<R>, args: &PeerArgs) -> Result<(), String> {
     if args.flavor == Flavor::Hop {
         return send_all_through_channel(socket, args).await;
     }
@@ -102,7 +115,10 @@ async fn send_all(socket: &Socket, args: &PeerArgs) -> Result<(), String> {
 
 /// [`send_all`] with a channel hop per message: the loop hands each message to a task
 /// that sends it, as a design with a separate I/O task would.
-async fn send_all_through_channel(socket: &Socket, args: &PeerArgs) -> Result<(), String> {
+async fn send_all_through_channel<R: Runtime>(
+    socket: &Socket<R>,
+    args: &PeerArgs,
+) -> Result<(), String> {
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(1024);
     let sender = async {
         while let Some(msg) = rx.recv().await {
@@ -126,14 +142,14 @@ async fn send_all_through_channel(socket: &Socket, args: &PeerArgs) -> Result<()
     a.and(b)
 }
 
-async fn pull(args: &PeerArgs) -> Result<Option<String>, String> {
-    let socket = Socket::new(SocketType::Pull).map_err(err)?;
+async fn pull<R: Runtime>(args: &PeerArgs) -> Result<Option<String>, String> {
+    let socket = Socket::<R>::new(SocketType::Pull).map_err(err)?;
     bind(&socket, &args.endpoint).await?;
     receive_timed(&socket, args).await
 }
 
-async fn push(args: &PeerArgs) -> Result<Option<String>, String> {
-    let socket = Socket::new(SocketType::Push).map_err(err)?;
+async fn push<R: Runtime>(args: &PeerArgs) -> Result<Option<String>, String> {
+    let socket = Socket::<R>::new(SocketType::Push).map_err(err)?;
     socket.connect(&args.endpoint).await.map_err(err)?;
     send_all(&socket, args).await?;
     // LINGER is infinite: this returns once everything is written.
@@ -141,15 +157,15 @@ async fn push(args: &PeerArgs) -> Result<Option<String>, String> {
     Ok(None)
 }
 
-async fn sub(args: &PeerArgs) -> Result<Option<String>, String> {
-    let socket = Socket::with_options(SocketType::Sub, unlimited()).map_err(err)?;
+async fn sub<R: Runtime>(args: &PeerArgs) -> Result<Option<String>, String> {
+    let socket = Socket::<R>::with_options(SocketType::Sub, unlimited()).map_err(err)?;
     socket.subscribe(b"");
     bind(&socket, &args.endpoint).await?;
     receive_timed(&socket, args).await
 }
 
-async fn publish(args: &PeerArgs) -> Result<Option<String>, String> {
-    let socket = Socket::with_options(SocketType::Pub, unlimited()).map_err(err)?;
+async fn publish<R: Runtime>(args: &PeerArgs) -> Result<Option<String>, String> {
+    let socket = Socket::<R>::with_options(SocketType::Pub, unlimited()).map_err(err)?;
     socket.connect(&args.endpoint).await.map_err(err)?;
     let go = go_signal();
     let mut warmup = vec![0u8; args.size];
@@ -157,15 +173,18 @@ async fn publish(args: &PeerArgs) -> Result<Option<String>, String> {
     while !go.load(std::sync::atomic::Ordering::Acquire) {
         // Dropped until the subscription arrives; that is the point.
         let _ = socket.try_send(Bytes::copy_from_slice(&warmup));
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        let runtime = R::current().ok_or("no runtime")?;
+        runtime
+            .sleep_until(Instant::now() + Duration::from_millis(5))
+            .await;
     }
     send_all(&socket, args).await?;
     socket.close().await;
     Ok(None)
 }
 
-async fn rep(args: &PeerArgs) -> Result<Option<String>, String> {
-    let socket = Socket::new(SocketType::Rep).map_err(err)?;
+async fn rep<R: Runtime>(args: &PeerArgs) -> Result<Option<String>, String> {
+    let socket = Socket::<R>::new(SocketType::Rep).map_err(err)?;
     bind(&socket, &args.endpoint).await?;
     for i in 0..args.warmup + args.count {
         let request = socket.recv().await.map_err(err)?;
@@ -176,8 +195,8 @@ async fn rep(args: &PeerArgs) -> Result<Option<String>, String> {
     Ok(None)
 }
 
-async fn req(args: &PeerArgs) -> Result<Option<String>, String> {
-    let socket = Socket::new(SocketType::Req).map_err(err)?;
+async fn req<R: Runtime>(args: &PeerArgs) -> Result<Option<String>, String> {
+    let socket = Socket::<R>::new(SocketType::Req).map_err(err)?;
     socket.connect(&args.endpoint).await.map_err(err)?;
     let mut buf = vec![0u8; args.size];
     let mut samples = Vec::with_capacity(usize::try_from(args.count).unwrap_or(0));

@@ -51,12 +51,15 @@ pub enum Role {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Impl {
     /// `zmtp-tokio`.
-    Ours,
+    Tokio,
+    /// `zmtp-smol`.
+    Smol,
     /// The system libzmq.
     Libzmq,
 }
 
-/// Which tokio runtime our peers run on.
+/// Which tokio runtime our tokio peers run on (smol peers always run on `zmtp_smol::block_on`,
+/// one thread, like `Current`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flavor {
     /// `Builder::new_current_thread`: everything on the main thread.
@@ -107,7 +110,8 @@ impl Impl {
     /// The name used on the command line and in the table.
     pub fn name(self) -> &'static str {
         match self {
-            Impl::Ours => "ours",
+            Impl::Tokio => "tokio",
+            Impl::Smol => "smol",
             Impl::Libzmq => "libzmq",
         }
     }
@@ -173,7 +177,7 @@ impl PeerArgs {
                     .find(|r| r.name() == value)
                 }
                 "impl" => {
-                    imp = [Impl::Ours, Impl::Libzmq]
+                    imp = [Impl::Tokio, Impl::Smol, Impl::Libzmq]
                         .into_iter()
                         .find(|i| i.name() == value)
                 }
@@ -221,7 +225,7 @@ pub fn main(args: &[String]) -> ExitCode {
     }
     start_watchdog(args.role);
     let result = match args.imp {
-        Impl::Ours => ours::run(&args),
+        Impl::Tokio | Impl::Smol => ours::run(&args),
         Impl::Libzmq => libzmq::run(&args),
     };
     match result {
