@@ -1,0 +1,27 @@
+//! PUSH/PULL and REQ/REP on smol: `cargo run -p zmtp-smol --example push_pull`.
+
+use zmtp_smol::{Socket, SocketType};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // One thread runs the future and every socket created inside it.
+    zmtp_smol::block_on(async {
+        // PUSH/PULL: a pipeline.
+        let pull = Socket::new(SocketType::Pull)?;
+        let endpoint = pull.bind("tcp://127.0.0.1:*").await?;
+        let push = Socket::new(SocketType::Push)?;
+        push.connect(&endpoint).await?;
+        push.send("task").await?;
+        println!("{:?}", pull.recv().await?);
+
+        // REQ/REP: request and reply, in process.
+        let rep = Socket::new(SocketType::Rep)?;
+        let endpoint = rep.bind("inproc://smol-quick-start").await?;
+        let req = Socket::new(SocketType::Req)?;
+        req.connect(&endpoint).await?;
+        req.send("ping").await?;
+        let request = rep.recv().await?;
+        rep.send(request).await?;
+        println!("{:?}", req.recv().await?);
+        Ok(())
+    })
+}
