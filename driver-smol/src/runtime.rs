@@ -7,7 +7,7 @@ use std::io::{self, Write as _};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use smol::{Async, Executor};
@@ -19,7 +19,12 @@ use zmtp_proto::BytesMut;
 #[derive(Debug, Clone, Default)]
 pub struct Smol {
     /// `None`: smol's global executor (`smol::spawn`), which runs on its own thread(s).
-    executor: Option<Arc<Executor<'static>>>,
+    ///
+    /// Weak: the executor holds the socket's tasks, which hold the socket; a strong
+    /// reference would keep an executor nobody runs (and its sockets, bound endpoints
+    /// included) alive forever. Dropping the executor drops its tasks, and so the sockets
+    /// they own. Tasks spawned once it is gone go to the global executor.
+    executor: Option<Weak<Executor<'static>>>,
 }
 
 impl Smol {
@@ -30,9 +35,10 @@ impl Smol {
 
     /// Tasks on `executor`, which the application runs (e.g.
     /// `smol::block_on(executor.run(future))`): the socket makes progress only while it does.
-    pub fn with_executor(executor: Arc<Executor<'static>>) -> Smol {
+    /// The socket holds the executor weakly: keep it while the socket is in use.
+    pub fn with_executor(executor: &Arc<Executor<'static>>) -> Smol {
         Smol {
-            executor: Some(executor),
+            executor: Some(Arc::downgrade(executor)),
         }
     }
 }
@@ -47,7 +53,9 @@ thread_local! {
 /// created outside any `block_on` run on smol's global executor instead.
 ///
 /// Sockets made inside run only while a `block_on` runs their executor: close or drop
-/// them before it returns.
+/// them before it returns. When it returns, the tasks still on its executor are dropped
+/// (with the sockets they own); a socket still held elsewhere then starts new tasks on
+/// smol's global executor.
 pub fn block_on<T>(future: impl Future<Output = T>) -> T {
     struct Restore(Option<Arc<Executor<'static>>>);
     impl Drop for Restore {
@@ -177,7 +185,7 @@ impl Runtime for Smol {
     /// The executor of the enclosing [`block_on`], else smol's global one: never `None`.
     fn current() -> Option<Smol> {
         Some(Smol {
-            executor: CURRENT.with(|c| c.borrow().clone()),
+            executor: CURRENT.with(|c| c.borrow().as_ref().map(Arc::downgrade)),
         })
     }
 
@@ -185,7 +193,8 @@ impl Runtime for Smol {
     where
         F: Future<Output = ()> + Send + 'static,
     {
-        SmolTask(Some(match &self.executor {
+        let executor = self.executor.as_ref().and_then(Weak::upgrade);
+        SmolTask(Some(match executor {
             Some(executor) => executor.spawn(future),
             None => smol::spawn(future),
         }))

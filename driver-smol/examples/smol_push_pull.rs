@@ -1,4 +1,4 @@
-//! PUSH/PULL and REQ/REP on smol: `cargo run -p zmtp-smol --example push_pull`.
+//! PUSH/PULL and REQ/REP on smol: `cargo run -p zmtp-smol --example smol_push_pull`.
 
 use zmtp_smol::{Socket, SocketType};
 

@@ -16,6 +16,8 @@ use futures_sink::Sink;
 use zmtp_proto::Bytes;
 
 use crate::core::{first, Either};
+
+pub mod security;
 use crate::{Message, MonitorEventKind, Options, Runtime, SendError, Sent, Socket, SocketType};
 
 /// Upper bound of every wait.
@@ -50,7 +52,8 @@ macro_rules! driver_tests {
     )*};
 }
 
-fn runtime<R: Runtime>() -> R {
+/// The runtime the calling test runs in.
+pub fn runtime<R: Runtime>() -> R {
     R::current().expect("tests run inside a runtime")
 }
 
@@ -73,7 +76,7 @@ pub fn text(m: &Message) -> Vec<String> {
 }
 
 /// A name no other test of this process uses (ipc paths, abstract names, inproc names).
-fn unique(tag: &str) -> String {
+pub fn unique(tag: &str) -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
     format!(
