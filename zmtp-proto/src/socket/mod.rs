@@ -730,8 +730,12 @@ impl Socket {
                     return;
                 }
             };
+            // Data frames raise no connection events; handshake items may.
+            let events = !matches!(item, OwnedItem::Frame { .. });
             self.on_item(peer, item);
-            self.process_conn_events(peer);
+            if events {
+                self.process_conn_events(peer);
+            }
         }
         self.after_output(peer);
     }
