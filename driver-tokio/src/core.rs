@@ -8,7 +8,6 @@
 
 use std::collections::BTreeMap;
 use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant as StdInstant;
@@ -16,7 +15,7 @@ use std::time::Instant as StdInstant;
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinHandle;
-use zmtp_proto::socket::endpoint::{Host, IpcEndpoint, TcpEndpoint};
+use zmtp_proto::socket::endpoint::{Host, IpcEndpoint};
 use zmtp_proto::socket::{
     AuthReply, Authenticator, Endpoint, EndpointId, Event, MonitorEvent, PeerId,
     Socket as ProtoSocket, ZapRequest,
@@ -471,16 +470,6 @@ enum Acceptor {
     Inproc(mpsc::UnboundedReceiver<InprocStream>),
 }
 
-fn tcp_addrs(tcp: &TcpEndpoint) -> io::Result<Vec<SocketAddr>> {
-    let port = tcp.port.unwrap_or(0);
-    Ok(match &tcp.host {
-        Host::Any => vec![SocketAddr::from(([0, 0, 0, 0], port))],
-        Host::Ipv4(a) => vec![SocketAddr::from((*a, port))],
-        Host::Ipv6(a) => vec![SocketAddr::from((*a, port))],
-        Host::Name(name) => (name.as_str(), port).to_socket_addrs()?.collect(),
-    })
-}
-
 fn abstract_addr(name: &str) -> io::Result<std::os::unix::net::SocketAddr> {
     use std::os::linux::net::SocketAddrExt;
     std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
@@ -490,7 +479,7 @@ fn abstract_addr(name: &str) -> io::Result<std::os::unix::net::SocketAddr> {
 fn listen(addr: &Endpoint) -> io::Result<(Acceptor, String)> {
     match addr {
         Endpoint::Tcp(tcp) => {
-            let addrs = tcp_addrs(tcp)?;
+            let addrs = tcp.socket_addrs()?;
             let std_listener = std::net::TcpListener::bind(&addrs[..])?;
             std_listener.set_nonblocking(true)?;
             let listener = TcpListener::from_std(std_listener)?;
@@ -523,7 +512,7 @@ async fn connect(addr: &Endpoint) -> io::Result<Stream> {
                 Host::Name(name) => tokio::net::lookup_host((name.as_str(), tcp.port.unwrap_or(0)))
                     .await?
                     .collect(),
-                _ => tcp_addrs(tcp)?,
+                _ => tcp.socket_addrs()?,
             };
             let stream = TcpStream::connect(&addrs[..]).await?;
             // Connecting to a free local port in the ephemeral range can meet itself (TCP
