@@ -22,6 +22,7 @@
 pub mod driver;
 pub mod ffi;
 pub mod matrix;
+pub mod mio_driver;
 pub mod our;
 pub mod security;
 pub mod socket_driver;

@@ -9,6 +9,7 @@
 use std::time::Instant;
 
 use zmtp_conformance::matrix::{self, Outcome};
+use zmtp_conformance::mio_driver::MioDriver;
 use zmtp_conformance::our::PollDriver;
 use zmtp_conformance::tokio_driver::TokioDriver;
 
@@ -27,6 +28,7 @@ fn main() {
     // is added here.
     outcomes.extend(matrix::run::<PollDriver>(&filter, progress));
     outcomes.extend(matrix::run::<TokioDriver>(&filter, progress));
+    outcomes.extend(matrix::run::<MioDriver>(&filter, progress));
     let failed = matrix::print_summary(&outcomes, start.elapsed());
     if failed > 0 || outcomes.is_empty() {
         std::process::exit(1);
