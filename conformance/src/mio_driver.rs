@@ -84,3 +84,7 @@ impl OurSocket for MioSocket {
         }
     }
 }
+
+impl crate::our::CrossName for crate::our::Cross<crate::tokio_driver::TokioDriver, MioDriver> {
+    const NAME: &'static str = "tokio+mio";
+}

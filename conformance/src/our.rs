@@ -109,6 +109,84 @@ pub trait OurDriver {
     fn own_transports() -> &'static [Transport] {
         &[Transport::Tcp]
     }
+
+    /// Whether the matrix runs this driver against libzmq too (a pairing of two drivers,
+    /// [`Cross`], has each of them tested against libzmq on its own).
+    fn against_libzmq() -> bool {
+        true
+    }
+}
+
+impl OurSocket for Box<dyn OurSocket> {
+    fn bind(&mut self, endpoint: &str) -> Result<String, String> {
+        (**self).bind(endpoint)
+    }
+
+    fn connect(&mut self, endpoint: &str) -> Result<(), String> {
+        (**self).connect(endpoint)
+    }
+
+    fn send(&mut self, msg: Message, timeout: Duration) -> Result<(), SendError> {
+        (**self).send(msg, timeout)
+    }
+
+    fn recv(&mut self, timeout: Duration) -> Option<Message> {
+        (**self).recv(timeout)
+    }
+
+    fn subscribe(&mut self, topic: &[u8]) {
+        (**self).subscribe(topic)
+    }
+
+    fn pump(&mut self, duration: Duration) {
+        (**self).pump(duration)
+    }
+}
+
+/// Two drivers paired: the sockets of a scenario come from `A` and `B` in turn, so every
+/// ours-to-ours scenario has sockets of both drivers talking to each other (a pair is one
+/// of each; a scenario with more sockets mixes them). Names itself through [`CrossName`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Cross<A, B>(std::marker::PhantomData<(A, B)>);
+
+/// The report name of a [`Cross`] pairing, e.g. `"tokio+mio"`.
+pub trait CrossName {
+    /// The name.
+    const NAME: &'static str;
+}
+
+thread_local! {
+    static TURN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+impl<A: OurDriver, B: OurDriver> OurDriver for Cross<A, B>
+where
+    Cross<A, B>: CrossName,
+{
+    type Socket = Box<dyn OurSocket>;
+
+    fn name() -> &'static str {
+        <Self as CrossName>::NAME
+    }
+
+    fn socket(ty: SocketType, opts: Options) -> Box<dyn OurSocket> {
+        let second = TURN.with(|t| t.replace(!t.get()));
+        if second {
+            Box::new(B::socket(ty, opts))
+        } else {
+            Box::new(A::socket(ty, opts))
+        }
+    }
+
+    /// The transports both drivers offer (tcp and ipc between separate drivers: inproc is
+    /// one runtime's own).
+    fn own_transports() -> &'static [Transport] {
+        &[Transport::Tcp, Transport::Ipc]
+    }
+
+    fn against_libzmq() -> bool {
+        false
+    }
 }
 
 /// The polling test driver ([`SocketDriver`](crate::socket_driver::SocketDriver)).

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use zmtp_conformance::matrix::{self, Outcome};
 use zmtp_conformance::mio_driver::MioDriver;
-use zmtp_conformance::our::PollDriver;
+use zmtp_conformance::our::{Cross, PollDriver};
 use zmtp_conformance::tokio_driver::TokioDriver;
 
 fn main() {
@@ -29,6 +29,10 @@ fn main() {
     outcomes.extend(matrix::run::<PollDriver>(&filter, progress));
     outcomes.extend(matrix::run::<TokioDriver>(&filter, progress));
     outcomes.extend(matrix::run::<MioDriver>(&filter, progress));
+    // Drivers with each other: sockets of both in every ours-to-ours scenario.
+    outcomes.extend(matrix::run::<Cross<TokioDriver, MioDriver>>(
+        &filter, progress,
+    ));
     let failed = matrix::print_summary(&outcomes, start.elapsed());
     if failed > 0 || outcomes.is_empty() {
         std::process::exit(1);
