@@ -17,6 +17,7 @@
 
 mod affinity;
 mod libzmq;
+mod mio;
 mod ours;
 mod peer;
 
@@ -159,7 +160,7 @@ impl Config {
             sizes: None,
             transports: vec![Transport::Tcp, Transport::Ipc],
             tests: vec![Test::Push, Test::Pub, Test::ReqRep],
-            impls: vec![Impl::Ours, Impl::Libzmq],
+            impls: vec![Impl::Ours, Impl::Mio, Impl::Libzmq],
             flavors: vec![Flavor::Current],
             runs: 1,
         };
@@ -199,7 +200,8 @@ impl Config {
                 }
                 "--impl" => {
                     config.impls = parse_list(&value()?, |t| match t {
-                        "ours" => Ok(Impl::Ours),
+                        "ours" | "tokio" => Ok(Impl::Ours),
+                        "mio" => Ok(Impl::Mio),
                         "libzmq" => Ok(Impl::Libzmq),
                         _ => Err(format!("unknown implementation {t}")),
                     })?
@@ -496,7 +498,7 @@ fn rows(case: Case, variants: &[Variant], results: &[Option<Measure>]) -> Vec<Ve
         .position(|v| v.imp == Impl::Libzmq)
         .and_then(|i| results[i]);
     let ours: Vec<usize> = (0..variants.len())
-        .filter(|&i| variants[i].imp == Impl::Ours)
+        .filter(|&i| variants[i].imp != Impl::Libzmq)
         .collect();
     let lines: &[(&str, usize)] = match case.test {
         Test::Push | Test::Pub => &[(case.test.label(), 0)],
@@ -590,7 +592,7 @@ fn orchestrate(config: &Config) -> Result<(), String> {
             Impl::Ours => {
                 variants.extend(config.flavors.iter().map(|&flavor| Variant { imp, flavor }))
             }
-            Impl::Libzmq => variants.push(Variant {
+            Impl::Mio | Impl::Libzmq => variants.push(Variant {
                 imp,
                 flavor: Flavor::Current,
             }),
@@ -675,13 +677,9 @@ fn orchestrate(config: &Config) -> Result<(), String> {
     let libzmq_selected = variants.iter().any(|v| v.imp == Impl::Libzmq);
     for v in variants
         .iter()
-        .filter(|v| v.imp == Impl::Ours && libzmq_selected)
+        .filter(|v| v.imp != Impl::Libzmq && libzmq_selected)
     {
-        header.push(if config.flavors.len() > 1 {
-            format!("ratio ({})", v.flavor.name())
-        } else {
-            "ratio".to_string()
-        });
+        header.push(format!("ratio ({})", v.label(config.flavors.len())));
     }
     println!(
         "zmtp-bench: ours = zmtp-tokio on a {} runtime, libzmq {}; {} CPU(s) available, {}; \

@@ -52,6 +52,8 @@ pub enum Role {
 pub enum Impl {
     /// `zmtp-tokio`.
     Ours,
+    /// `zmtp-mio`: blocking sockets on our own reactor.
+    Mio,
     /// The system libzmq.
     Libzmq,
 }
@@ -108,6 +110,7 @@ impl Impl {
     pub fn name(self) -> &'static str {
         match self {
             Impl::Ours => "ours",
+            Impl::Mio => "mio",
             Impl::Libzmq => "libzmq",
         }
     }
@@ -173,7 +176,7 @@ impl PeerArgs {
                     .find(|r| r.name() == value)
                 }
                 "impl" => {
-                    imp = [Impl::Ours, Impl::Libzmq]
+                    imp = [Impl::Ours, Impl::Mio, Impl::Libzmq]
                         .into_iter()
                         .find(|i| i.name() == value)
                 }
@@ -222,6 +225,7 @@ pub fn main(args: &[String]) -> ExitCode {
     start_watchdog(args.role);
     let result = match args.imp {
         Impl::Ours => ours::run(&args),
+        Impl::Mio => crate::mio::run(&args),
         Impl::Libzmq => libzmq::run(&args),
     };
     match result {

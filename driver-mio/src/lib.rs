@@ -350,9 +350,15 @@ impl Socket {
         self.with(false, |s| s.core.can_recv()).unwrap_or(false)
     }
 
-    /// Close now, lingering per LINGER in the background.
+    /// Close, waiting while it lingers (per LINGER) for queued messages to be written.
     pub fn close(self) {
-        drop(self);
+        let now = self.shared.now();
+        let _ = self.with(true, |s| s.core.close(now));
+        let mut st = self.shared.lock();
+        while st.sockets.get(&self.id).is_some_and(|s| !s.closed) {
+            st = self.shared.wait(st, None);
+        }
+        // `drop` then forgets the socket.
     }
 }
 

@@ -214,8 +214,11 @@ impl Shared {
         let r = f(st.sockets.get_mut(&id)?);
         let now = self.now();
         let flush = self.pump(&mut st, id, now, false);
+        // Reads resumed here (RCVHWM drained) may have stopped early: the I/O thread
+        // carries on with them.
+        let reread = !st.reread.is_empty();
         drop(st);
-        if wake || flush {
+        if wake || flush || reread {
             let _ = self.waker.wake();
         }
         self.changed.notify_all();
