@@ -188,3 +188,33 @@ fn many_threads_share_one_socket() {
     }
     assert_eq!(got.len(), 2000);
 }
+
+#[test]
+fn reading_resumes_after_rcvhwm_drains() {
+    // Input held at RCVHWM resumes when the application drains the queue, also when the
+    // resumed reading has more to read than one turn takes (a backlog in the kernel).
+    for rcvhwm in [5, 1000] {
+        let ctx = Context::new().unwrap();
+        let mut opts = zmtp_mio::Options::default();
+        opts.rcvhwm = rcvhwm;
+        let pull = ctx.socket_with(SocketType::Pull, opts).unwrap();
+        let ep = pull.bind("tcp://127.0.0.1:*").unwrap();
+        let push = ctx.socket(SocketType::Push).unwrap();
+        push.connect(&ep).unwrap();
+        let n = 50_000u32;
+        let sender = std::thread::spawn(move || {
+            for i in 0..n {
+                let mut body = vec![0u8; 1024];
+                body[..4].copy_from_slice(&i.to_be_bytes());
+                push.send(body).unwrap();
+            }
+            push
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        for i in 0..n {
+            let m = pull.recv_timeout(T).unwrap();
+            assert_eq!(&m.frames()[0][..4], &i.to_be_bytes(), "rcvhwm {rcvhwm}");
+        }
+        sender.join().unwrap();
+    }
+}
