@@ -54,3 +54,9 @@ macro_rules! both_directions {
         }
     )*};
 }
+
+// The README's examples compile (and the runnable ones run) as doc tests. They live here,
+// in the crate that depends on every driver the README shows.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

@@ -454,8 +454,3 @@ impl futures_sink::Sink<Message> for MessageStream<'_> {
         Poll::Ready(Ok(()))
     }
 }
-
-// The README's examples compile (and the runnable ones run) as doc tests.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-struct ReadmeDoctests;
