@@ -1,5 +1,5 @@
-//! Side-by-side benchmark of our drivers (`zmtp-tokio`, `zmtp-smol`) and libzmq on this
-//! machine.
+//! Side-by-side benchmark of our drivers (`zmtp-tokio`, `zmtp-smol`, `zmtp-mio`) and libzmq
+//! on this machine.
 //!
 //! ```text
 //! cargo run --release -p zmtp-bench -- [--quick] [--pin CPU] [--count N] [--size LIST]
@@ -7,7 +7,7 @@
 //! ```
 //!
 //! Every measurement runs as two processes over loopback, both of one implementation (tokio
-//! against tokio, smol against smol, libzmq against libzmq): this program starts itself twice as
+//! against tokio, smol against smol, mio against mio, libzmq against libzmq): this program starts itself twice as
 //! `zmtp-bench peer ...`, a binding side and a connecting side, and collects what they
 //! report. Throughput is measured by the receiver, from the arrival of the first message to
 //! that of the last, and every message is checked (size, order, none missing). Latency is
@@ -18,6 +18,7 @@
 
 mod affinity;
 mod libzmq;
+mod mio;
 mod ours;
 mod peer;
 
@@ -30,8 +31,8 @@ use peer::{Flavor, Impl, PeerArgs, Role};
 const USAGE: &str = "\
 usage: zmtp-bench [options]
 
-Runs zmtp-tokio, zmtp-smol and libzmq side by side, each as two processes over loopback, and
-prints a table. Build with --release: cargo run --release -p zmtp-bench -- [options]
+Runs zmtp-tokio, zmtp-smol, zmtp-mio and libzmq side by side, each as two processes over
+loopback, and prints a table. Build with --release: cargo run --release -p zmtp-bench -- [options]
 
 options:
   --quick               a short smoke run: 1/20 of the default counts
@@ -41,7 +42,7 @@ options:
                         push/pull, 64 for pub/sub and req/rep)
   --transport LIST      tcp,ipc (default: both)
   --test LIST           push,pub,reqrep (default: all)
-  --impl LIST           tokio (or ours),smol,libzmq (default: all three)
+  --impl LIST           tokio (or ours),smol,mio,libzmq (default: all four)
   --runtime R           the tokio driver's runtime: current, multi, both, hop (current-thread with a
                         channel hop per sent message) or current,hop (default: current)
   --runs N              repeat each measurement N times and report the median (default: 1;
@@ -160,7 +161,7 @@ impl Config {
             sizes: None,
             transports: vec![Transport::Tcp, Transport::Ipc],
             tests: vec![Test::Push, Test::Pub, Test::ReqRep],
-            impls: vec![Impl::Tokio, Impl::Smol, Impl::Libzmq],
+            impls: vec![Impl::Tokio, Impl::Smol, Impl::Mio, Impl::Libzmq],
             flavors: vec![Flavor::Current],
             runs: 1,
         };
@@ -202,6 +203,7 @@ impl Config {
                     config.impls = parse_list(&value()?, |t| match t {
                         "ours" | "tokio" => Ok(Impl::Tokio),
                         "smol" => Ok(Impl::Smol),
+                        "mio" => Ok(Impl::Mio),
                         "libzmq" => Ok(Impl::Libzmq),
                         _ => Err(format!("unknown implementation {t}")),
                     })?
@@ -592,7 +594,7 @@ fn orchestrate(config: &Config) -> Result<(), String> {
             Impl::Tokio => {
                 variants.extend(config.flavors.iter().map(|&flavor| Variant { imp, flavor }))
             }
-            Impl::Smol | Impl::Libzmq => variants.push(Variant {
+            Impl::Smol | Impl::Mio | Impl::Libzmq => variants.push(Variant {
                 imp,
                 flavor: Flavor::Current,
             }),
@@ -688,7 +690,8 @@ fn orchestrate(config: &Config) -> Result<(), String> {
     }
     println!(
         "zmtp-bench: tokio = zmtp-tokio on a {} runtime, smol = zmtp-smol on zmtp_smol::block_on \
-         (one thread), libzmq {}; {} CPU(s) available, {}; median of {} run(s)",
+         (one thread), mio = zmtp-mio (blocking, one I/O thread), libzmq {}; {} CPU(s) available, \
+         {}; median of {} run(s)",
         config
             .flavors
             .iter()

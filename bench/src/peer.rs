@@ -54,6 +54,8 @@ pub enum Impl {
     Tokio,
     /// `zmtp-smol`.
     Smol,
+    /// `zmtp-mio`: blocking sockets on our own reactor.
+    Mio,
     /// The system libzmq.
     Libzmq,
 }
@@ -112,6 +114,7 @@ impl Impl {
         match self {
             Impl::Tokio => "tokio",
             Impl::Smol => "smol",
+            Impl::Mio => "mio",
             Impl::Libzmq => "libzmq",
         }
     }
@@ -177,7 +180,7 @@ impl PeerArgs {
                     .find(|r| r.name() == value)
                 }
                 "impl" => {
-                    imp = [Impl::Tokio, Impl::Smol, Impl::Libzmq]
+                    imp = [Impl::Tokio, Impl::Smol, Impl::Mio, Impl::Libzmq]
                         .into_iter()
                         .find(|i| i.name() == value)
                 }
@@ -226,6 +229,7 @@ pub fn main(args: &[String]) -> ExitCode {
     start_watchdog(args.role);
     let result = match args.imp {
         Impl::Tokio | Impl::Smol => ours::run(&args),
+        Impl::Mio => crate::mio::run(&args),
         Impl::Libzmq => libzmq::run(&args),
     };
     match result {

@@ -25,6 +25,7 @@ pub mod async_driver;
 pub mod driver;
 pub mod ffi;
 pub mod matrix;
+pub mod mio_driver;
 pub mod our;
 pub mod security;
 pub mod socket_driver;
@@ -55,3 +56,9 @@ macro_rules! both_directions {
         }
     )*};
 }
+
+// The README's examples compile (and the runnable ones run) as doc tests. They live here,
+// in the crate that depends on every driver the README shows.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

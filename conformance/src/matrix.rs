@@ -1744,7 +1744,7 @@ pub fn print_summary(outcomes: &[Outcome], elapsed: Duration) -> usize {
     println!();
     println!("conformance matrix summary");
     println!(
-        "{:<8} {:<10} {:>6} {:>7} {:>7}",
+        "{:<10} {:<10} {:>6} {:>7} {:>7}",
         "driver", "opponent", "run", "passed", "failed"
     );
     // Drivers and opponents in the order the runs met them.
@@ -1769,7 +1769,7 @@ pub fn print_summary(outcomes: &[Outcome], elapsed: Duration) -> usize {
             }
             let bad = these.iter().filter(|o| o.error.is_some()).count();
             println!(
-                "{:<8} {:<10} {:>6} {:>7} {:>7}",
+                "{:<10} {:<10} {:>6} {:>7} {:>7}",
                 driver,
                 opponent.name(),
                 these.len(),

@@ -92,7 +92,8 @@ pub trait OurSocket {
 ///
 /// To join the matrix, implement this and [`OurSocket`] for the driver (a driver that
 /// needs a runtime keeps one itself, e.g. one per process, and blocks on it inside the
-/// socket calls) and add `matrix::run::<TheDriver>(..)` to `tests/matrix.rs`.
+/// socket calls) and add `matrix::run::<TheDriver>(..)` to `tests/matrix.rs`, with
+/// `matrix::run_cross::<TheDriver, Other>(..)` for its pairs with the other drivers.
 pub trait OurDriver {
     /// The socket type of this driver.
     type Socket: OurSocket + 'static;

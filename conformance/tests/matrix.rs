@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use zmtp_conformance::async_driver::{SmolDriver, TokioDriver};
 use zmtp_conformance::matrix::{self, Outcome};
+use zmtp_conformance::mio_driver::MioDriver;
 use zmtp_conformance::our::PollDriver;
 
 fn main() {
@@ -29,14 +30,25 @@ fn main() {
     outcomes.extend(matrix::run::<PollDriver>(&filter, progress));
     outcomes.extend(matrix::run::<TokioDriver>(&filter, progress));
     outcomes.extend(matrix::run::<SmolDriver>(&filter, progress));
-    // Cross-driver pairs: each pair once, both roles (either driver on either side).
+    outcomes.extend(matrix::run::<MioDriver>(&filter, progress));
+    // Cross-driver pairs, each pair once: both roles, either driver binding, over the
+    // transports both offer (inproc between the async drivers).
     outcomes.extend(matrix::run_cross::<TokioDriver, SmolDriver>(
+        &filter, progress,
+    ));
+    outcomes.extend(matrix::run_cross::<TokioDriver, MioDriver>(
+        &filter, progress,
+    ));
+    outcomes.extend(matrix::run_cross::<SmolDriver, MioDriver>(
         &filter, progress,
     ));
     outcomes.extend(matrix::run_cross::<PollDriver, TokioDriver>(
         &filter, progress,
     ));
     outcomes.extend(matrix::run_cross::<PollDriver, SmolDriver>(
+        &filter, progress,
+    ));
+    outcomes.extend(matrix::run_cross::<PollDriver, MioDriver>(
         &filter, progress,
     ));
     let failed = matrix::print_summary(&outcomes, start.elapsed());

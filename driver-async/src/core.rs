@@ -7,18 +7,17 @@
 //! straight to the streams (`try_write`, no task hop), and unlock.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
+use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::Poll;
 use std::time::Instant as StdInstant;
 
-use std::future::Future;
-use std::pin::pin;
-use std::task::Poll;
-
 use tokio::sync::{mpsc, oneshot, Notify};
-use zmtp_proto::socket::endpoint::{Host, IpcEndpoint, TcpEndpoint};
+use zmtp_proto::socket::endpoint::{Host, IpcEndpoint};
 use zmtp_proto::socket::{
     AuthReply, Authenticator, Endpoint, EndpointId, Event, MonitorEvent, PeerId,
     Socket as ProtoSocket, ZapRequest,
@@ -480,16 +479,6 @@ enum Acceptor<R: Runtime> {
     Inproc(mpsc::UnboundedReceiver<InprocStream>),
 }
 
-fn tcp_addrs(tcp: &TcpEndpoint) -> io::Result<Vec<SocketAddr>> {
-    let port = tcp.port.unwrap_or(0);
-    Ok(match &tcp.host {
-        Host::Any => vec![SocketAddr::from(([0, 0, 0, 0], port))],
-        Host::Ipv4(a) => vec![SocketAddr::from((*a, port))],
-        Host::Ipv6(a) => vec![SocketAddr::from((*a, port))],
-        Host::Name(name) => (name.as_str(), port).to_socket_addrs()?.collect(),
-    })
-}
-
 fn abstract_addr(name: &str) -> io::Result<std::os::unix::net::SocketAddr> {
     use std::os::linux::net::SocketAddrExt;
     std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
@@ -499,7 +488,7 @@ fn abstract_addr(name: &str) -> io::Result<std::os::unix::net::SocketAddr> {
 fn listen<R: Runtime>(runtime: &R, addr: &Endpoint) -> io::Result<(Acceptor<R>, String)> {
     match addr {
         Endpoint::Tcp(tcp) => {
-            let addrs = tcp_addrs(tcp)?;
+            let addrs = tcp.socket_addrs()?;
             let std_listener = std::net::TcpListener::bind(&addrs[..])?;
             std_listener.set_nonblocking(true)?;
             let local = std_listener.local_addr()?;
@@ -549,7 +538,7 @@ async fn connect<R: Runtime>(runtime: &R, addr: &Endpoint) -> io::Result<Stream<
         Endpoint::Tcp(tcp) => {
             let addrs = match &tcp.host {
                 Host::Name(name) => runtime.resolve(name.clone(), tcp.port.unwrap_or(0)).await?,
-                _ => tcp_addrs(tcp)?,
+                _ => tcp.socket_addrs()?,
             };
             let stream = tcp_connect(runtime, addrs).await?;
             // Connecting to a free local port in the ephemeral range can meet itself (TCP

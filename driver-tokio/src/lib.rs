@@ -51,8 +51,3 @@ pub type Socket = zmtp_async::Socket<Tokio>;
 
 /// Messages of a socket as a `Stream`, and a `Sink` of messages into it.
 pub type MessageStream<'a> = zmtp_async::MessageStream<'a, Tokio>;
-
-// The README's examples compile (and the runnable ones run) as doc tests.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-struct ReadmeDoctests;

@@ -988,11 +988,7 @@ impl Connection {
     /// Whether any control frame waits (cheaper than [`next_control`](Self::next_control)).
     fn control_pending(&self) -> bool {
         let p = &self.pending;
-        p.signature
-            || p.greeting_rest
-            || p.ping
-            || p.pong.is_some()
-            || self.mechanism.pending_len(&self.config).is_some()
+        p.signature || p.greeting_rest || p.ping || p.pong.is_some() || self.mechanism.has_pending()
     }
 
     /// Total length of every control frame currently pending.

@@ -244,6 +244,10 @@ impl Curve {
         }
     }
 
+    pub(crate) fn has_pending(&self) -> bool {
+        self.pending.is_some() || self.refused.farewell().is_some()
+    }
+
     pub(crate) fn pending_len(&self, cfg: &Config) -> Option<usize> {
         if let Some(reason) = self.refused.farewell() {
             return Some(error_len(reason));

@@ -265,6 +265,17 @@ impl MechanismState {
         }
     }
 
+    /// Whether a handshake frame waits to be sent (cheaper than
+    /// [`pending_len`](Self::pending_len)).
+    pub(crate) fn has_pending(&self) -> bool {
+        match self {
+            MechanismState::Null(m) => m.has_pending(),
+            MechanismState::Plain(m) => m.has_pending(),
+            #[cfg(feature = "curve")]
+            MechanismState::Curve(m) => m.has_pending(),
+        }
+    }
+
     /// Emit the handshake frame waiting to be sent and mark it sent. Afterwards,
     /// [`failure`](Self::failure) says whether it was a farewell ERROR.
     pub(crate) fn emit(&mut self, cfg: &Config, out: &mut [u8]) -> Result<usize, InsufficientSize> {

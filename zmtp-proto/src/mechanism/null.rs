@@ -41,6 +41,10 @@ impl Null {
         self.ready_queued = true;
     }
 
+    pub(crate) fn has_pending(&self) -> bool {
+        self.ready_pending || self.refused.farewell().is_some()
+    }
+
     pub(crate) fn pending_len(&self, cfg: &Config) -> Option<usize> {
         if let Some(reason) = self.refused.farewell() {
             return Some(error_len(reason));

@@ -730,8 +730,12 @@ impl Socket {
                     return;
                 }
             };
+            // Data frames raise no connection events; handshake items may.
+            let events = !matches!(item, OwnedItem::Frame { .. });
             self.on_item(peer, item);
-            self.process_conn_events(peer);
+            if events {
+                self.process_conn_events(peer);
+            }
         }
         self.after_output(peer);
     }
@@ -810,6 +814,7 @@ impl Socket {
         match self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) {
             Some(s) => {
                 s.conn.poll_transmit();
+                s.dirty &= s.conn.queued_len() > 0;
                 s.conn.transmit_bytes(f);
                 s.conn.queued_len()
             }
@@ -827,15 +832,24 @@ impl Socket {
         }
     }
 
-    /// The next peer with bytes to write since the last call, if any.
+    /// The next peer with bytes to write, if any.
+    ///
+    /// A peer is named once per batch of output: once named, its further output is not
+    /// announced again until everything queued for it has been written
+    /// ([`advance`](Self::advance) down to nothing, or a transmit call finding nothing).
+    /// So the driver writes a named peer until its output is empty or the stream would
+    /// block, and in the latter case writes again when the stream is writable. (A burst of
+    /// sends thus costs the driver one notice, not one per message.)
     pub fn next_dirty(&mut self) -> Option<PeerId> {
         while let Some(peer) = self.dirty.pop_front() {
             // Entries of peers gone or closed since are skipped.
-            if let Some(s) = self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) {
-                if s.dirty {
-                    s.dirty = false;
-                    return Some(peer);
-                }
+            let named = self
+                .peers
+                .get(&peer)
+                .and_then(|p| p.stream.as_ref())
+                .is_some_and(|s| s.dirty);
+            if named {
+                return Some(peer);
             }
         }
         None
@@ -853,6 +867,7 @@ impl Socket {
         match self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) {
             Some(s) => {
                 s.conn.poll_transmit();
+                s.dirty &= s.conn.queued_len() > 0;
                 s.conn.transmit()
             }
             None => &[],
@@ -866,6 +881,7 @@ impl Socket {
         match self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) {
             Some(s) => {
                 s.conn.poll_transmit();
+                s.dirty &= s.conn.queued_len() > 0;
                 s.conn.transmit_chunks(out)
             }
             None => 0,
@@ -879,6 +895,9 @@ impl Socket {
             if let Some(s) = p.stream.as_mut() {
                 s.conn.advance(n);
                 s.written += n as u64;
+                if s.conn.queued_len() == 0 {
+                    s.dirty = false;
+                }
                 while s.encoded_ends.front().is_some_and(|&end| end <= s.written) {
                     s.encoded_ends.pop_front();
                 }

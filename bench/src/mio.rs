@@ -1,0 +1,153 @@
+//! The peers on our mio driver, written as a blocking application would: `send` and
+//! `recv` in a loop.
+
+use std::fmt::Display;
+use std::time::{Duration, Instant};
+
+use zmtp_mio::{Bytes, Context, Message, Options, Socket, SocketType};
+
+use crate::peer::{
+    fill, go_signal, latency_result, say, throughput_result, tick, Checker, PeerArgs, Role, DATA,
+    WARMUP,
+};
+
+fn err(e: impl Display) -> String {
+    e.to_string()
+}
+
+/// Run one peer with its own context.
+pub fn run(args: &PeerArgs) -> Result<Option<String>, String> {
+    let ctx = Context::new().map_err(err)?;
+    match args.role {
+        Role::Pull => pull(&ctx, args),
+        Role::Push => push(&ctx, args),
+        Role::Sub => sub(&ctx, args),
+        Role::Pub => publish(&ctx, args),
+        Role::Rep => rep(&ctx, args),
+        Role::Req => req(&ctx, args),
+    }
+}
+
+/// HWM 0 (no limit) on both directions, as the PUB/SUB test asks.
+fn unlimited() -> Options {
+    let mut options = Options::default();
+    options.sndhwm = 0;
+    options.rcvhwm = 0;
+    options
+}
+
+fn body(msg: &Message) -> Result<&[u8], String> {
+    match msg.frames() {
+        [frame] => Ok(&frame[..]),
+        frames => Err(format!("a {}-frame message", frames.len())),
+    }
+}
+
+fn bind(socket: &Socket, endpoint: &str) -> Result<(), String> {
+    let resolved = socket.bind(endpoint).map_err(err)?;
+    say(&format!("ENDPOINT {resolved}"));
+    Ok(())
+}
+
+fn receive_timed(socket: &Socket, args: &PeerArgs) -> Result<Option<String>, String> {
+    let mut checker = Checker::new(args.size);
+    loop {
+        let msg = socket.recv().map_err(err)?;
+        if checker.first(args.role, body(&msg)?)? {
+            break;
+        }
+    }
+    let start = Instant::now();
+    for i in 1..args.count {
+        let msg = socket.recv().map_err(err)?;
+        checker.check(body(&msg)?)?;
+        tick(i);
+    }
+    Ok(Some(throughput_result(
+        start.elapsed(),
+        args.count.saturating_sub(1),
+    )))
+}
+
+fn send_all(socket: &Socket, args: &PeerArgs) -> Result<(), String> {
+    let mut buf = vec![0u8; args.size];
+    for seq in 0..args.count {
+        fill(&mut buf, DATA, seq);
+        socket.send(Bytes::copy_from_slice(&buf)).map_err(err)?;
+        tick(seq);
+    }
+    Ok(())
+}
+
+fn pull(ctx: &Context, args: &PeerArgs) -> Result<Option<String>, String> {
+    let socket = ctx.socket(SocketType::Pull).map_err(err)?;
+    bind(&socket, &args.endpoint)?;
+    receive_timed(&socket, args)
+}
+
+fn push(ctx: &Context, args: &PeerArgs) -> Result<Option<String>, String> {
+    let socket = ctx.socket(SocketType::Push).map_err(err)?;
+    socket.connect(&args.endpoint).map_err(err)?;
+    send_all(&socket, args)?;
+    // LINGER is infinite: this returns once everything is written.
+    socket.close();
+    Ok(None)
+}
+
+fn sub(ctx: &Context, args: &PeerArgs) -> Result<Option<String>, String> {
+    let socket = ctx.socket_with(SocketType::Sub, unlimited()).map_err(err)?;
+    socket.subscribe(b"");
+    bind(&socket, &args.endpoint)?;
+    receive_timed(&socket, args)
+}
+
+fn publish(ctx: &Context, args: &PeerArgs) -> Result<Option<String>, String> {
+    let socket = ctx.socket_with(SocketType::Pub, unlimited()).map_err(err)?;
+    socket.connect(&args.endpoint).map_err(err)?;
+    let go = go_signal();
+    let mut warmup = vec![0u8; args.size];
+    fill(&mut warmup, WARMUP, 0);
+    while !go.load(std::sync::atomic::Ordering::Acquire) {
+        // Dropped until the subscription arrives; that is the point.
+        let _ = socket.try_send(Bytes::copy_from_slice(&warmup));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    send_all(&socket, args)?;
+    socket.close();
+    Ok(None)
+}
+
+fn rep(ctx: &Context, args: &PeerArgs) -> Result<Option<String>, String> {
+    let socket = ctx.socket(SocketType::Rep).map_err(err)?;
+    bind(&socket, &args.endpoint)?;
+    for i in 0..args.warmup + args.count {
+        let request = socket.recv().map_err(err)?;
+        socket.send(request).map_err(err)?;
+        tick(i);
+    }
+    socket.close();
+    Ok(None)
+}
+
+fn req(ctx: &Context, args: &PeerArgs) -> Result<Option<String>, String> {
+    let socket = ctx.socket(SocketType::Req).map_err(err)?;
+    socket.connect(&args.endpoint).map_err(err)?;
+    let mut buf = vec![0u8; args.size];
+    let mut samples = Vec::with_capacity(usize::try_from(args.count).unwrap_or(0));
+    for i in 0..args.warmup + args.count {
+        fill(&mut buf, DATA, i);
+        let start = Instant::now();
+        socket.send(Bytes::copy_from_slice(&buf)).map_err(err)?;
+        let reply = socket.recv().map_err(err)?;
+        let took = start.elapsed();
+        if body(&reply)? != &buf[..] {
+            return Err(format!("reply {i} differs from its request"));
+        }
+        if i >= args.warmup {
+            samples.push(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX));
+        }
+        tick(i);
+    }
+    socket.close();
+    Ok(Some(latency_result(samples)))
+}
