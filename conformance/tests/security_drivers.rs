@@ -1,6 +1,7 @@
-//! PLAIN, CURVE and ZAP between whole sockets: the tokio driver against libzmq, each
-//! scenario in both directions (our socket binds and libzmq connects, `*_libzmq_connects`;
-//! libzmq binds and we connect, `*_we_connect`).
+//! PLAIN, CURVE and ZAP between whole sockets: each async driver (tokio, smol: one generic
+//! suite, declared per runtime by `suite!`) against libzmq, each scenario in both directions
+//! (our socket binds and libzmq connects, `*_libzmq_connects`; libzmq binds and we connect,
+//! `*_we_connect`).
 //!
 //! Our servers are judged by the driver's in-code [`Authenticator`] or by a ZAP handler of
 //! ours bound at `inproc://zeromq.zap.01`; libzmq clients see the verdict in their monitor.
@@ -10,6 +11,11 @@ use std::ffi::c_int;
 use std::time::{Duration, Instant as StdInstant};
 
 use futures_core::Stream;
+use zmtp_async::runtime::{timeout, Runtime, Task as _};
+use zmtp_async::{
+    Authenticator, Bytes, Message, MonitorEvent, MonitorEventKind, Options, Security, SocketType,
+};
+use zmtp_conformance::async_driver::MatrixRuntime;
 use zmtp_conformance::ffi::{
     Ctx, Monitor, ZSocket, ZMQ_DEALER, ZMQ_EVENT_ALL, ZMQ_EVENT_HANDSHAKE_SUCCEEDED,
     ZMQ_HEARTBEAT_IVL, ZMQ_PUB, ZMQ_PULL, ZMQ_PUSH, ZMQ_SUB,
@@ -19,11 +25,11 @@ use zmtp_conformance::security::{
     zcurve_server, zplain_client, zsock, CLIENT_PUBLIC, SERVER_PUBLIC,
 };
 use zmtp_conformance::Direction;
-use zmtp_tokio::{
-    Authenticator, Bytes, Message, MonitorEvent, MonitorEventKind, Options, Security, Socket,
-    SocketType,
-};
 
+type Socket<R> = zmtp_async::Socket<R>;
+
+/// Where ZAP handlers bind.
+const ZAP: &str = "inproc://zeromq.zap.01";
 const TIMEOUT: Duration = Duration::from_secs(5);
 /// How long to watch for something that must not happen.
 const QUIET: Duration = Duration::from_millis(200);
@@ -36,12 +42,9 @@ fn zap_endpoint_lock() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
+/// One of our sockets on the process-wide runtime `R` of the matrix.
+fn socket<R: MatrixRuntime>(rt: &R, ty: SocketType, options: Options) -> Socket<R> {
+    Socket::with_runtime(rt.clone(), ty, options).expect("valid options")
 }
 
 fn options(security: Security) -> Options {
@@ -51,7 +54,7 @@ fn options(security: Security) -> Options {
 }
 
 /// Link our socket and libzmq's: the binder per `dir`. Returns nothing; both are connecting.
-fn link(rt: &tokio::runtime::Runtime, ours: &Socket, z: &ZSocket<'_>, dir: Direction) {
+fn link<R: MatrixRuntime>(rt: &R, ours: &Socket<R>, z: &ZSocket<'_>, dir: Direction) {
     match dir {
         Direction::LibzmqConnects => {
             let ep = rt
@@ -68,8 +71,8 @@ fn link(rt: &tokio::runtime::Runtime, ours: &Socket, z: &ZSocket<'_>, dir: Direc
 }
 
 /// Receive on our socket within `limit`.
-fn recv_within(rt: &tokio::runtime::Runtime, ours: &Socket, limit: Duration) -> Option<Message> {
-    rt.block_on(async { tokio::time::timeout(limit, ours.recv()).await.ok()?.ok() })
+fn recv_within<R: MatrixRuntime>(rt: &R, ours: &Socket<R>, limit: Duration) -> Option<Message> {
+    rt.block_on(timeout(rt, limit, ours.recv()))?.ok()
 }
 
 fn frames(m: &Message) -> Vec<&[u8]> {
@@ -86,19 +89,20 @@ fn libzmq_push<'c>(ctx: &'c Ctx, setup: impl Fn(&ZSocket<'c>)) -> (ZSocket<'c>, 
 }
 
 /// Our monitor events up to `limit`, until `done` says enough.
-fn our_events(
-    rt: &tokio::runtime::Runtime,
-    monitor: &mut zmtp_tokio::Monitor,
+fn our_events<R: MatrixRuntime>(
+    rt: &R,
+    monitor: &mut zmtp_async::Monitor,
     limit: Duration,
     done: impl Fn(&MonitorEvent) -> bool,
 ) -> Vec<MonitorEvent> {
     rt.block_on(async {
         let mut seen = Vec::new();
-        let deadline = tokio::time::Instant::now() + limit;
+        let deadline = StdInstant::now() + limit;
         loop {
             let next = std::future::poll_fn(|cx| std::pin::Pin::new(&mut *monitor).poll_next(cx));
-            match tokio::time::timeout_at(deadline, next).await {
-                Ok(Some(e)) => {
+            let left = deadline.saturating_duration_since(StdInstant::now());
+            match timeout(rt, left, next).await {
+                Some(Some(e)) => {
                     let stop = done(&e);
                     seen.push(e);
                     if stop {
@@ -113,10 +117,9 @@ fn our_events(
 
 // ----- PLAIN: our server, libzmq clients, judged by the in-code authenticator ------------
 
-fn plain_in_code(dir: Direction) {
-    let rt = runtime();
-    let _enter = rt.enter();
-    let ours = Socket::with_options(SocketType::Pull, options(Security::PlainServer)).unwrap();
+fn plain_in_code<R: MatrixRuntime>(dir: Direction) {
+    let rt = R::shared();
+    let ours = socket(&rt, SocketType::Pull, options(Security::PlainServer));
     ours.set_authenticator(Some(Authenticator::new().plain_user(b"admin", b"secret")));
     let ctx = Ctx::new();
     let (good, _good_monitor) = libzmq_push(&ctx, |z| zplain_client(z, b"admin", b"secret"));
@@ -144,21 +147,11 @@ fn plain_in_code(dir: Direction) {
     );
 }
 
-#[test]
-fn plain_in_code_authenticator_libzmq_connects() {
-    plain_in_code(Direction::LibzmqConnects);
-}
-
-#[test]
-fn plain_in_code_authenticator_we_connect() {
-    plain_in_code(Direction::WeConnect);
-}
-
 // ----- PLAIN: our server, judged by our ZAP handler at inproc://zeromq.zap.01 -------------
 
 /// A ZAP handler as libzmq users write one: a ROUTER bound at `inproc://zeromq.zap.01`
 /// answering RFC 27 requests; admits admin/secret.
-async fn zap_handler(handler: Socket) {
+async fn zap_handler<R: Runtime>(handler: std::sync::Arc<Socket<R>>) {
     while let Ok(req) = handler.recv().await {
         let f = req.frames();
         // [peer id, empty, "1.0", id, domain, address, identity, mechanism, user, pass]
@@ -187,14 +180,18 @@ async fn zap_handler(handler: Socket) {
     }
 }
 
-fn plain_zap_handler(dir: Direction) {
+fn plain_zap_handler<R: MatrixRuntime>(dir: Direction) {
     let _zap = zap_endpoint_lock();
-    let rt = runtime();
-    let _enter = rt.enter();
-    let handler = Socket::new(SocketType::Router).unwrap();
-    rt.block_on(handler.bind("inproc://zeromq.zap.01")).unwrap();
-    rt.spawn(zap_handler(handler));
-    let ours = Socket::with_options(SocketType::Pull, options(Security::PlainServer)).unwrap();
+    let rt = R::shared();
+    let handler = std::sync::Arc::new(socket(&rt, SocketType::Router, Options::default()));
+    rt.block_on(handler.bind(ZAP)).unwrap();
+    let task = rt.spawn(zap_handler(handler.clone()));
+    let _handler = ZapHandler {
+        rt: &rt,
+        handler,
+        task: Some(task),
+    };
+    let ours = socket(&rt, SocketType::Pull, options(Security::PlainServer));
     let ctx = Ctx::new();
     let (good, _good_monitor) = libzmq_push(&ctx, |z| zplain_client(z, b"admin", b"secret"));
     link(&rt, &ours, &good, dir);
@@ -203,35 +200,41 @@ fn plain_zap_handler(dir: Direction) {
     assert_eq!(frames(&got), [&b"via zap"[..]]);
     assert_eq!(got.property("User-Id"), Some(&b"zap:admin"[..]));
     let (bad, mut mon) = libzmq_push(&ctx, |z| zplain_client(z, b"mallory", b"secret"));
-    let ours2 = Socket::with_options(SocketType::Pull, options(Security::PlainServer)).unwrap();
+    let ours2 = socket(&rt, SocketType::Pull, options(Security::PlainServer));
     link(&rt, &ours2, &bad, dir);
     bad.try_send_multipart(&[b"intruder"]).ok();
     expect_auth_failure(&mut mon, 400, TIMEOUT);
     assert!(recv_within(&rt, &ours2, QUIET).is_none());
 }
 
-#[test]
-fn plain_zap_handler_libzmq_connects() {
-    plain_zap_handler(Direction::LibzmqConnects);
+/// A running ZAP handler. The runtime outlives the test: when the test ends (passed or
+/// not), the handler leaves the ZAP endpoint before the lock on it is released.
+struct ZapHandler<'a, R: MatrixRuntime> {
+    rt: &'a R,
+    handler: std::sync::Arc<Socket<R>>,
+    task: Option<R::Task>,
 }
 
-#[test]
-fn plain_zap_handler_we_connect() {
-    plain_zap_handler(Direction::WeConnect);
+impl<R: MatrixRuntime> Drop for ZapHandler<'_, R> {
+    fn drop(&mut self) {
+        let _ = self.rt.block_on(self.handler.unbind(ZAP));
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
 }
 
 // ----- CURVE: our server, libzmq clients ----------------------------------------------------
 
-fn curve_in_code(dir: Direction, allowed: bool) {
-    let rt = runtime();
-    let _enter = rt.enter();
-    let ours = Socket::with_options(
+fn curve_in_code<R: MatrixRuntime>(dir: Direction, allowed: bool) {
+    let rt = R::shared();
+    let ours = socket(
+        &rt,
         SocketType::Router,
         options(Security::CurveServer {
             keys: server_keys(),
         }),
-    )
-    .unwrap();
+    );
     let allow = if allowed {
         key(CLIENT_PUBLIC)
     } else {
@@ -267,39 +270,18 @@ fn curve_in_code(dir: Direction, allowed: bool) {
     );
 }
 
-#[test]
-fn curve_allowed_client_libzmq_connects() {
-    curve_in_code(Direction::LibzmqConnects, true);
-}
-
-#[test]
-fn curve_allowed_client_we_connect() {
-    curve_in_code(Direction::WeConnect, true);
-}
-
-#[test]
-fn curve_refused_client_libzmq_connects() {
-    curve_in_code(Direction::LibzmqConnects, false);
-}
-
-#[test]
-fn curve_refused_client_we_connect() {
-    curve_in_code(Direction::WeConnect, false);
-}
-
 // ----- CURVE: our client with the wrong server key, libzmq server ---------------------------
 
-fn curve_wrong_server_key(dir: Direction) {
-    let rt = runtime();
-    let _enter = rt.enter();
-    let ours = Socket::with_options(
+fn curve_wrong_server_key<R: MatrixRuntime>(dir: Direction) {
+    let rt = R::shared();
+    let ours = socket(
+        &rt,
         SocketType::Push,
         options(Security::CurveClient {
             server_key: stranger_keys().public,
             keys: client_keys(),
         }),
-    )
-    .unwrap();
+    );
     let mut monitor = ours.monitor();
     let ctx = Ctx::new();
     let z = zsock(&ctx, ZMQ_PULL);
@@ -332,30 +314,19 @@ fn curve_wrong_server_key(dir: Direction) {
     assert!(z.try_recv_multipart().is_err(), "libzmq received something");
 }
 
-#[test]
-fn curve_wrong_server_key_libzmq_connects() {
-    curve_wrong_server_key(Direction::LibzmqConnects);
-}
-
-#[test]
-fn curve_wrong_server_key_we_connect() {
-    curve_wrong_server_key(Direction::WeConnect);
-}
-
 // ----- CURVE: PUB/SUB and heartbeats --------------------------------------------------------
 
 /// Our PUB (CURVE server, heartbeats every 50 ms) and a libzmq SUB (CURVE client, also
 /// heartbeating): subscriptions travel encrypted, filtering holds, and the connection
 /// survives many heartbeat intervals.
-fn curve_pub_sub(dir: Direction) {
+fn curve_pub_sub<R: MatrixRuntime>(dir: Direction) {
     let _zap = zap_endpoint_lock();
-    let rt = runtime();
-    let _enter = rt.enter();
+    let rt = R::shared();
     let mut o = options(Security::CurveServer {
         keys: server_keys(),
     });
     o.heartbeat_ivl = Some(Duration::from_millis(50));
-    let ours = Socket::with_options(SocketType::Pub, o).unwrap();
+    let ours = socket(&rt, SocketType::Pub, o);
     let ctx = Ctx::new();
     let z = zsock(&ctx, ZMQ_SUB);
     zcurve_client(&z, &key(SERVER_PUBLIC));
@@ -404,28 +375,17 @@ fn curve_pub_sub(dir: Direction) {
     assert_eq!(handshakes, 1, "the connection was re-made");
 }
 
-#[test]
-fn curve_pub_sub_heartbeats_libzmq_connects() {
-    curve_pub_sub(Direction::LibzmqConnects);
-}
-
-#[test]
-fn curve_pub_sub_heartbeats_we_connect() {
-    curve_pub_sub(Direction::WeConnect);
-}
-
 /// Our SUB (CURVE client) and a libzmq PUB (CURVE server without ZAP: any client).
-fn curve_our_sub(dir: Direction) {
-    let rt = runtime();
-    let _enter = rt.enter();
-    let ours = Socket::with_options(
+fn curve_our_sub<R: MatrixRuntime>(dir: Direction) {
+    let rt = R::shared();
+    let ours = socket(
+        &rt,
         SocketType::Sub,
         options(Security::CurveClient {
             server_key: server_keys().public,
             keys: client_keys(),
         }),
-    )
-    .unwrap();
+    );
     ours.subscribe("x");
     let ctx = Ctx::new();
     let z = zsock(&ctx, ZMQ_PUB);
@@ -443,12 +403,84 @@ fn curve_our_sub(dir: Direction) {
     assert_eq!(frames(&got), [&b"x-yes"[..]]);
 }
 
-#[test]
-fn curve_our_sub_libzmq_connects() {
-    curve_our_sub(Direction::LibzmqConnects);
+/// The suite for one runtime, in a module of its own (`on_tokio::...`, `on_smol::...`).
+macro_rules! suite {
+    ($module:ident, $runtime:ty) => {
+        mod $module {
+            use zmtp_conformance::Direction;
+
+            #[test]
+            fn plain_in_code_authenticator_libzmq_connects() {
+                super::plain_in_code::<$runtime>(Direction::LibzmqConnects);
+            }
+
+            #[test]
+            fn plain_in_code_authenticator_we_connect() {
+                super::plain_in_code::<$runtime>(Direction::WeConnect);
+            }
+
+            #[test]
+            fn plain_zap_handler_libzmq_connects() {
+                super::plain_zap_handler::<$runtime>(Direction::LibzmqConnects);
+            }
+
+            #[test]
+            fn plain_zap_handler_we_connect() {
+                super::plain_zap_handler::<$runtime>(Direction::WeConnect);
+            }
+
+            #[test]
+            fn curve_allowed_client_libzmq_connects() {
+                super::curve_in_code::<$runtime>(Direction::LibzmqConnects, true);
+            }
+
+            #[test]
+            fn curve_allowed_client_we_connect() {
+                super::curve_in_code::<$runtime>(Direction::WeConnect, true);
+            }
+
+            #[test]
+            fn curve_refused_client_libzmq_connects() {
+                super::curve_in_code::<$runtime>(Direction::LibzmqConnects, false);
+            }
+
+            #[test]
+            fn curve_refused_client_we_connect() {
+                super::curve_in_code::<$runtime>(Direction::WeConnect, false);
+            }
+
+            #[test]
+            fn curve_wrong_server_key_libzmq_connects() {
+                super::curve_wrong_server_key::<$runtime>(Direction::LibzmqConnects);
+            }
+
+            #[test]
+            fn curve_wrong_server_key_we_connect() {
+                super::curve_wrong_server_key::<$runtime>(Direction::WeConnect);
+            }
+
+            #[test]
+            fn curve_pub_sub_heartbeats_libzmq_connects() {
+                super::curve_pub_sub::<$runtime>(Direction::LibzmqConnects);
+            }
+
+            #[test]
+            fn curve_pub_sub_heartbeats_we_connect() {
+                super::curve_pub_sub::<$runtime>(Direction::WeConnect);
+            }
+
+            #[test]
+            fn curve_our_sub_libzmq_connects() {
+                super::curve_our_sub::<$runtime>(Direction::LibzmqConnects);
+            }
+
+            #[test]
+            fn curve_our_sub_we_connect() {
+                super::curve_our_sub::<$runtime>(Direction::WeConnect);
+            }
+        }
+    };
 }
 
-#[test]
-fn curve_our_sub_we_connect() {
-    curve_our_sub(Direction::WeConnect);
-}
+suite!(on_tokio, zmtp_tokio::Tokio);
+suite!(on_smol, zmtp_smol::Smol);
