@@ -95,8 +95,8 @@ async fn receive_timed<R: Runtime>(
     )))
 }
 
-/// Send `count` data messages, each copied from a caller's buffer into a fresh `Bytes`
-/// (the same work as libzmq's `zmq_send`, which copies into a message of its own).
+/// Send `count` data messages, each copied from the caller's buffer, which is reused for
+/// the next (`send_slice`, the counterpart of libzmq's `zmq_send`).
 async fn send_all<R: Runtime>(socket: &Socket<R>, args: &PeerArgs) -> Result<(), String> {
     if args.flavor == Flavor::Hop {
         return send_all_through_channel(socket, args).await;
@@ -104,10 +104,7 @@ async fn send_all<R: Runtime>(socket: &Socket<R>, args: &PeerArgs) -> Result<(),
     let mut buf = vec![0u8; args.size];
     for seq in 0..args.count {
         fill(&mut buf, DATA, seq);
-        socket
-            .send(Bytes::copy_from_slice(&buf))
-            .await
-            .map_err(err)?;
+        socket.send_slice(&buf).await.map_err(err)?;
         tick(seq);
     }
     Ok(())

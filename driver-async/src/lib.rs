@@ -25,10 +25,10 @@ mod stream;
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing;
+mod wait;
 
 use std::io;
 use std::pin::{pin, Pin};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -37,6 +37,8 @@ use tokio::sync::mpsc;
 
 use crate::core::Inner;
 pub use crate::runtime::Runtime;
+use crate::wait::Waiter;
+pub use crate::wait::{RecvFuture, SendFuture};
 pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey};
 pub use zmtp_proto::mechanism::Security;
 pub use zmtp_proto::socket::{
@@ -239,22 +241,9 @@ impl<R: Runtime> Socket<R> {
     }
 
     /// Send a message, waiting while the socket would block (HWM, no peer yet).
-    pub async fn send(&self, msg: impl Into<Message>) -> Result<Sent, SendError> {
-        let mut msg = match self.try_send(msg) {
-            Err(SendError::WouldBlock(m)) => m,
-            other => return other,
-        };
-        let _waiting = Waiting::new(&self.inner.send_waiters);
-        loop {
-            let notified = self.inner.writable.notified();
-            let mut notified = pin!(notified);
-            notified.as_mut().enable();
-            match self.try_send(msg) {
-                Err(SendError::WouldBlock(m)) => msg = m,
-                other => return other,
-            }
-            notified.await;
-        }
+    /// Cancel-safe: dropped before it completes, the future has queued nothing.
+    pub fn send(&self, msg: impl Into<Message>) -> SendFuture<'_, R> {
+        SendFuture::new(self, msg.into())
     }
 
     /// Send a message without waiting: `SendError::WouldBlock` hands it back.
@@ -263,21 +252,23 @@ impl<R: Runtime> Socket<R> {
         self.inner.with(|core| core.socket.send(msg))
     }
 
-    /// Receive the next message, waiting for one.
-    pub async fn recv(&self) -> Result<Message, Error> {
-        if let Some(msg) = self.try_recv()? {
-            return Ok(msg);
-        }
-        let _waiting = Waiting::new(&self.inner.recv_waiters);
-        loop {
-            let notified = self.inner.readable.notified();
-            let mut notified = pin!(notified);
-            notified.as_mut().enable();
-            if let Some(msg) = self.try_recv()? {
-                return Ok(msg);
-            }
-            notified.await;
-        }
+    /// Send a single-frame message copied from `body`, waiting while the socket would
+    /// block: what `send(Bytes::copy_from_slice(body))` does, without allocating a message
+    /// when the frame can be queued at once (libzmq's `zmq_send`). Cancel-safe like `send`.
+    pub fn send_slice<'a>(&'a self, body: &'a [u8]) -> SendFuture<'a, R> {
+        SendFuture::slice(self, body)
+    }
+
+    /// [`send_slice`](Self::send_slice) without waiting: `SendError::WouldBlock` hands back
+    /// a message holding a copy.
+    pub fn try_send_slice(&self, body: &[u8]) -> Result<Sent, SendError> {
+        self.inner.with(|core| core.socket.send_slice(body))
+    }
+
+    /// Receive the next message, waiting for one. Cancel-safe: dropped before it
+    /// completes, the future has taken no message.
+    pub fn recv(&self) -> RecvFuture<'_, R> {
+        RecvFuture::new(self)
     }
 
     /// The next message if one is ready.
@@ -322,26 +313,12 @@ impl<R: Runtime> Socket<R> {
         }
     }
 
-    /// Wait until `send` would not block (or the socket is closed).
-    async fn wait_writable(&self) {
-        let _waiting = Waiting::new(&self.inner.send_waiters);
-        loop {
-            let notified = self.inner.writable.notified();
-            let mut notified = pin!(notified);
-            notified.as_mut().enable();
-            if self.can_send() || self.inner.lock().closed {
-                return;
-            }
-            notified.await;
-        }
-    }
-
     /// A `Stream` of received messages (and a `Sink` for sending) over this socket.
     pub fn stream(&self) -> MessageStream<'_, R> {
         MessageStream {
             socket: self,
-            pending: None,
-            ready: None,
+            recv: RecvFuture::new(self),
+            ready: Waiter::new(&self.inner.writable, &self.inner.send_waiters),
         }
     }
 }
@@ -353,23 +330,6 @@ impl<R: Runtime> Drop for Socket<R> {
             let now = inner.now();
             core.socket.close(now);
         });
-    }
-}
-
-/// Counts a task waiting on one of the socket's notifications, for as long as it waits
-/// (also when its future is dropped mid-wait).
-struct Waiting<'a>(&'a AtomicUsize);
-
-impl<'a> Waiting<'a> {
-    fn new(count: &'a AtomicUsize) -> Waiting<'a> {
-        count.fetch_add(1, Ordering::SeqCst);
-        Waiting(count)
-    }
-}
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -393,13 +353,11 @@ impl FuturesStream for Monitor {
     }
 }
 
-type Pending<'a, T> = Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
-
 /// Messages of a socket as a `Stream`, and a `Sink` of messages into it.
 pub struct MessageStream<'a, R: Runtime> {
     socket: &'a Socket<R>,
-    pending: Option<Pending<'a, Result<Message, Error>>>,
-    ready: Option<Pending<'a, ()>>,
+    recv: RecvFuture<'a, R>,
+    ready: Waiter<'a>,
 }
 
 impl<R: Runtime> std::fmt::Debug for MessageStream<'_, R> {
@@ -411,15 +369,7 @@ impl<R: Runtime> std::fmt::Debug for MessageStream<'_, R> {
 impl<R: Runtime> FuturesStream for MessageStream<'_, R> {
     type Item = Message;
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Message>> {
-        let socket = self.socket;
-        let fut = self.pending.get_or_insert_with(|| Box::pin(socket.recv()));
-        match fut.as_mut().poll(cx) {
-            Poll::Ready(r) => {
-                self.pending = None;
-                Poll::Ready(r.ok())
-            }
-            Poll::Pending => Poll::Pending,
-        }
+        std::future::Future::poll(Pin::new(&mut self.recv), cx).map(Result::ok)
     }
 }
 
@@ -428,16 +378,9 @@ impl<R: Runtime> futures_sink::Sink<Message> for MessageStream<'_, R> {
 
     fn poll_ready(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), SendError>> {
         let socket = self.socket;
-        let fut = self
-            .ready
-            .get_or_insert_with(|| Box::pin(socket.wait_writable()));
-        match fut.as_mut().poll(cx) {
-            Poll::Ready(()) => {
-                self.ready = None;
-                Poll::Ready(Ok(()))
-            }
-            Poll::Pending => Poll::Pending,
-        }
+        self.ready.poll(cx, || {
+            (socket.can_send() || socket.inner.lock().closed).then_some(Ok(()))
+        })
     }
 
     fn start_send(self: Pin<&mut Self>, item: Message) -> Result<(), SendError> {

@@ -33,16 +33,43 @@ pub enum OwnedItem {
     Leave(Bytes),
 }
 
-/// How to make the owned form of an item from its payload.
-fn owned_kind(item: &Item<'_>) -> fn(Bytes) -> OwnedItem {
-    match item {
-        Item::Ready(_) => OwnedItem::Ready,
-        Item::Frame { more: true, .. } => |body| OwnedItem::Frame { body, more: true },
-        Item::Frame { more: false, .. } => |body| OwnedItem::Frame { body, more: false },
-        Item::Subscribe(_) => OwnedItem::Subscribe,
-        Item::Cancel(_) => OwnedItem::Cancel,
-        Item::Join(_) => OwnedItem::Join,
-        Item::Leave(_) => OwnedItem::Leave,
+/// Which owned item a payload makes (a plain value: building the item inline is cheaper
+/// than through a function pointer, on the path every received frame takes).
+#[derive(Clone, Copy)]
+enum OwnedKind {
+    Ready,
+    Frame { more: bool },
+    Subscribe,
+    Cancel,
+    Join,
+    Leave,
+}
+
+impl OwnedKind {
+    fn of(item: &Item<'_>) -> OwnedKind {
+        match item {
+            Item::Ready(_) => OwnedKind::Ready,
+            Item::Frame { more, .. } => OwnedKind::Frame { more: *more },
+            Item::Subscribe(_) => OwnedKind::Subscribe,
+            Item::Cancel(_) => OwnedKind::Cancel,
+            Item::Join(_) => OwnedKind::Join,
+            Item::Leave(_) => OwnedKind::Leave,
+        }
+    }
+
+    #[inline]
+    fn make(self, payload: Bytes) -> OwnedItem {
+        match self {
+            OwnedKind::Ready => OwnedItem::Ready(payload),
+            OwnedKind::Frame { more } => OwnedItem::Frame {
+                body: payload,
+                more,
+            },
+            OwnedKind::Subscribe => OwnedItem::Subscribe(payload),
+            OwnedKind::Cancel => OwnedItem::Cancel(payload),
+            OwnedKind::Join => OwnedItem::Join(payload),
+            OwnedKind::Leave => OwnedItem::Leave(payload),
+        }
     }
 }
 
@@ -153,14 +180,14 @@ impl Buffered {
                 self.rx.reserve(more.clamp(RX_CHUNK, MAX_RESERVE));
                 return Ok(None);
             }
-            let kind = input.item.as_ref().map(owned_kind);
+            let kind = input.item.as_ref().map(OwnedKind::of);
             let (payload, consumed) = (input.payload.clone(), input.consumed);
             let mut chunk = self.rx.split_to(consumed);
-            if let Some(make) = kind {
+            if let Some(kind) = kind {
                 // Trim to the payload in place: one shared reference, not two.
                 chunk.advance(payload.start);
                 chunk.truncate(payload.len());
-                return Ok(Some(make(chunk.freeze())));
+                return Ok(Some(kind.make(chunk.freeze())));
             }
         }
     }
@@ -187,10 +214,10 @@ impl Buffered {
                 None => &[],
             };
             if let Some(item) = self.conn.handle_frame_parts(now, header, &chunk)? {
-                let make = owned_kind(&item);
+                let kind = OwnedKind::of(&item);
                 let payload = chunk.slice_ref(item.payload());
                 self.rx.clear();
-                return Ok(Some(make(payload)));
+                return Ok(Some(kind.make(payload)));
             }
         }
         if self.rx.is_empty() {

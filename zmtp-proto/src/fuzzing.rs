@@ -2002,7 +2002,8 @@ impl World {
     }
 
     /// An application message: `spec` bits 0-1 the frame count, bits 2-4 the payload size,
-    /// `route` the routing id for ROUTER (an existing peer's, or unknown).
+    /// bit 5 a single frame sent with `send_slice`; `route` the routing id for ROUTER (an
+    /// existing peer's, or unknown).
     fn send(&mut self, spec: u8, route: u8) {
         let count = (spec & 3) % 3 + 1;
         let payload = pick(PAYLOADS, usize::from(spec >> 2 & 7), 0);
@@ -2035,7 +2036,10 @@ impl World {
         }
         frames.extend(tagged);
         let could = self.sock.can_send();
-        let r = self.sock.send(Message::from(frames));
+        let r = match frames.as_slice() {
+            [only] if spec & 0x20 != 0 => self.sock.send_slice(only),
+            _ => self.sock.send(Message::from(frames)),
+        };
         assert!(
             could || r.is_err(),
             "{:?}: can_send was false but send took it",

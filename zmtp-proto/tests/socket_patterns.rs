@@ -171,6 +171,65 @@ fn blocking_types_return_would_block_at_sndhwm() {
 }
 
 #[test]
+fn send_slice_is_send_of_a_copy() {
+    // Load-balancing types take the copy-free path; the others fall back to `send`.
+    type Tweak = fn(&mut Options);
+    let table: &[(SocketType, Tweak, SocketType)] = &[
+        (Push, |_| {}, Pull),
+        (Dealer, |_| {}, Router),
+        (Pair, |_| {}, Pair),
+        (Req, |o| o.req_relaxed = true, Router),
+    ];
+    for (i, &(ty, f, peer_ty)) in table.iter().enumerate() {
+        let mut c = Cluster::new(40 + i as u64);
+        let s = c.add(
+            ty,
+            opts(|o| {
+                o.sndhwm = 3;
+                f(o)
+            }),
+        );
+        // No peer: refused, with a message holding a copy.
+        match c.socket(s).send_slice(b"early") {
+            Err(SendError::WouldBlock(back)) => assert_eq!(texts(&[back]), ["early"], "{ty:?}"),
+            other => panic!("{ty:?}: {other:?}"),
+        }
+        let peer = c.add_default(peer_ty);
+        let ep = c.bind(peer, ANY);
+        c.connect(s, &ep);
+        c.run_until_idle();
+        // Connected: slices and messages interleave in order, and count against SNDHWM.
+        assert_eq!(c.socket(s).send_slice(b"a"), Ok(Sent::Queued), "{ty:?}");
+        assert_eq!(c.send(s, m(&["b"])), Ok(Sent::Queued), "{ty:?}");
+        assert_eq!(c.socket(s).send_slice(b""), Ok(Sent::Queued), "{ty:?}");
+        match c.socket(s).send_slice(b"over") {
+            Err(SendError::WouldBlock(back)) => assert_eq!(texts(&[back]), ["over"], "{ty:?}"),
+            other => panic!("{ty:?}: {other:?}"),
+        }
+        c.run_until_idle();
+        let got: Vec<String> = c
+            .recv_all(peer)
+            .iter()
+            .map(|g| text(g).rsplit('|').next().unwrap_or_default().to_string())
+            .collect();
+        assert_eq!(got, ["a", "b", ""], "{ty:?}");
+        assert_eq!(c.socket(s).send_slice(b"after"), Ok(Sent::Queued), "{ty:?}");
+    }
+    // PUB: no subscriber, so the copy is dropped as `send` would drop it.
+    let mut c = Cluster::new(50);
+    let publisher = c.add_default(Pub);
+    assert_eq!(c.socket(publisher).send_slice(b"nobody"), Ok(Sent::Dropped));
+    // A closing socket refuses, handing the copy back.
+    let push = c.add_default(Push);
+    let now = c.now();
+    c.socket(push).close(now);
+    assert!(matches!(
+        c.socket(push).send_slice(b"late"),
+        Err(SendError::Closed(back)) if texts(&[back.clone()]) == ["late"]
+    ));
+}
+
+#[test]
 fn pub_drops_at_sndhwm() {
     let mut c = Cluster::new(20);
     let publ = c.add(Pub, opts(|o| o.sndhwm = 2));

@@ -37,6 +37,7 @@ macro_rules! driver_tests {
             pub_sub_filters_by_prefix,
             cancelled_recv_loses_no_message,
             cancelled_send_queues_all_or_nothing,
+            send_slice_copies_and_waits,
             monitor_stream_reports_connection_events,
             close_lingers_until_messages_are_written,
             stream_and_sink,
@@ -238,6 +239,49 @@ pub async fn cancelled_send_queues_all_or_nothing<R: Runtime>() {
     assert!(waited.is_none(), "send must wait at HWM");
     // Cancelled: nothing was queued, so the queue still takes nothing more.
     assert!(matches!(push.try_send("4"), Err(SendError::WouldBlock(_))));
+}
+
+/// `send_slice` copies the caller's buffer (which is reused at once), hands a copy back at
+/// the HWM, waits like `send`, and a cancelled wait queues nothing.
+pub async fn send_slice_copies_and_waits<R: Runtime>() {
+    let name = format!("inproc://{}", unique("slice"));
+    let mut options = Options::default();
+    options.sndhwm = 1;
+    let push = Socket::<R>::with_options(SocketType::Push, options).unwrap();
+    push.connect(&name).await.unwrap();
+    let mut buf = *b"first";
+    assert_eq!(push.try_send_slice(&buf), Ok(Sent::Queued));
+    buf.copy_from_slice(b"other");
+    match push.try_send_slice(&buf) {
+        Err(SendError::WouldBlock(back)) => assert_eq!(text(&back), ["other"]),
+        other => panic!("{other:?}"),
+    }
+    let waited = timeout::<R, _>(Duration::from_millis(50), push.send_slice(&buf)).await;
+    assert!(waited.is_none(), "send_slice must wait at HWM");
+    let pull = Socket::<R>::new(SocketType::Pull).unwrap();
+    pull.bind(&name).await.unwrap();
+    within::<R, _>(push.send_slice(b"second")).await.unwrap();
+    assert_eq!(text(&within::<R, _>(pull.recv()).await.unwrap()), ["first"]);
+    assert_eq!(
+        text(&within::<R, _>(pull.recv()).await.unwrap()),
+        ["second"]
+    );
+    // Over TCP, from one reused buffer.
+    let pull = Socket::<R>::new(SocketType::Pull).unwrap();
+    let ep = pull.bind("tcp://127.0.0.1:*").await.unwrap();
+    let push = Socket::<R>::new(SocketType::Push).unwrap();
+    push.connect(&ep).await.unwrap();
+    let mut buf = [0u8; 64];
+    for i in 0..3000u32 {
+        buf[..4].copy_from_slice(&i.to_le_bytes());
+        push.send_slice(&buf).await.unwrap();
+    }
+    for i in 0..3000u32 {
+        let m = within::<R, _>(pull.recv()).await.unwrap();
+        assert_eq!(m.frames().len(), 1);
+        assert_eq!(m.frames()[0].len(), 64);
+        assert_eq!(m.frames()[0][..4], i.to_le_bytes());
+    }
 }
 
 /// The monitor `Stream` reports listening, accepted and the handshake.

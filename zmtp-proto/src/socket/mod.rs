@@ -704,8 +704,16 @@ impl Socket {
 
     fn process_input(&mut self, peer: PeerId) {
         let now = self.now;
+        let rcvhwm = self.rcv_limit();
+        // Where a whole single-frame message only joins the peer's queue (no topic filter,
+        // no conflation, not a subscription channel), it does so here, without the
+        // general path's lookups.
+        let plain = !self.conflate()
+            && !matches!(
+                self.ty,
+                SocketType::Pub | SocketType::Push | SocketType::XPub | SocketType::Sub
+            );
         loop {
-            let rcvhwm = self.rcv_limit();
             let Some(p) = self.peers.get_mut(&peer) else {
                 return;
             };
@@ -729,6 +737,19 @@ impl Socket {
                     self.end_stream(peer, Ending::Failed(e));
                     return;
                 }
+            };
+            let item = match item {
+                OwnedItem::Frame { body, more: false }
+                    if plain && p.attached && stream.partial.is_empty() =>
+                {
+                    let mut msg = Message::from(body);
+                    if p.authenticated {
+                        msg.set_properties(p.properties.clone());
+                    }
+                    p.inq.push_back(msg);
+                    continue;
+                }
+                item => item,
             };
             // Data frames raise no connection events; handshake items may.
             let events = !matches!(item, OwnedItem::Frame { .. });
@@ -1097,14 +1118,15 @@ impl Socket {
     /// Hand a message to a peer: encode it now if its handshake is done, else queue it.
     /// With CONFLATE a message also waits while an earlier one is still being written, so
     /// that a newer one can replace it: the peer's queue holds one message, not a backlog.
-    fn deliver(&mut self, peer: PeerId, msg: Message) {
+    fn deliver<'a>(&mut self, peer: PeerId, out: impl Into<Outgoing<'a>>) {
+        let out = out.into();
         let conflate = self.conflate();
         let Some(p) = self.peers.get_mut(&peer) else {
             return;
         };
         match p.stream.as_mut() {
             Some(s) if s.established && (!conflate || s.encoded_ends.is_empty()) => {
-                if encode(s, &msg).is_err() {
+                if encode(s, &out).is_err() {
                     return;
                 }
                 mark(&mut self.dirty, s, peer);
@@ -1113,7 +1135,7 @@ impl Socket {
                 if conflate {
                     p.out.clear();
                 }
-                p.out.push_back(msg);
+                p.out.push_back(out.into_message());
             }
         }
     }
@@ -1289,12 +1311,39 @@ fn mark(dirty: &mut VecDeque<PeerId>, s: &mut Stream, peer: PeerId) {
 }
 
 /// Encode a whole message into a stream and record where it ends (for HWM accounting).
-fn encode(s: &mut Stream, msg: &Message) -> Result<(), crate::SendError> {
-    let n = msg.len();
-    for (i, frame) in msg.frames().iter().enumerate() {
-        s.conn.send_frame_shared(frame, i + 1 < n)?;
+fn encode(s: &mut Stream, out: &Outgoing<'_>) -> Result<(), crate::SendError> {
+    match out {
+        Outgoing::Message(msg) => {
+            let n = msg.len();
+            for (i, frame) in msg.frames().iter().enumerate() {
+                s.conn.send_frame_shared(frame, i + 1 < n)?;
+            }
+        }
+        Outgoing::Frame(body) => s.conn.send_frame(body, false)?,
     }
     let end = s.queued_bytes_end();
     s.encoded_ends.push_back(end);
     Ok(())
+}
+
+/// What a send hands to one peer: a message, or a single-frame message whose body is
+/// still the caller's (copied into the peer's output, or into a message if it must wait).
+pub(crate) enum Outgoing<'a> {
+    Message(Message),
+    Frame(&'a [u8]),
+}
+
+impl Outgoing<'_> {
+    pub(crate) fn into_message(self) -> Message {
+        match self {
+            Outgoing::Message(msg) => msg,
+            Outgoing::Frame(body) => Message::from(Bytes::copy_from_slice(body)),
+        }
+    }
+}
+
+impl From<Message> for Outgoing<'_> {
+    fn from(msg: Message) -> Self {
+        Outgoing::Message(msg)
+    }
 }

@@ -9,7 +9,7 @@ use alloc::vec::Vec;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use super::{Ending, Event, Message, MonitorEventKind, PeerId, SendError, Sent, Socket};
+use super::{Ending, Event, Message, MonitorEventKind, Outgoing, PeerId, SendError, Sent, Socket};
 use crate::SocketType;
 
 /// Per-socket state of the routing pattern.
@@ -330,8 +330,22 @@ impl Socket {
             SocketType::Req => self.send_req(msg),
             SocketType::Rep => self.send_rep(msg),
             SocketType::Router => self.send_router(msg),
-            SocketType::Push | SocketType::Dealer | SocketType::Pair => self.send_lb(msg),
+            SocketType::Push | SocketType::Dealer | SocketType::Pair => self.send_lb(msg.into()),
             _ => Err(SendError::NotSupported(msg)),
+        }
+    }
+
+    /// Send a single-frame message copied from `body`: the same as
+    /// `send(Bytes::copy_from_slice(body))`, but where the frame can go out at once
+    /// (PUSH, DEALER or PAIR with a connected peer that has room) it is copied straight
+    /// into that peer's output, and no message is allocated. A refused send hands back a
+    /// message holding a copy.
+    pub fn send_slice(&mut self, body: &[u8]) -> Result<Sent, SendError> {
+        match self.ty {
+            SocketType::Push | SocketType::Dealer | SocketType::Pair if self.closing.is_none() => {
+                self.send_lb(Outgoing::Frame(body))
+            }
+            _ => self.send(Bytes::copy_from_slice(body)),
         }
     }
 
@@ -349,13 +363,13 @@ impl Socket {
         None
     }
 
-    fn send_lb(&mut self, msg: Message) -> Result<Sent, SendError> {
+    fn send_lb(&mut self, out: Outgoing<'_>) -> Result<Sent, SendError> {
         match self.lb_pick() {
             Some(peer) => {
-                self.deliver(peer, msg);
+                self.deliver(peer, out);
                 Ok(Sent::Queued)
             }
-            None => Err(SendError::WouldBlock(msg)),
+            None => Err(SendError::WouldBlock(out.into_message())),
         }
     }
 
@@ -479,23 +493,31 @@ impl Socket {
     /// Round-robin over attached peers with a complete message waiting. Also returns the
     /// peer's routing id, read before taking the message: taking it resumes the peer's
     /// input, which may end the peer.
-    fn fq_pop(&mut self) -> Option<(PeerId, Bytes, Message)> {
+    fn fq_pop(&mut self, with_id: bool) -> Option<(PeerId, Option<Bytes>, Message)> {
         // What departed peers left comes first: it arrived before they left.
         if !self.departed.is_empty() {
-            if let Some(left) = self.pop_departed(None) {
-                return Some(left);
+            if let Some((peer, id, msg)) = self.pop_departed(None) {
+                return Some((peer, with_id.then_some(id), msg));
             }
         }
+        let rcvhwm = self.rcv_limit();
         let n = self.attached.len();
         for i in 0..n {
             let idx = (self.fq_cursor + i) % n;
             let peer = *self.attached.get(idx)?;
-            let Some(p) = self.peers.get(&peer).filter(|p| !p.inq.is_empty()) else {
+            let Some(p) = self.peers.get_mut(&peer) else {
                 continue;
             };
-            let id = p.routing_id.clone();
-            let msg = self.pop_from(peer)?;
+            let Some(msg) = p.inq.pop_front() else {
+                continue;
+            };
+            // Only ROUTER needs the routing id: nobody else pays for its clone.
+            let id = with_id.then(|| p.routing_id.clone());
+            let resume = p.held && p.inq.len() <= rcvhwm / 2;
             self.fq_cursor = idx + 1;
+            if resume {
+                self.resume_input(peer);
+            }
             return Some((peer, id, msg));
         }
         None
@@ -539,13 +561,20 @@ impl Socket {
         let p = self.peers.get_mut(&peer)?;
         let msg = p.inq.pop_front()?;
         if p.held && p.inq.len() <= rcvhwm / 2 {
-            p.held = false;
-            self.process_input(peer);
-            if self.wants_read(peer) {
-                self.events.push_back(Event::Resume { peer });
-            }
+            self.resume_input(peer);
         }
         Some(msg)
+    }
+
+    /// A held peer's queue has drained to half: take its input again.
+    fn resume_input(&mut self, peer: PeerId) {
+        if let Some(p) = self.peers.get_mut(&peer) {
+            p.held = false;
+        }
+        self.process_input(peer);
+        if self.wants_read(peer) {
+            self.events.push_back(Event::Resume { peer });
+        }
     }
 
     /// The next message for the application, if any.
@@ -556,11 +585,11 @@ impl Socket {
             SocketType::Req => self.recv_req(),
             SocketType::Rep => self.recv_rep(),
             SocketType::Router => {
-                let (_, id, mut msg) = self.fq_pop()?;
-                msg.push_front(id);
+                let (_, id, mut msg) = self.fq_pop(true)?;
+                msg.push_front(id.unwrap_or_default());
                 Some(msg)
             }
-            _ => self.fq_pop().map(|(_, _, msg)| msg),
+            _ => self.fq_pop(false).map(|(_, _, msg)| msg),
         }
     }
 
@@ -595,7 +624,7 @@ impl Socket {
             return None;
         }
         loop {
-            let (peer, _, mut msg) = self.fq_pop()?;
+            let (peer, _, mut msg) = self.fq_pop(false)?;
             // The envelope is everything up to and including the first empty frame.
             let Some(delimiter) = msg.frames().iter().position(|f| f.is_empty()) else {
                 continue;
