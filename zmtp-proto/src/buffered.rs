@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 
 use bytes::{Buf, Bytes, BytesMut};
 
-use crate::codec::Command;
+use crate::codec::{Command, MAX_FRAME_HEADER_LEN};
 use crate::{Config, Connection, Error, Instant, Item, SendError};
 
 /// An owned [`Item`]: payloads are slices of the receive buffer, not copies.
@@ -171,6 +171,16 @@ impl Buffered {
     /// The next complete item from the received bytes, if any. When none is complete, the
     /// receive buffer is given room for what the next step needs.
     pub fn poll_item(&mut self, now: Instant) -> Result<Option<OwnedItem>, Error> {
+        // The common case in traffic: a whole data frame, its body sliced off the buffer.
+        if let Some(frame) = self.conn.take_data_frame(&self.rx)? {
+            let mut body = self.rx.split_to(frame.header_len + frame.len);
+            body.advance(frame.header_len);
+            let body = body.freeze();
+            return Ok(Some(OwnedItem::Frame {
+                body,
+                more: frame.more,
+            }));
+        }
         loop {
             let input = self.conn.handle_input(now, &mut self.rx)?;
             if input.consumed == 0 {
@@ -258,6 +268,27 @@ impl Buffered {
 
     /// Append one data frame to the send buffer.
     pub fn send_frame(&mut self, body: &[u8], more: bool) -> Result<(), SendError> {
+        // The common case in traffic: header and body appended as they are.
+        if let Some(header) = self.conn.take_plain_header(body.len(), more) {
+            let mut bytes = [0u8; MAX_FRAME_HEADER_LEN];
+            let n = header.emit(&mut bytes).unwrap_or_default();
+            let header = bytes.get(..n).unwrap_or_default();
+            let room = n + body.len() + ROOM_SLACK;
+            let tail = encoded_tail(&mut self.tx, &mut self.spare, &mut self.tx_head, room);
+            let Some((buf, used)) = tail else {
+                return Ok(());
+            };
+            let start = *used;
+            let end = start + n + body.len();
+            if let Some(out) = buf.get_mut(start..end) {
+                let (h, b) = out.split_at_mut(n);
+                h.copy_from_slice(header);
+                b.copy_from_slice(body);
+            }
+            *used = end;
+            self.tx_len += end - start;
+            return Ok(());
+        }
         self.encode(body.len() + 9, |conn, out| conn.send_frame(body, more, out))
     }
 
@@ -358,27 +389,13 @@ impl Buffered {
         hint: usize,
         mut f: impl FnMut(&mut Connection, &mut [u8]) -> Result<usize, SendError>,
     ) -> Result<(), SendError> {
-        if !matches!(self.tx.back(), Some(Segment::Encoded { .. })) {
-            let buf = core::mem::take(&mut self.spare);
-            self.tx.push_back(Segment::Encoded { buf, used: 0 });
-        }
-        let single = self.tx.len() == 1;
-        let Some(Segment::Encoded { buf, used }) = self.tx.back_mut() else {
-            return Ok(());
-        };
-        // Reclaim the written front once it is most of the buffer (partial writes).
-        if single && self.tx_head > COMPACT_AT && self.tx_head * 2 > *used {
-            buf.drain(..self.tx_head);
-            *used -= self.tx_head;
-            self.tx_head = 0;
-        }
-        let start = *used;
         let mut room = hint + ROOM_SLACK;
         loop {
-            // Grow (and zero) only when the scratch is too short.
-            if buf.len() < start + room {
-                buf.resize(start + room, 0);
-            }
+            let tail = encoded_tail(&mut self.tx, &mut self.spare, &mut self.tx_head, room);
+            let Some((buf, used)) = tail else {
+                return Ok(());
+            };
+            let start = *used;
             let room_buf = buf.get_mut(start..).unwrap_or_default();
             match f(&mut self.conn, room_buf) {
                 Ok(n) => {
@@ -393,4 +410,34 @@ impl Buffered {
             }
         }
     }
+}
+
+/// The last encoded segment of an output queue (a new one, reusing `spare`, if the last is
+/// a shared body), with at least `room` bytes of initialized scratch after what it holds:
+/// the buffer and its used length (always `Some`). Scratch is grown (and zeroed) only when
+/// too short, and the written front is reclaimed once it is most of the buffer (partial
+/// writes).
+fn encoded_tail<'a>(
+    tx: &'a mut VecDeque<Segment>,
+    spare: &mut Vec<u8>,
+    tx_head: &mut usize,
+    room: usize,
+) -> Option<(&'a mut Vec<u8>, &'a mut usize)> {
+    if !matches!(tx.back(), Some(Segment::Encoded { .. })) {
+        let buf = core::mem::take(spare);
+        tx.push_back(Segment::Encoded { buf, used: 0 });
+    }
+    let single = tx.len() == 1;
+    let Some(Segment::Encoded { buf, used }) = tx.back_mut() else {
+        return None;
+    };
+    if single && *tx_head > COMPACT_AT && *tx_head * 2 > *used {
+        buf.drain(..*tx_head);
+        *used -= *tx_head;
+        *tx_head = 0;
+    }
+    if buf.len() < *used + room {
+        buf.resize(*used + room, 0);
+    }
+    Some((buf, used))
 }

@@ -210,6 +210,14 @@ impl<'a> Item<'a> {
     }
 }
 
+/// Where a data frame taken by `Connection::take_data_frame` lies in the input: its
+/// body is `len` bytes after a `header_len`-byte header.
+pub(crate) struct DataFrame {
+    pub(crate) header_len: usize,
+    pub(crate) len: usize,
+    pub(crate) more: bool,
+}
+
 /// The result of one [`Connection::handle_input`] step.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Input<'a> {
@@ -721,7 +729,59 @@ impl Connection {
 
     fn data_frame<'a>(&mut self, body: &'a [u8], more: bool) -> Result<Item<'a>, Error> {
         let first = !self.in_mid_message;
-        self.in_message_size = self.in_message_size.saturating_add(body.len() as u64);
+        self.account_data_frame(body.len(), more)?;
+        // Subscriptions in message form: from 3.0 peers, and from XSUB even over 3.1.
+        if first && !more && self.config.socket_type.accepts_subscriptions() {
+            match body.split_first() {
+                Some((1, topic)) => return Ok(Item::Subscribe(topic)),
+                Some((0, topic)) => return Ok(Item::Cancel(topic)),
+                _ => {}
+            }
+        }
+        Ok(Item::Frame { body, more })
+    }
+
+    /// The common case of [`handle_input`](Self::handle_input), taken without its general
+    /// machinery: `input` starts with a whole clear data frame of a message in traffic.
+    /// Then the frame is accounted for as `handle_input` would, and its layout returned.
+    /// Anything else (partial input, a command, sealed traffic, a subscription in message
+    /// form, a frame over a limit, a sticky error) changes nothing and gives `Ok(None)`:
+    /// call `handle_input`, which deals with it.
+    pub(crate) fn take_data_frame(&mut self, input: &[u8]) -> Result<Option<DataFrame>, Error> {
+        if self.error.is_some() || self.phase != Phase::Traffic || self.mechanism.seals() {
+            return Ok(None);
+        }
+        let Ok(Status::Complete((header, header_len))) =
+            FrameHeader::parse(input, self.data_frame_limit())
+        else {
+            return Ok(None);
+        };
+        let more = header.flags.more;
+        let first = !self.in_mid_message;
+        if header.flags.command || first && !more && self.config.socket_type.accepts_subscriptions()
+        {
+            return Ok(None);
+        }
+        // `FrameHeader::parse` bounds the size to `usize::MAX - 9`, so this cannot overflow.
+        let len = header.size as usize;
+        if input.len() - header_len < len {
+            return Ok(None);
+        }
+        self.traffic_seen();
+        if let Err(e) = self.account_data_frame(len, more) {
+            self.error = Some(e.clone());
+            return Err(e);
+        }
+        Ok(Some(DataFrame {
+            header_len,
+            len,
+            more,
+        }))
+    }
+
+    /// Count a data frame against MAXMSGSIZE and the frame cap, and track message bounds.
+    fn account_data_frame(&mut self, len: usize, more: bool) -> Result<(), Error> {
+        self.in_message_size = self.in_message_size.saturating_add(len as u64);
         if let Some(limit) = self.config.max_message_size {
             if self.in_message_size > limit {
                 return Err(Error::MessageTooLarge { limit });
@@ -738,15 +798,7 @@ impl Connection {
             self.in_message_size = 0;
             self.in_message_frames = 0;
         }
-        // Subscriptions in message form: from 3.0 peers, and from XSUB even over 3.1.
-        if first && !more && self.config.socket_type.accepts_subscriptions() {
-            match body.split_first() {
-                Some((1, topic)) => return Ok(Item::Subscribe(topic)),
-                Some((0, topic)) => return Ok(Item::Cancel(topic)),
-                _ => {}
-            }
-        }
-        Ok(Item::Frame { body, more })
+        Ok(())
     }
 
     /// The next event, if any. The handshake notice comes first; PING/PONG notices are
@@ -1071,6 +1123,22 @@ impl Connection {
         let n = self.write_after_control(out, false, more, body.len(), |w| w.put(body))?;
         self.out_mid_message = more;
         Ok(n)
+    }
+
+    /// The header of a clear data frame that can go out now with nothing in front of it
+    /// (traffic, no control frame pending, no sealing, no error), taken as sent: the caller
+    /// writes it and the body. `None` leaves everything as it was: use
+    /// [`send_frame`](Self::send_frame), which deals with the rest.
+    pub(crate) fn take_plain_header(&mut self, len: usize, more: bool) -> Option<FrameHeader> {
+        if self.error.is_some()
+            || self.phase != Phase::Traffic
+            || self.mechanism.seals()
+            || self.control_pending()
+        {
+            return None;
+        }
+        self.out_mid_message = more;
+        Some(FrameHeader::data(len, more))
     }
 
     /// Like [`send_frame`](Self::send_frame) but writes only the header: the driver sends

@@ -717,45 +717,52 @@ impl Socket {
             let Some(p) = self.peers.get_mut(&peer) else {
                 return;
             };
-            if rcvhwm != 0 && p.inq.len() >= rcvhwm {
-                // Held until the queue drains to half (libzmq's low-water mark), so that
-                // input resumes in batches rather than one message at a time.
-                p.held = true;
-                break;
-            }
-            let Some(stream) = p.stream.as_mut() else {
-                return;
+            // Plain messages are queued in this inner loop, with the peer at hand; anything
+            // else leaves it for the general path.
+            let next = loop {
+                if rcvhwm != 0 && p.inq.len() >= rcvhwm {
+                    // Held until the queue drains to half (libzmq's low-water mark), so
+                    // that input resumes in batches rather than one message at a time.
+                    p.held = true;
+                    break Input::Held;
+                }
+                let Some(stream) = p.stream.as_mut() else {
+                    return;
+                };
+                match stream.conn.poll_item(now) {
+                    Ok(Some(OwnedItem::Frame { body, more: false }))
+                        if plain && p.attached && stream.partial.is_empty() =>
+                    {
+                        let mut msg = Message::from(body);
+                        if p.authenticated {
+                            msg.set_properties(p.properties.clone());
+                        }
+                        p.inq.push_back(msg);
+                    }
+                    Ok(Some(item)) => break Input::Item(item),
+                    Ok(None) => break Input::Idle,
+                    Err(e) => break Input::Failed(e),
+                }
             };
-            let item = match stream.conn.poll_item(now) {
-                Ok(Some(item)) => item,
-                Ok(None) => {
+            match next {
+                Input::Held => break,
+                Input::Idle => {
                     // Handshake commands move the connection without yielding an item.
                     self.process_conn_events(peer);
                     break;
                 }
-                Err(e) => {
+                Input::Failed(e) => {
                     self.end_stream(peer, Ending::Failed(e));
                     return;
                 }
-            };
-            let item = match item {
-                OwnedItem::Frame { body, more: false }
-                    if plain && p.attached && stream.partial.is_empty() =>
-                {
-                    let mut msg = Message::from(body);
-                    if p.authenticated {
-                        msg.set_properties(p.properties.clone());
+                Input::Item(item) => {
+                    // Data frames raise no connection events; handshake items may.
+                    let events = !matches!(item, OwnedItem::Frame { .. });
+                    self.on_item(peer, item);
+                    if events {
+                        self.process_conn_events(peer);
                     }
-                    p.inq.push_back(msg);
-                    continue;
                 }
-                item => item,
-            };
-            // Data frames raise no connection events; handshake items may.
-            let events = !matches!(item, OwnedItem::Frame { .. });
-            self.on_item(peer, item);
-            if events {
-                self.process_conn_events(peer);
             }
         }
         self.after_output(peer);
@@ -1324,6 +1331,18 @@ fn encode(s: &mut Stream, out: &Outgoing<'_>) -> Result<(), crate::SendError> {
     let end = s.queued_bytes_end();
     s.encoded_ends.push_back(end);
     Ok(())
+}
+
+/// Where reading a peer's input stopped (see `Socket::process_input`).
+enum Input {
+    /// The receive queue is at RCVHWM.
+    Held,
+    /// Nothing more is buffered.
+    Idle,
+    /// An item for the general path.
+    Item(OwnedItem),
+    /// The connection failed.
+    Failed(crate::Error),
 }
 
 /// What a send hands to one peer: a message, or a single-frame message whose body is

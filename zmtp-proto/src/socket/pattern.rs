@@ -352,11 +352,12 @@ impl Socket {
     /// Round-robin over attached peers with room.
     fn lb_pick(&mut self) -> Option<PeerId> {
         let n = self.attached.len();
+        let start = ring_start(self.lb_cursor, n);
         for i in 0..n {
-            let idx = (self.lb_cursor + i) % n;
+            let idx = ring_next(start, i, n);
             let peer = self.attached[idx];
             if self.has_room(peer) {
-                self.lb_cursor = idx + 1;
+                self.lb_cursor = ring_next(idx, 1, n);
                 return Some(peer);
             }
         }
@@ -502,8 +503,9 @@ impl Socket {
         }
         let rcvhwm = self.rcv_limit();
         let n = self.attached.len();
+        let start = ring_start(self.fq_cursor, n);
         for i in 0..n {
-            let idx = (self.fq_cursor + i) % n;
+            let idx = ring_next(start, i, n);
             let peer = *self.attached.get(idx)?;
             let Some(p) = self.peers.get_mut(&peer) else {
                 continue;
@@ -514,7 +516,7 @@ impl Socket {
             // Only ROUTER needs the routing id: nobody else pays for its clone.
             let id = with_id.then(|| p.routing_id.clone());
             let resume = p.held && p.inq.len() <= rcvhwm / 2;
-            self.fq_cursor = idx + 1;
+            self.fq_cursor = ring_next(idx, 1, n);
             if resume {
                 self.resume_input(peer);
             }
@@ -567,6 +569,8 @@ impl Socket {
     }
 
     /// A held peer's queue has drained to half: take its input again.
+    #[cold]
+    #[inline(never)]
     fn resume_input(&mut self, peer: PeerId) {
         if let Some(p) = self.peers.get_mut(&peer) {
             p.held = false;
@@ -667,5 +671,25 @@ impl Socket {
             SocketType::Rep => self.pattern.replying.is_none() && any(),
             _ => any(),
         }
+    }
+}
+
+/// Where a round over `n` peers starts for a cursor (which may exceed `n` after peers
+/// left): `cursor % n`, without a division in the common case.
+fn ring_start(cursor: usize, n: usize) -> usize {
+    if cursor < n {
+        cursor
+    } else {
+        cursor.checked_rem(n).unwrap_or(0)
+    }
+}
+
+/// The `i`-th position of a round over `n` peers from `start` (`start < n`, `i <= n`).
+fn ring_next(start: usize, i: usize, n: usize) -> usize {
+    let idx = start + i;
+    if idx >= n {
+        idx - n
+    } else {
+        idx
     }
 }
