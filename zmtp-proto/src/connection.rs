@@ -212,6 +212,7 @@ impl<'a> Item<'a> {
 
 /// Where a data frame taken by `Connection::take_data_frame` lies in the input: its
 /// body is `len` bytes after a `header_len`-byte header.
+#[cfg(feature = "alloc")]
 pub(crate) struct DataFrame {
     pub(crate) header_len: usize,
     pub(crate) len: usize,
@@ -747,6 +748,7 @@ impl Connection {
     /// Anything else (partial input, a command, sealed traffic, a subscription in message
     /// form, a frame over a limit, a sticky error) changes nothing and gives `Ok(None)`:
     /// call `handle_input`, which deals with it.
+    #[cfg(feature = "alloc")]
     pub(crate) fn take_data_frame(&mut self, input: &[u8]) -> Result<Option<DataFrame>, Error> {
         if self.error.is_some() || self.phase != Phase::Traffic || self.mechanism.seals() {
             return Ok(None);
@@ -1129,6 +1131,7 @@ impl Connection {
     /// (traffic, no control frame pending, no sealing, no error), taken as sent: the caller
     /// writes it and the body. `None` leaves everything as it was: use
     /// [`send_frame`](Self::send_frame), which deals with the rest.
+    #[cfg(feature = "alloc")]
     pub(crate) fn take_plain_header(&mut self, len: usize, more: bool) -> Option<FrameHeader> {
         if self.error.is_some()
             || self.phase != Phase::Traffic
