@@ -230,6 +230,35 @@ fn send_slice_is_send_of_a_copy() {
 }
 
 #[test]
+fn send_slice_of_a_large_body_arrives_whole() {
+    let mut c = Cluster::new(51);
+    let push = c.add_default(Push);
+    let pull = c.add_default(Pull);
+    let ep = c.bind(pull, ANY);
+    c.connect(push, &ep);
+    c.run_until_idle();
+    let big: Vec<u8> = (0..100_000u32).map(|i| i as u8).collect();
+    for len in [
+        zmtp_proto::SHARED_BODY_MIN - 1,
+        zmtp_proto::SHARED_BODY_MIN,
+        big.len(),
+    ] {
+        assert_eq!(c.socket(push).send_slice(&big[..len]), Ok(Sent::Queued));
+    }
+    c.run_until_idle();
+    let got = c.recv_all(pull);
+    assert_eq!(got.len(), 3);
+    for (msg, len) in got.iter().zip([
+        zmtp_proto::SHARED_BODY_MIN - 1,
+        zmtp_proto::SHARED_BODY_MIN,
+        big.len(),
+    ]) {
+        assert_eq!(msg.frames().len(), 1);
+        assert_eq!(&msg.frames()[0][..], &big[..len]);
+    }
+}
+
+#[test]
 fn pub_drops_at_sndhwm() {
     let mut c = Cluster::new(20);
     let publ = c.add(Pub, opts(|o| o.sndhwm = 2));

@@ -1326,6 +1326,11 @@ fn encode(s: &mut Stream, out: &Outgoing<'_>) -> Result<(), crate::SendError> {
                 s.conn.send_frame_shared(frame, i + 1 < n)?;
             }
         }
+        // Large bodies stay out of the encode buffer (which keeps its size as scratch): a
+        // copy of their own, queued by reference, as `send` would queue them.
+        Outgoing::Frame(body) if body.len() >= crate::SHARED_BODY_MIN => s
+            .conn
+            .send_frame_shared(&Bytes::copy_from_slice(body), false)?,
         Outgoing::Frame(body) => s.conn.send_frame(body, false)?,
     }
     let end = s.queued_bytes_end();
