@@ -340,6 +340,7 @@ impl Socket {
     /// (PUSH, DEALER or PAIR with a connected peer that has room) it is copied straight
     /// into that peer's output, and no message is allocated. A refused send hands back a
     /// message holding a copy.
+    #[inline]
     pub fn send_slice(&mut self, body: &[u8]) -> Result<Sent, SendError> {
         match self.ty {
             SocketType::Push | SocketType::Dealer | SocketType::Pair if self.closing.is_none() => {
@@ -350,6 +351,7 @@ impl Socket {
     }
 
     /// Round-robin over attached peers with room.
+    #[inline]
     fn lb_pick(&mut self) -> Option<PeerId> {
         let n = self.attached.len();
         let start = ring_start(self.lb_cursor, n);
@@ -364,6 +366,7 @@ impl Socket {
         None
     }
 
+    #[inline]
     fn send_lb(&mut self, out: Outgoing<'_>) -> Result<Sent, SendError> {
         match self.lb_pick() {
             Some(peer) => {
@@ -494,6 +497,7 @@ impl Socket {
     /// Round-robin over attached peers with a complete message waiting. Also returns the
     /// peer's routing id, read before taking the message: taking it resumes the peer's
     /// input, which may end the peer.
+    #[inline]
     fn fq_pop(&mut self, with_id: bool) -> Option<(PeerId, Option<Bytes>, Message)> {
         // What departed peers left comes first: it arrived before they left.
         if !self.departed.is_empty() {
@@ -582,6 +586,7 @@ impl Socket {
     }
 
     /// The next message for the application, if any.
+    #[inline]
     pub fn recv(&mut self) -> Option<Message> {
         match self.ty {
             SocketType::Push | SocketType::Pub => None,
