@@ -1,12 +1,15 @@
-//! Hostile peers over real TCP sockets against the tokio driver: slow-loris greetings,
-//! frame headers announcing absurd sizes, floods of silent connections, garbage connections
-//! next to a well-behaved libzmq peer, a subscriber that never reads, and random bytes after
-//! a valid handshake.
+//! Hostile peers over real TCP sockets against each async driver (tokio, smol: one generic
+//! suite, declared per runtime by `suite!`): slow-loris greetings, frame headers announcing
+//! absurd sizes, floods of silent connections, garbage connections next to a well-behaved
+//! libzmq peer, a subscriber that never reads, and random bytes after a valid handshake.
 //!
-//! Hostile peers are raw `std::net::TcpStream`s speaking (or not) ZMTP by hand; well-behaved
-//! peers are libzmq sockets. Every wait is bounded. Timings and resident memory are
-//! process-wide, so the tests run one at a time ([`serial`]); the figures they measure are
-//! printed with `eprintln!` (see them with `--nocapture`).
+//! Our sockets run on the driver's process-wide runtime ([`MatrixRuntime::shared`]: a
+//! two-worker tokio runtime, smol's global executor). Hostile peers are raw
+//! `std::net::TcpStream`s speaking (or not) ZMTP by hand; well-behaved peers are libzmq
+//! sockets. Every wait is bounded. Timings and resident memory are process-wide, so the
+//! tests run one at a time, across both drivers' modules ([`serial`]); the figures they
+//! measure are printed with `eprintln!`, each line prefixed with the driver's name (see them
+//! with `--nocapture`).
 //!
 //! Memory is read three ways: RSS from `/proc/self/statm`; the live Rust heap, counted by
 //! this binary's global allocator ([`Counting`]: exact, blind to libzmq's C allocations);
@@ -15,21 +18,27 @@
 //! the same live heap.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::future::Future;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use zmtp_async::runtime::{timeout, Runtime, Task as _};
+use zmtp_async::{
+    Bytes, Message, MonitorEvent, MonitorEventKind, Options, SendError, Sent, SocketType,
+};
+use zmtp_conformance::async_driver::MatrixRuntime;
 use zmtp_conformance::ffi::{
     Ctx, Monitor, Msg, ZMQ_EVENT_ALL, ZMQ_EVENT_DISCONNECTED, ZMQ_EVENT_HANDSHAKE_SUCCEEDED,
     ZMQ_PULL, ZMQ_PUSH, ZMQ_RCVTIMEO, ZMQ_SUB,
 };
 use zmtp_conformance::security::{show, zsock};
-use zmtp_tokio::{
-    Bytes, Message, MonitorEvent, MonitorEventKind, Options, SendError, Sent, Socket, SocketType,
-};
+
+type Socket<R> = zmtp_async::Socket<R>;
 
 /// How much later than a deadline a close may come and still count as "at the deadline".
 const SLACK: Duration = Duration::from_millis(1000);
@@ -136,13 +145,59 @@ fn serial() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
+/// One of our sockets on the process-wide runtime `R`.
+fn socket<R: MatrixRuntime>(rt: &R, ty: SocketType, options: Options) -> Socket<R> {
+    Socket::with_runtime(rt.clone(), ty, options).expect("valid options")
 }
+
+/// A task spawned on the runtime whose output the test thread collects with
+/// [`join`](Spawned::join). The runtime outlives the test: a task not joined (the test
+/// failed before) is cancelled when this is dropped rather than left running into the next
+/// test.
+struct Spawned<R: Runtime, T> {
+    task: Option<R::Task>,
+    output: mpsc::Receiver<T>,
+}
+
+fn spawn<R: Runtime, T: Send + 'static>(
+    rt: &R,
+    future: impl Future<Output = T> + Send + 'static,
+) -> Spawned<R, T> {
+    let (tx, output) = mpsc::sync_channel(1);
+    // A task that panics drops `tx` unsent: `join` sees the channel disconnected.
+    let task = rt.spawn(async move {
+        let _ = tx.send(future.await);
+    });
+    Spawned {
+        task: Some(task),
+        output,
+    }
+}
+
+impl<R: Runtime, T> Spawned<R, T> {
+    /// The task's output, waited for (blocking this thread, which is outside the runtime)
+    /// at most `limit`.
+    fn join(self, limit: Duration, what: &str) -> T {
+        match self.output.recv_timeout(limit) {
+            Ok(out) => out,
+            Err(RecvTimeoutError::Timeout) => panic!("{what}: not finished after {limit:?}"),
+            Err(RecvTimeoutError::Disconnected) => panic!("{what}: the task panicked"),
+        }
+    }
+}
+
+impl<R: Runtime, T> Drop for Spawned<R, T> {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            // A no-op for a task that has finished.
+            task.abort();
+        }
+    }
+}
+
+/// Bound on joining a spawned task after the test thread's part is done (its own waits are
+/// at most 5 s per step).
+const JOIN: Duration = Duration::from_secs(20);
 
 /// The process's resident memory in bytes: `resident` pages of `/proc/self/statm` (4 KiB
 /// pages, as on x86-64 and most aarch64 kernels).
@@ -168,7 +223,7 @@ fn tcp_addr(endpoint: &str) -> SocketAddr {
         .unwrap_or_else(|| panic!("not a tcp endpoint: {endpoint}"))
 }
 
-fn bind(rt: &tokio::runtime::Runtime, ours: &Socket) -> (String, SocketAddr) {
+fn bind<R: MatrixRuntime>(rt: &R, ours: &Socket<R>) -> (String, SocketAddr) {
     let endpoint = rt
         .block_on(ours.bind("tcp://127.0.0.1:*"))
         .expect("bind ours");
@@ -323,16 +378,22 @@ impl Rng {
 }
 
 /// Our monitor's events until `done` says enough, or `limit`.
-fn our_events(
-    rt: &tokio::runtime::Runtime,
-    monitor: &mut zmtp_tokio::Monitor,
+fn our_events<R: MatrixRuntime>(
+    rt: &R,
+    monitor: &mut zmtp_async::Monitor,
     limit: Duration,
     done: impl Fn(&MonitorEvent) -> bool,
 ) -> Vec<MonitorEvent> {
     rt.block_on(async {
-        let deadline = tokio::time::Instant::now() + limit;
+        let deadline = Instant::now() + limit;
         let mut seen = Vec::new();
-        while let Ok(Some(e)) = tokio::time::timeout_at(deadline, monitor.next()).await {
+        while let Some(Some(e)) = timeout(
+            rt,
+            deadline.saturating_duration_since(Instant::now()),
+            monitor.next(),
+        )
+        .await
+        {
             let stop = done(&e);
             seen.push(e);
             if stop {
@@ -369,15 +430,13 @@ fn seq_msg(seq: u64) -> Message {
 
 // ----- 1. slow-loris greeting --------------------------------------------------------------
 
-#[test]
-fn slow_loris_greeting_is_cut_at_the_handshake_deadline() {
+fn slow_loris_greeting_is_cut_at_the_handshake_deadline<R: MatrixRuntime>() {
     let _serial = serial();
-    let rt = runtime();
-    let _enter = rt.enter();
+    let rt = R::shared();
     let deadline = Duration::from_millis(500);
     let mut options = Options::default();
     options.handshake_ivl = Some(deadline);
-    let ours = Socket::with_options(SocketType::Pull, options).expect("PULL");
+    let ours = socket(&rt, SocketType::Pull, options);
     let mut monitor = ours.monitor();
     let (_, addr) = bind(&rt, &ours);
 
@@ -401,7 +460,9 @@ fn slow_loris_greeting_is_cut_at_the_handshake_deadline() {
     }
     let closed = closed.expect("the slow greeting was never cut") - start;
     eprintln!(
-        "slow loris: closed after {closed:?} ({sent} greeting bytes sent), deadline {deadline:?}"
+        "{}: slow loris: closed after {closed:?} ({sent} greeting bytes sent), deadline \
+         {deadline:?}",
+        R::NAME
     );
     assert!(
         closed >= deadline - Duration::from_millis(50),
@@ -433,15 +494,14 @@ fn slow_loris_greeting_is_cut_at_the_handshake_deadline() {
 
 /// Handshake as a PUSH with our PULL, prove the connection works with one message, then send
 /// `header` alone: the connection must be closed promptly without memory growth.
-fn huge_header_closes(options: Options, header: &[u8], what: &str) {
-    let rt = runtime();
-    let _enter = rt.enter();
-    let ours = Socket::with_options(SocketType::Pull, options).expect("PULL");
+fn huge_header_closes<R: MatrixRuntime>(options: Options, header: &[u8], what: &str) {
+    let rt = R::shared();
+    let ours = socket(&rt, SocketType::Pull, options);
     let (_, addr) = bind(&rt, &ours);
     let mut raw = raw_handshake(addr, "PUSH");
     raw.write_all(b"\x00\x05hello").expect("a message");
     let msg = rt
-        .block_on(tokio::time::timeout(PROMPTLY, ours.recv()))
+        .block_on(timeout(&rt, PROMPTLY, ours.recv()))
         .expect("the raw peer's message in time")
         .expect("recv");
     assert_eq!(&msg.frames()[0][..], b"hello");
@@ -459,8 +519,9 @@ fn huge_header_closes(options: Options, header: &[u8], what: &str) {
     let after = rss();
     let heap_grew = heap_peak() - heap_before;
     eprintln!(
-        "{what}: closed {closed:?} after the header; RSS {:.1} MiB -> {:.1} MiB; live heap \
+        "{}: {what}: closed {closed:?} after the header; RSS {:.1} MiB -> {:.1} MiB; live heap \
          peaked {heap_grew} bytes above where it was",
+        R::NAME,
         mib(before),
         mib(after)
     );
@@ -480,22 +541,20 @@ fn huge_header_closes(options: Options, header: &[u8], what: &str) {
     );
 }
 
-#[test]
-fn frame_header_announcing_2_pow_62_bytes_closes_the_connection() {
+fn frame_header_announcing_2_pow_62_bytes_closes_the_connection<R: MatrixRuntime>() {
     let _serial = serial();
-    huge_header_closes(
+    huge_header_closes::<R>(
         Options::default(),
         &[0x02, 0x40, 0, 0, 0, 0, 0, 0, 0],
         "2^62-byte frame header",
     );
 }
 
-#[test]
-fn frame_header_over_maxmsgsize_closes_the_connection() {
+fn frame_header_over_maxmsgsize_closes_the_connection<R: MatrixRuntime>() {
     let _serial = serial();
     let mut options = Options::default();
     options.maxmsgsize = Some(MIB);
-    huge_header_closes(
+    huge_header_closes::<R>(
         options,
         &[0x02, 0, 0, 0, 0, 0, 0x20, 0, 0],
         "2 MiB frame header, maxmsgsize 1 MiB",
@@ -620,15 +679,13 @@ fn spread(durations: &[Duration]) -> (Duration, Duration, Duration) {
     )
 }
 
-#[test]
-fn silent_connections_are_closed_at_the_handshake_deadline_and_memory_returns() {
+fn silent_connections_are_closed_at_the_handshake_deadline_and_memory_returns<R: MatrixRuntime>() {
     let _serial = serial();
-    let rt = runtime();
-    let _enter = rt.enter();
+    let rt = R::shared();
     let deadline = Duration::from_secs(1);
     let mut options = Options::default();
     options.handshake_ivl = Some(deadline);
-    let ours = Socket::with_options(SocketType::Pull, options).expect("PULL");
+    let ours = socket(&rt, SocketType::Pull, options);
     let (_, addr) = bind(&rt, &ours);
     const N: usize = 1000;
 
@@ -646,10 +703,11 @@ fn silent_connections_are_closed_at_the_handshake_deadline_and_memory_returns() 
         let live = heap();
         let trimmed = trimmed_rss();
         eprintln!(
-            "silent {round}: {N} closed after the accept: min {min:?} / median {median:?} / \
+            "{}: silent {round}: {N} closed after the accept: min {min:?} / median {median:?} / \
              max {max:?} (after the connect: {cmin:?} / {cmedian:?} / {cmax:?}; slowest \
              connect {:?}); with all open: RSS {:.1} MiB, live heap {:.1} MiB (peak {:.1} MiB); \
              after: RSS {:.1} MiB ({:.1} MiB trimmed), live heap {:.2} MiB",
+            R::NAME,
             r.slowest_connect,
             mib(r.open_rss),
             mib_i(r.open_heap),
@@ -676,9 +734,10 @@ fn silent_connections_are_closed_at_the_handshake_deadline_and_memory_returns() 
         unreachable!("two rounds")
     };
     eprintln!(
-        "silent connections: RSS at start {:.1} MiB; baseline after the warm-up {:.1} MiB \
+        "{}: silent connections: RSS at start {:.1} MiB; baseline after the warm-up {:.1} MiB \
          ({:.1} MiB trimmed, live heap {:.2} MiB); after the measured round {:.1} MiB ({:.1} MiB \
          trimmed, live heap {:.2} MiB)",
+        R::NAME,
         mib(start_rss),
         mib(raw_base),
         mib(base),
@@ -807,12 +866,10 @@ const SEQUENCE: u64 = 20_000;
 /// Messages sent between two garbage connections.
 const BATCH: u64 = SEQUENCE / 100;
 
-#[test]
-fn garbage_connections_do_not_disturb_a_libzmq_pull() {
+fn garbage_connections_do_not_disturb_a_libzmq_pull<R: MatrixRuntime>() {
     let _serial = serial();
-    let rt = runtime();
-    let _enter = rt.enter();
-    let ours = Arc::new(Socket::new(SocketType::Push).expect("PUSH"));
+    let rt = R::shared();
+    let ours = Arc::new(socket(&rt, SocketType::Push, Options::default()));
     let (endpoint, addr) = bind(&rt, &ours);
     let ctx = Ctx::new();
     let z = zsock(&ctx, ZMQ_PULL);
@@ -829,14 +886,16 @@ fn garbage_connections_do_not_disturb_a_libzmq_pull() {
     let sender = {
         let ours = ours.clone();
         let done = done.clone();
-        rt.spawn(async move {
+        let rt2 = rt.clone();
+        spawn(&rt, async move {
             for seq in 1..SEQUENCE {
                 if seq % BATCH == 1 {
                     // One garbage connection per batch, interleaved with the sends.
                     let want = (seq / BATCH) as usize;
                     let end = Instant::now() + PROMPTLY;
                     while done.load(Ordering::SeqCst) < want && Instant::now() < end {
-                        tokio::time::sleep(Duration::from_millis(1)).await;
+                        rt2.sleep_until(Instant::now() + Duration::from_millis(1))
+                            .await;
                     }
                 }
                 ours.send(seq_msg(seq)).await.expect("send");
@@ -849,11 +908,12 @@ fn garbage_connections_do_not_disturb_a_libzmq_pull() {
             .unwrap_or_else(|e| panic!("libzmq PULL: message {want} not received: {e}"));
         assert_eq!(seq_of(msg.data()), want, "libzmq PULL: out of order");
     }
-    rt.block_on(sender).expect("sender");
+    sender.join(JOIN, "sender");
     let report = garbage.join().expect("garbage thread");
     eprintln!(
-        "libzmq PULL received all {SEQUENCE} in order in {:?} alongside {} garbage connections \
-         ({} of {} refusable ones refused)",
+        "{}: libzmq PULL received all {SEQUENCE} in order in {:?} alongside {} garbage \
+         connections ({} of {} refusable ones refused)",
+        R::NAME,
         start.elapsed(),
         report.connections,
         report.refused,
@@ -863,22 +923,21 @@ fn garbage_connections_do_not_disturb_a_libzmq_pull() {
     libzmq_undisturbed(&mut mon, "libzmq PULL");
 }
 
-#[test]
-fn garbage_connections_do_not_disturb_a_libzmq_push() {
+fn garbage_connections_do_not_disturb_a_libzmq_push<R: MatrixRuntime>() {
     let _serial = serial();
-    let rt = runtime();
-    let _enter = rt.enter();
-    let ours = Arc::new(Socket::new(SocketType::Pull).expect("PULL"));
+    let rt = R::shared();
+    let ours = Arc::new(socket(&rt, SocketType::Pull, Options::default()));
     let (endpoint, addr) = bind(&rt, &ours);
     let received = Arc::new(AtomicUsize::new(0));
     let receiver = {
         let ours = ours.clone();
         let received = received.clone();
-        rt.spawn(async move {
+        let rt2 = rt.clone();
+        spawn(&rt, async move {
             let mut seqs = Vec::with_capacity(SEQUENCE as usize);
             while seqs.len() < SEQUENCE as usize {
-                match tokio::time::timeout(Duration::from_secs(5), ours.recv()).await {
-                    Ok(Ok(m)) => seqs.push(seq_of(&m.frames()[0])),
+                match timeout(&rt2, Duration::from_secs(5), ours.recv()).await {
+                    Some(Ok(m)) => seqs.push(seq_of(&m.frames()[0])),
                     _ => break,
                 }
                 received.fetch_add(1, Ordering::SeqCst);
@@ -904,11 +963,12 @@ fn garbage_connections_do_not_disturb_a_libzmq_push() {
         z.send(&seq.to_be_bytes(), 0)
             .unwrap_or_else(|e| panic!("libzmq PUSH: send {seq}: {e}"));
     }
-    let seqs = rt.block_on(receiver).expect("receiver");
+    let seqs = receiver.join(JOIN, "receiver");
     let report = garbage.join().expect("garbage thread");
     eprintln!(
-        "our PULL received {} of {SEQUENCE} in {:?} alongside {} garbage connections \
+        "{}: our PULL received {} of {SEQUENCE} in {:?} alongside {} garbage connections \
          ({} of {} refusable ones refused)",
+        R::NAME,
         seqs.len(),
         start.elapsed(),
         report.connections,
@@ -926,14 +986,12 @@ fn garbage_connections_do_not_disturb_a_libzmq_push() {
 
 // ----- 5. a subscriber that never reads -------------------------------------------------------
 
-#[test]
-fn a_subscriber_that_never_reads_is_bounded_by_hwm() {
+fn a_subscriber_that_never_reads_is_bounded_by_hwm<R: MatrixRuntime>() {
     let _serial = serial();
-    let rt = runtime();
-    let _enter = rt.enter();
+    let rt = R::shared();
     let mut options = Options::default();
     options.sndhwm = 100;
-    let ours = Arc::new(Socket::with_options(SocketType::Pub, options).expect("PUB"));
+    let ours = Arc::new(socket(&rt, SocketType::Pub, options));
     let (endpoint, addr) = bind(&rt, &ours);
 
     // The slow one: handshakes, subscribes to everything, reads one message, then never
@@ -976,7 +1034,8 @@ fn a_subscriber_that_never_reads_is_bounded_by_hwm() {
     let publisher = {
         let ours = ours.clone();
         let finished = finished.clone();
-        rt.spawn(async move {
+        let rt2 = rt.clone();
+        spawn(&rt, async move {
             let start = Instant::now();
             let (mut queued, mut dropped, mut blocked) = (0u64, 0u64, 0u64);
             let mut publish = |seq: u64| {
@@ -992,13 +1051,14 @@ fn a_subscriber_that_never_reads_is_bounded_by_hwm() {
             for seq in 0..TOTAL - 1 {
                 publish(seq);
                 if seq % 100 == 99 {
-                    tokio::task::yield_now().await;
+                    rt2.yield_now().await;
                 }
             }
             let bulk = start.elapsed();
             // The last one after a pause, so that the reader's queue has room: it must
             // arrive however stuck the slow subscriber is.
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            rt2.sleep_until(Instant::now() + Duration::from_millis(100))
+                .await;
             publish(TOTAL - 1);
             finished.store(true, Ordering::SeqCst);
             (bulk, queued, dropped, blocked)
@@ -1037,7 +1097,7 @@ fn a_subscriber_that_never_reads_is_bounded_by_hwm() {
         }
     }
     let elapsed = start.elapsed();
-    let (bulk, queued, dropped, blocked) = rt.block_on(publisher).expect("publisher");
+    let (bulk, queued, dropped, blocked) = publisher.join(JOIN, "publisher");
     let after = rss();
     peak = peak.max(after);
     let heap_top = heap_peak();
@@ -1056,10 +1116,11 @@ fn a_subscriber_that_never_reads_is_bounded_by_hwm() {
     }
     let published_bytes = TOTAL as usize * (SIZE + 2);
     eprintln!(
-        "PUB: {TOTAL} published in {bulk:?} (queued {queued}, dropped for all {dropped}, \
+        "{}: PUB: {TOTAL} published in {bulk:?} (queued {queued}, dropped for all {dropped}, \
          would-block {blocked}); reader got {received} in {elapsed:?}; slow subscriber's \
          buffers held {:.1} MiB of {:.1} MiB published; RSS baseline {:.1} MiB, peak {:.1} MiB, \
          after {:.1} MiB; live heap baseline {:.2} MiB, peak {:.2} MiB",
+        R::NAME,
         mib(slow_bytes as u64),
         mib(published_bytes as u64),
         mib(baseline),
@@ -1090,20 +1151,19 @@ fn a_subscriber_that_never_reads_is_bounded_by_hwm() {
 
 // ----- 6. random bytes after a valid handshake -------------------------------------------------
 
-#[test]
-fn random_bytes_after_a_handshake_close_only_that_peer() {
+fn random_bytes_after_a_handshake_close_only_that_peer<R: MatrixRuntime>() {
     let _serial = serial();
-    let rt = runtime();
-    let _enter = rt.enter();
-    let ours = Arc::new(Socket::new(SocketType::Pull).expect("PULL"));
+    let rt = R::shared();
+    let ours = Arc::new(socket(&rt, SocketType::Pull, Options::default()));
     let (endpoint, addr) = bind(&rt, &ours);
     let receiver = {
         let ours = ours.clone();
-        rt.spawn(async move {
+        let rt2 = rt.clone();
+        spawn(&rt, async move {
             let (mut seqs, mut foreign) = (Vec::with_capacity(SEQUENCE as usize), 0usize);
             while seqs.len() < SEQUENCE as usize {
-                match tokio::time::timeout(Duration::from_secs(5), ours.recv()).await {
-                    Ok(Ok(m)) => match m.frames() {
+                match timeout(&rt2, Duration::from_secs(5), ours.recv()).await {
+                    Some(Ok(m)) => match m.frames() {
                         [f] if f.len() == 16 && &f[8..] == b"sequence" => seqs.push(seq_of(f)),
                         _ => foreign += 1,
                     },
@@ -1148,10 +1208,11 @@ fn random_bytes_after_a_handshake_close_only_that_peer() {
             .unwrap_or_else(|e| panic!("libzmq PUSH: send {seq}: {e}"));
     }
     let closed = hostile.join().expect("hostile thread");
-    let (seqs, foreign) = rt.block_on(receiver).expect("receiver");
+    let (seqs, foreign) = receiver.join(JOIN, "receiver");
     eprintln!(
-        "random bytes after a handshake: raw peer closed {closed:?} after its junk; our PULL \
-         got {} of {SEQUENCE} in {:?} ({foreign} other messages)",
+        "{}: random bytes after a handshake: raw peer closed {closed:?} after its junk; our \
+         PULL got {} of {SEQUENCE} in {:?} ({foreign} other messages)",
+        R::NAME,
         seqs.len(),
         start.elapsed()
     );
@@ -1163,3 +1224,56 @@ fn random_bytes_after_a_handshake_close_only_that_peer() {
     );
     libzmq_undisturbed(&mut mon, "libzmq PUSH");
 }
+
+/// The suite for one runtime, in a module of its own (`on_tokio::...`, `on_smol::...`). The
+/// tests of both modules still run one at a time ([`serial`]).
+macro_rules! suite {
+    ($module:ident, $runtime:ty) => {
+        mod $module {
+            #[test]
+            fn slow_loris_greeting_is_cut_at_the_handshake_deadline() {
+                super::slow_loris_greeting_is_cut_at_the_handshake_deadline::<$runtime>();
+            }
+
+            #[test]
+            fn frame_header_announcing_2_pow_62_bytes_closes_the_connection() {
+                super::frame_header_announcing_2_pow_62_bytes_closes_the_connection::<$runtime>();
+            }
+
+            #[test]
+            fn frame_header_over_maxmsgsize_closes_the_connection() {
+                super::frame_header_over_maxmsgsize_closes_the_connection::<$runtime>();
+            }
+
+            #[test]
+            fn silent_connections_are_closed_at_the_handshake_deadline_and_memory_returns() {
+                super::silent_connections_are_closed_at_the_handshake_deadline_and_memory_returns::<
+                    $runtime,
+                >();
+            }
+
+            #[test]
+            fn garbage_connections_do_not_disturb_a_libzmq_pull() {
+                super::garbage_connections_do_not_disturb_a_libzmq_pull::<$runtime>();
+            }
+
+            #[test]
+            fn garbage_connections_do_not_disturb_a_libzmq_push() {
+                super::garbage_connections_do_not_disturb_a_libzmq_push::<$runtime>();
+            }
+
+            #[test]
+            fn a_subscriber_that_never_reads_is_bounded_by_hwm() {
+                super::a_subscriber_that_never_reads_is_bounded_by_hwm::<$runtime>();
+            }
+
+            #[test]
+            fn random_bytes_after_a_handshake_close_only_that_peer() {
+                super::random_bytes_after_a_handshake_close_only_that_peer::<$runtime>();
+            }
+        }
+    };
+}
+
+suite!(on_tokio, zmtp_tokio::Tokio);
+suite!(on_smol, zmtp_smol::Smol);
