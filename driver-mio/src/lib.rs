@@ -23,9 +23,11 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Writes are batched as libzmq does: a send hands the message to the socket and, when the
-//! peer had nothing queued, wakes the I/O thread, which writes everything queued by then
-//! in one vectored write.
+//! Writes are batched as libzmq does: a send hands the message to the socket and wakes the
+//! I/O thread only if it is idle; the I/O thread writes everything queued by then in one
+//! vectored write, without holding the sockets' lock, while the application goes on
+//! sending. Reads likewise happen outside the lock, and complete messages are handed to
+//! the socket a read buffer at a time.
 #![warn(missing_docs)]
 
 mod reactor;
@@ -285,14 +287,8 @@ impl Socket {
             if deadline.is_some_and(|d| StdInstant::now() >= d) {
                 return Err(Error::Timeout);
             }
-            let st = self.shared.lock();
-            let ready = st
-                .sockets
-                .get(&self.id)
-                .is_none_or(|s| s.closed || s.core.can_send());
-            if !ready {
-                drop(self.shared.wait(st, deadline));
-            }
+            self.shared
+                .wait_for(self.id, deadline, |s| s.closed || s.core.can_send());
         }
     }
 
@@ -320,14 +316,8 @@ impl Socket {
             if deadline.is_some_and(|d| StdInstant::now() >= d) {
                 return Err(Error::Timeout);
             }
-            let st = self.shared.lock();
-            let ready = st
-                .sockets
-                .get(&self.id)
-                .is_none_or(|s| s.closed || s.core.can_recv());
-            if !ready {
-                drop(self.shared.wait(st, deadline));
-            }
+            self.shared
+                .wait_for(self.id, deadline, |s| s.closed || s.core.can_recv());
         }
     }
 
@@ -354,10 +344,7 @@ impl Socket {
     pub fn close(self) {
         let now = self.shared.now();
         let _ = self.with(true, |s| s.core.close(now));
-        let mut st = self.shared.lock();
-        while st.sockets.get(&self.id).is_some_and(|s| !s.closed) {
-            st = self.shared.wait(st, None);
-        }
+        while !self.shared.wait_for(self.id, None, |s| s.closed) {}
         // `drop` then forgets the socket.
     }
 }
@@ -409,44 +396,68 @@ impl<'a> PollItem<'a> {
 /// wait is then checked every millisecond.
 pub fn poll(items: &mut [PollItem<'_>], timeout: Option<Duration>) -> Result<usize, Error> {
     let deadline = timeout.map(|t| StdInstant::now() + t);
+    let Some(first) = items.first().map(|item| item.socket) else {
+        return Ok(0);
+    };
+    let one_context = items
+        .iter()
+        .all(|item| Arc::ptr_eq(&item.socket.shared, &first.shared));
     loop {
-        let mut ready = 0;
-        for item in items.iter_mut() {
-            item.revents = 0;
-            let st = item.socket.shared.lock();
-            let (r, w) = st
-                .sockets
-                .get(&item.socket.id)
-                .map_or((false, false), |s| (s.core.can_recv(), s.core.can_send()));
-            drop(st);
-            if item.events & POLLIN != 0 && r {
-                item.revents |= POLLIN;
+        if one_context {
+            // Looked at and waited for under one lock: no change slips in between.
+            let st = first.shared.lock();
+            let ready = fill_revents(items, |id| {
+                st.sockets
+                    .get(&id)
+                    .map_or((false, false), |s| (s.core.can_recv(), s.core.can_send()))
+            });
+            if ready > 0 {
+                return Ok(ready);
             }
-            if item.events & POLLOUT != 0 && w {
-                item.revents |= POLLOUT;
+            if deadline.is_some_and(|d| StdInstant::now() >= d) {
+                return Ok(0);
             }
-            ready += usize::from(item.revents != 0);
-        }
-        if ready > 0 || items.is_empty() {
-            return Ok(ready);
-        }
-        if deadline.is_some_and(|d| StdInstant::now() >= d) {
-            return Ok(0);
-        }
-        let one_context = items
-            .windows(2)
-            .all(|w| Arc::ptr_eq(&w[0].socket.shared, &w[1].socket.shared));
-        let Some(first) = items.first() else {
-            return Ok(0);
-        };
-        let shared = &first.socket.shared;
-        let st = shared.lock();
-        let wait_until = if one_context {
-            deadline
+            first.shared.wait_polled(st, deadline);
         } else {
+            let mut ready = 0;
+            for item in items.iter_mut() {
+                let (r, w) = (item.socket.can_recv(), item.socket.can_send());
+                item.revents = revents(item.events, r, w);
+                ready += usize::from(item.revents != 0);
+            }
+            if ready > 0 {
+                return Ok(ready);
+            }
+            if deadline.is_some_and(|d| StdInstant::now() >= d) {
+                return Ok(0);
+            }
             let slice = StdInstant::now() + Duration::from_millis(1);
-            Some(deadline.map_or(slice, |d| d.min(slice)))
-        };
-        drop(shared.wait(st, wait_until));
+            let until = deadline.map_or(slice, |d| d.min(slice));
+            first.shared.wait_polled(first.shared.lock(), Some(until));
+        }
     }
+}
+
+/// The ready subset of `events`.
+fn revents(events: u8, readable: bool, writable: bool) -> u8 {
+    let mut revents = 0;
+    if events & POLLIN != 0 && readable {
+        revents |= POLLIN;
+    }
+    if events & POLLOUT != 0 && writable {
+        revents |= POLLOUT;
+    }
+    revents
+}
+
+/// Set every item's `revents` from `state(socket id)` = (readable, writable); returns how
+/// many items are ready.
+fn fill_revents(items: &mut [PollItem<'_>], state: impl Fn(usize) -> (bool, bool)) -> usize {
+    let mut ready = 0;
+    for item in items.iter_mut() {
+        let (r, w) = state(item.socket.id);
+        item.revents = revents(item.events, r, w);
+        ready += usize::from(item.revents != 0);
+    }
+    ready
 }
