@@ -147,7 +147,7 @@ pub(crate) struct Sock {
     /// The application dropped its handle: forget the socket once it has closed.
     pub(crate) orphaned: bool,
     /// Application threads waiting on `cond`.
-    waiters: usize,
+    waiters: Waiters,
     /// Signalled, while threads wait, whenever the socket may have become readable,
     /// writable or closed.
     cond: Arc<Condvar>,
@@ -201,7 +201,41 @@ pub(crate) struct State {
     /// whoever queues work or changes timers wakes it.
     parked: bool,
     /// Threads waiting in [`poll`](crate::poll) on `Shared::polled`.
-    poll_waiters: usize,
+    poll_waiters: Waiters,
+}
+
+/// The threads waiting on a condition variable, counted so that it is signalled only
+/// when someone waits, and once per wait: a signal wakes every thread then waiting, which
+/// no longer count (a new generation begins).
+#[derive(Default)]
+struct Waiters {
+    count: usize,
+    generation: u64,
+}
+
+impl Waiters {
+    /// A thread starts waiting: returns the generation to hand to `leave`.
+    fn enter(&mut self) -> u64 {
+        self.count += 1;
+        self.generation
+    }
+
+    /// A thread woke up: it still counted if no signal came (a timeout, a spurious wake).
+    fn leave(&mut self, generation: u64) {
+        if self.generation == generation {
+            self.count -= 1;
+        }
+    }
+
+    /// Whether to signal: someone waits. They are then woken, and no longer count.
+    fn take(&mut self) -> bool {
+        if self.count == 0 {
+            return false;
+        }
+        self.count = 0;
+        self.generation += 1;
+        true
+    }
 }
 
 /// Condition variables to signal once the lock is released.
@@ -213,13 +247,13 @@ struct Notify {
 
 impl Notify {
     /// Note that socket `id` changed: its waiters, and those in `poll`, are to be woken.
-    fn touch(&mut self, st: &State, id: usize) {
-        if let Some(s) = st.sockets.get(&id) {
-            if s.waiters > 0 && !self.conds.iter().any(|c| Arc::ptr_eq(c, &s.cond)) {
+    fn touch(&mut self, st: &mut State, id: usize) {
+        if let Some(s) = st.sockets.get_mut(&id) {
+            if s.waiters.take() {
                 self.conds.push(s.cond.clone());
             }
         }
-        self.polled |= st.poll_waiters > 0;
+        self.polled |= st.poll_waiters.take();
     }
 
     /// Signal (without the lock).
@@ -263,7 +297,7 @@ impl Shared {
                 next_socket: 1,
                 work: VecDeque::new(),
                 parked: false,
-                poll_waiters: 0,
+                poll_waiters: Waiters::default(),
             }),
             polled: Condvar::new(),
             registry,
@@ -308,7 +342,7 @@ impl Shared {
                 bound: BTreeMap::new(),
                 closed: false,
                 orphaned: false,
-                waiters: 0,
+                waiters: Waiters::default(),
                 cond: Arc::new(Condvar::new()),
             },
         );
@@ -335,7 +369,7 @@ impl Shared {
             st.parked = false;
         }
         let mut notify = Notify::default();
-        notify.touch(&st, id);
+        notify.touch(&mut st, id);
         drop(st);
         if wake_io {
             let _ = self.waker.wake();
@@ -360,11 +394,11 @@ impl Shared {
         if ready(s) {
             return true;
         }
-        s.waiters += 1;
+        let generation = s.waiters.enter();
         let cond = s.cond.clone();
         let mut st = wait_on(&cond, st, deadline);
         if let Some(s) = st.sockets.get_mut(&id) {
-            s.waiters -= 1;
+            s.waiters.leave(generation);
         }
         false
     }
@@ -376,9 +410,9 @@ impl Shared {
         mut st: MutexGuard<'a, State>,
         deadline: Option<StdInstant>,
     ) {
-        st.poll_waiters += 1;
+        let generation = st.poll_waiters.enter();
         let mut st = wait_on(&self.polled, st, deadline);
-        st.poll_waiters -= 1;
+        st.poll_waiters.leave(generation);
     }
 
     /// Carry out a socket's events, and queue writes for its peers with new output.
@@ -814,7 +848,7 @@ impl Shared {
             if event.token() != WAKER {
                 if let Some(id) = self.ready(&mut st, event, now) {
                     self.pump(&mut st, id);
-                    notify.touch(&st, id);
+                    notify.touch(&mut st, id);
                 }
             }
         }
@@ -833,7 +867,7 @@ impl Shared {
             let now = self.now();
             self.apply(&mut st, work, done, buf, now);
             self.pump(&mut st, work.id);
-            notify.touch(&st, work.id);
+            notify.touch(&mut st, work.id);
         }
         let timeout = if st.work.is_empty() {
             st.parked = true;
@@ -989,5 +1023,42 @@ fn io_thread(mut poll: Poll, shared: Weak<Shared>) {
             return;
         };
         timeout = sh.turn(&events, &mut buf, &mut notify);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Waiters;
+
+    #[test]
+    fn waiters_are_signalled_once_per_wait() {
+        let mut w = Waiters::default();
+        assert!(!w.take(), "nobody waits");
+        let a = w.enter();
+        let b = w.enter();
+        assert!(w.take());
+        // Both were woken by that signal: no second one until someone waits again.
+        assert!(!w.take());
+        w.leave(a);
+        w.leave(b);
+        assert_eq!(w.count, 0);
+        let c = w.enter();
+        assert!(w.take());
+        w.leave(c);
+        assert_eq!(w.count, 0);
+    }
+
+    #[test]
+    fn a_waiter_that_times_out_stops_counting() {
+        let mut w = Waiters::default();
+        let a = w.enter();
+        let b = w.enter();
+        // `a` timed out before any signal.
+        w.leave(a);
+        assert_eq!(w.count, 1);
+        assert!(w.take());
+        w.leave(b);
+        assert_eq!(w.count, 0);
+        assert!(!w.take());
     }
 }
