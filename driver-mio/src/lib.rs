@@ -38,61 +38,14 @@ use std::time::{Duration, Instant as StdInstant};
 
 use reactor::Shared;
 pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey};
+/// Why an operation failed: the error type shared by every driver's sockets.
+pub use zmtp_proto::driver::Error;
 pub use zmtp_proto::mechanism::Security;
 pub use zmtp_proto::socket::{
     AuthReply, Authenticator, EndpointError, Message, MonitorEvent, MonitorEventKind, Options,
     PeerProperties, SendError, Sent, ZapRequest,
 };
 pub use zmtp_proto::{z85, Bytes, SocketType};
-
-/// Why an operation failed.
-#[non_exhaustive]
-#[derive(Debug)]
-pub enum Error {
-    /// The endpoint is malformed or cannot be used this way.
-    Endpoint(EndpointError),
-    /// The operating system refused (bind failed, address in use...).
-    Io(io::Error),
-    /// An option value is invalid.
-    Options(zmtp_proto::ConfigError),
-    /// No such endpoint to unbind or disconnect.
-    NotFound,
-    /// The socket is closed.
-    Closed,
-    /// The operation did not complete within its timeout (`EAGAIN` after SNDTIMEO or
-    /// RCVTIMEO).
-    Timeout,
-    /// The transport is not offered by this driver (`inproc://`).
-    Unsupported,
-}
-
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Error::Endpoint(e) => write!(f, "bad endpoint: {e}"),
-            Error::Io(e) => write!(f, "I/O error: {e}"),
-            Error::Options(e) => write!(f, "bad option: {e}"),
-            Error::NotFound => f.write_str("no such endpoint"),
-            Error::Closed => f.write_str("socket closed"),
-            Error::Timeout => f.write_str("timed out"),
-            Error::Unsupported => f.write_str("transport not offered by this driver"),
-        }
-    }
-}
-
-impl std::error::Error for Error {}
-
-impl From<EndpointError> for Error {
-    fn from(e: EndpointError) -> Error {
-        Error::Endpoint(e)
-    }
-}
-
-impl From<io::Error> for Error {
-    fn from(e: io::Error) -> Error {
-        Error::Io(e)
-    }
-}
 
 /// A context: the I/O thread its sockets share. Cheap to clone; the thread ends when the
 /// context and all its sockets are dropped.
