@@ -240,6 +240,9 @@ impl Socket {
             if deadline.is_some_and(|d| StdInstant::now() >= d) {
                 return Err(Error::Timeout);
             }
+            if self.shared.help(self.id) {
+                continue;
+            }
             self.shared
                 .wait_for(self.id, deadline, |s| s.closed || s.core.can_send());
         }
@@ -269,6 +272,9 @@ impl Socket {
             if deadline.is_some_and(|d| StdInstant::now() >= d) {
                 return Err(Error::Timeout);
             }
+            if self.shared.help(self.id) {
+                continue;
+            }
             self.shared
                 .wait_for(self.id, deadline, |s| s.closed || s.core.can_recv());
         }
@@ -297,7 +303,14 @@ impl Socket {
     pub fn close(self) {
         let now = self.shared.now();
         let _ = self.with(true, |s| s.core.close(now));
-        while !self.shared.wait_for(self.id, None, |s| s.closed) {}
+        loop {
+            if self.shared.help(self.id) {
+                continue;
+            }
+            if self.shared.wait_for(self.id, None, |s| s.closed) {
+                break;
+            }
+        }
         // `drop` then forgets the socket.
     }
 }

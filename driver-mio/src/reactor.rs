@@ -43,6 +43,13 @@ const MAX_CHUNKS: usize = 64;
 const READ_BUF: usize = 64 * 1024;
 /// Work items run between two looks at readiness and timers.
 const WORK_BUDGET: usize = 64;
+/// Work items an application thread runs at most before it sleeps ([`Shared::help`]).
+const HELP_BUDGET: usize = 4;
+
+std::thread_local! {
+    /// The read buffer of an application thread that runs a read ([`Shared::help`]).
+    static HELPER_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 
 /// What a context's threads share.
 pub(crate) struct Shared {
@@ -376,6 +383,63 @@ impl Shared {
         }
         notify.signal(self);
         Some(r)
+    }
+
+    /// Before an application thread sleeps on socket `id`: run a read or write of that
+    /// socket that is queued for the I/O thread (and not yet taken by it) here, rather
+    /// than sleep until the I/O thread gets to it. On a busy machine a woken thread may
+    /// wait tens of microseconds for a CPU; the caller has one already. Returns whether
+    /// there was such work (the caller looks at the socket again before sleeping).
+    pub(crate) fn help(&self, id: usize) -> bool {
+        let mut st = self.lock();
+        let mut helped = false;
+        // A write that drained what it took is queued again to look for more: that look
+        // is done here too, so that the I/O thread need not be woken for it.
+        for _ in 0..HELP_BUDGET {
+            let Some(work) = st
+                .work
+                .iter()
+                .position(|w| w.id == id)
+                .and_then(|at| st.work.remove(at))
+            else {
+                break;
+            };
+            helped = true;
+            if let Some(job) = self.prepare(&mut st, work) {
+                drop(st);
+                st = HELPER_BUF.with_borrow_mut(|buf| {
+                    if buf.is_empty() {
+                        buf.resize(READ_BUF, 0);
+                    }
+                    let done = run(job, buf);
+                    let mut st = self.lock();
+                    self.apply(&mut st, work, done, buf, self.now());
+                    st
+                });
+            }
+            self.pump(&mut st, id);
+            if !work.write {
+                // Messages to receive now: the caller takes them while the I/O thread
+                // reads on.
+                break;
+            }
+        }
+        if !helped {
+            return false;
+        }
+        let mut notify = Notify::default();
+        notify.touch(&mut st, id);
+        // Work left (a read to go on with, say) is the I/O thread's again.
+        let wake_io = st.parked && !st.work.is_empty();
+        if wake_io {
+            st.parked = false;
+        }
+        drop(st);
+        if wake_io {
+            let _ = self.waker.wake();
+        }
+        notify.signal(self);
+        true
     }
 
     /// If `ready` does not hold for socket `id` (and it exists), wait for one signal on

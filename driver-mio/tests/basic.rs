@@ -334,3 +334,36 @@ fn peer_going_away_is_noticed_and_reconnected() {
     }
     assert_eq!(&got.unwrap().frames()[0][..], b"again");
 }
+
+#[test]
+fn several_receivers_of_one_socket_share_its_messages() {
+    // Threads blocked in `recv` on one socket run its queued reads themselves (rather
+    // than wait for the I/O thread): every message still arrives exactly once.
+    let ctx = Context::new().unwrap();
+    let pull = std::sync::Arc::new(ctx.socket(SocketType::Pull).unwrap());
+    let ep = pull.bind("tcp://127.0.0.1:*").unwrap();
+    let n = 20_000u32;
+    let receivers: Vec<_> = (0..3)
+        .map(|_| {
+            let pull = pull.clone();
+            std::thread::spawn(move || {
+                let mut got = Vec::new();
+                while let Ok(m) = pull.recv_timeout(Some(Duration::from_secs(1))) {
+                    got.push(u32::from_be_bytes(m.frames()[0][..4].try_into().unwrap()));
+                }
+                got
+            })
+        })
+        .collect();
+    let push = ctx.socket(SocketType::Push).unwrap();
+    push.connect(&ep).unwrap();
+    for i in 0..n {
+        push.send(i.to_be_bytes().to_vec()).unwrap();
+    }
+    let mut all: Vec<u32> = receivers
+        .into_iter()
+        .flat_map(|r| r.join().unwrap())
+        .collect();
+    all.sort_unstable();
+    assert_eq!(all, (0..n).collect::<Vec<_>>());
+}
