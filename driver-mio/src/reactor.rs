@@ -375,13 +375,22 @@ impl Shared {
         if wake_io {
             st.parked = false;
         }
-        let mut notify = Notify::default();
-        notify.touch(&mut st, id);
+        // Other threads waiting on this socket (or in `poll`) look again.
+        let cond = st
+            .sockets
+            .get_mut(&id)
+            .and_then(|s| s.waiters.take().then(|| s.cond.clone()));
+        let polled = st.poll_waiters.take();
         drop(st);
         if wake_io {
             let _ = self.waker.wake();
         }
-        notify.signal(self);
+        if let Some(cond) = cond {
+            cond.notify_all();
+        }
+        if polled {
+            self.polled.notify_all();
+        }
         Some(r)
     }
 
