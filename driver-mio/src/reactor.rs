@@ -12,9 +12,12 @@
 //!   the peer, as owned chunks), unlocks, reads or writes, then locks again to hand the
 //!   result to the state machine (bytes read, or how many were written). Meanwhile the
 //!   application keeps sending into, or receiving from, the state machine.
+//! - An application thread about to block in `send`, `recv` or `close` first runs its
+//!   socket's queued work items itself (those the I/O thread has not taken yet): it has
+//!   a CPU, which a woken I/O thread may wait for when threads outnumber CPUs.
 //! - Threads blocked in `send`, `recv`, `close` or [`poll`](crate::poll) wait on a
 //!   condition variable of their socket (or of the context, for `poll`), signalled only
-//!   when someone waits.
+//!   when someone waits, and once per wait.
 //!
 //! Every protocol decision is the core's; this file moves bytes.
 
