@@ -40,57 +40,14 @@ pub use crate::runtime::Runtime;
 use crate::wait::Waiter;
 pub use crate::wait::{RecvFuture, SendFuture};
 pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey};
+/// Why an operation failed: the error type shared by every driver's sockets.
+pub use zmtp_proto::driver::Error;
 pub use zmtp_proto::mechanism::Security;
 pub use zmtp_proto::socket::{
     AuthReply, Authenticator, EndpointError, Message, MonitorEvent, MonitorEventKind, Options,
     PeerProperties, SendError, Sent, ZapRequest,
 };
 pub use zmtp_proto::{z85, Bytes, SocketType};
-
-/// Why an operation failed.
-#[non_exhaustive]
-#[derive(Debug)]
-pub enum Error {
-    /// The endpoint is malformed or cannot be used this way.
-    Endpoint(EndpointError),
-    /// The operating system refused (bind failed, address in use...).
-    Io(io::Error),
-    /// An option value is invalid (e.g. a routing id over 255 bytes).
-    Options(zmtp_proto::ConfigError),
-    /// No such endpoint to unbind or disconnect.
-    NotFound,
-    /// A socket was created outside a runtime (for `zmtp-tokio`, outside a tokio runtime).
-    NoRuntime,
-    /// The socket is closed.
-    Closed,
-}
-
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Error::Endpoint(e) => write!(f, "bad endpoint: {e}"),
-            Error::Io(e) => write!(f, "I/O error: {e}"),
-            Error::Options(e) => write!(f, "bad option: {e}"),
-            Error::NotFound => f.write_str("no such endpoint"),
-            Error::NoRuntime => f.write_str("sockets must be created inside an async runtime"),
-            Error::Closed => f.write_str("socket closed"),
-        }
-    }
-}
-
-impl std::error::Error for Error {}
-
-impl From<EndpointError> for Error {
-    fn from(e: EndpointError) -> Error {
-        Error::Endpoint(e)
-    }
-}
-
-impl From<io::Error> for Error {
-    fn from(e: io::Error) -> Error {
-        Error::Io(e)
-    }
-}
 
 /// A ZeroMQ socket. Its I/O runs on tasks of the runtime `R` it was created in.
 ///

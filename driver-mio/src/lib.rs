@@ -23,9 +23,11 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Writes are batched as libzmq does: a send hands the message to the socket and, when the
-//! peer had nothing queued, wakes the I/O thread, which writes everything queued by then
-//! in one vectored write.
+//! Writes are batched as libzmq does: a send hands the message to the socket and wakes the
+//! I/O thread only if it is idle; the I/O thread writes everything queued by then in one
+//! vectored write, without holding the sockets' lock, while the application goes on
+//! sending. Reads likewise happen outside the lock, and complete messages are handed to
+//! the socket a read buffer at a time.
 #![warn(missing_docs)]
 
 mod reactor;
@@ -36,61 +38,14 @@ use std::time::{Duration, Instant as StdInstant};
 
 use reactor::Shared;
 pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey};
+/// Why an operation failed: the error type shared by every driver's sockets.
+pub use zmtp_proto::driver::Error;
 pub use zmtp_proto::mechanism::Security;
 pub use zmtp_proto::socket::{
     AuthReply, Authenticator, EndpointError, Message, MonitorEvent, MonitorEventKind, Options,
     PeerProperties, SendError, Sent, ZapRequest,
 };
 pub use zmtp_proto::{z85, Bytes, SocketType};
-
-/// Why an operation failed.
-#[non_exhaustive]
-#[derive(Debug)]
-pub enum Error {
-    /// The endpoint is malformed or cannot be used this way.
-    Endpoint(EndpointError),
-    /// The operating system refused (bind failed, address in use...).
-    Io(io::Error),
-    /// An option value is invalid.
-    Options(zmtp_proto::ConfigError),
-    /// No such endpoint to unbind or disconnect.
-    NotFound,
-    /// The socket is closed.
-    Closed,
-    /// The operation did not complete within its timeout (`EAGAIN` after SNDTIMEO or
-    /// RCVTIMEO).
-    Timeout,
-    /// The transport is not offered by this driver (`inproc://`).
-    Unsupported,
-}
-
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Error::Endpoint(e) => write!(f, "bad endpoint: {e}"),
-            Error::Io(e) => write!(f, "I/O error: {e}"),
-            Error::Options(e) => write!(f, "bad option: {e}"),
-            Error::NotFound => f.write_str("no such endpoint"),
-            Error::Closed => f.write_str("socket closed"),
-            Error::Timeout => f.write_str("timed out"),
-            Error::Unsupported => f.write_str("transport not offered by this driver"),
-        }
-    }
-}
-
-impl std::error::Error for Error {}
-
-impl From<EndpointError> for Error {
-    fn from(e: EndpointError) -> Error {
-        Error::Endpoint(e)
-    }
-}
-
-impl From<io::Error> for Error {
-    fn from(e: io::Error) -> Error {
-        Error::Io(e)
-    }
-}
 
 /// A context: the I/O thread its sockets share. Cheap to clone; the thread ends when the
 /// context and all its sockets are dropped.
@@ -285,14 +240,11 @@ impl Socket {
             if deadline.is_some_and(|d| StdInstant::now() >= d) {
                 return Err(Error::Timeout);
             }
-            let st = self.shared.lock();
-            let ready = st
-                .sockets
-                .get(&self.id)
-                .is_none_or(|s| s.closed || s.core.can_send());
-            if !ready {
-                drop(self.shared.wait(st, deadline));
+            if self.shared.help(self.id) {
+                continue;
             }
+            self.shared
+                .wait_for(self.id, deadline, |s| s.closed || s.core.can_send());
         }
     }
 
@@ -320,14 +272,11 @@ impl Socket {
             if deadline.is_some_and(|d| StdInstant::now() >= d) {
                 return Err(Error::Timeout);
             }
-            let st = self.shared.lock();
-            let ready = st
-                .sockets
-                .get(&self.id)
-                .is_none_or(|s| s.closed || s.core.can_recv());
-            if !ready {
-                drop(self.shared.wait(st, deadline));
+            if self.shared.help(self.id) {
+                continue;
             }
+            self.shared
+                .wait_for(self.id, deadline, |s| s.closed || s.core.can_recv());
         }
     }
 
@@ -354,9 +303,13 @@ impl Socket {
     pub fn close(self) {
         let now = self.shared.now();
         let _ = self.with(true, |s| s.core.close(now));
-        let mut st = self.shared.lock();
-        while st.sockets.get(&self.id).is_some_and(|s| !s.closed) {
-            st = self.shared.wait(st, None);
+        loop {
+            if self.shared.help(self.id) {
+                continue;
+            }
+            if self.shared.wait_for(self.id, None, |s| s.closed) {
+                break;
+            }
         }
         // `drop` then forgets the socket.
     }
@@ -409,44 +362,68 @@ impl<'a> PollItem<'a> {
 /// wait is then checked every millisecond.
 pub fn poll(items: &mut [PollItem<'_>], timeout: Option<Duration>) -> Result<usize, Error> {
     let deadline = timeout.map(|t| StdInstant::now() + t);
+    let Some(first) = items.first().map(|item| item.socket) else {
+        return Ok(0);
+    };
+    let one_context = items
+        .iter()
+        .all(|item| Arc::ptr_eq(&item.socket.shared, &first.shared));
     loop {
-        let mut ready = 0;
-        for item in items.iter_mut() {
-            item.revents = 0;
-            let st = item.socket.shared.lock();
-            let (r, w) = st
-                .sockets
-                .get(&item.socket.id)
-                .map_or((false, false), |s| (s.core.can_recv(), s.core.can_send()));
-            drop(st);
-            if item.events & POLLIN != 0 && r {
-                item.revents |= POLLIN;
+        if one_context {
+            // Looked at and waited for under one lock: no change slips in between.
+            let st = first.shared.lock();
+            let ready = fill_revents(items, |id| {
+                st.sockets
+                    .get(&id)
+                    .map_or((false, false), |s| (s.core.can_recv(), s.core.can_send()))
+            });
+            if ready > 0 {
+                return Ok(ready);
             }
-            if item.events & POLLOUT != 0 && w {
-                item.revents |= POLLOUT;
+            if deadline.is_some_and(|d| StdInstant::now() >= d) {
+                return Ok(0);
             }
-            ready += usize::from(item.revents != 0);
-        }
-        if ready > 0 || items.is_empty() {
-            return Ok(ready);
-        }
-        if deadline.is_some_and(|d| StdInstant::now() >= d) {
-            return Ok(0);
-        }
-        let one_context = items
-            .windows(2)
-            .all(|w| Arc::ptr_eq(&w[0].socket.shared, &w[1].socket.shared));
-        let Some(first) = items.first() else {
-            return Ok(0);
-        };
-        let shared = &first.socket.shared;
-        let st = shared.lock();
-        let wait_until = if one_context {
-            deadline
+            first.shared.wait_polled(st, deadline);
         } else {
+            let mut ready = 0;
+            for item in items.iter_mut() {
+                let (r, w) = (item.socket.can_recv(), item.socket.can_send());
+                item.revents = revents(item.events, r, w);
+                ready += usize::from(item.revents != 0);
+            }
+            if ready > 0 {
+                return Ok(ready);
+            }
+            if deadline.is_some_and(|d| StdInstant::now() >= d) {
+                return Ok(0);
+            }
             let slice = StdInstant::now() + Duration::from_millis(1);
-            Some(deadline.map_or(slice, |d| d.min(slice)))
-        };
-        drop(shared.wait(st, wait_until));
+            let until = deadline.map_or(slice, |d| d.min(slice));
+            first.shared.wait_polled(first.shared.lock(), Some(until));
+        }
     }
+}
+
+/// The ready subset of `events`.
+fn revents(events: u8, readable: bool, writable: bool) -> u8 {
+    let mut revents = 0;
+    if events & POLLIN != 0 && readable {
+        revents |= POLLIN;
+    }
+    if events & POLLOUT != 0 && writable {
+        revents |= POLLOUT;
+    }
+    revents
+}
+
+/// Set every item's `revents` from `state(socket id)` = (readable, writable); returns how
+/// many items are ready.
+fn fill_revents(items: &mut [PollItem<'_>], state: impl Fn(usize) -> (bool, bool)) -> usize {
+    let mut ready = 0;
+    for item in items.iter_mut() {
+        let (r, w) = state(item.socket.id);
+        item.revents = revents(item.events, r, w);
+        ready += usize::from(item.revents != 0);
+    }
+    ready
 }

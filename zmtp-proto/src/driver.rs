@@ -1,0 +1,93 @@
+//! What the drivers' socket APIs share: their error type.
+//!
+//! `zmtp-tokio`, `zmtp-smol` (through `zmtp-async`) and `zmtp-mio` re-export [`Error`] as
+//! their own `Error`, so one type describes failures whichever driver runs the socket.
+//! It sits here, with `std`, because the drivers share no other crate: `zmtp-mio` has
+//! no async runtime to depend on.
+
+use std::fmt;
+use std::io;
+
+use crate::socket::EndpointError;
+use crate::ConfigError;
+
+/// Why an operation of a driver's socket failed.
+///
+/// Some variants come from one kind of driver only; each says which.
+#[non_exhaustive]
+#[derive(Debug)]
+pub enum Error {
+    /// The endpoint is malformed or cannot be used this way.
+    Endpoint(EndpointError),
+    /// The operating system refused (bind failed, address in use...).
+    Io(io::Error),
+    /// An option value is invalid (e.g. a routing id over 255 bytes).
+    Options(ConfigError),
+    /// No such endpoint to unbind or disconnect.
+    NotFound,
+    /// A socket was created outside a runtime (for `zmtp-tokio`, outside a tokio
+    /// runtime). Async drivers only.
+    NoRuntime,
+    /// The socket is closed.
+    Closed,
+    /// The operation did not complete within its timeout (`EAGAIN` after SNDTIMEO or
+    /// RCVTIMEO). Blocking driver (`zmtp-mio`) only: the async drivers leave timeouts to
+    /// the runtime.
+    Timeout,
+    /// The transport is not offered by this driver (`inproc://` in `zmtp-mio`, whose
+    /// sockets belong to no async runtime). Blocking driver (`zmtp-mio`) only.
+    Unsupported,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Endpoint(e) => write!(f, "bad endpoint: {e}"),
+            Error::Io(e) => write!(f, "I/O error: {e}"),
+            Error::Options(e) => write!(f, "bad option: {e}"),
+            Error::NotFound => f.write_str("no such endpoint"),
+            Error::NoRuntime => f.write_str("sockets must be created inside an async runtime"),
+            Error::Closed => f.write_str("socket closed"),
+            Error::Timeout => f.write_str("timed out"),
+            Error::Unsupported => f.write_str("transport not offered by this driver"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<EndpointError> for Error {
+    fn from(e: EndpointError) -> Error {
+        Error::Endpoint(e)
+    }
+}
+
+impl From<io::Error> for Error {
+    fn from(e: io::Error) -> Error {
+        Error::Io(e)
+    }
+}
+
+impl From<ConfigError> for Error {
+    fn from(e: ConfigError) -> Error {
+        Error::Options(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+    use std::io;
+    use std::string::ToString;
+
+    #[test]
+    fn conversions_and_messages() {
+        let e: Error = io::Error::from(io::ErrorKind::AddrInUse).into();
+        assert!(matches!(&e, Error::Io(io) if io.kind() == io::ErrorKind::AddrInUse));
+        assert!(e.to_string().starts_with("I/O error: "));
+        assert_eq!(Error::Timeout.to_string(), "timed out");
+        assert_eq!(Error::Closed.to_string(), "socket closed");
+        let boxed: std::boxed::Box<dyn std::error::Error> = std::boxed::Box::new(Error::NotFound);
+        assert_eq!(boxed.to_string(), "no such endpoint");
+    }
+}
