@@ -248,6 +248,31 @@ impl Socket {
         }
     }
 
+    /// Send a single-frame message copied from `body`, waiting like [`send`](Self::send)
+    /// (libzmq's `zmq_send`): the frame is copied straight into the peer's output when it
+    /// can go at once (PUSH, DEALER, PAIR with room), with no message allocated.
+    pub fn send_slice(&self, body: &[u8]) -> Result<Sent, Error> {
+        match self.try_send_slice(body) {
+            Err(SendError::WouldBlock(msg)) => self.send_timeout(msg, self.sndtimeo),
+            Ok(sent) => Ok(sent),
+            Err(_) => Err(Error::Closed),
+        }
+    }
+
+    /// [`send_slice`](Self::send_slice) without waiting: `SendError::WouldBlock` hands back
+    /// a message holding a copy.
+    pub fn try_send_slice(&self, body: &[u8]) -> Result<Sent, SendError> {
+        match self
+            .shared
+            .with(self.id, false, |s| s.core.send_slice(body))
+        {
+            Some(r) => r,
+            None => Err(SendError::WouldBlock(Message::from(
+                Bytes::copy_from_slice(body),
+            ))),
+        }
+    }
+
     /// Send without waiting: `SendError::WouldBlock` hands the message back.
     pub fn try_send(&self, msg: impl Into<Message>) -> Result<Sent, SendError> {
         let msg = msg.into();
