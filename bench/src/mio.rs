@@ -73,7 +73,7 @@ fn send_all(socket: &Socket, args: &PeerArgs) -> Result<(), String> {
     let mut buf = vec![0u8; args.size];
     for seq in 0..args.count {
         fill(&mut buf, DATA, seq);
-        socket.send(Bytes::copy_from_slice(&buf)).map_err(err)?;
+        socket.send_slice(&buf).map_err(err)?;
         tick(seq);
     }
     Ok(())
