@@ -129,6 +129,14 @@ struct PeerIo {
     read_queued: bool,
     /// A write of this stream is queued or running.
     write_queued: bool,
+    /// A readable edge came since the last read started. Reads and writes may run in
+    /// an application thread ([`Shared::help`]) while the I/O thread takes in readiness
+    /// events: an edge that comes during a read that then finds the stream empty (or a
+    /// write that then finds it full) must not be lost, so that read (or write) goes
+    /// again.
+    read_edge: bool,
+    /// A writable edge came since the last write started (see `read_edge`).
+    write_edge: bool,
     /// Output taken from the state machine and not yet written: the front of what it
     /// has queued for the peer, which it drops (`advance`) only once written, so that
     /// SNDHWM and LINGER count it until then.
@@ -538,6 +546,8 @@ impl Shared {
                             write_blocked: false,
                             read_queued: false,
                             write_queued: false,
+                            read_edge: false,
+                            write_edge: false,
                             taken: VecDeque::new(),
                         },
                     );
@@ -795,11 +805,14 @@ impl Shared {
                 self.connected(st, id, endpoint, stream, now);
             }
             Io::Peer(peer) => {
+                let io = st.sockets.get_mut(&id)?.peers.get_mut(&peer)?;
                 if event.is_readable() || event.is_read_closed() || event.is_error() {
+                    io.read_edge = true;
                     queue(st, id, peer, false);
                 }
+                let io = st.sockets.get_mut(&id)?.peers.get_mut(&peer)?;
                 if event.is_writable() || event.is_error() {
-                    let io = st.sockets.get_mut(&id)?.peers.get_mut(&peer)?;
+                    io.write_edge = true;
                     if io.write_blocked {
                         io.write_blocked = false;
                         queue(st, id, peer, true);
@@ -823,6 +836,7 @@ impl Shared {
                 io.read_queued = false;
                 return None;
             }
+            io.read_edge = false;
             return Some(Job::Read(io.stream.clone()));
         }
         if io.write_blocked {
@@ -839,6 +853,7 @@ impl Shared {
             io.write_queued = false;
             return None;
         }
+        io.write_edge = false;
         Some(Job::Write(io.stream.clone(), std::mem::take(&mut io.taken)))
     }
 
@@ -860,7 +875,7 @@ impl Shared {
             Done::Read(Ok(n)) => {
                 let data = buf.get(..n).unwrap_or_default();
                 s.core.handle_received(work.peer, now, data);
-                if n < buf.len() {
+                if n < buf.len() && !io.read_edge {
                     // A short read emptied the stream: the next data raises a new edge.
                     io.read_queued = false;
                 } else {
@@ -868,8 +883,10 @@ impl Shared {
                 }
             }
             Done::Read(Err(e)) => match e.kind() {
-                io::ErrorKind::WouldBlock => io.read_queued = false,
-                io::ErrorKind::Interrupted => st.work.push_back(work),
+                io::ErrorKind::WouldBlock if !io.read_edge => io.read_queued = false,
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => {
+                    st.work.push_back(work);
+                }
                 _ => self.lose_peer(st, work.id, work.peer, now),
             },
             Done::Write { written, rest, end } => {
@@ -877,6 +894,8 @@ impl Shared {
                 match end {
                     // Look for more output.
                     WriteEnd::Drained => st.work.push_back(work),
+                    // Room was made since the write started: try again.
+                    WriteEnd::Blocked if io.write_edge => st.work.push_back(work),
                     WriteEnd::Blocked => {
                         io.write_blocked = true;
                         io.write_queued = false;
