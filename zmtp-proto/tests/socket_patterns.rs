@@ -116,26 +116,34 @@ fn dealer_load_balances_out_and_fair_queues_in() {
 
 // ----- high-water marks -----------------------------------------------------------------
 
+type Tweak = fn(&mut Options);
+
+/// The socket types that block at SNDHWM: (sender, its options, a peer type).
+const BLOCKING_SENDERS: &[(SocketType, Tweak, SocketType)] = &[
+    (Push, |_| {}, Pull),
+    (Dealer, |_| {}, Router),
+    (Pair, |_| {}, Pair),
+    // Relaxed, so that a REQ can send again before a reply.
+    (Req, |o| o.req_relaxed = true, Router),
+];
+
+/// A cluster with one sender of `ty` at SNDHWM 3, options tweaked by `f`.
+fn sender_at_hwm_3(seed: u64, ty: SocketType, f: Tweak) -> (Cluster, Node) {
+    let mut c = Cluster::new(seed);
+    let s = c.add(
+        ty,
+        opts(|o| {
+            o.sndhwm = 3;
+            f(o)
+        }),
+    );
+    (c, s)
+}
+
 #[test]
 fn blocking_types_return_would_block_at_sndhwm() {
-    // (sender, its options, a peer type): SNDHWM is 3 for each.
-    type Tweak = fn(&mut Options);
-    let table: &[(SocketType, Tweak, SocketType)] = &[
-        (Push, |_| {}, Pull),
-        (Dealer, |_| {}, Router),
-        (Pair, |_| {}, Pair),
-        // Relaxed, so that a REQ can send again before a reply.
-        (Req, |o| o.req_relaxed = true, Router),
-    ];
-    for (i, &(ty, f, peer_ty)) in table.iter().enumerate() {
-        let mut c = Cluster::new(10 + i as u64);
-        let s = c.add(
-            ty,
-            opts(|o| {
-                o.sndhwm = 3;
-                f(o)
-            }),
-        );
+    for (i, &(ty, f, peer_ty)) in BLOCKING_SENDERS.iter().enumerate() {
+        let (mut c, s) = sender_at_hwm_3(10 + i as u64, ty, f);
         // No peer at all: nothing can take a message.
         assert!(is_would_block(&c.send(s, m(&["x"]))), "{ty:?}");
         let ep = "tcp://127.0.0.1:6000";
@@ -173,22 +181,8 @@ fn blocking_types_return_would_block_at_sndhwm() {
 #[test]
 fn send_slice_is_send_of_a_copy() {
     // Load-balancing types take the copy-free path; the others fall back to `send`.
-    type Tweak = fn(&mut Options);
-    let table: &[(SocketType, Tweak, SocketType)] = &[
-        (Push, |_| {}, Pull),
-        (Dealer, |_| {}, Router),
-        (Pair, |_| {}, Pair),
-        (Req, |o| o.req_relaxed = true, Router),
-    ];
-    for (i, &(ty, f, peer_ty)) in table.iter().enumerate() {
-        let mut c = Cluster::new(40 + i as u64);
-        let s = c.add(
-            ty,
-            opts(|o| {
-                o.sndhwm = 3;
-                f(o)
-            }),
-        );
+    for (i, &(ty, f, peer_ty)) in BLOCKING_SENDERS.iter().enumerate() {
+        let (mut c, s) = sender_at_hwm_3(40 + i as u64, ty, f);
         // No peer: refused, with a message holding a copy.
         match c.socket(s).send_slice(b"early") {
             Err(SendError::WouldBlock(back)) => assert_eq!(texts(&[back]), ["early"], "{ty:?}"),
