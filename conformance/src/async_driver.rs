@@ -149,3 +149,31 @@ impl<R: MatrixRuntime> OurSocket for AsyncSocket<R> {
         }
     }
 }
+
+/// Our socket's monitor events until `done` says enough, or `limit` has passed, blocking
+/// on `rt` from the test thread.
+pub fn our_events<R: MatrixRuntime>(
+    rt: &R,
+    monitor: &mut zmtp_async::Monitor,
+    limit: Duration,
+    done: impl Fn(&zmtp_async::MonitorEvent) -> bool,
+) -> Vec<zmtp_async::MonitorEvent> {
+    rt.block_on(async {
+        let deadline = Instant::now() + limit;
+        let mut seen = Vec::new();
+        while let Some(Some(e)) = timeout(
+            rt,
+            deadline.saturating_duration_since(Instant::now()),
+            monitor.next(),
+        )
+        .await
+        {
+            let stop = done(&e);
+            seen.push(e);
+            if stop {
+                break;
+            }
+        }
+        seen
+    })
+}

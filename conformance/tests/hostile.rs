@@ -28,10 +28,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use zmtp_async::runtime::{timeout, Runtime, Task as _};
-use zmtp_async::{
-    Bytes, Message, MonitorEvent, MonitorEventKind, Options, SendError, Sent, SocketType,
-};
-use zmtp_conformance::async_driver::MatrixRuntime;
+use zmtp_async::{Bytes, Message, MonitorEventKind, Options, SendError, Sent, SocketType};
+use zmtp_conformance::async_driver::{our_events, MatrixRuntime};
 use zmtp_conformance::ffi::{
     Ctx, Monitor, Msg, ZMQ_EVENT_ALL, ZMQ_EVENT_DISCONNECTED, ZMQ_EVENT_HANDSHAKE_SUCCEEDED,
     ZMQ_PULL, ZMQ_PUSH, ZMQ_RCVTIMEO, ZMQ_SUB,
@@ -375,33 +373,6 @@ impl Rng {
     fn bytes(&mut self, n: usize) -> Vec<u8> {
         (0..n).map(|_| self.next() as u8).collect()
     }
-}
-
-/// Our monitor's events until `done` says enough, or `limit`.
-fn our_events<R: MatrixRuntime>(
-    rt: &R,
-    monitor: &mut zmtp_async::Monitor,
-    limit: Duration,
-    done: impl Fn(&MonitorEvent) -> bool,
-) -> Vec<MonitorEvent> {
-    rt.block_on(async {
-        let deadline = Instant::now() + limit;
-        let mut seen = Vec::new();
-        while let Some(Some(e)) = timeout(
-            rt,
-            deadline.saturating_duration_since(Instant::now()),
-            monitor.next(),
-        )
-        .await
-        {
-            let stop = done(&e);
-            seen.push(e);
-            if stop {
-                break;
-            }
-        }
-        seen
-    })
 }
 
 /// The well-behaved libzmq peer kept its one connection throughout: one handshake, no

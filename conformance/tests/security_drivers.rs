@@ -10,12 +10,9 @@
 use std::ffi::c_int;
 use std::time::{Duration, Instant as StdInstant};
 
-use futures_core::Stream;
 use zmtp_async::runtime::{timeout, Runtime, Task as _};
-use zmtp_async::{
-    Authenticator, Bytes, Message, MonitorEvent, MonitorEventKind, Options, Security, SocketType,
-};
-use zmtp_conformance::async_driver::MatrixRuntime;
+use zmtp_async::{Authenticator, Bytes, Message, MonitorEventKind, Options, Security, SocketType};
+use zmtp_conformance::async_driver::{our_events, MatrixRuntime};
 use zmtp_conformance::ffi::{
     Ctx, Monitor, ZSocket, ZMQ_DEALER, ZMQ_EVENT_ALL, ZMQ_EVENT_HANDSHAKE_SUCCEEDED,
     ZMQ_HEARTBEAT_IVL, ZMQ_PUB, ZMQ_PULL, ZMQ_PUSH, ZMQ_SUB,
@@ -86,33 +83,6 @@ fn libzmq_push<'c>(ctx: &'c Ctx, setup: impl Fn(&ZSocket<'c>)) -> (ZSocket<'c>, 
     setup(&z);
     let mon = z.monitor(ctx, ZMQ_EVENT_ALL).expect("monitor");
     (z, mon)
-}
-
-/// Our monitor events up to `limit`, until `done` says enough.
-fn our_events<R: MatrixRuntime>(
-    rt: &R,
-    monitor: &mut zmtp_async::Monitor,
-    limit: Duration,
-    done: impl Fn(&MonitorEvent) -> bool,
-) -> Vec<MonitorEvent> {
-    rt.block_on(async {
-        let mut seen = Vec::new();
-        let deadline = StdInstant::now() + limit;
-        loop {
-            let next = std::future::poll_fn(|cx| std::pin::Pin::new(&mut *monitor).poll_next(cx));
-            let left = deadline.saturating_duration_since(StdInstant::now());
-            match timeout(rt, left, next).await {
-                Some(Some(e)) => {
-                    let stop = done(&e);
-                    seen.push(e);
-                    if stop {
-                        return seen;
-                    }
-                }
-                _ => return seen,
-            }
-        }
-    })
 }
 
 // ----- PLAIN: our server, libzmq clients, judged by the in-code authenticator ------------
