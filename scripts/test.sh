@@ -27,7 +27,7 @@ echo "== zmtp-proto with CURVE, without std"
 cargo build -p zmtp-proto --no-default-features --features curve
 cargo clippy -p zmtp-proto --no-default-features --features curve -- -D warnings
 echo "== docs (broken links and missing docs are errors)"
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -q -p zmtp-proto -p zmtp-async -p zmtp-tokio -p zmtp-smol -p zmtp-mio -p zmtp-conformance
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -q -p zmtp-proto -p zmtp-driver -p zmtp-async -p zmtp-tokio -p zmtp-smol -p zmtp-mio -p zmtp-conformance
 echo "== tests"
 # The workspace build has CURVE on (the tokio driver enables it); the core alone is tested
 # without it too.

@@ -13,16 +13,10 @@
 //! for tests and nothing else.
 
 use std::collections::BTreeMap;
-use std::io::{self, Read, Write};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::os::linux::net::SocketAddrExt;
-use std::os::unix::fs::FileTypeExt;
-use std::os::unix::net::{self as unix, UnixListener, UnixStream};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::io;
 use std::time::{Duration, Instant as StdInstant};
 
-use zmtp_proto::socket::endpoint::{Host, IpcEndpoint, TcpEndpoint};
+use zmtp_driver::{listen_ipc, listen_tcp, resolve_blocking, Listening, StdTransport};
 use zmtp_proto::socket::{
     Endpoint, EndpointId, Event, Message, MonitorEvent, MonitorEventKind, Options, PeerId,
     SendError, Sent, Socket,
@@ -31,191 +25,39 @@ use zmtp_proto::{Instant, SocketType};
 
 /// Size of one read.
 const READ_CHUNK: usize = 64 * 1024;
+/// The longest wait for one TCP connect (local connects finish at once).
+const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// A [`Socket`] driven over real TCP or Unix-domain streams by polling.
 #[derive(Debug)]
 pub struct SocketDriver {
     socket: Socket,
     start: StdInstant,
-    listeners: BTreeMap<EndpointId, Listener>,
-    streams: BTreeMap<PeerId, Stream>,
+    /// Listeners (with their socket files, removed when they are dropped).
+    listeners: BTreeMap<EndpointId, Listening>,
+    streams: BTreeMap<PeerId, StdTransport>,
     monitor: Vec<MonitorEvent>,
     scratch: Vec<u8>,
     /// Peers whose last write would have blocked.
     unwritten: Vec<PeerId>,
 }
 
-fn tcp_addr(tcp: &TcpEndpoint) -> io::Result<SocketAddr> {
-    let port = tcp.port.unwrap_or(0);
-    let ip = match &tcp.host {
-        Host::Any => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-        Host::Ipv4(a) => IpAddr::V4(*a),
-        Host::Ipv6(a) => IpAddr::V6(*a),
-        Host::Name(name) => {
-            return (name.as_str(), port)
-                .to_socket_addrs()?
-                .next()
-                .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "host not found"));
-        }
-    };
-    Ok(SocketAddr::new(ip, port))
-}
-
-/// A listening socket of either transport.
-#[derive(Debug)]
-enum Listener {
-    Tcp(TcpListener),
-    /// A Unix-domain listener; `path` is the socket file to remove when it closes (none
-    /// for abstract names).
-    Ipc {
-        listener: UnixListener,
-        path: Option<PathBuf>,
-    },
-}
-
-impl Listener {
-    /// Listen on `addr`; returns the listener and the resolved endpoint text.
-    fn bind(addr: &Endpoint) -> io::Result<(Listener, String)> {
-        match addr {
-            Endpoint::Tcp(tcp) => {
-                let listener = TcpListener::bind(tcp_addr(tcp)?)?;
-                listener.set_nonblocking(true)?;
-                let local = listener.local_addr()?;
-                Ok((Listener::Tcp(listener), format!("tcp://{local}")))
-            }
-            Endpoint::Ipc(IpcEndpoint::Abstract(name)) => {
-                let sa = unix::SocketAddr::from_abstract_name(name.as_bytes())?;
-                let listener = UnixListener::bind_addr(&sa)?;
-                listener.set_nonblocking(true)?;
-                let listener = Listener::Ipc {
-                    listener,
-                    path: None,
-                };
-                Ok((listener, addr.to_string()))
-            }
-            Endpoint::Ipc(IpcEndpoint::Path(path)) => {
-                let path = if path == "*" {
-                    wildcard_ipc_path()
-                } else {
-                    PathBuf::from(path)
-                };
-                remove_stale_socket(&path);
-                let listener = UnixListener::bind(&path)?;
-                listener.set_nonblocking(true)?;
-                let text = format!("ipc://{}", path.display());
-                let listener = Listener::Ipc {
-                    listener,
-                    path: Some(path),
-                };
-                Ok((listener, text))
-            }
-            _ => Err(unsupported()),
-        }
-    }
-
-    fn accept(&self) -> io::Result<Stream> {
-        match self {
-            Listener::Tcp(l) => l.accept().map(|(s, _)| Stream::Tcp(s)),
-            Listener::Ipc { listener, .. } => listener.accept().map(|(s, _)| Stream::Ipc(s)),
-        }
-    }
-}
-
-impl Drop for Listener {
-    fn drop(&mut self) {
-        if let Listener::Ipc {
-            path: Some(path), ..
-        } = self
-        {
-            let _ = std::fs::remove_file(path);
-        }
-    }
-}
-
-/// A connected stream of either transport.
-#[derive(Debug)]
-enum Stream {
-    Tcp(TcpStream),
-    Ipc(UnixStream),
-}
-
-impl Stream {
-    /// Connect to `addr` (blocking, bounded for TCP: local connects finish at once).
-    fn connect(addr: &Endpoint) -> io::Result<Stream> {
-        match addr {
-            Endpoint::Tcp(tcp) => {
-                let stream =
-                    TcpStream::connect_timeout(&tcp_addr(tcp)?, Duration::from_millis(500))?;
-                Ok(Stream::Tcp(stream))
-            }
-            Endpoint::Ipc(IpcEndpoint::Abstract(name)) => {
-                let sa = unix::SocketAddr::from_abstract_name(name.as_bytes())?;
-                Ok(Stream::Ipc(UnixStream::connect_addr(&sa)?))
-            }
-            Endpoint::Ipc(IpcEndpoint::Path(path)) => Ok(Stream::Ipc(UnixStream::connect(path)?)),
-            _ => Err(unsupported()),
-        }
-    }
-
-    fn configure(&self) -> io::Result<()> {
-        match self {
-            Stream::Tcp(s) => {
-                s.set_nodelay(true)?;
-                s.set_nonblocking(true)
-            }
-            Stream::Ipc(s) => s.set_nonblocking(true),
-        }
-    }
-}
-
-impl Read for Stream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Stream::Tcp(s) => s.read(buf),
-            Stream::Ipc(s) => s.read(buf),
-        }
-    }
-}
-
-impl Write for Stream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Stream::Tcp(s) => s.write(buf),
-            Stream::Ipc(s) => s.write(buf),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-fn unsupported() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::Unsupported,
-        "this test driver speaks tcp and ipc only",
-    )
-}
-
-/// A fresh socket file name for `ipc://*`.
-fn wildcard_ipc_path() -> PathBuf {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    std::env::temp_dir().join(format!("zmtp-ipc-{}-{n}", std::process::id()))
-}
-
-/// Remove a socket file left behind by an earlier listener (only a socket, never another
-/// kind of file).
-fn remove_stale_socket(path: &std::path::Path) {
-    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
-        let _ = std::fs::remove_file(path);
+/// Listen on `addr` (blocking to resolve a host name).
+fn listen(addr: &Endpoint) -> io::Result<Listening> {
+    match addr {
+        Endpoint::Tcp(tcp) => listen_tcp(&resolve_blocking(tcp)?),
+        Endpoint::Ipc(ipc) => listen_ipc(ipc),
+        Endpoint::Inproc(_) => Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this test driver speaks tcp and ipc only",
+        )),
     }
 }
 
 impl SocketDriver {
     /// A driver for a new socket of type `ty`, reporting every monitor event.
     pub fn new(ty: SocketType, options: Options) -> SocketDriver {
-        let mut socket = Socket::new(ty, options, 0x5EED).expect("valid options");
+        let mut socket = zmtp_driver::new_socket(ty, options).expect("valid options");
         socket.set_monitor(0xFFFF);
         SocketDriver {
             socket,
@@ -264,22 +106,26 @@ impl SocketDriver {
         while let Some(event) = self.socket.poll_event() {
             let now = self.now();
             match event {
-                Event::Listen { endpoint, addr } => match Listener::bind(&addr) {
-                    Ok((listener, resolved)) => {
-                        self.socket.handle_listening(endpoint, &resolved);
-                        self.listeners.insert(endpoint, listener);
+                Event::Listen { endpoint, addr } => match listen(&addr) {
+                    Ok(listening) => {
+                        self.socket.handle_listening(endpoint, &listening.endpoint);
+                        self.listeners.insert(endpoint, listening);
                     }
                     Err(e) => self
                         .socket
                         .handle_bind_failed(endpoint, e.raw_os_error().unwrap_or(0) as u32),
                 },
-                Event::Connect { endpoint, addr } => match Stream::connect(&addr) {
-                    Ok(stream) => match self.socket.handle_connected(endpoint, now) {
-                        Some(peer) => self.add_stream(peer, stream),
-                        None => drop(stream),
-                    },
-                    Err(_) => self.socket.handle_connect_failed(endpoint, now),
-                },
+                Event::Connect { endpoint, addr } => {
+                    match StdTransport::connect_blocking(&addr, CONNECT_TIMEOUT) {
+                        Ok(stream) => match self.socket.handle_connected(endpoint, now) {
+                            Some(peer) => {
+                                self.streams.insert(peer, stream);
+                            }
+                            None => drop(stream),
+                        },
+                        Err(_) => self.socket.handle_connect_failed(endpoint, now),
+                    }
+                }
                 Event::StopListening { endpoint } => {
                     self.listeners.remove(&endpoint);
                 }
@@ -292,11 +138,6 @@ impl SocketDriver {
         }
     }
 
-    fn add_stream(&mut self, peer: PeerId, stream: Stream) {
-        stream.configure().expect("non-blocking stream");
-        self.streams.insert(peer, stream);
-    }
-
     /// One round: events, accepts, reads, writes, timers. Returns whether anything moved.
     pub fn step(&mut self) -> bool {
         let mut moved = false;
@@ -304,10 +145,12 @@ impl SocketDriver {
         // Accept.
         let listening: Vec<EndpointId> = self.listeners.keys().copied().collect();
         for ep in listening {
-            while let Some(Ok(stream)) = self.listeners.get(&ep).map(Listener::accept) {
+            while let Some(Ok(stream)) = self.listeners.get(&ep).map(|l| l.listener.accept()) {
                 moved = true;
                 match self.socket.handle_accepted(ep, self.now()) {
-                    Some(peer) => self.add_stream(peer, stream),
+                    Some(peer) => {
+                        self.streams.insert(peer, stream);
+                    }
                     None => drop(stream),
                 }
             }

@@ -9,7 +9,6 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::io;
-use std::net::SocketAddr;
 use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -17,16 +16,17 @@ use std::task::Poll;
 use std::time::Instant as StdInstant;
 
 use tokio::sync::{mpsc, oneshot, Notify};
-use zmtp_proto::socket::endpoint::{Host, IpcEndpoint};
+use zmtp_driver::{listen_ipc, listen_tcp, Attempts, Listening, SocketFile, StdListener, TcpAddrs};
+use zmtp_proto::socket::endpoint::IpcEndpoint;
 use zmtp_proto::socket::{
     AuthReply, Authenticator, Endpoint, EndpointId, Event, MonitorEvent, PeerId,
     Socket as ProtoSocket, ZapRequest,
 };
 use zmtp_proto::Instant;
 
-use crate::runtime::{Acceptor as _, Runtime, Task as _, TcpConnection as _};
-use crate::stream::{
-    inproc_bind, inproc_connect, inproc_is_bound, inproc_unbind, InprocStream, Stream,
+use crate::runtime::{Acceptor as _, Runtime, Task as _};
+use crate::transport::{
+    inproc_bind, inproc_connect, inproc_is_bound, inproc_unbind, InprocStream, Transport,
 };
 
 /// Where libzmq-style ZAP handlers listen (RFC 27).
@@ -62,7 +62,7 @@ pub(crate) struct Inner<R: Runtime> {
 
 #[derive(Debug)]
 struct PeerIo<R: Runtime> {
-    stream: Arc<Stream<R>>,
+    stream: Arc<Transport<R>>,
     task: R::Task,
     /// Wakes the peer's task: its interest changed (write blocked, reads resumed).
     wake: Arc<Notify>,
@@ -71,10 +71,15 @@ struct PeerIo<R: Runtime> {
     flush_pending: bool,
 }
 
+/// A listening endpoint: the task that accepts on it (or, for a host name, that resolves
+/// it first) and what to clean up when it stops.
 #[derive(Debug)]
 struct Listener<R: Runtime> {
     task: R::Task,
-    addr: Endpoint,
+    /// The name of an `inproc://` endpoint, unbound when listening stops.
+    inproc: Option<String>,
+    /// The socket file of an `ipc://` path, removed when listening stops.
+    _socket_file: Option<SocketFile>,
 }
 
 /// The state machine and the I/O resources it directs.
@@ -233,7 +238,7 @@ impl<R: Runtime> Inner<R> {
             return;
         };
         let stream = io.stream.clone();
-        if let Stream::Inproc(pipe) = &*stream {
+        if let Transport::Inproc(pipe) = &*stream {
             // In process: chunks change hands, large bodies without a copy.
             let mut failed = false;
             let n = core.socket.transmit_bytes(peer, |chunk| {
@@ -291,8 +296,13 @@ impl<R: Runtime> Inner<R> {
 
     /// Read what a peer's stream has and feed it to the socket. Returns true when it
     /// stopped with more perhaps waiting (the caller yields, then reads again).
-    fn read_peer(self: &Arc<Self>, core: &mut Core<R>, peer: PeerId, stream: &Stream<R>) -> bool {
-        if let Stream::Inproc(pipe) = stream {
+    fn read_peer(
+        self: &Arc<Self>,
+        core: &mut Core<R>,
+        peer: PeerId,
+        stream: &Transport<R>,
+    ) -> bool {
+        if let Transport::Inproc(pipe) = stream {
             return self.read_inproc(core, peer, pipe);
         }
         for _ in 0..READS_PER_WAKE {
@@ -368,7 +378,7 @@ impl<R: Runtime> Inner<R> {
         }
     }
 
-    fn add_peer(self: &Arc<Self>, core: &mut Core<R>, peer: PeerId, stream: Stream<R>) {
+    fn add_peer(self: &Arc<Self>, core: &mut Core<R>, peer: PeerId, stream: Transport<R>) {
         let stream = Arc::new(stream);
         let wake = Arc::new(Notify::new());
         let task = self
@@ -386,29 +396,95 @@ impl<R: Runtime> Inner<R> {
         );
     }
 
+    /// Register a bound listener with the runtime: its acceptor and the resolved endpoint;
+    /// its socket file (if any) goes to `socket_file`.
+    fn acceptor(
+        &self,
+        listening: io::Result<Listening>,
+        socket_file: &mut Option<SocketFile>,
+    ) -> io::Result<(Acceptor<R>, String)> {
+        let Listening {
+            listener,
+            endpoint,
+            socket_file: file,
+        } = listening?;
+        *socket_file = file;
+        let acceptor = match listener {
+            StdListener::Tcp(l) => Acceptor::Tcp(self.runtime.tcp_listener(l)?),
+            StdListener::Unix(l) => Acceptor::Unix(self.runtime.unix_listener(l)?),
+        };
+        Ok((acceptor, endpoint))
+    }
+
+    /// Report how a bind went, to the socket and to `bind`'s caller; the acceptor to run
+    /// if it is listening.
+    fn listened(
+        &self,
+        core: &mut Core<R>,
+        endpoint: EndpointId,
+        bound: io::Result<(Acceptor<R>, String)>,
+    ) -> Option<Acceptor<R>> {
+        let (acceptor, reply) = match bound {
+            Ok((acceptor, resolved)) => {
+                core.socket.handle_listening(endpoint, &resolved);
+                (Some(acceptor), Ok(resolved))
+            }
+            Err(e) => {
+                let errno = e.raw_os_error().unwrap_or(0);
+                core.socket
+                    .handle_bind_failed(endpoint, u32::try_from(errno).unwrap_or(0));
+                (None, Err(e))
+            }
+        };
+        if let Some(waiter) = core.bind_waiters.remove(&endpoint) {
+            let _ = waiter.send(reply);
+        }
+        acceptor
+    }
+
     #[inline(never)]
     fn handle_event(self: &Arc<Self>, core: &mut Core<R>, event: Event) {
         match event {
             Event::Listen { endpoint, addr } => {
-                let result = listen(&self.runtime, &addr);
-                let reply = match result {
-                    Ok((acceptor, resolved)) => {
-                        core.socket.handle_listening(endpoint, &resolved);
-                        let task =
-                            self.runtime
-                                .spawn(accept_task(self.clone(), endpoint, acceptor));
-                        core.listeners.insert(endpoint, Listener { task, addr });
-                        Ok(resolved)
-                    }
-                    Err(e) => {
-                        let errno = e.raw_os_error().unwrap_or(0);
-                        core.socket
-                            .handle_bind_failed(endpoint, u32::try_from(errno).unwrap_or(0));
-                        Err(e)
+                let mut inproc = None;
+                let mut socket_file = None;
+                let bound = match &addr {
+                    Endpoint::Tcp(tcp) => match TcpAddrs::of(tcp) {
+                        TcpAddrs::Known(a) => self.acceptor(listen_tcp(&[a]), &mut socket_file),
+                        TcpAddrs::Lookup { host, port } => {
+                            // A name: resolved on the runtime, without the lock, by the
+                            // task that then binds and accepts.
+                            let task = self.runtime.spawn(resolve_and_accept_task(
+                                self.clone(),
+                                endpoint,
+                                host,
+                                port,
+                            ));
+                            let listener = Listener {
+                                task,
+                                inproc: None,
+                                _socket_file: None,
+                            };
+                            core.listeners.insert(endpoint, listener);
+                            return;
+                        }
+                    },
+                    Endpoint::Ipc(ipc) => self.acceptor(listen_ipc(ipc), &mut socket_file),
+                    Endpoint::Inproc(name) => {
+                        inproc = Some(name.clone());
+                        inproc_bind(name).map(|rx| (Acceptor::Inproc(rx), addr.to_string()))
                     }
                 };
-                if let Some(waiter) = core.bind_waiters.remove(&endpoint) {
-                    let _ = waiter.send(reply);
+                if let Some(acceptor) = self.listened(core, endpoint, bound) {
+                    let task = self
+                        .runtime
+                        .spawn(accept_task(self.clone(), endpoint, acceptor));
+                    let listener = Listener {
+                        task,
+                        inproc,
+                        _socket_file: socket_file,
+                    };
+                    core.listeners.insert(endpoint, listener);
                 }
             }
             Event::Connect { endpoint, addr } => {
@@ -420,13 +496,10 @@ impl<R: Runtime> Inner<R> {
             Event::StopListening { endpoint } => {
                 if let Some(l) = core.listeners.remove(&endpoint) {
                     l.task.abort();
-                    match &l.addr {
-                        Endpoint::Inproc(name) => inproc_unbind(name),
-                        Endpoint::Ipc(IpcEndpoint::Path(path)) => {
-                            let _ = std::fs::remove_file(path);
-                        }
-                        _ => {}
+                    if let Some(name) = &l.inproc {
+                        inproc_unbind(name);
                     }
+                    // Dropping the listener removes its socket file.
                 }
             }
             Event::ClosePeer { peer } => self.drop_peer(core, peer),
@@ -464,6 +537,8 @@ impl<R: Runtime> Inner<R> {
                     l.task.abort();
                 }
                 core.monitors.clear();
+                // A bind still resolving its host name fails with `Closed`.
+                core.bind_waiters.clear();
                 self.closed.notify_waiters();
                 self.timer.notify_one();
             }
@@ -479,85 +554,67 @@ enum Acceptor<R: Runtime> {
     Inproc(mpsc::UnboundedReceiver<InprocStream>),
 }
 
-fn abstract_addr(name: &str) -> io::Result<std::os::unix::net::SocketAddr> {
-    use std::os::linux::net::SocketAddrExt;
-    std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
-}
-
-/// Start listening (synchronously: binding is immediate); returns the resolved endpoint.
-fn listen<R: Runtime>(runtime: &R, addr: &Endpoint) -> io::Result<(Acceptor<R>, String)> {
+/// Connect to a `tcp://` or `ipc://` endpoint (a name is resolved on the runtime, and its
+/// addresses tried in order), or to a bound `inproc://` name.
+async fn connect<R: Runtime>(runtime: &R, addr: &Endpoint) -> io::Result<Transport<R>> {
     match addr {
         Endpoint::Tcp(tcp) => {
-            let addrs = tcp.socket_addrs()?;
-            let std_listener = std::net::TcpListener::bind(&addrs[..])?;
-            std_listener.set_nonblocking(true)?;
-            let local = std_listener.local_addr()?;
-            let listener = runtime.tcp_listener(std_listener)?;
-            Ok((Acceptor::Tcp(listener), format!("tcp://{local}")))
-        }
-        Endpoint::Ipc(IpcEndpoint::Path(path)) => {
-            // A socket file left by an earlier process would make bind fail.
-            let _ = std::fs::remove_file(path);
-            let std_listener = std::os::unix::net::UnixListener::bind(path)?;
-            std_listener.set_nonblocking(true)?;
-            let listener = runtime.unix_listener(std_listener)?;
-            Ok((Acceptor::Unix(listener), format!("ipc://{path}")))
-        }
-        Endpoint::Ipc(IpcEndpoint::Abstract(name)) => {
-            let std_listener = std::os::unix::net::UnixListener::bind_addr(&abstract_addr(name)?)?;
-            std_listener.set_nonblocking(true)?;
-            let listener = runtime.unix_listener(std_listener)?;
-            Ok((Acceptor::Unix(listener), format!("ipc://@{name}")))
-        }
-        Endpoint::Inproc(name) => Ok((
-            Acceptor::Inproc(inproc_bind(name)?),
-            format!("inproc://{name}"),
-        )),
-    }
-}
-
-/// Connect to the first of `addrs` that accepts; the last error if none does.
-async fn tcp_connect<R: Runtime>(runtime: &R, addrs: Vec<SocketAddr>) -> io::Result<R::Tcp> {
-    let mut last = None;
-    for addr in addrs {
-        match runtime.tcp_connect(addr).await {
-            Ok(stream) => return Ok(stream),
-            Err(e) => last = Some(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "could not resolve to any address",
-        )
-    }))
-}
-
-async fn connect<R: Runtime>(runtime: &R, addr: &Endpoint) -> io::Result<Stream<R>> {
-    match addr {
-        Endpoint::Tcp(tcp) => {
-            let addrs = match &tcp.host {
-                Host::Name(name) => runtime.resolve(name.clone(), tcp.port.unwrap_or(0)).await?,
-                _ => tcp.socket_addrs()?,
+            let addrs = match TcpAddrs::of(tcp) {
+                TcpAddrs::Known(a) => vec![a],
+                TcpAddrs::Lookup { host, port } => runtime.resolve(host, port).await?,
             };
-            let stream = tcp_connect(runtime, addrs).await?;
-            // Connecting to a free local port in the ephemeral range can meet itself (TCP
-            // simultaneous open): that is no peer, only a refused connection.
-            if stream.local_addr()? == stream.peer_addr()? {
-                return Err(io::ErrorKind::ConnectionRefused.into());
+            let mut attempts = Attempts::new(addrs);
+            while let Some(a) = attempts.next() {
+                match runtime.tcp_connect(a).await {
+                    Ok(stream) => match zmtp_driver::tcp_connected(&stream) {
+                        Ok(()) => return Ok(Transport::Tcp(stream)),
+                        Err(e) => attempts.failed(e),
+                    },
+                    Err(e) => attempts.failed(e),
+                }
             }
-            stream.set_nodelay(true)?;
-            Ok(Stream::Tcp(stream))
+            Err(attempts.into_error())
         }
-        Endpoint::Ipc(IpcEndpoint::Path(path)) => Ok(Stream::Unix(
+        Endpoint::Ipc(IpcEndpoint::Path(path)) => Ok(Transport::Unix(
             runtime.unix_connect(std::path::Path::new(path)).await?,
         )),
-        Endpoint::Ipc(IpcEndpoint::Abstract(name)) => {
-            let std_stream = std::os::unix::net::UnixStream::connect_addr(&abstract_addr(name)?)?;
-            std_stream.set_nonblocking(true)?;
-            Ok(Stream::Unix(runtime.unix_from_std(std_stream)?))
+        Endpoint::Ipc(ipc @ IpcEndpoint::Abstract(_)) => Ok(Transport::Unix(
+            runtime.unix_from_std(zmtp_driver::transport::connect_ipc(ipc)?)?,
+        )),
+        Endpoint::Inproc(name) => Ok(Transport::Inproc(inproc_connect(name)?)),
+    }
+}
+
+/// Listen on a `tcp://` endpoint whose host is a name: resolve it on the runtime, bind the
+/// first address that binds, report, then accept as [`accept_task`].
+async fn resolve_and_accept_task<R: Runtime>(
+    inner: Arc<Inner<R>>,
+    endpoint: EndpointId,
+    host: String,
+    port: u16,
+) {
+    let listening = inner
+        .runtime
+        .resolve(host, port)
+        .await
+        .and_then(|addrs| listen_tcp(&addrs));
+    let acceptor = {
+        let mut core = inner.lock();
+        if !core.listeners.contains_key(&endpoint) {
+            // Stopped meanwhile.
+            return;
         }
-        Endpoint::Inproc(name) => Ok(Stream::Inproc(inproc_connect(name)?)),
+        let bound = inner.acceptor(listening, &mut None);
+        let acceptor = inner.listened(&mut core, endpoint, bound);
+        if acceptor.is_none() {
+            // Nothing to stop later: this task ends.
+            core.listeners.remove(&endpoint);
+        }
+        inner.pump(&mut core);
+        acceptor
+    };
+    if let Some(acceptor) = acceptor {
+        accept_task(inner, endpoint, acceptor).await;
     }
 }
 
@@ -585,17 +642,17 @@ async fn accept_task<R: Runtime>(
         let stream = match &mut acceptor {
             Acceptor::Tcp(l) => match l.accept().await {
                 Ok(s) => {
-                    let _ = s.set_nodelay(true);
-                    Stream::Tcp(s)
+                    let _ = zmtp_driver::tcp_accepted(&s);
+                    Transport::Tcp(s)
                 }
                 Err(_) => continue,
             },
             Acceptor::Unix(l) => match l.accept().await {
-                Ok(s) => Stream::Unix(s),
+                Ok(s) => Transport::Unix(s),
                 Err(_) => continue,
             },
             Acceptor::Inproc(rx) => match rx.recv().await {
-                Some(s) => Stream::Inproc(s),
+                Some(s) => Transport::Inproc(s),
                 None => return,
             },
         };
@@ -611,7 +668,7 @@ async fn accept_task<R: Runtime>(
 async fn peer_task<R: Runtime>(
     inner: Arc<Inner<R>>,
     peer: PeerId,
-    stream: Arc<Stream<R>>,
+    stream: Arc<Transport<R>>,
     wake: Arc<Notify>,
 ) {
     loop {

@@ -21,13 +21,12 @@
 
 mod core;
 pub mod runtime;
-mod stream;
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing;
+mod transport;
 mod wait;
 
-use std::io;
 use std::pin::{pin, Pin};
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -39,9 +38,9 @@ use crate::core::Inner;
 pub use crate::runtime::Runtime;
 use crate::wait::Waiter;
 pub use crate::wait::{RecvFuture, SendFuture};
-pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey};
 /// Why an operation failed: the error type shared by every driver's sockets.
-pub use zmtp_proto::driver::Error;
+pub use zmtp_driver::Error;
+pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey};
 pub use zmtp_proto::mechanism::Security;
 pub use zmtp_proto::socket::{
     AuthReply, Authenticator, EndpointError, Message, MonitorEvent, MonitorEventKind, Options,
@@ -62,17 +61,7 @@ pub struct Socket<R: Runtime> {
 /// A new CURVE key pair from the operating system's random generator (`zmq_curve_keypair`).
 /// Print the keys with [`z85::encode_key`].
 pub fn curve_keypair() -> Result<KeyPair, Error> {
-    let mut secret = [0u8; 32];
-    getrandom::fill(&mut secret).map_err(|e| Error::Io(io::Error::other(e)))?;
-    Ok(KeyPair::from_secret(secret))
-}
-
-/// A seed for the core's starting values (generated routing ids, REQ correlation ids).
-fn seed() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(std::process::id().into());
-    h.finish()
+    zmtp_driver::curve_keypair()
 }
 
 impl<R: Runtime> Socket<R> {
@@ -89,12 +78,8 @@ impl<R: Runtime> Socket<R> {
 
     /// A socket of type `ty` with `options` whose I/O runs on `runtime`.
     pub fn with_runtime(runtime: R, ty: SocketType, options: Options) -> Result<Socket<R>, Error> {
-        let mut socket =
-            zmtp_proto::socket::Socket::new(ty, options, seed()).map_err(Error::Options)?;
-        // CURVE's keys and nonces come from the operating system's generator.
-        let mut entropy = [0u8; 32];
-        getrandom::fill(&mut entropy).map_err(|e| Error::Io(io::Error::other(e)))?;
-        socket.set_entropy(entropy);
+        // Its starting values and CURVE's keys and nonces come from the operating system.
+        let socket = zmtp_driver::new_socket(ty, options)?;
         Ok(Socket {
             inner: Inner::new(socket, runtime),
         })

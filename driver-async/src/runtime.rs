@@ -13,9 +13,13 @@ use std::time::Instant;
 
 use zmtp_proto::BytesMut;
 
+/// What a connect or an accept needs of a TCP stream (addresses, `TCP_NODELAY`): a
+/// runtime's [`Runtime::Tcp`] implements it, next to [`ByteStream`].
+pub use zmtp_driver::TcpSetup;
+
 /// A connected byte stream (TCP or Unix-domain) in non-blocking mode, with readiness
 /// futures: the shape of tokio's `TcpStream` and async-io's `Async<TcpStream>`.
-pub trait Connection: Send + Sync + Debug + 'static {
+pub trait ByteStream: Send + Sync + Debug + 'static {
     /// Wait until the stream may be readable (spurious wake-ups are allowed: the following
     /// `try_read_buf` then fails with `WouldBlock`).
     fn readable(&self) -> impl Future<Output = io::Result<()>> + Send + '_;
@@ -28,16 +32,6 @@ pub trait Connection: Send + Sync + Debug + 'static {
     fn try_write(&self, data: &[u8]) -> io::Result<usize>;
     /// [`try_write`](Self::try_write) gathering several buffers.
     fn try_write_vectored(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize>;
-}
-
-/// A TCP [`Connection`]: its addresses and Nagle's algorithm.
-pub trait TcpConnection: Connection {
-    /// The local address.
-    fn local_addr(&self) -> io::Result<SocketAddr>;
-    /// The peer's address.
-    fn peer_addr(&self) -> io::Result<SocketAddr>;
-    /// Set `TCP_NODELAY`.
-    fn set_nodelay(&self, nodelay: bool) -> io::Result<()>;
 }
 
 /// A listening socket.
@@ -58,9 +52,9 @@ pub trait Runtime: Clone + Send + Sync + Debug + 'static {
     /// A spawned task's handle.
     type Task: Task;
     /// A TCP stream.
-    type Tcp: TcpConnection;
+    type Tcp: ByteStream + TcpSetup;
     /// A Unix-domain stream.
-    type Unix: Connection;
+    type Unix: ByteStream;
     /// A TCP listener.
     type TcpListener: Acceptor<Self::Tcp>;
     /// A Unix-domain listener.

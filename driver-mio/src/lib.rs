@@ -32,14 +32,13 @@
 
 mod reactor;
 
-use std::io;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant as StdInstant};
 
 use reactor::Shared;
-pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey};
 /// Why an operation failed: the error type shared by every driver's sockets.
-pub use zmtp_proto::driver::Error;
+pub use zmtp_driver::Error;
+pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey};
 pub use zmtp_proto::mechanism::Security;
 pub use zmtp_proto::socket::{
     AuthReply, Authenticator, EndpointError, Message, MonitorEvent, MonitorEventKind, Options,
@@ -75,14 +74,8 @@ impl Context {
 
     /// A socket of type `ty` with `options`.
     pub fn socket_with(&self, ty: SocketType, options: Options) -> Result<Socket, Error> {
-        let mut seed = [0u8; 8];
-        let mut entropy = [0u8; 32];
-        getrandom::fill(&mut seed).map_err(|e| Error::Io(io::Error::other(e)))?;
-        getrandom::fill(&mut entropy).map_err(|e| Error::Io(io::Error::other(e)))?;
-        let mut core = zmtp_proto::socket::Socket::new(ty, options, u64::from_le_bytes(seed))
-            .map_err(Error::Options)?;
-        // CURVE's keys and nonces come from the operating system's generator.
-        core.set_entropy(entropy);
+        // Its starting values and CURVE's keys and nonces come from the operating system.
+        let core = zmtp_driver::new_socket(ty, options)?;
         let id = self.shared.add(core);
         Ok(Socket {
             shared: self.shared.clone(),
@@ -161,9 +154,17 @@ impl Socket {
     pub fn bind(&self, endpoint: &str) -> Result<String, Error> {
         refuse_inproc(endpoint)?;
         let id = self.with(true, |s| s.core.bind(endpoint))??;
-        self.with(false, |s| s.bound.remove(&id))?
-            .unwrap_or(Err(io::ErrorKind::Other.into()))
-            .map_err(Error::Io)
+        // At once, unless a host name is being looked up.
+        loop {
+            match self.with(false, |s| (s.bound.remove(&id), s.closed))? {
+                (Some(result), _) => return result.map_err(Error::Io),
+                (None, true) => return Err(Error::Closed),
+                (None, false) => {
+                    self.shared
+                        .wait_for(self.id, None, |s| s.closed || s.bound.contains_key(&id));
+                }
+            }
+        }
     }
 
     /// Connect to `endpoint`; returns at once (connecting and reconnecting go on in the

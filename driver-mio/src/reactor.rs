@@ -24,19 +24,20 @@
 //! - `io_loop`: the I/O thread's loop (readiness, timers, then queued work);
 //! - `work`: the work queue (reads and writes, run without the lock);
 //! - `waiters`: threads waiting on a socket or in `poll`, and their signals;
-//! - `registry`: streams and listeners under poll tokens, and the socket's events;
-//! - `transport`: TCP and IPC streams and listeners.
+//! - `registry`: streams and listeners under poll tokens, and the socket's events.
+//!
+//! Streams and listeners are `std`'s, set up by `zmtp-driver` and registered by file
+//! descriptor; only a connect in progress is `mio`'s (`std` has no non-blocking connect).
 
 mod io_loop;
 mod registry;
-mod transport;
 mod waiters;
 mod work;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io;
 use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant as StdInstant};
 
 use mio::net::TcpStream;
@@ -45,9 +46,9 @@ use zmtp_proto::socket::{Authenticator, EndpointId, MonitorEvent, PeerId, Socket
 use zmtp_proto::{Bytes, Instant};
 
 use io_loop::io_thread;
-use transport::{Listener, Stream};
 use waiters::Waiters;
 use work::{queue, Work};
+use zmtp_driver::{Attempts, SocketFile, StdListener, StdTransport};
 
 /// The waker's token; streams and listeners count up from 1.
 const WAKER: Token = Token(0);
@@ -63,6 +64,8 @@ pub(crate) struct Shared {
     registry: Registry,
     waker: Waker,
     start: StdInstant,
+    /// This context, for the threads that look host names up.
+    me: Weak<Shared>,
 }
 
 impl Drop for Shared {
@@ -73,7 +76,7 @@ impl Drop for Shared {
 }
 
 struct PeerIo {
-    stream: Arc<Stream>,
+    stream: Arc<StdTransport>,
     /// The stream's token: unique per stream, so a result that comes back for a stream
     /// replaced meanwhile is recognised.
     token: Token,
@@ -105,12 +108,30 @@ enum Io {
     Connecting(EndpointId),
 }
 
+/// A listening endpoint.
+struct Listener {
+    listener: StdListener,
+    token: Token,
+    /// The socket file of an `ipc://` path, removed when listening stops.
+    _socket_file: Option<SocketFile>,
+}
+
+/// A TCP connect in progress, and the addresses left to try if it fails.
+struct Connecting {
+    stream: TcpStream,
+    token: Token,
+    attempts: Attempts,
+}
+
 /// One socket's state machine and the streams it directs.
 pub(crate) struct Sock {
     pub(crate) core: ProtoSocket,
     peers: BTreeMap<PeerId, PeerIo>,
-    listeners: BTreeMap<EndpointId, (Listener, Token)>,
-    connecting: BTreeMap<EndpointId, (TcpStream, Token)>,
+    listeners: BTreeMap<EndpointId, Listener>,
+    connecting: BTreeMap<EndpointId, Connecting>,
+    /// Endpoints whose host name is being looked up (off the lock, on a thread of its
+    /// own): a result for an endpoint no longer here is dropped.
+    resolving: BTreeSet<EndpointId>,
     pub(crate) monitors: Vec<mpsc::Sender<MonitorEvent>>,
     pub(crate) authenticator: Option<Authenticator>,
     /// Results of binds not yet collected by `bind`.
@@ -146,7 +167,7 @@ impl Shared {
         let poll = Poll::new()?;
         let waker = Waker::new(poll.registry(), WAKER)?;
         let registry = poll.registry().try_clone()?;
-        let shared = Arc::new(Shared {
+        let shared = Arc::new_cyclic(|me| Shared {
             state: Mutex::new(State {
                 sockets: BTreeMap::new(),
                 tokens: BTreeMap::new(),
@@ -160,6 +181,7 @@ impl Shared {
             registry,
             waker,
             start: StdInstant::now(),
+            me: me.clone(),
         });
         let weak = Arc::downgrade(&shared);
         std::thread::Builder::new()
@@ -194,6 +216,7 @@ impl Shared {
                 peers: BTreeMap::new(),
                 listeners: BTreeMap::new(),
                 connecting: BTreeMap::new(),
+                resolving: BTreeSet::new(),
                 monitors: Vec::new(),
                 authenticator: None,
                 bound: BTreeMap::new(),

@@ -45,6 +45,38 @@ fn push_pull_ipc_path_and_abstract() {
 }
 
 #[test]
+fn host_names_are_resolved_for_bind_and_connect() {
+    let ctx = Context::new().unwrap();
+    let pull = ctx.socket(SocketType::Pull).unwrap();
+    let ep = pull.bind("tcp://localhost:*").unwrap();
+    let port = ep.rsplit(':').next().unwrap();
+    assert_ne!(port, "0");
+    let push = ctx.socket(SocketType::Push).unwrap();
+    push.connect(&format!("tcp://localhost:{port}")).unwrap();
+    push.send("by name").unwrap();
+    assert_eq!(&pull.recv_timeout(T).unwrap().frames()[0][..], b"by name");
+    let bad = pull.bind("tcp://no-such-host.invalid:5555");
+    assert!(matches!(bad, Err(Error::Io(_))), "{bad:?}");
+}
+
+#[test]
+fn ipc_wildcard_binds_a_fresh_file_removed_on_unbind() {
+    let ctx = Context::new().unwrap();
+    let pull = ctx.socket(SocketType::Pull).unwrap();
+    let a = pull.bind("ipc://*").unwrap();
+    let b = pull.bind("ipc://*").unwrap();
+    assert_ne!(a, b);
+    let path = std::path::PathBuf::from(a.strip_prefix("ipc://").unwrap());
+    assert!(path.exists());
+    let push = ctx.socket(SocketType::Push).unwrap();
+    push.connect(&a).unwrap();
+    push.send("over ipc").unwrap();
+    assert_eq!(&pull.recv_timeout(T).unwrap().frames()[0][..], b"over ipc");
+    pull.unbind(&a).unwrap();
+    assert!(!path.exists());
+}
+
+#[test]
 fn req_rep_round_trips() {
     let ctx = Context::new().unwrap();
     let rep = ctx.socket(SocketType::Rep).unwrap();

@@ -4,14 +4,14 @@
 use std::cell::RefCell;
 use std::future::Future;
 use std::io::{self, Write as _};
-use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use smol::{Async, Executor};
-use zmtp_async::runtime::{Acceptor, Connection, Runtime, Task, TcpConnection};
+use zmtp_async::runtime::{Acceptor, ByteStream, Runtime, Task, TcpSetup};
 use zmtp_proto::BytesMut;
 
 /// The executor a socket's tasks run on; I/O and timers are async-io's (one reactor per
@@ -119,7 +119,7 @@ pub(crate) fn read_into_spare(fd: impl std::os::fd::AsFd, buf: &mut BytesMut) ->
     Ok(n)
 }
 
-impl<T> Connection for SmolStream<T>
+impl<T> ByteStream for SmolStream<T>
 where
     T: std::os::fd::AsFd + Send + Sync + std::fmt::Debug + 'static,
     for<'a> &'a T: io::Write,
@@ -149,7 +149,7 @@ where
     }
 }
 
-impl TcpConnection for SmolTcp {
+impl TcpSetup for SmolTcp {
     fn local_addr(&self) -> io::Result<SocketAddr> {
         self.0.get_ref().local_addr()
     }
@@ -217,7 +217,7 @@ impl Runtime for Smol {
         port: u16,
     ) -> impl Future<Output = io::Result<Vec<SocketAddr>>> + Send + 'static {
         // The system resolver blocks: on smol's thread pool.
-        smol::unblock(move || Ok((host.as_str(), port).to_socket_addrs()?.collect()))
+        smol::unblock(move || zmtp_driver::lookup(&host, port))
     }
 
     // Not `async fn`: the future must not borrow the runtime.

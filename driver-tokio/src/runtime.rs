@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Instant;
 
-use zmtp_async::runtime::{Acceptor, Connection, Runtime, Task, TcpConnection};
+use zmtp_async::runtime::{Acceptor, ByteStream, Runtime, Task, TcpSetup};
 use zmtp_proto::BytesMut;
 
 /// The tokio runtime a socket runs on: a handle to it, taken from the context the socket is
@@ -56,9 +56,9 @@ pub struct TokioTcpListener(tokio::net::TcpListener);
 pub struct TokioUnixListener(tokio::net::UnixListener);
 
 /// Tokio's TCP and Unix streams have the same non-blocking methods, but no common trait.
-macro_rules! connection {
+macro_rules! byte_stream {
     ($t:ty) => {
-        impl Connection for $t {
+        impl ByteStream for $t {
             fn readable(&self) -> impl Future<Output = io::Result<()>> + Send + '_ {
                 self.0.readable()
             }
@@ -85,10 +85,10 @@ macro_rules! connection {
     };
 }
 
-connection!(TokioTcp);
-connection!(TokioUnix);
+byte_stream!(TokioTcp);
+byte_stream!(TokioUnix);
 
-impl TcpConnection for TokioTcp {
+impl TcpSetup for TokioTcp {
     fn local_addr(&self) -> io::Result<SocketAddr> {
         self.0.local_addr()
     }

@@ -116,8 +116,6 @@ pub mod codec;
 mod connection;
 #[cfg(feature = "curve")]
 pub mod curve_crypto;
-#[cfg(feature = "std")]
-pub mod driver;
 mod error;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;

@@ -32,6 +32,8 @@ macro_rules! driver_tests {
             push_pull_tcp_ipv4,
             push_pull_tcp_ipv6,
             push_pull_ipc_path_and_abstract,
+            host_names_are_resolved_for_bind_and_connect,
+            ipc_wildcard_binds_a_fresh_file_removed_on_unbind,
             push_pull_inproc_bind_first_and_connect_first,
             req_rep_round_trips,
             pub_sub_filters_by_prefix,
@@ -133,6 +135,45 @@ pub async fn push_pull_ipc_path_and_abstract<R: Runtime>() {
     let path = std::env::temp_dir().join(format!("{}.sock", unique("ipc")));
     push_pull_over::<R>(&format!("ipc://{}", path.display())).await;
     push_pull_over::<R>(&format!("ipc://@{}", unique("abstract"))).await;
+}
+
+/// `tcp://localhost:…`: the name is resolved (on the runtime) for bind and connect; a
+/// name that does not resolve fails the bind.
+pub async fn host_names_are_resolved_for_bind_and_connect<R: Runtime>() {
+    let pull = Socket::<R>::new(SocketType::Pull).unwrap();
+    let ep = pull.bind("tcp://localhost:*").await.unwrap();
+    let port = ep.rsplit(':').next().unwrap();
+    assert_ne!(port, "0");
+    let push = Socket::<R>::new(SocketType::Push).unwrap();
+    push.connect(&format!("tcp://localhost:{port}"))
+        .await
+        .unwrap();
+    push.send("by name").await.unwrap();
+    assert_eq!(
+        text(&within::<R, _>(pull.recv()).await.unwrap()),
+        ["by name"]
+    );
+    let bad = within::<R, _>(pull.bind("tcp://no-such-host.invalid:5555")).await;
+    assert!(matches!(bad, Err(crate::Error::Io(_))), "{bad:?}");
+}
+
+/// `ipc://*` binds a fresh socket file, which unbinding removes.
+pub async fn ipc_wildcard_binds_a_fresh_file_removed_on_unbind<R: Runtime>() {
+    let pull = Socket::<R>::new(SocketType::Pull).unwrap();
+    let a = pull.bind("ipc://*").await.unwrap();
+    let b = pull.bind("ipc://*").await.unwrap();
+    assert_ne!(a, b);
+    let path = std::path::PathBuf::from(a.strip_prefix("ipc://").unwrap());
+    assert!(path.exists());
+    let push = Socket::<R>::new(SocketType::Push).unwrap();
+    push.connect(&a).await.unwrap();
+    push.send("over ipc").await.unwrap();
+    assert_eq!(
+        text(&within::<R, _>(pull.recv()).await.unwrap()),
+        ["over ipc"]
+    );
+    pull.unbind(&a).await.unwrap();
+    assert!(!path.exists());
 }
 
 /// The same in process, binding first and connecting first.

@@ -7,7 +7,6 @@ use std::time::{Duration, Instant as StdInstant};
 use mio::{Events, Poll};
 use zmtp_proto::Instant;
 
-use super::transport::Stream;
 use super::waiters::Notify;
 use super::work::{queue, run};
 use super::{Io, Shared, State, READ_BUF, WAKER};
@@ -26,24 +25,7 @@ impl Shared {
         let &(id, io) = st.tokens.get(&event.token())?;
         match io {
             Io::Listener(endpoint) => self.accept(st, id, endpoint, now),
-            Io::Connecting(endpoint) => {
-                let (mut stream, token) = st
-                    .sockets
-                    .get_mut(&id)
-                    .and_then(|s| s.connecting.remove(&endpoint))?;
-                let _ = self.registry.deregister(&mut stream);
-                st.tokens.remove(&token);
-                // Connected when there is no error and a peer address, and it did not meet
-                // itself (simultaneous open on a free local port).
-                let ok = matches!(stream.take_error(), Ok(None))
-                    && stream.peer_addr().is_ok()
-                    && stream.local_addr().ok() != stream.peer_addr().ok();
-                let stream = ok.then(|| {
-                    let _ = stream.set_nodelay(true);
-                    Stream::Tcp(stream)
-                });
-                self.connected(st, id, endpoint, stream, now);
-            }
+            Io::Connecting(endpoint) => self.connect_ready(st, id, endpoint, now),
             Io::Peer(peer) => {
                 let io = st.sockets.get_mut(&id)?.peers.get_mut(&peer)?;
                 if event.is_readable() || event.is_read_closed() || event.is_error() {

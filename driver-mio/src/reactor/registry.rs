@@ -3,17 +3,30 @@
 
 use std::collections::VecDeque;
 use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 
 use mio::net::TcpStream;
 use mio::unix::SourceFd;
 use mio::{Interest, Token};
+use zmtp_driver::transport::connect_ipc;
+use zmtp_driver::{
+    listen_ipc, listen_tcp, tcp_connected, Attempts, Listening, StdTransport, TcpAddrs,
+};
 use zmtp_proto::socket::{AuthReply, Endpoint, EndpointId, Event, PeerId};
 use zmtp_proto::Instant;
 
-use super::transport::{connect_unix, listen, Listener, Stream};
+use super::waiters::Notify;
 use super::work::queue;
-use super::{Io, PeerIo, Shared, State};
+use super::{Connecting, Io, Listener, PeerIo, Shared, State};
+
+/// What a host name is looked up for.
+#[derive(Debug, Clone, Copy)]
+enum Lookup {
+    Listen,
+    Connect,
+}
 
 impl Shared {
     pub(super) fn register(
@@ -36,11 +49,11 @@ impl Shared {
         st: &mut State,
         id: usize,
         peer: PeerId,
-        stream: Stream,
+        stream: StdTransport,
         now: Instant,
     ) {
         let both = Interest::READABLE | Interest::WRITABLE;
-        let fd = stream.fd();
+        let fd = stream.as_raw_fd();
         match self.register(st, id, Io::Peer(peer), &mut SourceFd(&fd), both) {
             Ok(token) => {
                 if let Some(s) = st.sockets.get_mut(&id) {
@@ -71,7 +84,9 @@ impl Shared {
 
     pub(super) fn drop_peer(&self, st: &mut State, id: usize, peer: PeerId) {
         if let Some(io) = st.sockets.get_mut(&id).and_then(|s| s.peers.remove(&peer)) {
-            let _ = self.registry.deregister(&mut SourceFd(&io.stream.fd()));
+            let _ = self
+                .registry
+                .deregister(&mut SourceFd(&io.stream.as_raw_fd()));
             st.tokens.remove(&io.token);
             // The stream closes when the I/O thread, if it is using it, lets go too.
         }
@@ -88,59 +103,47 @@ impl Shared {
     pub(super) fn handle_event(&self, st: &mut State, id: usize, event: Event, now: Instant) {
         match event {
             Event::Listen { endpoint, addr } => {
-                let result = listen(&addr);
-                let reply = match result {
-                    Ok((mut listener, resolved)) => {
-                        let source: &mut dyn mio::event::Source = match &mut listener {
-                            Listener::Tcp(l) => l,
-                            Listener::Unix(l, _) => l,
-                        };
-                        match self.register(
-                            st,
-                            id,
-                            Io::Listener(endpoint),
-                            source,
-                            Interest::READABLE,
-                        ) {
-                            Ok(token) => {
-                                if let Some(s) = st.sockets.get_mut(&id) {
-                                    s.core.handle_listening(endpoint, &resolved);
-                                    s.listeners.insert(endpoint, (listener, token));
-                                }
-                                Ok(resolved)
-                            }
-                            Err(e) => Err(e),
+                let listening = match &addr {
+                    Endpoint::Tcp(tcp) => match TcpAddrs::of(tcp) {
+                        TcpAddrs::Known(a) => listen_tcp(&[a]),
+                        TcpAddrs::Lookup { host, port } => {
+                            return self.lookup(st, id, endpoint, host, port, Lookup::Listen)
                         }
-                    }
-                    Err(e) => Err(e),
+                    },
+                    Endpoint::Ipc(ipc) => listen_ipc(ipc),
+                    Endpoint::Inproc(_) => Err(io::ErrorKind::Unsupported.into()),
                 };
-                if let Some(s) = st.sockets.get_mut(&id) {
-                    if let Err(e) = &reply {
-                        let errno = e.raw_os_error().and_then(|n| u32::try_from(n).ok());
-                        s.core.handle_bind_failed(endpoint, errno.unwrap_or(0));
-                    }
-                    s.bound.insert(endpoint, reply);
-                }
+                self.listen_at(st, id, endpoint, listening);
             }
-            Event::Connect { endpoint, addr } => self.connect(st, id, endpoint, &addr, now),
+            Event::Connect { endpoint, addr } => match &addr {
+                Endpoint::Tcp(tcp) => match TcpAddrs::of(tcp) {
+                    TcpAddrs::Known(a) => {
+                        self.connect_each(st, id, endpoint, Attempts::new(vec![a]), now)
+                    }
+                    TcpAddrs::Lookup { host, port } => {
+                        self.lookup(st, id, endpoint, host, port, Lookup::Connect)
+                    }
+                },
+                Endpoint::Ipc(ipc) => {
+                    let stream = connect_ipc(ipc).ok().map(StdTransport::Unix);
+                    self.connected(st, id, endpoint, stream, now);
+                }
+                Endpoint::Inproc(_) => self.connected(st, id, endpoint, None, now),
+            },
             Event::StopListening { endpoint } => {
-                if let Some((mut l, token)) = st
+                if let Some(s) = st.sockets.get_mut(&id) {
+                    s.resolving.remove(&endpoint);
+                }
+                if let Some(l) = st
                     .sockets
                     .get_mut(&id)
                     .and_then(|s| s.listeners.remove(&endpoint))
                 {
-                    match &mut l {
-                        Listener::Tcp(t) => {
-                            let _ = self.registry.deregister(t);
-                        }
-                        Listener::Unix(u, path) => {
-                            let _ = self.registry.deregister(u);
-                            if let Some(p) = path {
-                                let _ = std::fs::remove_file(p);
-                            }
-                        }
-                    }
-                    st.tokens.remove(&token);
+                    let _ = self
+                        .registry
+                        .deregister(&mut SourceFd(&l.listener.as_raw_fd()));
+                    st.tokens.remove(&l.token);
+                    // Dropping the listener removes its socket file.
                 }
             }
             Event::ClosePeer { peer } => self.drop_peer(st, id, peer),
@@ -182,9 +185,10 @@ impl Shared {
                     self.handle_event(st, id, Event::StopListening { endpoint }, now);
                 }
                 if let Some(s) = st.sockets.get_mut(&id) {
-                    for (_, (mut stream, token)) in std::mem::take(&mut s.connecting) {
-                        let _ = self.registry.deregister(&mut stream);
-                        st.tokens.remove(&token);
+                    s.resolving.clear();
+                    for (_, mut c) in std::mem::take(&mut s.connecting) {
+                        let _ = self.registry.deregister(&mut c.stream);
+                        st.tokens.remove(&c.token);
                     }
                 }
                 if let Some(s) = st.sockets.get_mut(&id) {
@@ -199,38 +203,203 @@ impl Shared {
         }
     }
 
-    pub(super) fn connect(
+    /// Listening began (or failed): register the listener and tell the socket and `bind`.
+    fn listen_at(
         &self,
         st: &mut State,
         id: usize,
         endpoint: EndpointId,
-        addr: &Endpoint,
+        listening: io::Result<Listening>,
+    ) {
+        let registered = listening.and_then(|l| {
+            let fd = l.listener.as_raw_fd();
+            let io = Io::Listener(endpoint);
+            let token = self.register(st, id, io, &mut SourceFd(&fd), Interest::READABLE)?;
+            Ok((l, token))
+        });
+        let Some(s) = st.sockets.get_mut(&id) else {
+            return;
+        };
+        let reply = match registered {
+            Ok((l, token)) => {
+                s.core.handle_listening(endpoint, &l.endpoint);
+                let listener = Listener {
+                    listener: l.listener,
+                    token,
+                    _socket_file: l.socket_file,
+                };
+                s.listeners.insert(endpoint, listener);
+                Ok(l.endpoint)
+            }
+            Err(e) => {
+                let errno = e.raw_os_error().and_then(|n| u32::try_from(n).ok());
+                s.core.handle_bind_failed(endpoint, errno.unwrap_or(0));
+                Err(e)
+            }
+        };
+        s.bound.insert(endpoint, reply);
+    }
+
+    /// Start a TCP connect to the next address of `attempts` that takes one; with none
+    /// left, the connect failed.
+    fn connect_each(
+        &self,
+        st: &mut State,
+        id: usize,
+        endpoint: EndpointId,
+        mut attempts: Attempts,
         now: Instant,
     ) {
-        let stream = match addr {
-            Endpoint::Tcp(tcp) => {
-                let target = tcp.socket_addrs().ok().and_then(|a| a.into_iter().next());
-                match target.map(TcpStream::connect) {
-                    Some(Ok(mut stream)) => {
-                        // Completion (or failure) shows as writability.
-                        let both = Interest::READABLE | Interest::WRITABLE;
-                        match self.register(st, id, Io::Connecting(endpoint), &mut stream, both) {
-                            Ok(token) => {
-                                if let Some(s) = st.sockets.get_mut(&id) {
-                                    s.connecting.insert(endpoint, (stream, token));
-                                }
-                                return;
-                            }
-                            Err(_) => None,
-                        }
+        while let Some(addr) = attempts.next() {
+            let started = TcpStream::connect(addr).and_then(|mut stream| {
+                // Completion (or failure) shows as writability.
+                let both = Interest::READABLE | Interest::WRITABLE;
+                let token = self.register(st, id, Io::Connecting(endpoint), &mut stream, both)?;
+                Ok((stream, token))
+            });
+            match started {
+                Ok((stream, token)) => {
+                    if let Some(s) = st.sockets.get_mut(&id) {
+                        let c = Connecting {
+                            stream,
+                            token,
+                            attempts,
+                        };
+                        s.connecting.insert(endpoint, c);
                     }
-                    _ => None,
+                    return;
                 }
+                Err(e) => attempts.failed(e),
             }
-            Endpoint::Ipc(ipc) => connect_unix(ipc).ok().map(Stream::Unix),
-            Endpoint::Inproc(_) => None,
+        }
+        self.connected(st, id, endpoint, None, now);
+    }
+
+    /// A TCP connect in progress became ready: connected, or on to the next address.
+    pub(super) fn connect_ready(
+        &self,
+        st: &mut State,
+        id: usize,
+        endpoint: EndpointId,
+        now: Instant,
+    ) {
+        let Some(s) = st.sockets.get_mut(&id) else {
+            return;
         };
-        self.connected(st, id, endpoint, stream, now);
+        let Some(mut c) = s.connecting.remove(&endpoint) else {
+            return;
+        };
+        let error = match c.stream.take_error() {
+            Ok(None) => None,
+            Ok(Some(e)) | Err(e) => Some(e),
+        };
+        if error.is_none()
+            && c.stream
+                .peer_addr()
+                .is_err_and(|e| e.kind() == io::ErrorKind::NotConnected)
+        {
+            // Not there yet: the next writable edge tells.
+            s.connecting.insert(endpoint, c);
+            return;
+        }
+        let _ = self.registry.deregister(&mut c.stream);
+        st.tokens.remove(&c.token);
+        let connected = match error {
+            Some(e) => Err(e),
+            None => {
+                // The stream carries on as `std`'s, registered by descriptor as a peer.
+                let stream = std::net::TcpStream::from(OwnedFd::from(c.stream));
+                tcp_connected(&stream).map(|()| stream)
+            }
+        };
+        match connected {
+            Ok(stream) => self.connected(st, id, endpoint, Some(StdTransport::Tcp(stream)), now),
+            Err(e) => {
+                c.attempts.failed(e);
+                self.connect_each(st, id, endpoint, c.attempts, now);
+            }
+        }
+    }
+
+    /// Look `host` up on a thread of its own (the system resolver blocks, and neither the
+    /// lock nor the I/O thread may wait for it), then listen or connect.
+    fn lookup(
+        &self,
+        st: &mut State,
+        id: usize,
+        endpoint: EndpointId,
+        host: String,
+        port: u16,
+        what: Lookup,
+    ) {
+        if let Some(s) = st.sockets.get_mut(&id) {
+            s.resolving.insert(endpoint);
+        }
+        let me = self.me.clone();
+        let spawned = std::thread::Builder::new()
+            .name("zmtp-mio-lookup".into())
+            .spawn(move || {
+                let addrs = zmtp_driver::lookup(&host, port);
+                if let Some(shared) = me.upgrade() {
+                    shared.resolved(id, endpoint, what, addrs);
+                }
+            });
+        if let Err(e) = spawned {
+            if let Some(s) = st.sockets.get_mut(&id) {
+                s.resolving.remove(&endpoint);
+            }
+            self.carry_on(st, id, endpoint, what, Err(e));
+        }
+    }
+
+    /// A lookup finished (on its own thread): listen or connect, as `with` would.
+    fn resolved(
+        &self,
+        id: usize,
+        endpoint: EndpointId,
+        what: Lookup,
+        addrs: io::Result<Vec<SocketAddr>>,
+    ) {
+        let mut st = self.lock();
+        let Some(s) = st.sockets.get_mut(&id) else {
+            return;
+        };
+        if !s.resolving.remove(&endpoint) {
+            // Stopped or closed meanwhile.
+            return;
+        }
+        self.carry_on(&mut st, id, endpoint, what, addrs);
+        self.pump(&mut st, id);
+        // Timers and registrations changed: the I/O thread looks again; `bind` (or anyone
+        // else waiting on the socket) too.
+        let wake_io = std::mem::take(&mut st.parked);
+        let mut notify = Notify::default();
+        notify.touch(&mut st, id);
+        drop(st);
+        if wake_io {
+            let _ = self.waker.wake();
+        }
+        notify.signal(self);
+    }
+
+    fn carry_on(
+        &self,
+        st: &mut State,
+        id: usize,
+        endpoint: EndpointId,
+        what: Lookup,
+        addrs: io::Result<Vec<SocketAddr>>,
+    ) {
+        let now = self.now();
+        match (what, addrs) {
+            (Lookup::Listen, addrs) => {
+                self.listen_at(st, id, endpoint, addrs.and_then(|a| listen_tcp(&a)))
+            }
+            (Lookup::Connect, Ok(addrs)) => {
+                self.connect_each(st, id, endpoint, Attempts::new(addrs), now)
+            }
+            (Lookup::Connect, Err(_)) => self.connected(st, id, endpoint, None, now),
+        }
     }
 
     /// A connect finished: with a stream, or failed.
@@ -239,7 +408,7 @@ impl Shared {
         st: &mut State,
         id: usize,
         endpoint: EndpointId,
-        stream: Option<Stream>,
+        stream: Option<StdTransport>,
         now: Instant,
     ) {
         let Some(s) = st.sockets.get_mut(&id) else {
@@ -257,20 +426,14 @@ impl Shared {
 
     pub(super) fn accept(&self, st: &mut State, id: usize, endpoint: EndpointId, now: Instant) {
         loop {
-            let Some((listener, _)) = st
+            let Some(l) = st
                 .sockets
                 .get_mut(&id)
                 .and_then(|s| s.listeners.get_mut(&endpoint))
             else {
                 return;
             };
-            let stream = match listener {
-                Listener::Tcp(l) => l.accept().map(|(s, _)| {
-                    let _ = s.set_nodelay(true);
-                    Stream::Tcp(s)
-                }),
-                Listener::Unix(l, _) => l.accept().map(|(s, _)| Stream::Unix(s)),
-            };
+            let stream = l.listener.accept();
             match stream {
                 Ok(stream) => {
                     let Some(s) = st.sockets.get_mut(&id) else {

@@ -6,10 +6,10 @@ use std::io::{self, IoSlice};
 use std::sync::Arc;
 
 use mio::Token;
+use zmtp_driver::StdTransport;
 use zmtp_proto::socket::PeerId;
 use zmtp_proto::{Bytes, Instant};
 
-use super::transport::Stream;
 use super::waiters::Notify;
 use super::{Shared, State, READ_BUF};
 
@@ -34,8 +34,8 @@ pub(super) struct Work {
 
 /// A work item taken out of the state, to run without the lock.
 pub(super) enum Job {
-    Read(Arc<Stream>),
-    Write(Arc<Stream>, VecDeque<Bytes>),
+    Read(Arc<StdTransport>),
+    Write(Arc<StdTransport>, VecDeque<Bytes>),
 }
 
 /// How a job went.

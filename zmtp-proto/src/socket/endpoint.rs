@@ -37,22 +37,6 @@ pub struct TcpEndpoint {
     pub port: Option<u16>,
 }
 
-#[cfg(feature = "std")]
-impl TcpEndpoint {
-    /// The socket addresses to bind or connect to: the wildcard as `0.0.0.0`, literals as
-    /// they are, names resolved by the system (blocking); a missing port as 0.
-    pub fn socket_addrs(&self) -> std::io::Result<alloc::vec::Vec<std::net::SocketAddr>> {
-        use std::net::{SocketAddr, ToSocketAddrs};
-        let port = self.port.unwrap_or(0);
-        Ok(match &self.host {
-            Host::Any => alloc::vec![SocketAddr::from(([0, 0, 0, 0], port))],
-            Host::Ipv4(a) => alloc::vec![SocketAddr::from((*a, port))],
-            Host::Ipv6(a) => alloc::vec![SocketAddr::from((*a, port))],
-            Host::Name(name) => (name.as_str(), port).to_socket_addrs()?.collect(),
-        })
-    }
-}
-
 /// The host part of a `tcp://` endpoint.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Host {

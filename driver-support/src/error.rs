@@ -1,15 +1,13 @@
-//! What the drivers' socket APIs share: their error type.
+//! The drivers' error type.
 //!
 //! `zmtp-tokio`, `zmtp-smol` (through `zmtp-async`) and `zmtp-mio` re-export [`Error`] as
 //! their own `Error`, so one type describes failures whichever driver runs the socket.
-//! It sits here, with `std`, because the drivers share no other crate: `zmtp-mio` has
-//! no async runtime to depend on.
 
 use std::fmt;
 use std::io;
 
-use crate::socket::EndpointError;
-use crate::ConfigError;
+use zmtp_proto::socket::EndpointError;
+use zmtp_proto::ConfigError;
 
 /// Why an operation of a driver's socket failed.
 ///
@@ -78,7 +76,6 @@ impl From<ConfigError> for Error {
 mod tests {
     use super::Error;
     use std::io;
-    use std::string::ToString;
 
     #[test]
     fn conversions_and_messages() {
@@ -87,7 +84,7 @@ mod tests {
         assert!(e.to_string().starts_with("I/O error: "));
         assert_eq!(Error::Timeout.to_string(), "timed out");
         assert_eq!(Error::Closed.to_string(), "socket closed");
-        let boxed: std::boxed::Box<dyn std::error::Error> = std::boxed::Box::new(Error::NotFound);
+        let boxed: Box<dyn std::error::Error> = Box::new(Error::NotFound);
         assert_eq!(boxed.to_string(), "no such endpoint");
     }
 }

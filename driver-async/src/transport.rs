@@ -10,22 +10,23 @@ use std::sync::{Arc, Mutex, OnceLock};
 use tokio::sync::{mpsc, Notify};
 use zmtp_proto::{Bytes, BytesMut};
 
-use crate::runtime::{Connection, Runtime, TcpConnection};
+use crate::runtime::{ByteStream as _, Runtime, TcpSetup as _};
 
-/// One connected stream.
+/// A peer's transport: a connected TCP or Unix-domain stream (the runtime's) or an
+/// in-process pipe pair.
 #[derive(Debug)]
-pub(crate) enum Stream<R: Runtime> {
+pub(crate) enum Transport<R: Runtime> {
     Tcp(R::Tcp),
     Unix(R::Unix),
     Inproc(InprocStream),
 }
 
-impl<R: Runtime> Stream<R> {
+impl<R: Runtime> Transport<R> {
     pub(crate) async fn readable(&self) -> io::Result<()> {
         match self {
-            Stream::Tcp(s) => s.readable().await,
-            Stream::Unix(s) => s.readable().await,
-            Stream::Inproc(s) => {
+            Transport::Tcp(s) => s.readable().await,
+            Transport::Unix(s) => s.readable().await,
+            Transport::Inproc(s) => {
                 s.rx.readable().await;
                 Ok(())
             }
@@ -35,44 +36,44 @@ impl<R: Runtime> Stream<R> {
     /// The peer's IP address as text (empty for ipc and inproc), as ZAP wants it.
     pub(crate) fn peer_ip(&self) -> String {
         match self {
-            Stream::Tcp(s) => s
+            Transport::Tcp(s) => s
                 .peer_addr()
                 .map(|a| a.ip().to_string())
                 .unwrap_or_default(),
-            Stream::Unix(_) | Stream::Inproc(_) => String::new(),
+            Transport::Unix(_) | Transport::Inproc(_) => String::new(),
         }
     }
 
     pub(crate) async fn writable(&self) -> io::Result<()> {
         match self {
-            Stream::Tcp(s) => s.writable().await,
-            Stream::Unix(s) => s.writable().await,
-            Stream::Inproc(_) => Ok(()),
+            Transport::Tcp(s) => s.writable().await,
+            Transport::Unix(s) => s.writable().await,
+            Transport::Inproc(_) => Ok(()),
         }
     }
 
     /// Read what is available into `buf` (its spare capacity); `Ok(0)` is end of stream.
     pub(crate) fn try_read_buf(&self, buf: &mut BytesMut) -> io::Result<usize> {
         match self {
-            Stream::Tcp(s) => s.try_read_buf(buf),
-            Stream::Unix(s) => s.try_read_buf(buf),
-            Stream::Inproc(s) => s.rx.try_read_buf(buf),
+            Transport::Tcp(s) => s.try_read_buf(buf),
+            Transport::Unix(s) => s.try_read_buf(buf),
+            Transport::Inproc(s) => s.rx.try_read_buf(buf),
         }
     }
 
     pub(crate) fn try_write_vectored(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
         match self {
-            Stream::Tcp(s) => s.try_write_vectored(bufs),
-            Stream::Unix(s) => s.try_write_vectored(bufs),
-            Stream::Inproc(s) => s.tx.try_write_all(bufs),
+            Transport::Tcp(s) => s.try_write_vectored(bufs),
+            Transport::Unix(s) => s.try_write_vectored(bufs),
+            Transport::Inproc(s) => s.tx.try_write_all(bufs),
         }
     }
 
     pub(crate) fn try_write(&self, data: &[u8]) -> io::Result<usize> {
         match self {
-            Stream::Tcp(s) => s.try_write(data),
-            Stream::Unix(s) => s.try_write(data),
-            Stream::Inproc(s) => s.tx.try_write(data),
+            Transport::Tcp(s) => s.try_write(data),
+            Transport::Unix(s) => s.try_write(data),
+            Transport::Inproc(s) => s.tx.try_write(data),
         }
     }
 }

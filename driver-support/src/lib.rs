@@ -1,0 +1,32 @@
+//! What every zmtp driver shares, written once.
+//!
+//! The sans-IO `zmtp-proto` core decides everything about the protocol; a driver moves
+//! bytes, arms a timer and carries out the core's commands. The parts of that which do not
+//! depend on how a driver waits (async runtime, `mio` reactor, a polling loop) live here:
+//!
+//! - [`Error`]: the error type of every driver's socket API;
+//! - [`resolve`]: `tcp://` hosts to addresses; names are looked up by the driver, off its
+//!   locks, and every address is tried in order ([`Attempts`]);
+//! - [`transport`]: listen on and connect to `tcp://` and `ipc://` endpoints with `std`
+//!   types, set up alike in every driver (stale socket files, `ipc://*`, abstract names,
+//!   self-connects, `TCP_NODELAY`);
+//! - [`entropy`]: a socket's seed and CURVE entropy from the operating system.
+//!
+//! # Platforms
+//! Unix only. Linux has everything; elsewhere `ipc://@name` (Linux abstract names) fails
+//! with `Unsupported`.
+#![warn(missing_docs)]
+#![deny(unsafe_code)]
+
+pub mod entropy;
+mod error;
+pub mod resolve;
+pub mod transport;
+
+pub use entropy::{curve_keypair, new_socket, Entropy};
+pub use error::Error;
+pub use resolve::{lookup, resolve_blocking, Attempts, TcpAddrs};
+pub use transport::{
+    listen_ipc, listen_tcp, tcp_accepted, tcp_connected, Listening, SocketFile, StdListener,
+    StdTransport, TcpSetup,
+};

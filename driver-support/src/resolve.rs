@@ -1,0 +1,197 @@
+//! From a `tcp://` endpoint to socket addresses, and trying them in turn.
+//!
+//! The core parses endpoints and leaves host names to the driver. A literal host (or the
+//! `*` wildcard) gives its one address at once ([`TcpAddrs`]); a name needs a lookup,
+//! which blocks: async drivers run it without blocking their runtime (their `resolve`),
+//! the blocking driver off its I/O thread and off its locks, and each driver then tries
+//! every address the lookup gave, in order, until one connects ([`Attempts`]), as libzmq
+//! does.
+
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::vec;
+
+use zmtp_proto::socket::endpoint::{Host, TcpEndpoint};
+
+/// What a `tcp://` endpoint needs before a bind or a connect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TcpAddrs {
+    /// The host is an address literal or the `*` wildcard (`0.0.0.0`): its one address,
+    /// at once. A missing port (`*`) is 0, an ephemeral port on bind.
+    Known(SocketAddr),
+    /// The host is a name: [`lookup`] it (or have the runtime resolve it) first.
+    Lookup {
+        /// The name.
+        host: String,
+        /// The port.
+        port: u16,
+    },
+}
+
+impl TcpAddrs {
+    /// What `tcp` needs.
+    pub fn of(tcp: &TcpEndpoint) -> TcpAddrs {
+        let port = tcp.port.unwrap_or(0);
+        TcpAddrs::Known(match &tcp.host {
+            Host::Any => SocketAddr::from(([0, 0, 0, 0], port)),
+            Host::Ipv4(a) => SocketAddr::from((*a, port)),
+            Host::Ipv6(a) => SocketAddr::from((*a, port)),
+            Host::Name(name) => {
+                return TcpAddrs::Lookup {
+                    host: name.clone(),
+                    port,
+                }
+            }
+        })
+    }
+}
+
+/// Look `host` up with the system resolver. **Blocks**: call it on a thread that may
+/// wait, holding no lock. An answer without addresses is an error (`NotFound`).
+pub fn lookup(host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
+    let addrs: Vec<SocketAddr> = (host, port).to_socket_addrs()?.collect();
+    if addrs.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("{host} resolves to no address"),
+        ));
+    }
+    Ok(addrs)
+}
+
+/// Every address of a `tcp://` endpoint: its literal, or the addresses its name resolves
+/// to. **Blocks** for a name (see [`lookup`]).
+pub fn resolve_blocking(tcp: &TcpEndpoint) -> io::Result<Vec<SocketAddr>> {
+    match TcpAddrs::of(tcp) {
+        TcpAddrs::Known(addr) => Ok(vec![addr]),
+        TcpAddrs::Lookup { host, port } => lookup(&host, port),
+    }
+}
+
+/// The addresses to connect to, in order, and why the ones tried failed: connect to
+/// [`next`](Attempts::next) until one connects, report each failure with
+/// [`failed`](Attempts::failed), and when none is left the connect fails with
+/// [`into_error`](Attempts::into_error) (the last failure).
+#[derive(Debug)]
+pub struct Attempts {
+    addrs: vec::IntoIter<SocketAddr>,
+    last: Option<io::Error>,
+}
+
+impl Attempts {
+    /// Try `addrs` in order.
+    pub fn new(addrs: Vec<SocketAddr>) -> Attempts {
+        Attempts {
+            addrs: addrs.into_iter(),
+            last: None,
+        }
+    }
+
+    /// The next address to try; `None` when every one failed.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Option<SocketAddr> {
+        self.addrs.next()
+    }
+
+    /// The last address given by [`next`](Self::next) did not connect.
+    pub fn failed(&mut self, error: io::Error) {
+        self.last = Some(error);
+    }
+
+    /// Why the connect failed: the last address's error (or, with no address at all,
+    /// `InvalidInput`).
+    pub fn into_error(self) -> io::Error {
+        self.last.unwrap_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "could not resolve to any address",
+            )
+        })
+    }
+
+    /// Connect with `connect` to each address in turn: the first stream it gives, or the
+    /// last error. For drivers whose connect blocks (with a bounded wait); the async
+    /// drivers write the same loop around their runtime's connect.
+    pub fn connect_each<S>(
+        mut self,
+        mut connect: impl FnMut(SocketAddr) -> io::Result<S>,
+    ) -> io::Result<S> {
+        while let Some(addr) = self.next() {
+            match connect(addr) {
+                Ok(stream) => return Ok(stream),
+                Err(e) => self.failed(e),
+            }
+        }
+        Err(self.into_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zmtp_proto::socket::Endpoint;
+
+    fn tcp(s: &str) -> TcpEndpoint {
+        match Endpoint::parse(s).unwrap() {
+            Endpoint::Tcp(t) => t,
+            _ => panic!("not tcp"),
+        }
+    }
+
+    #[test]
+    fn literals_need_no_lookup() {
+        let known = |s: &str| TcpAddrs::Known(s.parse().unwrap());
+        assert_eq!(
+            TcpAddrs::of(&tcp("tcp://127.0.0.1:5555")),
+            known("127.0.0.1:5555")
+        );
+        assert_eq!(TcpAddrs::of(&tcp("tcp://[::1]:7")), known("[::1]:7"));
+        assert_eq!(TcpAddrs::of(&tcp("tcp://*:*")), known("0.0.0.0:0"));
+        assert_eq!(
+            TcpAddrs::of(&tcp("tcp://localhost:1")),
+            TcpAddrs::Lookup {
+                host: "localhost".into(),
+                port: 1
+            }
+        );
+    }
+
+    #[test]
+    fn names_resolve_to_every_address() {
+        let addrs = resolve_blocking(&tcp("tcp://localhost:5555")).unwrap();
+        assert!(!addrs.is_empty());
+        assert!(addrs
+            .iter()
+            .all(|a| a.ip().is_loopback() && a.port() == 5555));
+        assert!(lookup("no-such-host.invalid", 1).is_err());
+    }
+
+    #[test]
+    fn attempts_go_in_order_and_keep_the_last_error() {
+        let addrs: Vec<SocketAddr> = vec![
+            "127.0.0.1:1".parse().unwrap(),
+            "127.0.0.1:2".parse().unwrap(),
+            "127.0.0.1:3".parse().unwrap(),
+        ];
+        let mut tried = Vec::new();
+        let got = Attempts::new(addrs.clone()).connect_each(|a| {
+            tried.push(a.port());
+            if a.port() == 2 {
+                Ok(a)
+            } else {
+                Err(io::Error::from(io::ErrorKind::ConnectionRefused))
+            }
+        });
+        assert_eq!(got.unwrap().port(), 2);
+        assert_eq!(tried, [1, 2]);
+
+        let err = Attempts::new(addrs)
+            .connect_each(|a| -> io::Result<()> {
+                Err(io::Error::other(format!("port {}", a.port())))
+            })
+            .unwrap_err();
+        assert_eq!(err.to_string(), "port 3");
+        let none = Attempts::new(Vec::new()).connect_each(|_| Ok(()));
+        assert_eq!(none.unwrap_err().kind(), io::ErrorKind::InvalidInput);
+    }
+}

@@ -1,0 +1,471 @@
+//! TCP and IPC streams and listeners on `std` types, set up the way every driver sets them
+//! up; each driver then registers them with its runtime or reactor.
+//!
+//! - Listening ([`listen_tcp`], [`listen_ipc`]): bound, non-blocking, with the resolved
+//!   endpoint text (the port chosen for `tcp://…:*`, the path chosen for `ipc://*`). A
+//!   socket file left by an earlier process is removed before binding, and the file bound
+//!   is removed again when its [`SocketFile`] is dropped (unbind, close).
+//! - Connected TCP streams: a stream that connected to itself is refused and every TCP
+//!   stream has `TCP_NODELAY` ([`tcp_connected`], [`tcp_accepted`], through [`TcpSetup`],
+//!   which a runtime's stream type implements too).
+//! - `ipc://@name`: Linux abstract names ([`abstract_addr`]); on other systems they fail
+//!   with `Unsupported`.
+
+use std::io::{self, IoSlice, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::net::{self as unix, UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use zmtp_proto::socket::endpoint::IpcEndpoint;
+use zmtp_proto::socket::Endpoint;
+
+use crate::resolve::{resolve_blocking, Attempts};
+
+/// What connection setup needs of a TCP stream: its addresses and `TCP_NODELAY`.
+/// Implemented for `std`'s stream here, and by each runtime's TCP stream type.
+pub trait TcpSetup {
+    /// The local address.
+    fn local_addr(&self) -> io::Result<SocketAddr>;
+    /// The peer's address.
+    fn peer_addr(&self) -> io::Result<SocketAddr>;
+    /// Set `TCP_NODELAY`.
+    fn set_nodelay(&self, nodelay: bool) -> io::Result<()>;
+}
+
+impl TcpSetup for TcpStream {
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        TcpStream::local_addr(self)
+    }
+
+    fn peer_addr(&self) -> io::Result<SocketAddr> {
+        TcpStream::peer_addr(self)
+    }
+
+    fn set_nodelay(&self, nodelay: bool) -> io::Result<()> {
+        TcpStream::set_nodelay(self, nodelay)
+    }
+}
+
+/// A TCP stream a connect gave: refused (`ConnectionRefused`) when it met itself, which
+/// connecting to a free local port in the ephemeral range can do (TCP simultaneous open:
+/// no peer), or when it has no peer address; otherwise `TCP_NODELAY` is set.
+pub fn tcp_connected(stream: &impl TcpSetup) -> io::Result<()> {
+    let peer = stream.peer_addr()?;
+    if stream.local_addr()? == peer {
+        return Err(io::ErrorKind::ConnectionRefused.into());
+    }
+    stream.set_nodelay(true)
+}
+
+/// A TCP stream a listener accepted: `TCP_NODELAY` is set.
+pub fn tcp_accepted(stream: &impl TcpSetup) -> io::Result<()> {
+    stream.set_nodelay(true)
+}
+
+/// The socket address of the Linux abstract name `name` (`ipc://@name`).
+#[cfg(target_os = "linux")]
+pub fn abstract_addr(name: &str) -> io::Result<unix::SocketAddr> {
+    use std::os::linux::net::SocketAddrExt;
+    unix::SocketAddr::from_abstract_name(name.as_bytes())
+}
+
+/// Abstract names (`ipc://@name`) exist on Linux only: `Unsupported` here.
+#[cfg(not(target_os = "linux"))]
+pub fn abstract_addr(name: &str) -> io::Result<unix::SocketAddr> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!("ipc://@{name}: abstract socket names exist on Linux only"),
+    ))
+}
+
+/// A bound socket file, removed when this is dropped (if it is still a socket).
+#[derive(Debug)]
+pub struct SocketFile(PathBuf);
+
+impl SocketFile {
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for SocketFile {
+    fn drop(&mut self) {
+        remove_stale_socket(&self.0);
+    }
+}
+
+/// Remove a socket file left behind by an earlier listener (only a socket, never another
+/// kind of file).
+fn remove_stale_socket(path: &Path) {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// A fresh socket file name for `ipc://*`, in the temporary directory.
+fn wildcard_ipc_path() -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    std::env::temp_dir().join(format!("zmtp-ipc-{}-{n}", std::process::id()))
+}
+
+/// A listening socket in non-blocking mode.
+#[derive(Debug)]
+pub enum StdListener {
+    /// `tcp://`.
+    Tcp(TcpListener),
+    /// `ipc://`.
+    Unix(UnixListener),
+}
+
+impl StdListener {
+    /// Accept a connection (`WouldBlock` when none is waiting): non-blocking, with
+    /// `TCP_NODELAY` for TCP.
+    pub fn accept(&self) -> io::Result<StdTransport> {
+        match self {
+            StdListener::Tcp(l) => {
+                let (s, _) = l.accept()?;
+                s.set_nonblocking(true)?;
+                let _ = tcp_accepted(&s);
+                Ok(StdTransport::Tcp(s))
+            }
+            StdListener::Unix(l) => {
+                let (s, _) = l.accept()?;
+                s.set_nonblocking(true)?;
+                Ok(StdTransport::Unix(s))
+            }
+        }
+    }
+}
+
+impl AsFd for StdListener {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            StdListener::Tcp(l) => l.as_fd(),
+            StdListener::Unix(l) => l.as_fd(),
+        }
+    }
+}
+
+impl AsRawFd for StdListener {
+    fn as_raw_fd(&self) -> RawFd {
+        self.as_fd().as_raw_fd()
+    }
+}
+
+/// A bound listener and what the bind resolved to.
+#[derive(Debug)]
+pub struct Listening {
+    /// The listener, non-blocking.
+    pub listener: StdListener,
+    /// The endpoint as bound, for the core's `handle_listening`: `tcp://127.0.0.1:41234`
+    /// for `tcp://127.0.0.1:*`, the chosen path for `ipc://*`.
+    pub endpoint: String,
+    /// The socket file of an `ipc://` path: keep it as long as the listener, and drop it
+    /// when listening stops, which removes the file.
+    pub socket_file: Option<SocketFile>,
+}
+
+/// Listen on the first of `addrs` that binds (they are tried in order).
+pub fn listen_tcp(addrs: &[SocketAddr]) -> io::Result<Listening> {
+    let listener = TcpListener::bind(addrs)?;
+    listener.set_nonblocking(true)?;
+    let local = listener.local_addr()?;
+    Ok(Listening {
+        listener: StdListener::Tcp(listener),
+        endpoint: format!("tcp://{local}"),
+        socket_file: None,
+    })
+}
+
+/// Listen on an `ipc://` path (`*`: a fresh file in the temporary directory) or abstract
+/// name.
+pub fn listen_ipc(ipc: &IpcEndpoint) -> io::Result<Listening> {
+    match ipc {
+        IpcEndpoint::Path(path) => {
+            let path = if path == "*" {
+                wildcard_ipc_path()
+            } else {
+                PathBuf::from(path)
+            };
+            // A socket file left by an earlier process would make bind fail.
+            remove_stale_socket(&path);
+            let listener = UnixListener::bind(&path)?;
+            let socket_file = SocketFile(path);
+            listener.set_nonblocking(true)?;
+            Ok(Listening {
+                listener: StdListener::Unix(listener),
+                endpoint: format!("ipc://{}", socket_file.path().display()),
+                socket_file: Some(socket_file),
+            })
+        }
+        IpcEndpoint::Abstract(name) => {
+            let listener = UnixListener::bind_addr(&abstract_addr(name)?)?;
+            listener.set_nonblocking(true)?;
+            Ok(Listening {
+                listener: StdListener::Unix(listener),
+                endpoint: format!("ipc://@{name}"),
+                socket_file: None,
+            })
+        }
+    }
+}
+
+/// Connect to an `ipc://` path or abstract name (a Unix-domain connect completes at once
+/// or fails); the stream is non-blocking.
+pub fn connect_ipc(ipc: &IpcEndpoint) -> io::Result<UnixStream> {
+    let stream = match ipc {
+        IpcEndpoint::Path(path) => UnixStream::connect(path)?,
+        IpcEndpoint::Abstract(name) => UnixStream::connect_addr(&abstract_addr(name)?)?,
+    };
+    stream.set_nonblocking(true)?;
+    Ok(stream)
+}
+
+/// A connected TCP or Unix-domain stream in non-blocking mode.
+#[derive(Debug)]
+pub enum StdTransport {
+    /// `tcp://`.
+    Tcp(TcpStream),
+    /// `ipc://`.
+    Unix(UnixStream),
+}
+
+impl StdTransport {
+    /// Connect to a `tcp://` or `ipc://` endpoint, **blocking**: a name is looked up and
+    /// every address it resolves to is tried in order, each for at most `timeout`. For
+    /// test drivers and tools, not for an I/O thread.
+    pub fn connect_blocking(addr: &Endpoint, timeout: Duration) -> io::Result<StdTransport> {
+        match addr {
+            Endpoint::Tcp(tcp) => {
+                let stream = Attempts::new(resolve_blocking(tcp)?).connect_each(|a| {
+                    let stream = TcpStream::connect_timeout(&a, timeout)?;
+                    tcp_connected(&stream)?;
+                    Ok(stream)
+                })?;
+                stream.set_nonblocking(true)?;
+                Ok(StdTransport::Tcp(stream))
+            }
+            Endpoint::Ipc(ipc) => connect_ipc(ipc).map(StdTransport::Unix),
+            Endpoint::Inproc(_) => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "inproc:// has no stream outside an async driver",
+            )),
+        }
+    }
+
+    /// Read into `buf` (`Ok(0)` is the end of the stream, `WouldBlock` nothing yet).
+    #[inline]
+    pub fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            // `Read` and `Write` are implemented for shared references to std's streams.
+            StdTransport::Tcp(s) => (&mut &*s).read(buf),
+            StdTransport::Unix(s) => (&mut &*s).read(buf),
+        }
+    }
+
+    /// Write what the stream takes now.
+    #[inline]
+    pub fn write(&self, data: &[u8]) -> io::Result<usize> {
+        match self {
+            StdTransport::Tcp(s) => (&mut &*s).write(data),
+            StdTransport::Unix(s) => (&mut &*s).write(data),
+        }
+    }
+
+    /// [`write`](Self::write) gathering several buffers.
+    #[inline]
+    pub fn write_vectored(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        match self {
+            StdTransport::Tcp(s) => (&mut &*s).write_vectored(bufs),
+            StdTransport::Unix(s) => (&mut &*s).write_vectored(bufs),
+        }
+    }
+
+    /// The peer's IP address as text (empty for `ipc://`), as ZAP wants it.
+    pub fn peer_ip(&self) -> String {
+        match self {
+            StdTransport::Tcp(s) => s
+                .peer_addr()
+                .map(|a| a.ip().to_string())
+                .unwrap_or_default(),
+            StdTransport::Unix(_) => String::new(),
+        }
+    }
+}
+
+impl AsFd for StdTransport {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            StdTransport::Tcp(s) => s.as_fd(),
+            StdTransport::Unix(s) => s.as_fd(),
+        }
+    }
+}
+
+impl AsRawFd for StdTransport {
+    fn as_raw_fd(&self) -> RawFd {
+        self.as_fd().as_raw_fd()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::ErrorKind;
+
+    fn ipc(s: &str) -> IpcEndpoint {
+        match Endpoint::parse(s).unwrap() {
+            Endpoint::Ipc(i) => i,
+            _ => panic!("not ipc"),
+        }
+    }
+
+    fn wait_accept(l: &StdListener) -> StdTransport {
+        for _ in 0..1000 {
+            match l.accept() {
+                Ok(s) => return s,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(1))
+                }
+                Err(e) => panic!("accept: {e}"),
+            }
+        }
+        panic!("nothing to accept");
+    }
+
+    #[test]
+    fn tcp_listen_reports_the_chosen_port_and_streams_have_nodelay() {
+        let l = listen_tcp(&["127.0.0.1:0".parse().unwrap()]).unwrap();
+        let port: u16 = l.endpoint.rsplit(':').next().unwrap().parse().unwrap();
+        assert!(l.endpoint.starts_with("tcp://127.0.0.1:") && port != 0);
+        assert!(l.socket_file.is_none());
+        let addr = Endpoint::parse(&l.endpoint).unwrap();
+        let ours = StdTransport::connect_blocking(&addr, Duration::from_secs(1)).unwrap();
+        let theirs = wait_accept(&l.listener);
+        for s in [&ours, &theirs] {
+            let StdTransport::Tcp(t) = s else {
+                panic!("not tcp")
+            };
+            assert!(t.nodelay().unwrap());
+        }
+        assert_eq!(ours.write(b"hi").unwrap(), 2);
+        let mut buf = [0u8; 8];
+        let n = loop {
+            match theirs.read(&mut buf) {
+                Err(e) if e.kind() == ErrorKind::WouldBlock => std::thread::yield_now(),
+                r => break r.unwrap(),
+            }
+        };
+        assert_eq!(&buf[..n], b"hi");
+        assert_eq!(theirs.peer_ip(), "127.0.0.1");
+        // Nothing more: non-blocking.
+        assert_eq!(
+            theirs.read(&mut buf).unwrap_err().kind(),
+            ErrorKind::WouldBlock
+        );
+    }
+
+    #[test]
+    fn a_name_connects_to_one_of_its_addresses() {
+        // `localhost` may resolve to ::1 first, where nothing listens: the next address
+        // is tried.
+        let l = listen_tcp(&["127.0.0.1:0".parse().unwrap()]).unwrap();
+        let port = l.endpoint.rsplit(':').next().unwrap();
+        let addr = Endpoint::parse(&format!("tcp://localhost:{port}")).unwrap();
+        StdTransport::connect_blocking(&addr, Duration::from_secs(1)).unwrap();
+        wait_accept(&l.listener);
+    }
+
+    #[test]
+    fn a_stream_connected_to_itself_is_refused() {
+        // Bind a port, then connect a socket bound to that same address to it: TCP
+        // simultaneous open joins the socket to itself.
+        struct Fake(SocketAddr, SocketAddr);
+        impl TcpSetup for Fake {
+            fn local_addr(&self) -> io::Result<SocketAddr> {
+                Ok(self.0)
+            }
+            fn peer_addr(&self) -> io::Result<SocketAddr> {
+                Ok(self.1)
+            }
+            fn set_nodelay(&self, _: bool) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let a: SocketAddr = "127.0.0.1:40000".parse().unwrap();
+        let b: SocketAddr = "127.0.0.1:40001".parse().unwrap();
+        assert_eq!(
+            tcp_connected(&Fake(a, a)).unwrap_err().kind(),
+            ErrorKind::ConnectionRefused
+        );
+        tcp_connected(&Fake(a, b)).unwrap();
+    }
+
+    #[test]
+    fn ipc_paths_replace_stale_sockets_and_are_removed_on_drop() {
+        let dir = std::env::temp_dir().join(format!("zmtp-driver-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("sock");
+        let text = format!("ipc://{}", path.display());
+        // A stale socket file from an earlier process.
+        drop(UnixListener::bind(&path).unwrap());
+        assert!(path.exists());
+        let l = listen_ipc(&ipc(&text)).unwrap();
+        assert_eq!(l.endpoint, text);
+        let s = connect_ipc(&ipc(&text)).unwrap();
+        wait_accept(&l.listener);
+        drop(s);
+        drop(l);
+        assert!(
+            !path.exists(),
+            "the socket file is removed with its listener"
+        );
+        // A file that is no socket is never removed.
+        std::fs::write(&path, b"data").unwrap();
+        assert!(listen_ipc(&ipc(&text)).is_err());
+        assert!(path.exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn ipc_wildcard_binds_a_fresh_path() {
+        let a = listen_ipc(&ipc("ipc://*")).unwrap();
+        let b = listen_ipc(&ipc("ipc://*")).unwrap();
+        assert_ne!(a.endpoint, b.endpoint);
+        let path = a.socket_file.as_ref().unwrap().path().to_path_buf();
+        assert_eq!(a.endpoint, format!("ipc://{}", path.display()));
+        assert!(path.exists());
+        drop(a);
+        assert!(!path.exists());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn abstract_names() {
+        let name = format!("zmtp-driver-test-{}", std::process::id());
+        let text = format!("ipc://@{name}");
+        let l = listen_ipc(&ipc(&text)).unwrap();
+        assert_eq!(l.endpoint, text);
+        assert!(l.socket_file.is_none());
+        let s = StdTransport::connect_blocking(
+            &Endpoint::parse(&text).unwrap(),
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        assert_eq!(s.peer_ip(), "");
+        wait_accept(&l.listener);
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    #[test]
+    fn abstract_names_are_unsupported() {
+        let e = listen_ipc(&ipc("ipc://@x")).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Unsupported);
+    }
+}
