@@ -19,8 +19,8 @@ use std::time::Instant as StdInstant;
 use tokio::sync::{mpsc, oneshot, Notify};
 use zmtp_proto::socket::endpoint::{Host, IpcEndpoint};
 use zmtp_proto::socket::{
-    AuthReply, Command, Endpoint, EndpointId, MonitorEvent, PeerId,
-    Socket as ProtoSocket, ZapRequest,
+    AuthReply, Command, Endpoint, EndpointId, MonitorEvent, PeerId, Socket as ProtoSocket,
+    ZapRequest,
 };
 use zmtp_proto::Instant;
 
@@ -564,7 +564,10 @@ async fn connect_task<R: Runtime>(inner: Arc<Inner<R>>, endpoint: EndpointId, ad
     let now = inner.now();
     match result {
         Ok(stream) => {
-            if let Some(peer) = core.socket.handle_connected(endpoint, &stream.peer_ip(), now) {
+            if let Some(peer) = core
+                .socket
+                .handle_connected(endpoint, &stream.peer_ip(), now)
+            {
                 inner.add_peer(&mut core, peer, stream);
             }
         }
@@ -598,7 +601,10 @@ async fn accept_task<R: Runtime>(
         };
         let mut core = inner.lock();
         let now = inner.now();
-        if let Some(peer) = core.socket.handle_accepted(endpoint, &stream.peer_ip(), now) {
+        if let Some(peer) = core
+            .socket
+            .handle_accepted(endpoint, &stream.peer_ip(), now)
+        {
             inner.add_peer(&mut core, peer, stream);
         }
         inner.pump(&mut core);

@@ -233,11 +233,12 @@ impl<R: Runtime> Socket<R> {
 
     /// The next message if one is ready.
     pub fn try_recv(&self) -> Result<Option<Message>, Error> {
-        self.inner.with(|core| match core.socket.recv(|| self.inner.now()) {
-            Some(m) => Ok(Some(m)),
-            None if core.closed => Err(Error::Closed),
-            None => Ok(None),
-        })
+        self.inner
+            .with(|core| match core.socket.recv(|| self.inner.now()) {
+                Some(m) => Ok(Some(m)),
+                None if core.closed => Err(Error::Closed),
+                None => Ok(None),
+            })
     }
 
     /// Whether a `send` would not block now (libzmq's `ZMQ_POLLOUT`).

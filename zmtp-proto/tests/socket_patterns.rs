@@ -1191,23 +1191,14 @@ fn input_held_at_rcvhwm_resumes_at_half_with_an_event() {
         n
     };
     // Above half: still held, and no event.
-    assert_eq!(
-        c.recv(pull).map(|m| frames(&m)),
-        Some(vec![vec![0]])
-    );
+    assert_eq!(c.recv(pull).map(|m| frames(&m)), Some(vec![vec![0]]));
     assert_eq!(resumes(&mut c), 0);
     assert!(!c.socket(pull).wants_read(peer));
     // Down to half: reading may go on, and the socket says so once.
-    assert_eq!(
-        c.recv(pull).map(|m| frames(&m)),
-        Some(vec![vec![1]])
-    );
+    assert_eq!(c.recv(pull).map(|m| frames(&m)), Some(vec![vec![1]]));
     assert!(c.socket(pull).wants_read(peer));
     assert_eq!(resumes(&mut c), 1);
-    assert_eq!(
-        c.recv(pull).map(|m| frames(&m)),
-        Some(vec![vec![2]])
-    );
+    assert_eq!(c.recv(pull).map(|m| frames(&m)), Some(vec![vec![2]]));
     assert_eq!(resumes(&mut c), 0, "one event per hold");
     // Many more than RCVHWM: everything arrives, in order, across holds and resumes.
     for i in 4..40u8 {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use mio::net::TcpStream;
 use mio::unix::SourceFd;
 use mio::{Interest, Token};
-use zmtp_proto::socket::{AuthReply, Endpoint, EndpointId, Event, PeerId};
+use zmtp_proto::socket::{AuthReply, Command, Endpoint, EndpointId, PeerId};
 use zmtp_proto::Instant;
 
 use super::transport::{connect_unix, listen, Listener, Stream};
@@ -85,9 +85,9 @@ impl Shared {
         }
     }
 
-    pub(super) fn handle_event(&self, st: &mut State, id: usize, event: Event, now: Instant) {
-        match event {
-            Event::Listen { endpoint, addr } => {
+    pub(super) fn handle_command(&self, st: &mut State, id: usize, command: Command, now: Instant) {
+        match command {
+            Command::Listen { endpoint, addr } => {
                 let result = listen(&addr);
                 let reply = match result {
                     Ok((mut listener, resolved)) => {
@@ -122,8 +122,8 @@ impl Shared {
                     s.bound.insert(endpoint, reply);
                 }
             }
-            Event::Connect { endpoint, addr } => self.connect(st, id, endpoint, &addr, now),
-            Event::StopListening { endpoint } => {
+            Command::Connect { endpoint, addr } => self.connect(st, id, endpoint, &addr, now),
+            Command::StopListening { endpoint } => {
                 if let Some((mut l, token)) = st
                     .sockets
                     .get_mut(&id)
@@ -143,28 +143,16 @@ impl Shared {
                     st.tokens.remove(&token);
                 }
             }
-            Event::ClosePeer { peer } => self.drop_peer(st, id, peer),
-            Event::Resume { peer } => queue(st, id, peer, false),
-            Event::Authenticate { peer, request } => {
+            Command::ClosePeer { peer } => self.drop_peer(st, id, peer),
+            Command::Resume { peer } => queue(st, id, peer, false),
+            // An installed authenticator is applied by the socket itself; this driver has
+            // no ZAP handler to ask.
+            Command::Authenticate { peer, .. } => {
                 if let Some(s) = st.sockets.get_mut(&id) {
-                    let address = s
-                        .peers
-                        .get(&peer)
-                        .map(|io| io.stream.peer_ip())
-                        .unwrap_or_default();
-                    let reply = match &s.authenticator {
-                        Some(auth) => auth.check(&address, &request),
-                        None => AuthReply::NoHandler,
-                    };
-                    s.core.handle_auth(peer, now, reply);
+                    s.core.handle_auth(peer, now, AuthReply::NoHandler);
                 }
             }
-            Event::Monitor(m) => {
-                if let Some(s) = st.sockets.get_mut(&id) {
-                    s.monitors.retain(|tx| tx.send(m.clone()).is_ok());
-                }
-            }
-            Event::Closed => {
+            Command::Closed => {
                 let peers: Vec<PeerId> = st
                     .sockets
                     .get(&id)
@@ -179,7 +167,7 @@ impl Shared {
                     .map(|s| s.listeners.keys().copied().collect())
                     .unwrap_or_default();
                 for endpoint in endpoints {
-                    self.handle_event(st, id, Event::StopListening { endpoint }, now);
+                    self.handle_command(st, id, Command::StopListening { endpoint }, now);
                 }
                 if let Some(s) = st.sockets.get_mut(&id) {
                     for (_, (mut stream, token)) in std::mem::take(&mut s.connecting) {
@@ -247,7 +235,7 @@ impl Shared {
         };
         match stream {
             Some(stream) => {
-                if let Some(peer) = s.core.handle_connected(endpoint, now) {
+                if let Some(peer) = s.core.handle_connected(endpoint, &stream.peer_ip(), now) {
                     self.add_peer(st, id, peer, stream, now);
                 }
             }
@@ -276,7 +264,7 @@ impl Shared {
                     let Some(s) = st.sockets.get_mut(&id) else {
                         return;
                     };
-                    match s.core.handle_accepted(endpoint, now) {
+                    match s.core.handle_accepted(endpoint, &stream.peer_ip(), now) {
                         Some(peer) => self.add_peer(st, id, peer, stream, now),
                         None => drop(stream),
                     }

@@ -140,7 +140,7 @@ fn find<'a>(block: &'a [u8], name: &str) -> Option<&'a [u8]> {
 impl Socket {
     /// A peer's connection asks for a verdict: decide here (libzmq's rule for CURVE
     /// without a domain, or the installed [`Authenticator`]), or ask the driver.
-    pub(super) fn request_auth(&mut self, peer: PeerId, now: Instant) {
+    pub(super) fn request_auth(&mut self, peer: PeerId) {
         let Some(conn) = self.connection(peer) else {
             return;
         };
@@ -150,7 +150,7 @@ impl Socket {
         let enforce_empty = self.opts.zap_enforce_domain && self.opts.zap_domain.is_empty();
         if request.mechanism == Mechanism::CURVE && enforce_empty {
             // libzmq does not consult ZAP for CURVE then: everyone is let in.
-            self.handle_auth(peer, now, AuthReply::status(200));
+            self.verdicts.push_back((peer, AuthReply::status(200)));
             return;
         }
         let credentials = match request.credentials {
@@ -174,9 +174,10 @@ impl Socket {
             credentials,
         };
         match &self.authenticator {
+            // Applied once the input that asked is processed (`apply_verdicts`).
             Some(auth) => {
                 let reply = auth.check(&request);
-                self.handle_auth(peer, now, reply);
+                self.verdicts.push_back((peer, reply));
             }
             None => self
                 .commands
@@ -195,6 +196,18 @@ impl Socket {
     /// nothing (300) and its stream is closed; its handshake fails with monitor event
     /// HANDSHAKE_FAILED_AUTH.
     pub fn handle_auth(&mut self, peer: PeerId, now: Instant, reply: AuthReply) {
+        self.apply_auth(peer, now, reply);
+        self.apply_verdicts(now);
+    }
+
+    /// Apply the verdicts decided in the core while input was processed.
+    pub(super) fn apply_verdicts(&mut self, now: Instant) {
+        while let Some((peer, reply)) = self.verdicts.pop_front() {
+            self.apply_auth(peer, now, reply);
+        }
+    }
+
+    fn apply_auth(&mut self, peer: PeerId, now: Instant, reply: AuthReply) {
         let (status, user_id, zap) = match reply {
             AuthReply::Verdict {
                 status,
@@ -235,6 +248,7 @@ impl Socket {
                 self.after_output(peer);
             }
         }
+        self.rearm(peer);
     }
 
     /// libzmq's verdict when no ZAP handler is there.

@@ -28,6 +28,7 @@ mod message;
 pub mod monitor;
 mod options;
 mod pattern;
+mod timers;
 
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::string::{String, ToString};
@@ -46,6 +47,7 @@ use crate::{
     Buffered, Clock, Config, ConfigError, Connection, Error, Instant, OwnedItem, SocketType,
 };
 use pattern::PatternState;
+use timers::{TimerKey, Timers};
 
 /// A peer of a socket: one accepted stream, or one connect endpoint (whose queue outlives
 /// reconnections unless `immediate` is set).
@@ -196,6 +198,8 @@ struct Link {
     dirty: bool,
     /// Refused by its verdict: close once the ERROR is written, or at the deadline.
     farewell: Option<(Error, Instant)>,
+    /// The deadline armed for this stream in `Socket::timers`.
+    deadline: Option<Instant>,
 }
 
 impl Link {
@@ -295,6 +299,10 @@ pub struct Socket {
     last_endpoint: String,
     /// Decides authentication in the core when installed ([`Socket::set_authenticator`]).
     authenticator: Option<Authenticator>,
+    /// Every peer's and endpoint's next deadline.
+    timers: Timers,
+    /// Verdicts decided in the core, applied once the input that asked is processed.
+    verdicts: VecDeque<(PeerId, AuthReply)>,
     pattern: PatternState,
     /// `Some(deadline)` once `close` was called (`Some(None)`: linger forever).
     closing: Option<Option<Instant>>,
@@ -334,6 +342,8 @@ impl Socket {
             dirty: VecDeque::new(),
             last_endpoint: String::new(),
             authenticator: None,
+            timers: Timers::default(),
+            verdicts: VecDeque::new(),
             closing: None,
             closed: false,
             #[cfg(feature = "curve")]
@@ -427,7 +437,8 @@ impl Socket {
                 dead: false,
             },
         );
-        self.commands.push_back(Command::Listen { endpoint: id, addr });
+        self.commands
+            .push_back(Command::Listen { endpoint: id, addr });
         Ok(id)
     }
 
@@ -472,7 +483,8 @@ impl Socket {
         if !self.opts.immediate && self.ty != SocketType::Router {
             self.attach(peer);
         }
-        self.commands.push_back(Command::Connect { endpoint: id, addr });
+        self.commands
+            .push_back(Command::Connect { endpoint: id, addr });
         self.monitor(MonitorEventKind::ConnectDelayed, 0, id);
         Ok(id)
     }
@@ -495,7 +507,8 @@ impl Socket {
         };
         self.monitor(MonitorEventKind::Closed, 0, id);
         self.endpoints.remove(&id);
-        self.commands.push_back(Command::StopListening { endpoint: id });
+        self.commands
+            .push_back(Command::StopListening { endpoint: id });
         true
     }
 
@@ -511,6 +524,7 @@ impl Socket {
             // libzmq terminates the pipe without delay: what it held is dropped.
             self.departed.retain(|d| d.peer != peer);
         }
+        self.set_retry(id, None);
         self.endpoints.remove(&id);
         true
     }
@@ -562,6 +576,7 @@ impl Socket {
             established: false,
             dirty: false,
             farewell: None,
+            deadline: None,
         }
     }
 
@@ -596,6 +611,7 @@ impl Socket {
             },
         );
         self.mark_dirty(peer);
+        self.rearm(peer);
         self.monitor(MonitorEventKind::Accepted, 0, endpoint);
         Some(peer)
     }
@@ -624,6 +640,7 @@ impl Socket {
         // A new stream starts reading unless the queue is still above half.
         p.held = p.held && p.inq.len() > limit / 2;
         self.mark_dirty(peer);
+        self.rearm(peer);
         self.monitor(MonitorEventKind::Connected, 0, endpoint);
         Some(peer)
     }
@@ -648,8 +665,8 @@ impl Socket {
             return;
         }
         let ivl = e.ivl.max(base);
-        e.retry_at = Some(now + ivl);
         e.ivl = if max > base { (ivl * 2).min(max) } else { base };
+        self.set_retry(endpoint, Some(now + ivl));
         let ms = u32::try_from(ivl.as_millis()).unwrap_or(u32::MAX);
         self.monitor(MonitorEventKind::ConnectRetried, ms, endpoint);
     }
@@ -722,6 +739,15 @@ impl Socket {
     }
 
     fn process_input(&mut self, peer: PeerId, now: Instant) {
+        self.read_input(peer, now);
+        if !self.verdicts.is_empty() {
+            self.apply_verdicts(now);
+        }
+        // Input moves the connection's timers (heartbeats, the end of the handshake).
+        self.rearm(peer);
+    }
+
+    fn read_input(&mut self, peer: PeerId, now: Instant) {
         let rcvhwm = self.rcv_limit();
         // Where a whole single-frame message only joins the peer's queue (no topic filter,
         // no conflation, not a subscription channel), it does so here, without the
@@ -795,7 +821,7 @@ impl Socket {
             };
             match s.conn.connection_mut().poll_event() {
                 None => return,
-                Some(crate::Event::AuthRequested) => self.request_auth(peer, now),
+                Some(crate::Event::AuthRequested) => self.request_auth(peer),
                 Some(crate::Event::HandshakeSucceeded { .. }) if !s.established => {
                     s.established = true;
                     self.on_handshake(peer, now);
@@ -1004,6 +1030,8 @@ impl Socket {
         let Some(stream) = p.stream.take() else {
             return;
         };
+        self.timers
+            .reset(TimerKey::Peer(peer), stream.deadline, None);
         let endpoint = p.endpoint;
         let outbound = p.outbound;
         let protocol_error = match &ending {
@@ -1168,70 +1196,6 @@ impl Socket {
         }
     }
 
-    // ----- timers ----------------------------------------------------------------------
-
-    /// The earliest instant at which [`handle_timeout`](Self::handle_timeout) must be called.
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        if self.closed {
-            return None;
-        }
-        let streams = self.peers.values().filter_map(|p| {
-            let s = p.stream.as_ref()?;
-            match &s.farewell {
-                Some((_, deadline)) => Some(*deadline),
-                None => s.conn.connection().poll_timeout(),
-            }
-        });
-        let retries = self.endpoints.values().filter_map(|e| e.retry_at);
-        let linger = self.closing.flatten();
-        streams.chain(retries).chain(linger).min()
-    }
-
-    /// Fire every expired timer: connection deadlines and heartbeats, reconnects, linger.
-    pub fn handle_timeout(&mut self, now: Instant) {
-        let due: Vec<PeerId> = self
-            .peers
-            .iter()
-            .filter(|(_, p)| {
-                p.stream.as_ref().is_some_and(|s| match &s.farewell {
-                    Some((_, deadline)) => *deadline <= now,
-                    None => s.conn.connection().poll_timeout().is_some_and(|t| t <= now),
-                })
-            })
-            .map(|(id, _)| *id)
-            .collect();
-        for peer in due {
-            let Some(s) = self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) else {
-                continue;
-            };
-            if s.farewell.is_some() {
-                self.finish_farewell(peer, now);
-                continue;
-            }
-            match s.conn.connection_mut().handle_timeout(now) {
-                Ok(()) => self.after_output(peer),
-                Err(e) => self.end_stream(peer, Ending::Failed(e), now),
-            }
-        }
-        let retry: Vec<EndpointId> = self
-            .endpoints
-            .iter()
-            .filter(|(_, e)| e.retry_at.is_some_and(|t| t <= now))
-            .map(|(id, _)| *id)
-            .collect();
-        for id in retry {
-            if let Some(e) = self.endpoints.get_mut(&id) {
-                e.retry_at = None;
-                let addr = e.addr.clone();
-                self.commands.push_back(Command::Connect { endpoint: id, addr });
-                self.monitor(MonitorEventKind::ConnectDelayed, 0, id);
-            }
-        }
-        if self.closing.flatten().is_some_and(|t| t <= now) {
-            self.finish_close();
-        }
-    }
-
     /// The next thing the driver must do.
     pub fn poll_command(&mut self) -> Option<Command> {
         self.commands.pop_front()
@@ -1266,7 +1230,8 @@ impl Socket {
             match kind {
                 EndpointKind::Bind => {
                     self.monitor(MonitorEventKind::Closed, 0, id);
-                    self.commands.push_back(Command::StopListening { endpoint: id });
+                    self.commands
+                        .push_back(Command::StopListening { endpoint: id });
                 }
                 EndpointKind::Connect => {
                     if self.has_waiting(id) {
@@ -1274,8 +1239,8 @@ impl Socket {
                     }
                     if let Some(e) = self.endpoints.get_mut(&id) {
                         e.dead = true;
-                        e.retry_at = None;
                     }
+                    self.set_retry(id, None);
                 }
             }
         }
@@ -1323,6 +1288,7 @@ impl Socket {
         self.departed.clear();
         self.dirty.clear();
         self.endpoints.clear();
+        self.timers.clear();
         if self.monitor_mask & MonitorEventKind::MonitorStopped.value() != 0 {
             self.monitors.push_back(MonitorEvent {
                 kind: MonitorEventKind::MonitorStopped,

@@ -9,7 +9,9 @@ use alloc::vec::Vec;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use super::{Command, Ending, Message, MonitorEventKind, Outgoing, PeerId, SendError, Sent, Socket};
+use super::{
+    Command, Ending, Message, MonitorEventKind, Outgoing, PeerId, SendError, Sent, Socket,
+};
 use crate::{Clock, Instant, SocketType};
 
 /// Per-socket state of the routing pattern.
