@@ -18,7 +18,7 @@ use std::time::{Duration, Instant as StdInstant};
 
 use zmtp_driver::{listen_ipc, listen_tcp, resolve_blocking, Listening, StdTransport};
 use zmtp_proto::socket::{
-    Endpoint, EndpointId, Event, Message, MonitorEvent, MonitorEventKind, Options, PeerId,
+    Command, Endpoint, EndpointId, Message, MonitorEvent, MonitorEventKind, Options, PeerId,
     SendError, Sent, Socket,
 };
 use zmtp_proto::{Instant, SocketType};
@@ -71,7 +71,7 @@ impl SocketDriver {
     }
 
     fn now(&self) -> Instant {
-        Instant::from_micros(u64::try_from(self.start.elapsed().as_micros()).unwrap_or(u64::MAX))
+        since(self.start)
     }
 
     /// The socket, for calls that need no I/O (subscribe, options, stats).
@@ -103,10 +103,13 @@ impl SocketDriver {
     }
 
     fn handle_events(&mut self) {
-        while let Some(event) = self.socket.poll_event() {
+        while let Some(m) = self.socket.poll_monitor() {
+            self.monitor.push(m);
+        }
+        while let Some(command) = self.socket.poll_command() {
             let now = self.now();
-            match event {
-                Event::Listen { endpoint, addr } => match listen(&addr) {
+            match command {
+                Command::Listen { endpoint, addr } => match listen(&addr) {
                     Ok(listening) => {
                         self.socket.handle_listening(endpoint, &listening.endpoint);
                         self.listeners.insert(endpoint, listening);
@@ -115,25 +118,32 @@ impl SocketDriver {
                         .socket
                         .handle_bind_failed(endpoint, e.raw_os_error().unwrap_or(0) as u32),
                 },
-                Event::Connect { endpoint, addr } => {
+                Command::Connect { endpoint, addr } => {
                     match StdTransport::connect_blocking(&addr, CONNECT_TIMEOUT) {
-                        Ok(stream) => match self.socket.handle_connected(endpoint, now) {
-                            Some(peer) => {
-                                self.streams.insert(peer, stream);
+                        Ok(stream) => {
+                            match self
+                                .socket
+                                .handle_connected(endpoint, &stream.peer_ip(), now)
+                            {
+                                Some(peer) => {
+                                    self.streams.insert(peer, stream);
+                                }
+                                None => drop(stream),
                             }
-                            None => drop(stream),
-                        },
+                        }
                         Err(_) => self.socket.handle_connect_failed(endpoint, now),
                     }
                 }
-                Event::StopListening { endpoint } => {
+                Command::StopListening { endpoint } => {
                     self.listeners.remove(&endpoint);
                 }
-                Event::ClosePeer { peer } => {
+                Command::ClosePeer { peer } => {
                     self.streams.remove(&peer);
                 }
-                Event::Monitor(m) => self.monitor.push(m),
                 _ => {}
+            }
+            while let Some(m) = self.socket.poll_monitor() {
+                self.monitor.push(m);
             }
         }
     }
@@ -147,7 +157,8 @@ impl SocketDriver {
         for ep in listening {
             while let Some(Ok(stream)) = self.listeners.get(&ep).map(|l| l.listener.accept()) {
                 moved = true;
-                match self.socket.handle_accepted(ep, self.now()) {
+                let now = self.now();
+                match self.socket.handle_accepted(ep, &stream.peer_ip(), now) {
                     Some(peer) => {
                         self.streams.insert(peer, stream);
                     }
@@ -210,7 +221,8 @@ impl SocketDriver {
                 }
                 match stream.write(out) {
                     Ok(n) => {
-                        self.socket.advance(peer, n);
+                        let start = self.start;
+                        self.socket.advance(peer, n, || since(start));
                         moved = true;
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -260,7 +272,8 @@ impl SocketDriver {
         let deadline = StdInstant::now() + timeout;
         let mut msg = msg.into();
         loop {
-            match self.socket.send(msg) {
+            let now = self.now();
+            match self.socket.send(msg, now) {
                 Err(SendError::WouldBlock(m)) if StdInstant::now() < deadline => {
                     msg = m;
                     if !self.step() {
@@ -279,7 +292,8 @@ impl SocketDriver {
     pub fn recv(&mut self, timeout: Duration) -> Option<Message> {
         let mut got = None;
         self.step_until(timeout, |d| {
-            got = d.socket.recv();
+            let now = d.now();
+            got = d.socket.recv(now);
             got.is_some()
         });
         got
@@ -314,7 +328,8 @@ impl crate::our::OurSocket for SocketDriver {
     }
 
     fn recv(&mut self, timeout: Duration) -> Option<Message> {
-        if let Some(msg) = self.socket.recv() {
+        let now = self.now();
+        if let Some(msg) = self.socket.recv(now) {
             return Some(msg);
         }
         self.step();
@@ -330,4 +345,9 @@ impl crate::our::OurSocket for SocketDriver {
         self.step();
         self.pump_for(duration);
     }
+}
+
+/// The core's time: microseconds since `start`.
+fn since(start: StdInstant) -> Instant {
+    Instant::from_micros(u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX))
 }

@@ -42,7 +42,7 @@ use std::time::{Duration, Instant as StdInstant};
 
 use mio::net::TcpStream;
 use mio::{Poll, Registry, Token, Waker};
-use zmtp_proto::socket::{Authenticator, EndpointId, MonitorEvent, PeerId, Socket as ProtoSocket};
+use zmtp_proto::socket::{EndpointId, MonitorEvent, PeerId, Socket as ProtoSocket};
 use zmtp_proto::{Bytes, Instant};
 
 use io_loop::io_thread;
@@ -133,7 +133,6 @@ pub(crate) struct Sock {
     /// own): a result for an endpoint no longer here is dropped.
     resolving: BTreeSet<EndpointId>,
     pub(crate) monitors: Vec<mpsc::Sender<MonitorEvent>>,
-    pub(crate) authenticator: Option<Authenticator>,
     /// Results of binds not yet collected by `bind`.
     pub(crate) bound: BTreeMap<EndpointId, io::Result<String>>,
     pub(crate) closed: bool,
@@ -218,7 +217,6 @@ impl Shared {
                 connecting: BTreeMap::new(),
                 resolving: BTreeSet::new(),
                 monitors: Vec::new(),
-                authenticator: None,
                 bound: BTreeMap::new(),
                 closed: false,
                 orphaned: false,
@@ -274,9 +272,14 @@ impl Shared {
             let Some(s) = st.sockets.get_mut(&id) else {
                 return;
             };
-            if let Some(event) = s.core.poll_event() {
+            // Monitor events first: those raised before a command (the last ones before
+            // `Closed`) reach the monitor before the command is carried out.
+            while let Some(m) = s.core.poll_monitor() {
+                s.monitors.retain(|tx| tx.send(m.clone()).is_ok());
+            }
+            if let Some(command) = s.core.poll_command() {
                 let now = *now.get_or_insert_with(|| self.now());
-                self.handle_event(st, id, event, now);
+                self.handle_command(st, id, command, now);
             } else if let Some(peer) = s.core.next_dirty() {
                 queue(st, id, peer, true);
             } else {

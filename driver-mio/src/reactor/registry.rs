@@ -14,7 +14,7 @@ use zmtp_driver::transport::connect_ipc;
 use zmtp_driver::{
     listen_ipc, listen_tcp, tcp_connected, Attempts, Listening, StdTransport, TcpAddrs,
 };
-use zmtp_proto::socket::{AuthReply, Endpoint, EndpointId, Event, PeerId};
+use zmtp_proto::socket::{AuthReply, Command, Endpoint, EndpointId, PeerId};
 use zmtp_proto::Instant;
 
 use super::waiters::Notify;
@@ -100,9 +100,9 @@ impl Shared {
         }
     }
 
-    pub(super) fn handle_event(&self, st: &mut State, id: usize, event: Event, now: Instant) {
-        match event {
-            Event::Listen { endpoint, addr } => {
+    pub(super) fn handle_command(&self, st: &mut State, id: usize, command: Command, now: Instant) {
+        match command {
+            Command::Listen { endpoint, addr } => {
                 let listening = match &addr {
                     Endpoint::Tcp(tcp) => match TcpAddrs::of(tcp) {
                         TcpAddrs::Known(a) => listen_tcp(&[a]),
@@ -115,7 +115,7 @@ impl Shared {
                 };
                 self.listen_at(st, id, endpoint, listening);
             }
-            Event::Connect { endpoint, addr } => match &addr {
+            Command::Connect { endpoint, addr } => match &addr {
                 Endpoint::Tcp(tcp) => match TcpAddrs::of(tcp) {
                     TcpAddrs::Known(a) => {
                         self.connect_each(st, id, endpoint, Attempts::new(vec![a]), now)
@@ -130,7 +130,7 @@ impl Shared {
                 }
                 Endpoint::Inproc(_) => self.connected(st, id, endpoint, None, now),
             },
-            Event::StopListening { endpoint } => {
+            Command::StopListening { endpoint } => {
                 if let Some(s) = st.sockets.get_mut(&id) {
                     s.resolving.remove(&endpoint);
                 }
@@ -146,28 +146,16 @@ impl Shared {
                     // Dropping the listener removes its socket file.
                 }
             }
-            Event::ClosePeer { peer } => self.drop_peer(st, id, peer),
-            Event::Resume { peer } => queue(st, id, peer, false),
-            Event::Authenticate { peer, request } => {
+            Command::ClosePeer { peer } => self.drop_peer(st, id, peer),
+            Command::Resume { peer } => queue(st, id, peer, false),
+            // An installed authenticator is applied by the socket itself; this driver has
+            // no ZAP handler to ask.
+            Command::Authenticate { peer, .. } => {
                 if let Some(s) = st.sockets.get_mut(&id) {
-                    let address = s
-                        .peers
-                        .get(&peer)
-                        .map(|io| io.stream.peer_ip())
-                        .unwrap_or_default();
-                    let reply = match &s.authenticator {
-                        Some(auth) => auth.check(&address, &request),
-                        None => AuthReply::NoHandler,
-                    };
-                    s.core.handle_auth(peer, now, reply);
+                    s.core.handle_auth(peer, now, AuthReply::NoHandler);
                 }
             }
-            Event::Monitor(m) => {
-                if let Some(s) = st.sockets.get_mut(&id) {
-                    s.monitors.retain(|tx| tx.send(m.clone()).is_ok());
-                }
-            }
-            Event::Closed => {
+            Command::Closed => {
                 let peers: Vec<PeerId> = st
                     .sockets
                     .get(&id)
@@ -182,7 +170,7 @@ impl Shared {
                     .map(|s| s.listeners.keys().copied().collect())
                     .unwrap_or_default();
                 for endpoint in endpoints {
-                    self.handle_event(st, id, Event::StopListening { endpoint }, now);
+                    self.handle_command(st, id, Command::StopListening { endpoint }, now);
                 }
                 if let Some(s) = st.sockets.get_mut(&id) {
                     s.resolving.clear();
@@ -416,7 +404,7 @@ impl Shared {
         };
         match stream {
             Some(stream) => {
-                if let Some(peer) = s.core.handle_connected(endpoint, now) {
+                if let Some(peer) = s.core.handle_connected(endpoint, &stream.peer_ip(), now) {
                     self.add_peer(st, id, peer, stream, now);
                 }
             }
@@ -439,7 +427,7 @@ impl Shared {
                     let Some(s) = st.sockets.get_mut(&id) else {
                         return;
                     };
-                    match s.core.handle_accepted(endpoint, now) {
+                    match s.core.handle_accepted(endpoint, &stream.peer_ip(), now) {
                         Some(peer) => self.add_peer(st, id, peer, stream, now),
                         None => drop(stream),
                     }

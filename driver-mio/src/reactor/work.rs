@@ -197,7 +197,7 @@ impl Shared {
                     WriteEnd::Failed => {}
                 }
                 if written > 0 {
-                    s.core.advance(work.peer, written);
+                    s.core.advance(work.peer, written, || self.now());
                 }
                 if matches!(end, WriteEnd::Failed) {
                     self.lose_peer(st, work.id, work.peer, now);

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
 use zmtp_proto::socket::{
-    AuthReply, EndpointId, Event, Message, MonitorEvent, MonitorEventKind, Options, PeerId,
+    AuthReply, Command, EndpointId, Message, MonitorEvent, MonitorEventKind, Options, PeerId,
     PeerStats, SendError, Sent, Socket, ZapRequest,
 };
 use zmtp_proto::{Instant, SocketType};
@@ -56,7 +56,7 @@ pub struct Member {
     pub silenced: bool,
     /// Monitor events, in order.
     pub monitor: Vec<MonitorEvent>,
-    /// `Event::Closed` was seen, and when.
+    /// `Command::Closed` was seen, and when.
     pub closed_at: Option<Instant>,
     /// Every `ClosePeer` the socket asked for.
     pub closed_peers: Vec<PeerId>,
@@ -213,16 +213,25 @@ impl Cluster {
     }
 
     pub fn send(&mut self, n: Node, msg: impl Into<Message>) -> Result<Sent, SendError> {
-        self.socket(n).send(msg)
+        let now = self.now;
+        self.socket(n).send(msg, now)
+    }
+
+    /// `send_slice` at the cluster's time.
+    pub fn send_slice(&mut self, n: Node, body: &[u8]) -> Result<Sent, SendError> {
+        let now = self.now;
+        self.socket(n).send_slice(body, now)
     }
 
     pub fn recv(&mut self, n: Node) -> Option<Message> {
-        self.socket(n).recv()
+        let now = self.now;
+        self.socket(n).recv(now)
     }
 
     /// Every message `recv` gives now.
     pub fn recv_all(&mut self, n: Node) -> Vec<Message> {
-        std::iter::from_fn(|| self.socket(n).recv()).collect()
+        let now = self.now;
+        std::iter::from_fn(|| self.socket(n).recv(now)).collect()
     }
 
     /// The peer of `a` at the end of an open link to `b`, if any (the first one).
@@ -378,18 +387,22 @@ impl Cluster {
             if !self.members[i].alive {
                 continue;
             }
-            while let Some(ev) = self.members[i].socket.poll_event() {
+            while let Some(ev) = self.members[i].socket.poll_command() {
                 progress = true;
                 self.act(Node(i), ev);
+            }
+            while let Some(e) = self.members[i].socket.poll_monitor() {
+                progress = true;
+                self.members[i].monitor.push(e);
             }
         }
         progress
     }
 
-    fn act(&mut self, n: Node, ev: Event) {
+    fn act(&mut self, n: Node, ev: Command) {
         let now = self.now;
         match ev {
-            Event::Listen { endpoint, addr } => {
+            Command::Listen { endpoint, addr } => {
                 let text = addr.to_string();
                 let resolved = match text.rsplit_once(':') {
                     Some((head, "*")) | Some((head, "0")) if text.starts_with("tcp://") => {
@@ -410,7 +423,7 @@ impl Cluster {
                         .handle_listening(endpoint, &resolved);
                 }
             }
-            Event::Connect { endpoint, addr } => {
+            Command::Connect { endpoint, addr } => {
                 let text = addr.to_string();
                 self.members[n.0].connect_attempts.push((now, text.clone()));
                 let any = text
@@ -427,10 +440,10 @@ impl Cluster {
                         .handle_connect_failed(endpoint, now);
                     return;
                 };
-                let Some(cp) = self.members[n.0].socket.handle_connected(endpoint, now) else {
+                let Some(cp) = self.members[n.0].socket.handle_connected(endpoint, "", now) else {
                     return;
                 };
-                match self.members[ln.0].socket.handle_accepted(lep, now) {
+                match self.members[ln.0].socket.handle_accepted(lep, "", now) {
                     Some(lp) => {
                         let id = self.next_link;
                         self.next_link += 1;
@@ -459,10 +472,10 @@ impl Cluster {
                     None => self.members[n.0].socket.handle_closed(cp, now),
                 }
             }
-            Event::StopListening { endpoint } => {
+            Command::StopListening { endpoint } => {
                 self.listeners.retain(|_, v| *v != (n, endpoint));
             }
-            Event::ClosePeer { peer } => {
+            Command::ClosePeer { peer } => {
                 self.members[n.0].closed_peers.push(peer);
                 self.writers.remove(&(n, peer));
                 let Some((id, side)) = self.index.remove(&(n, peer)) else {
@@ -479,8 +492,7 @@ impl Cluster {
                     self.links.remove(&id);
                 }
             }
-            Event::Monitor(e) => self.members[n.0].monitor.push(e),
-            Event::Authenticate { peer, request } => {
+            Command::Authenticate { peer, request } => {
                 let m = &mut self.members[n.0];
                 let reply = m
                     .authenticator
@@ -488,13 +500,14 @@ impl Cluster {
                 m.auth_requests.push(request);
                 m.socket.handle_auth(peer, now, reply);
             }
-            Event::Closed => self.members[n.0].closed_at = Some(now),
+            Command::Closed => self.members[n.0].closed_at = Some(now),
             _ => {}
         }
     }
 
     /// Write what every socket wants written, as far as link capacity allows.
     fn write(&mut self) -> bool {
+        let now = self.now;
         for (i, m) in self.members.iter_mut().enumerate() {
             if !m.alive {
                 continue;
@@ -530,7 +543,7 @@ impl Cluster {
             if !m.silenced && link.ends[1 - side].open {
                 link.flight[side].extend(&data[..k]);
             }
-            m.socket.advance(peer, k);
+            m.socket.advance(peer, k, now);
             progress = true;
             // The output may continue in further segments (large bodies are their own).
             if whole && m.socket.poll_transmit(peer).is_empty() {
