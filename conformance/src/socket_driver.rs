@@ -7,19 +7,22 @@
 //! abstract name; `ipc://*` binds a fresh file in the temporary directory. The resolved
 //! endpoint of an ipc bind is the text given (or the generated path for `*`).
 //!
-//! It does only what a driver must: act on the socket's events (listen, connect, close a
-//! peer), move bytes between the kernel and the socket, and fire its timer. Routing, HWM,
-//! reconnects and heartbeats are the socket's. It polls with short sleeps, which is fine
-//! for tests and nothing else.
+//! It does only what a driver must: carry out the socket's commands (listen, connect, close
+//! a peer: its [`CommandHandler`] implementation, run by `zmtp_driver::run_commands`),
+//! move bytes between the kernel and the socket, and fire its timer. Listening and
+//! connecting are `zmtp_driver`'s helpers. Routing, HWM, reconnects and heartbeats are the
+//! socket's. It polls with short sleeps, which is fine for tests and nothing else.
 
 use std::collections::BTreeMap;
 use std::io;
 use std::time::{Duration, Instant as StdInstant};
 
-use zmtp_driver::{listen_ipc, listen_tcp, resolve_blocking, Listening, StdTransport};
+use zmtp_driver::{
+    listen_ipc, listen_tcp, resolve_blocking, run_commands, CommandHandler, Listening, StdTransport,
+};
 use zmtp_proto::socket::{
-    Command, Endpoint, EndpointId, Message, MonitorEvent, MonitorEventKind, Options, PeerId,
-    SendError, Sent, Socket,
+    AuthReply, Endpoint, EndpointId, Message, MonitorEvent, MonitorEventKind, Options, PeerId,
+    SendError, Sent, Socket, ZapRequest,
 };
 use zmtp_proto::{Instant, SocketType};
 
@@ -103,49 +106,7 @@ impl SocketDriver {
     }
 
     fn handle_events(&mut self) {
-        while let Some(m) = self.socket.poll_monitor() {
-            self.monitor.push(m);
-        }
-        while let Some(command) = self.socket.poll_command() {
-            let now = self.now();
-            match command {
-                Command::Listen { endpoint, addr } => match listen(&addr) {
-                    Ok(listening) => {
-                        self.socket.handle_listening(endpoint, &listening.endpoint);
-                        self.listeners.insert(endpoint, listening);
-                    }
-                    Err(e) => self
-                        .socket
-                        .handle_bind_failed(endpoint, e.raw_os_error().unwrap_or(0) as u32),
-                },
-                Command::Connect { endpoint, addr } => {
-                    match StdTransport::connect_blocking(&addr, CONNECT_TIMEOUT) {
-                        Ok(stream) => {
-                            match self
-                                .socket
-                                .handle_connected(endpoint, &stream.peer_ip(), now)
-                            {
-                                Some(peer) => {
-                                    self.streams.insert(peer, stream);
-                                }
-                                None => drop(stream),
-                            }
-                        }
-                        Err(_) => self.socket.handle_connect_failed(endpoint, now),
-                    }
-                }
-                Command::StopListening { endpoint } => {
-                    self.listeners.remove(&endpoint);
-                }
-                Command::ClosePeer { peer } => {
-                    self.streams.remove(&peer);
-                }
-                _ => {}
-            }
-            while let Some(m) = self.socket.poll_monitor() {
-                self.monitor.push(m);
-            }
-        }
+        run_commands(self);
     }
 
     /// One round: events, accepts, reads, writes, timers. Returns whether anything moved.
@@ -297,6 +258,68 @@ impl SocketDriver {
             got.is_some()
         });
         got
+    }
+}
+
+/// The socket's commands, carried out at once (blocking: this driver is for tests).
+impl CommandHandler for SocketDriver {
+    fn socket(&mut self) -> Option<&mut Socket> {
+        Some(&mut self.socket)
+    }
+
+    fn listen(&mut self, endpoint: EndpointId, addr: Endpoint) {
+        match listen(&addr) {
+            Ok(listening) => {
+                self.socket.handle_listening(endpoint, &listening.endpoint);
+                self.listeners.insert(endpoint, listening);
+            }
+            Err(e) => {
+                let errno = e.raw_os_error().and_then(|n| u32::try_from(n).ok());
+                self.socket.handle_bind_failed(endpoint, errno.unwrap_or(0));
+            }
+        }
+    }
+
+    fn connect(&mut self, endpoint: EndpointId, addr: Endpoint) {
+        let connected = StdTransport::connect_blocking(&addr, CONNECT_TIMEOUT);
+        let now = self.now();
+        match connected {
+            Ok(stream) => {
+                let address = stream.peer_ip();
+                if let Some(peer) = self.socket.handle_connected(endpoint, &address, now) {
+                    self.streams.insert(peer, stream);
+                }
+            }
+            Err(_) => self.socket.handle_connect_failed(endpoint, now),
+        }
+    }
+
+    fn stop_listening(&mut self, endpoint: EndpointId) {
+        // Dropping the listener removes its socket file.
+        self.listeners.remove(&endpoint);
+    }
+
+    fn close_peer(&mut self, peer: PeerId) {
+        self.streams.remove(&peer);
+    }
+
+    fn resume(&mut self, _: PeerId) {
+        // Every step reads each peer the socket wants read.
+    }
+
+    fn authenticate(&mut self, peer: PeerId, _: ZapRequest) {
+        // No ZAP handler here (an installed authenticator is the socket's own).
+        let now = self.now();
+        self.socket.handle_auth(peer, now, AuthReply::NoHandler);
+    }
+
+    fn monitor(&mut self, event: MonitorEvent) {
+        self.monitor.push(event);
+    }
+
+    fn closed(&mut self) {
+        self.streams.clear();
+        self.listeners.clear();
     }
 }
 

@@ -1,7 +1,7 @@
 //! The shared state of one socket and the tasks that move its bytes.
 //!
 //! All protocol decisions are made by the `zmtp-proto` [`Socket`](ProtoSocket) inside
-//! [`Core`]; this file only carries out its events, moves bytes and arms its timer. The
+//! [`Core`]; this file only carries out its commands, moves bytes and arms its timer. The
 //! core sits behind a `std` mutex that is never held across an `.await`: application calls
 //! and I/O tasks lock it, call into the state machine, write whatever became ready
 //! straight to the streams (`try_write`, no task hop), and unlock.
@@ -16,11 +16,13 @@ use std::task::Poll;
 use std::time::Instant as StdInstant;
 
 use tokio::sync::{mpsc, oneshot, Notify};
-use zmtp_driver::{listen_ipc, listen_tcp, Attempts, Listening, SocketFile, StdListener, TcpAddrs};
+use zmtp_driver::{
+    listen_ipc, listen_tcp, run_commands, Attempts, CommandHandler, Listening, SocketFile,
+    StdListener, TcpAddrs,
+};
 use zmtp_proto::socket::endpoint::IpcEndpoint;
 use zmtp_proto::socket::{
-    AuthReply, Command, Endpoint, EndpointId, MonitorEvent, PeerId, Socket as ProtoSocket,
-    ZapRequest,
+    AuthReply, Endpoint, EndpointId, MonitorEvent, PeerId, Socket as ProtoSocket, ZapRequest,
 };
 use zmtp_proto::Instant;
 
@@ -185,16 +187,13 @@ impl<R: Runtime> Inner<R> {
     fn pump_with(self: &Arc<Self>, core: &mut Core<R>, inline: bool, timers: bool) {
         let mut timers_touched = timers;
         loop {
-            let mut busy = false;
-            // Monitor events first: those raised before a command (the last ones before
-            // `Closed`) reach the monitor before the command is carried out.
-            Self::forward_monitor(core);
-            while let Some(command) = core.socket.poll_command() {
-                busy = true;
-                timers_touched |= !matches!(command, Command::Resume { .. });
-                self.handle_command(core, command);
-                Self::forward_monitor(core);
-            }
+            let mut commands = Commands {
+                inner: self,
+                core,
+                timers_touched,
+            };
+            let mut busy = run_commands(&mut commands) > 0;
+            timers_touched = commands.timers_touched;
             while let Some(peer) = core.socket.next_dirty() {
                 if inline {
                     // Writing can end a peer or finish a close: go round again for events.
@@ -441,106 +440,132 @@ impl<R: Runtime> Inner<R> {
         }
         acceptor
     }
+}
 
-    fn forward_monitor(core: &mut Core<R>) {
-        while let Some(m) = core.socket.poll_monitor() {
-            core.monitors.retain(|tx| tx.send(m.clone()).is_ok());
+/// The socket's commands, carried out under the lock for `inner`'s tasks.
+struct Commands<'a, R: Runtime> {
+    inner: &'a Arc<Inner<R>>,
+    core: &'a mut Core<R>,
+    /// A command other than `Resume` ran: the socket's timer is looked at again.
+    timers_touched: bool,
+}
+
+impl<R: Runtime> CommandHandler for Commands<'_, R> {
+    fn socket(&mut self) -> Option<&mut ProtoSocket> {
+        Some(&mut self.core.socket)
+    }
+
+    fn listen(&mut self, endpoint: EndpointId, addr: Endpoint) {
+        self.timers_touched = true;
+        let (inner, core) = (self.inner, &mut *self.core);
+        let mut inproc = None;
+        let mut socket_file = None;
+        let bound = match &addr {
+            Endpoint::Tcp(tcp) => match TcpAddrs::of(tcp) {
+                TcpAddrs::Known(a) => inner.acceptor(listen_tcp(&[a]), &mut socket_file),
+                TcpAddrs::Lookup { host, port } => {
+                    // A name: resolved on the runtime, without the lock, by the task that
+                    // then binds and accepts.
+                    let task = inner.runtime.spawn(resolve_and_accept_task(
+                        inner.clone(),
+                        endpoint,
+                        host,
+                        port,
+                    ));
+                    let listener = Listener {
+                        task,
+                        inproc: None,
+                        _socket_file: None,
+                    };
+                    core.listeners.insert(endpoint, listener);
+                    return;
+                }
+            },
+            Endpoint::Ipc(ipc) => inner.acceptor(listen_ipc(ipc), &mut socket_file),
+            Endpoint::Inproc(name) => {
+                inproc = Some(name.clone());
+                inproc_bind(name).map(|rx| (Acceptor::Inproc(rx), addr.to_string()))
+            }
+        };
+        if let Some(acceptor) = inner.listened(core, endpoint, bound) {
+            let task = inner
+                .runtime
+                .spawn(accept_task(inner.clone(), endpoint, acceptor));
+            let listener = Listener {
+                task,
+                inproc,
+                _socket_file: socket_file,
+            };
+            core.listeners.insert(endpoint, listener);
         }
     }
 
-    #[inline(never)]
-    fn handle_command(self: &Arc<Self>, core: &mut Core<R>, command: Command) {
-        match command {
-            Command::Listen { endpoint, addr } => {
-                let mut inproc = None;
-                let mut socket_file = None;
-                let bound = match &addr {
-                    Endpoint::Tcp(tcp) => match TcpAddrs::of(tcp) {
-                        TcpAddrs::Known(a) => self.acceptor(listen_tcp(&[a]), &mut socket_file),
-                        TcpAddrs::Lookup { host, port } => {
-                            // A name: resolved on the runtime, without the lock, by the
-                            // task that then binds and accepts.
-                            let task = self.runtime.spawn(resolve_and_accept_task(
-                                self.clone(),
-                                endpoint,
-                                host,
-                                port,
-                            ));
-                            let listener = Listener {
-                                task,
-                                inproc: None,
-                                _socket_file: None,
-                            };
-                            core.listeners.insert(endpoint, listener);
-                            return;
-                        }
-                    },
-                    Endpoint::Ipc(ipc) => self.acceptor(listen_ipc(ipc), &mut socket_file),
-                    Endpoint::Inproc(name) => {
-                        inproc = Some(name.clone());
-                        inproc_bind(name).map(|rx| (Acceptor::Inproc(rx), addr.to_string()))
-                    }
-                };
-                if let Some(acceptor) = self.listened(core, endpoint, bound) {
-                    let task = self
-                        .runtime
-                        .spawn(accept_task(self.clone(), endpoint, acceptor));
-                    let listener = Listener {
-                        task,
-                        inproc,
-                        _socket_file: socket_file,
-                    };
-                    core.listeners.insert(endpoint, listener);
-                }
+    fn connect(&mut self, endpoint: EndpointId, addr: Endpoint) {
+        self.timers_touched = true;
+        // Detached: it ends once connected or failed.
+        let inner = self.inner;
+        let _ = inner
+            .runtime
+            .spawn(connect_task(inner.clone(), endpoint, addr));
+    }
+
+    fn stop_listening(&mut self, endpoint: EndpointId) {
+        self.timers_touched = true;
+        if let Some(l) = self.core.listeners.remove(&endpoint) {
+            l.task.abort();
+            if let Some(name) = &l.inproc {
+                inproc_unbind(name);
             }
-            Command::Connect { endpoint, addr } => {
-                // Detached: it ends once connected or failed.
-                let _ = self
-                    .runtime
-                    .spawn(connect_task(self.clone(), endpoint, addr));
-            }
-            Command::StopListening { endpoint } => {
-                if let Some(l) = core.listeners.remove(&endpoint) {
-                    l.task.abort();
-                    if let Some(name) = &l.inproc {
-                        inproc_unbind(name);
-                    }
-                    // Dropping the listener removes its socket file.
-                }
-            }
-            Command::ClosePeer { peer } => self.drop_peer(core, peer),
-            Command::Resume { peer } => {
-                if let Some(io) = core.peers.get(&peer) {
-                    io.wake.notify_one();
-                }
-            }
-            Command::Authenticate { peer, request } => {
-                let now = self.now();
-                if inproc_is_bound(ZAP_ENDPOINT) {
-                    let timeout = core.socket.options().handshake_ivl;
-                    let _ = self
-                        .runtime
-                        .spawn(zap_task(self.clone(), peer, request, timeout));
-                } else {
-                    core.socket.handle_auth(peer, now, AuthReply::NoHandler);
-                }
-            }
-            Command::Closed => {
-                core.closed = true;
-                for (_, io) in std::mem::take(&mut core.peers) {
-                    io.task.abort();
-                }
-                for (_, l) in std::mem::take(&mut core.listeners) {
-                    l.task.abort();
-                }
-                core.monitors.clear();
-                // A bind still resolving its host name fails with `Closed`.
-                core.bind_waiters.clear();
-                self.closed.notify_waiters();
-                self.timer.notify_one();
-            }
-            _ => {}
+            // Dropping the listener removes its socket file.
         }
+    }
+
+    fn close_peer(&mut self, peer: PeerId) {
+        self.timers_touched = true;
+        self.inner.drop_peer(self.core, peer);
+    }
+
+    fn resume(&mut self, peer: PeerId) {
+        if let Some(io) = self.core.peers.get(&peer) {
+            io.wake.notify_one();
+        }
+    }
+
+    fn authenticate(&mut self, peer: PeerId, request: ZapRequest) {
+        self.timers_touched = true;
+        let (inner, core) = (self.inner, &mut *self.core);
+        if inproc_is_bound(ZAP_ENDPOINT) {
+            let timeout = core.socket.options().handshake_ivl;
+            let _ = inner
+                .runtime
+                .spawn(zap_task(inner.clone(), peer, request, timeout));
+        } else {
+            core.socket
+                .handle_auth(peer, inner.now(), AuthReply::NoHandler);
+        }
+    }
+
+    fn monitor(&mut self, event: MonitorEvent) {
+        self.core
+            .monitors
+            .retain(|tx| tx.send(event.clone()).is_ok());
+    }
+
+    fn closed(&mut self) {
+        self.timers_touched = true;
+        let core = &mut *self.core;
+        core.closed = true;
+        for (_, io) in std::mem::take(&mut core.peers) {
+            io.task.abort();
+        }
+        for (_, l) in std::mem::take(&mut core.listeners) {
+            l.task.abort();
+        }
+        core.monitors.clear();
+        // A bind still resolving its host name fails with `Closed`.
+        core.bind_waiters.clear();
+        self.inner.closed.notify_waiters();
+        self.inner.timer.notify_one();
     }
 }
 

@@ -46,9 +46,10 @@ use zmtp_proto::socket::{EndpointId, MonitorEvent, PeerId, Socket as ProtoSocket
 use zmtp_proto::{Bytes, Instant};
 
 use io_loop::io_thread;
+use registry::Commands;
 use waiters::Waiters;
 use work::{queue, Work};
-use zmtp_driver::{Attempts, SocketFile, StdListener, StdTransport};
+use zmtp_driver::{run_commands, Attempts, SocketFile, StdListener, StdTransport};
 
 /// The waker's token; streams and listeners count up from 1.
 const WAKER: Token = Token(0);
@@ -265,26 +266,17 @@ impl Shared {
         Some(r)
     }
 
-    /// Carry out a socket's events, and queue writes for its peers with new output.
+    /// Carry out a socket's commands (and hand over its monitor events), and queue writes
+    /// for its peers with new output.
     fn pump(&self, st: &mut State, id: usize) {
-        let mut now = None;
-        loop {
-            let Some(s) = st.sockets.get_mut(&id) else {
-                return;
-            };
-            // Monitor events first: those raised before a command (the last ones before
-            // `Closed`) reach the monitor before the command is carried out.
-            while let Some(m) = s.core.poll_monitor() {
-                s.monitors.retain(|tx| tx.send(m.clone()).is_ok());
-            }
-            if let Some(command) = s.core.poll_command() {
-                let now = *now.get_or_insert_with(|| self.now());
-                self.handle_command(st, id, command, now);
-            } else if let Some(peer) = s.core.next_dirty() {
-                queue(st, id, peer, true);
-            } else {
-                return;
-            }
+        run_commands(&mut Commands {
+            shared: self,
+            st,
+            id,
+            now: None,
+        });
+        while let Some(peer) = st.sockets.get_mut(&id).and_then(|s| s.core.next_dirty()) {
+            queue(st, id, peer, true);
         }
     }
 }

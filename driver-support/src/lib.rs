@@ -10,7 +10,9 @@
 //! - [`transport`]: listen on and connect to `tcp://` and `ipc://` endpoints with `std`
 //!   types, set up alike in every driver (stale socket files, `ipc://*`, abstract names,
 //!   self-connects, `TCP_NODELAY`);
-//! - [`entropy`]: a socket's seed and CURVE entropy from the operating system.
+//! - [`entropy`]: a socket's seed and CURVE entropy from the operating system;
+//! - [`commands`]: the command loop: [`run_commands`] drains a socket's monitor events and
+//!   commands into the driver's [`CommandHandler`].
 //!
 //! # Platforms
 //! Unix only. Linux has everything; elsewhere `ipc://@name` (Linux abstract names) fails
@@ -18,11 +20,13 @@
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
+pub mod commands;
 pub mod entropy;
 mod error;
 pub mod resolve;
 pub mod transport;
 
+pub use commands::{run_commands, CommandHandler};
 pub use entropy::{curve_keypair, new_socket, Entropy};
 pub use error::Error;
 pub use resolve::{lookup, resolve_blocking, Attempts, TcpAddrs};

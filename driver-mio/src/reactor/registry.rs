@@ -1,5 +1,6 @@
 //! The registry: streams and listeners registered with the poll under tokens, and the
-//! socket's events (listen, connect, close a peer, ...) carried out on them.
+//! socket's commands (listen, connect, close a peer, ...) carried out on them
+//! ([`Commands`], run by `zmtp_driver::run_commands`).
 
 use std::collections::VecDeque;
 use std::io;
@@ -12,9 +13,12 @@ use mio::unix::SourceFd;
 use mio::{Interest, Token};
 use zmtp_driver::transport::connect_ipc;
 use zmtp_driver::{
-    listen_ipc, listen_tcp, tcp_connected, Attempts, Listening, StdTransport, TcpAddrs,
+    listen_ipc, listen_tcp, tcp_connected, Attempts, CommandHandler, Listening, StdTransport,
+    TcpAddrs,
 };
-use zmtp_proto::socket::{AuthReply, Command, Endpoint, EndpointId, PeerId};
+use zmtp_proto::socket::{
+    AuthReply, Endpoint, EndpointId, MonitorEvent, PeerId, Socket as ProtoSocket, ZapRequest,
+};
 use zmtp_proto::Instant;
 
 use super::waiters::Notify;
@@ -97,97 +101,6 @@ impl Shared {
         self.drop_peer(st, id, peer);
         if let Some(s) = st.sockets.get_mut(&id) {
             s.core.handle_closed(peer, now);
-        }
-    }
-
-    pub(super) fn handle_command(&self, st: &mut State, id: usize, command: Command, now: Instant) {
-        match command {
-            Command::Listen { endpoint, addr } => {
-                let listening = match &addr {
-                    Endpoint::Tcp(tcp) => match TcpAddrs::of(tcp) {
-                        TcpAddrs::Known(a) => listen_tcp(&[a]),
-                        TcpAddrs::Lookup { host, port } => {
-                            return self.lookup(st, id, endpoint, host, port, Lookup::Listen)
-                        }
-                    },
-                    Endpoint::Ipc(ipc) => listen_ipc(ipc),
-                    Endpoint::Inproc(_) => Err(io::ErrorKind::Unsupported.into()),
-                };
-                self.listen_at(st, id, endpoint, listening);
-            }
-            Command::Connect { endpoint, addr } => match &addr {
-                Endpoint::Tcp(tcp) => match TcpAddrs::of(tcp) {
-                    TcpAddrs::Known(a) => {
-                        self.connect_each(st, id, endpoint, Attempts::new(vec![a]), now)
-                    }
-                    TcpAddrs::Lookup { host, port } => {
-                        self.lookup(st, id, endpoint, host, port, Lookup::Connect)
-                    }
-                },
-                Endpoint::Ipc(ipc) => {
-                    let stream = connect_ipc(ipc).ok().map(StdTransport::Unix);
-                    self.connected(st, id, endpoint, stream, now);
-                }
-                Endpoint::Inproc(_) => self.connected(st, id, endpoint, None, now),
-            },
-            Command::StopListening { endpoint } => {
-                if let Some(s) = st.sockets.get_mut(&id) {
-                    s.resolving.remove(&endpoint);
-                }
-                if let Some(l) = st
-                    .sockets
-                    .get_mut(&id)
-                    .and_then(|s| s.listeners.remove(&endpoint))
-                {
-                    let _ = self
-                        .registry
-                        .deregister(&mut SourceFd(&l.listener.as_raw_fd()));
-                    st.tokens.remove(&l.token);
-                    // Dropping the listener removes its socket file.
-                }
-            }
-            Command::ClosePeer { peer } => self.drop_peer(st, id, peer),
-            Command::Resume { peer } => queue(st, id, peer, false),
-            // An installed authenticator is applied by the socket itself; this driver has
-            // no ZAP handler to ask.
-            Command::Authenticate { peer, .. } => {
-                if let Some(s) = st.sockets.get_mut(&id) {
-                    s.core.handle_auth(peer, now, AuthReply::NoHandler);
-                }
-            }
-            Command::Closed => {
-                let peers: Vec<PeerId> = st
-                    .sockets
-                    .get(&id)
-                    .map(|s| s.peers.keys().copied().collect())
-                    .unwrap_or_default();
-                for peer in peers {
-                    self.drop_peer(st, id, peer);
-                }
-                let endpoints: Vec<EndpointId> = st
-                    .sockets
-                    .get(&id)
-                    .map(|s| s.listeners.keys().copied().collect())
-                    .unwrap_or_default();
-                for endpoint in endpoints {
-                    self.handle_command(st, id, Command::StopListening { endpoint }, now);
-                }
-                if let Some(s) = st.sockets.get_mut(&id) {
-                    s.resolving.clear();
-                    for (_, mut c) in std::mem::take(&mut s.connecting) {
-                        let _ = self.registry.deregister(&mut c.stream);
-                        st.tokens.remove(&c.token);
-                    }
-                }
-                if let Some(s) = st.sockets.get_mut(&id) {
-                    s.closed = true;
-                    s.monitors.clear();
-                    if s.orphaned {
-                        st.sockets.remove(&id);
-                    }
-                }
-            }
-            _ => {}
         }
     }
 
@@ -434,6 +347,139 @@ impl Shared {
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => return,
+            }
+        }
+    }
+}
+
+/// A socket's commands, carried out under the lock.
+pub(super) struct Commands<'a> {
+    pub(super) shared: &'a Shared,
+    pub(super) st: &'a mut State,
+    pub(super) id: usize,
+    /// The time, read once the first command needs it.
+    pub(super) now: Option<Instant>,
+}
+
+impl Commands<'_> {
+    fn now(&mut self) -> Instant {
+        let shared = self.shared;
+        *self.now.get_or_insert_with(|| shared.now())
+    }
+}
+
+impl CommandHandler for Commands<'_> {
+    fn socket(&mut self) -> Option<&mut ProtoSocket> {
+        self.st.sockets.get_mut(&self.id).map(|s| &mut s.core)
+    }
+
+    fn listen(&mut self, endpoint: EndpointId, addr: Endpoint) {
+        let (shared, id) = (self.shared, self.id);
+        let listening = match &addr {
+            Endpoint::Tcp(tcp) => match TcpAddrs::of(tcp) {
+                TcpAddrs::Known(a) => listen_tcp(&[a]),
+                TcpAddrs::Lookup { host, port } => {
+                    return shared.lookup(self.st, id, endpoint, host, port, Lookup::Listen)
+                }
+            },
+            Endpoint::Ipc(ipc) => listen_ipc(ipc),
+            Endpoint::Inproc(_) => Err(io::ErrorKind::Unsupported.into()),
+        };
+        shared.listen_at(self.st, id, endpoint, listening);
+    }
+
+    fn connect(&mut self, endpoint: EndpointId, addr: Endpoint) {
+        let (shared, id, now) = (self.shared, self.id, self.now());
+        match &addr {
+            Endpoint::Tcp(tcp) => match TcpAddrs::of(tcp) {
+                TcpAddrs::Known(a) => {
+                    shared.connect_each(self.st, id, endpoint, Attempts::new(vec![a]), now)
+                }
+                TcpAddrs::Lookup { host, port } => {
+                    shared.lookup(self.st, id, endpoint, host, port, Lookup::Connect)
+                }
+            },
+            Endpoint::Ipc(ipc) => {
+                let stream = connect_ipc(ipc).ok().map(StdTransport::Unix);
+                shared.connected(self.st, id, endpoint, stream, now);
+            }
+            Endpoint::Inproc(_) => shared.connected(self.st, id, endpoint, None, now),
+        }
+    }
+
+    fn stop_listening(&mut self, endpoint: EndpointId) {
+        let st = &mut *self.st;
+        let Some(s) = st.sockets.get_mut(&self.id) else {
+            return;
+        };
+        s.resolving.remove(&endpoint);
+        if let Some(l) = s.listeners.remove(&endpoint) {
+            let _ = self
+                .shared
+                .registry
+                .deregister(&mut SourceFd(&l.listener.as_raw_fd()));
+            st.tokens.remove(&l.token);
+            // Dropping the listener removes its socket file.
+        }
+    }
+
+    fn close_peer(&mut self, peer: PeerId) {
+        self.shared.drop_peer(self.st, self.id, peer);
+    }
+
+    fn resume(&mut self, peer: PeerId) {
+        queue(self.st, self.id, peer, false);
+    }
+
+    /// An installed authenticator is applied by the socket itself; this driver has no ZAP
+    /// handler to ask.
+    fn authenticate(&mut self, peer: PeerId, _: ZapRequest) {
+        let now = self.now();
+        if let Some(s) = self.socket() {
+            s.handle_auth(peer, now, AuthReply::NoHandler);
+        }
+    }
+
+    fn monitor(&mut self, event: MonitorEvent) {
+        if let Some(s) = self.st.sockets.get_mut(&self.id) {
+            s.monitors.retain(|tx| tx.send(event.clone()).is_ok());
+        }
+    }
+
+    fn closed(&mut self) {
+        let (shared, id) = (self.shared, self.id);
+        let peers: Vec<PeerId> = self
+            .st
+            .sockets
+            .get(&id)
+            .map(|s| s.peers.keys().copied().collect())
+            .unwrap_or_default();
+        for peer in peers {
+            shared.drop_peer(self.st, id, peer);
+        }
+        let endpoints: Vec<EndpointId> = self
+            .st
+            .sockets
+            .get(&id)
+            .map(|s| s.listeners.keys().copied().collect())
+            .unwrap_or_default();
+        for endpoint in endpoints {
+            self.stop_listening(endpoint);
+        }
+        let st = &mut *self.st;
+        if let Some(s) = st.sockets.get_mut(&id) {
+            s.resolving.clear();
+            for (_, mut c) in std::mem::take(&mut s.connecting) {
+                let _ = shared.registry.deregister(&mut c.stream);
+                st.tokens.remove(&c.token);
+            }
+        }
+        if let Some(s) = st.sockets.get_mut(&id) {
+            s.closed = true;
+            s.monitors.clear();
+            if s.orphaned {
+                // Forgotten: the command loop ends here.
+                st.sockets.remove(&id);
             }
         }
     }
