@@ -46,7 +46,7 @@ pub use options::Options;
 use crate::{
     Buffered, Clock, Config, ConfigError, Connection, Error, Instant, OwnedItem, SocketType,
 };
-use pattern::PatternState;
+use pattern::{PatternState, Rules};
 use timers::{TimerKey, Timers};
 
 /// A peer of a socket: one accepted stream, or one connect endpoint (whose queue outlives
@@ -279,6 +279,8 @@ enum Ending {
 #[derive(Debug)]
 pub struct Socket {
     ty: SocketType,
+    /// What the type is, for everything outside its pattern's module.
+    rules: Rules,
     opts: Options,
     endpoints: BTreeMap<EndpointId, EndpointState>,
     peers: BTreeMap<PeerId, Peer>,
@@ -327,6 +329,7 @@ impl Socket {
         }
         Ok(Socket {
             pattern: PatternState::new(seed),
+            rules: Rules::of(ty),
             ty,
             opts,
             endpoints: BTreeMap::new(),
@@ -480,7 +483,7 @@ impl Socket {
                 address: String::new(),
             },
         );
-        if !self.opts.immediate && self.ty != SocketType::Router {
+        if !self.opts.immediate && !self.rules.routes_by_id {
             self.attach(peer);
         }
         self.commands
@@ -717,15 +720,7 @@ impl Socket {
     /// Whether CONFLATE is in force: libzmq honours it on DEALER, PULL, PUSH, PUB and SUB
     /// only, and ignores it elsewhere.
     pub(crate) fn conflate(&self) -> bool {
-        self.opts.conflate
-            && matches!(
-                self.ty,
-                SocketType::Dealer
-                    | SocketType::Pull
-                    | SocketType::Push
-                    | SocketType::Pub
-                    | SocketType::Sub
-            )
+        self.opts.conflate && self.rules.conflate
     }
 
     /// Messages queued per peer before input stops: RCVHWM, which CONFLATE ignores (its
@@ -752,11 +747,7 @@ impl Socket {
         // Where a whole single-frame message only joins the peer's queue (no topic filter,
         // no conflation, not a subscription channel), it does so here, without the
         // general path's lookups.
-        let plain = !self.conflate()
-            && !matches!(
-                self.ty,
-                SocketType::Pub | SocketType::Push | SocketType::XPub | SocketType::Sub
-            );
+        let plain = !self.conflate() && self.rules.plain_input;
         loop {
             let Some(p) = self.peers.get_mut(&peer) else {
                 return;
@@ -1086,7 +1077,7 @@ impl Socket {
             }
             self.remove_peer(peer);
         } else {
-            if self.opts.immediate || self.ty == SocketType::Router {
+            if self.opts.immediate || self.rules.routes_by_id {
                 self.detach(peer);
                 if let Some(p) = self.peers.get_mut(&peer) {
                     p.out.clear();
@@ -1160,11 +1151,7 @@ impl Socket {
 
     /// Whether each new peer gets an empty message first (`ZMQ_PROBE_ROUTER`).
     pub(crate) fn probes(&self) -> bool {
-        self.opts.probe_router
-            && matches!(
-                self.ty,
-                SocketType::Router | SocketType::Dealer | SocketType::Req
-            )
+        self.opts.probe_router && self.rules.probes
     }
 
     fn has_room(&self, peer: PeerId) -> bool {
