@@ -1,0 +1,277 @@
+//! Endpoints: bind and connect intents for the driver, what it reports back (listening,
+//! accepted, connected, failed), and reconnecting with backoff.
+
+use alloc::collections::VecDeque;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use core::time::Duration;
+
+use bytes::Bytes;
+
+use super::{
+    Command, Ending, Endpoint, EndpointError, EndpointId, EndpointKind, EndpointState, Link,
+    MonitorEventKind, Peer, PeerId, Socket,
+};
+use crate::{Buffered, Config, Connection, Instant};
+
+impl Socket {
+    /// Listen on `endpoint` (`tcp://*:5555`, `tcp://127.0.0.1:*`, `ipc://path`, `inproc://name`).
+    pub fn bind(&mut self, endpoint: &str) -> Result<EndpointId, EndpointError> {
+        let addr = Endpoint::parse(endpoint)?;
+        addr.check_bind()?;
+        let id = EndpointId(self.new_id());
+        self.endpoints.insert(
+            id,
+            EndpointState {
+                text: addr.to_string(),
+                addr: addr.clone(),
+                kind: EndpointKind::Bind,
+                peer: None,
+                retry_at: None,
+                ivl: Duration::ZERO,
+                dead: false,
+            },
+        );
+        self.commands
+            .push_back(Command::Listen { endpoint: id, addr });
+        Ok(id)
+    }
+
+    /// Connect to `endpoint`. Unless `immediate` is set, the peer's queue exists at once:
+    /// messages sent now wait for the connection (not for ROUTER, which routes by the id
+    /// learnt in the handshake).
+    pub fn connect(&mut self, endpoint: &str) -> Result<EndpointId, EndpointError> {
+        let addr = Endpoint::parse(endpoint)?;
+        addr.check_connect()?;
+        let id = EndpointId(self.new_id());
+        let peer = PeerId(self.new_id());
+        let routing_id = self.opts.connect_routing_id.take().unwrap_or_default();
+        self.endpoints.insert(
+            id,
+            EndpointState {
+                text: addr.to_string(),
+                addr: addr.clone(),
+                kind: EndpointKind::Connect,
+                peer: Some(peer),
+                retry_at: None,
+                ivl: self.opts.reconnect_ivl.unwrap_or_default(),
+                dead: false,
+            },
+        );
+        self.peers.insert(
+            peer,
+            Peer {
+                endpoint: id,
+                outbound: true,
+                stream: None,
+                attached: false,
+                out: VecDeque::new(),
+                inq: VecDeque::new(),
+                routing_id,
+                subs: Vec::new(),
+                held: false,
+                properties: None,
+                authenticated: false,
+                address: String::new(),
+            },
+        );
+        if !self.opts.immediate && !self.rules.routes_by_id {
+            self.attach(peer);
+        }
+        self.commands
+            .push_back(Command::Connect { endpoint: id, addr });
+        self.monitor(MonitorEventKind::ConnectDelayed, 0, id);
+        Ok(id)
+    }
+
+    pub(super) fn find_endpoint(&self, endpoint: &str, kind: EndpointKind) -> Option<EndpointId> {
+        let parsed = Endpoint::parse(endpoint).ok();
+        self.endpoints
+            .iter()
+            .find(|(_, e)| {
+                e.kind == kind && (e.text == endpoint || parsed.as_ref() == Some(&e.addr))
+            })
+            .map(|(id, _)| *id)
+    }
+
+    /// Stop listening on an endpoint given to `bind` (or its resolved form). Peers accepted
+    /// on it stay connected, as in libzmq. Returns false if no such endpoint is bound.
+    pub fn unbind(&mut self, endpoint: &str) -> bool {
+        let Some(id) = self.find_endpoint(endpoint, EndpointKind::Bind) else {
+            return false;
+        };
+        self.monitor(MonitorEventKind::Closed, 0, id);
+        self.endpoints.remove(&id);
+        self.commands
+            .push_back(Command::StopListening { endpoint: id });
+        true
+    }
+
+    /// Drop a connect endpoint and its peer (queued messages are discarded). Returns false
+    /// if no such endpoint is connected.
+    pub fn disconnect(&mut self, endpoint: &str, now: Instant) -> bool {
+        let Some(id) = self.find_endpoint(endpoint, EndpointKind::Connect) else {
+            return false;
+        };
+        if let Some(peer) = self.endpoints.get(&id).and_then(|e| e.peer) {
+            self.end_stream(peer, Ending::Dropped, now);
+            self.remove_peer(peer);
+            // libzmq terminates the pipe without delay: what it held is dropped.
+            self.departed.retain(|d| d.peer != peer);
+        }
+        self.set_retry(id, None);
+        self.endpoints.remove(&id);
+        true
+    }
+
+    /// The driver is listening on `endpoint`, resolved to `resolved` (for example the port
+    /// chosen for `tcp://127.0.0.1:*`).
+    pub fn handle_listening(&mut self, endpoint: EndpointId, resolved: &str) {
+        if let Some(e) = self.endpoints.get_mut(&endpoint) {
+            e.text = resolved.to_string();
+            self.last_endpoint = resolved.to_string();
+            self.monitor(MonitorEventKind::Listening, 0, endpoint);
+        }
+    }
+
+    /// The driver could not listen on `endpoint`; `errno` is reported to the monitor.
+    pub fn handle_bind_failed(&mut self, endpoint: EndpointId, errno: u32) {
+        self.monitor(MonitorEventKind::BindFailed, errno, endpoint);
+        self.endpoints.remove(&endpoint);
+    }
+
+    pub(super) fn new_stream(&mut self, now: Instant) -> Link {
+        let mut config = Config::new(self.ty);
+        // Validated in `new`/`set_options`: at most 255 bytes.
+        let _ = config.set_identity(&self.opts.routing_id);
+        config.handshake_timeout = self.opts.handshake_ivl;
+        config.heartbeat_interval = self.opts.heartbeat_ivl;
+        config.heartbeat_timeout = self.opts.heartbeat_timeout;
+        config.heartbeat_ttl = self.opts.heartbeat_ttl;
+        config.max_message_size = self.opts.maxmsgsize;
+        config.max_message_frames = self.opts.max_message_frames;
+        config.security = self.opts.security.clone();
+        config.authenticate_null = !self.opts.zap_domain.is_empty();
+        #[cfg(feature = "curve")]
+        let conn = match &mut self.entropy {
+            Some(rng) => {
+                let mut seed = [0u8; 32];
+                rng.fill(&mut seed);
+                Connection::with_entropy(config, now, seed)
+            }
+            None => Connection::new(config, now),
+        };
+        #[cfg(not(feature = "curve"))]
+        let conn = Connection::new(config, now);
+        Link {
+            conn: Buffered::wrap(conn),
+            written: 0,
+            encoded_ends: VecDeque::new(),
+            partial: Vec::new(),
+            established: false,
+            dirty: false,
+            farewell: None,
+            deadline: None,
+        }
+    }
+
+    /// A stream was accepted on a listening endpoint; returns the new peer, or `None` if the
+    /// endpoint is gone or the socket is closing (close the stream).
+    pub fn handle_accepted(
+        &mut self,
+        endpoint: EndpointId,
+        address: &str,
+        now: Instant,
+    ) -> Option<PeerId> {
+        if self.closing.is_some() || !self.endpoints.contains_key(&endpoint) {
+            return None;
+        }
+        let peer = PeerId(self.new_id());
+        let stream = self.new_stream(now);
+        self.peers.insert(
+            peer,
+            Peer {
+                endpoint,
+                outbound: false,
+                stream: Some(stream),
+                attached: false,
+                out: VecDeque::new(),
+                inq: VecDeque::new(),
+                routing_id: Bytes::new(),
+                subs: Vec::new(),
+                held: false,
+                properties: None,
+                authenticated: false,
+                address: address.to_string(),
+            },
+        );
+        self.mark_dirty(peer);
+        self.rearm(peer);
+        self.monitor(MonitorEventKind::Accepted, 0, endpoint);
+        Some(peer)
+    }
+
+    /// A stream to a connect endpoint is open; returns its peer, or `None` if the endpoint
+    /// is gone or no longer connects (close the stream).
+    pub fn handle_connected(
+        &mut self,
+        endpoint: EndpointId,
+        address: &str,
+        now: Instant,
+    ) -> Option<PeerId> {
+        let e = self.endpoints.get(&endpoint)?;
+        if e.dead {
+            return None;
+        }
+        let peer = e.peer?;
+        let stream = self.new_stream(now);
+        let limit = self.rcv_limit();
+        let p = self.peers.get_mut(&peer)?;
+        if p.stream.is_some() {
+            return None;
+        }
+        p.stream = Some(stream);
+        p.address = address.to_string();
+        // A new stream starts reading unless the queue is still above half.
+        p.held = p.held && p.inq.len() > limit / 2;
+        self.mark_dirty(peer);
+        self.rearm(peer);
+        self.monitor(MonitorEventKind::Connected, 0, endpoint);
+        Some(peer)
+    }
+
+    /// Connecting to `endpoint` failed; a retry is scheduled per the reconnect options.
+    pub fn handle_connect_failed(&mut self, endpoint: EndpointId, now: Instant) {
+        self.schedule_reconnect(endpoint, now);
+    }
+
+    pub(super) fn schedule_reconnect(&mut self, endpoint: EndpointId, now: Instant) {
+        if self.closing.is_some() && !self.has_waiting(endpoint) {
+            return;
+        }
+        let Some(base) = self.opts.reconnect_ivl else {
+            return;
+        };
+        let max = self.opts.reconnect_ivl_max;
+        let Some(e) = self.endpoints.get_mut(&endpoint) else {
+            return;
+        };
+        if e.dead || e.kind != EndpointKind::Connect {
+            return;
+        }
+        let ivl = e.ivl.max(base);
+        e.ivl = if max > base { (ivl * 2).min(max) } else { base };
+        self.set_retry(endpoint, Some(now + ivl));
+        let ms = u32::try_from(ivl.as_millis()).unwrap_or(u32::MAX);
+        self.monitor(MonitorEventKind::ConnectRetried, ms, endpoint);
+    }
+
+    /// Whether messages wait for a connect endpoint's peer to connect.
+    pub(super) fn has_waiting(&self, endpoint: EndpointId) -> bool {
+        self.endpoints
+            .get(&endpoint)
+            .and_then(|e| e.peer)
+            .and_then(|peer| self.peers.get(&peer))
+            .is_some_and(|p| !p.out.is_empty())
+    }
+}

@@ -1,0 +1,205 @@
+//! Input: bytes read from a peer's stream become items, messages reach the pattern, and
+//! RCVHWM holds a peer's input back.
+
+use bytes::{Bytes, BytesMut};
+
+use super::{Ending, Message, Peer, PeerId, Socket};
+use crate::{Instant, OwnedItem};
+
+impl Socket {
+    /// The receive buffer of a peer's stream: the driver may read straight into it, then
+    /// call [`handle_input`](Self::handle_input).
+    pub fn read_buf(&mut self, peer: PeerId) -> Option<&mut BytesMut> {
+        Some(self.peers.get_mut(&peer)?.stream.as_mut()?.conn.read_buf())
+    }
+
+    /// Append bytes read from a peer's stream and process them.
+    pub fn handle_received(&mut self, peer: PeerId, now: Instant, data: &[u8]) {
+        if let Some(s) = self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) {
+            s.conn.receive(data);
+        }
+        self.handle_input(peer, now);
+    }
+
+    /// Process whatever is in a peer's receive buffer.
+    pub fn handle_input(&mut self, peer: PeerId, now: Instant) {
+        self.process_input(peer, now);
+    }
+
+    /// Whether the driver should read from this peer's stream (false while its receive
+    /// queue is at RCVHWM).
+    pub fn wants_read(&self, peer: PeerId) -> bool {
+        self.peers
+            .get(&peer)
+            .is_some_and(|p| p.stream.is_some() && self.in_room(p))
+    }
+
+    pub(super) fn in_room(&self, p: &Peer) -> bool {
+        let rcvhwm = self.rcv_limit();
+        !p.held && (rcvhwm == 0 || p.inq.len() < rcvhwm)
+    }
+
+    /// Whether CONFLATE is in force: libzmq honours it on DEALER, PULL, PUSH, PUB and SUB
+    /// only, and ignores it elsewhere.
+    pub(crate) fn conflate(&self) -> bool {
+        self.opts.conflate && self.rules.conflate
+    }
+
+    /// Messages queued per peer before input stops: RCVHWM, which CONFLATE ignores (its
+    /// queue keeps one message whatever arrives). 0 = no limit.
+    pub(crate) fn rcv_limit(&self) -> usize {
+        if self.conflate() {
+            0
+        } else {
+            self.opts.rcvhwm
+        }
+    }
+
+    pub(super) fn process_input(&mut self, peer: PeerId, now: Instant) {
+        self.read_input(peer, now);
+        if !self.verdicts.is_empty() {
+            self.apply_verdicts(now);
+        }
+        // Input moves the connection's timers (heartbeats, the end of the handshake).
+        self.rearm(peer);
+    }
+
+    pub(super) fn read_input(&mut self, peer: PeerId, now: Instant) {
+        let rcvhwm = self.rcv_limit();
+        // Where a whole single-frame message only joins the peer's queue (no topic filter,
+        // no conflation, not a subscription channel), it does so here, without the
+        // general path's lookups.
+        let plain = !self.conflate() && self.rules.plain_input;
+        loop {
+            let Some(p) = self.peers.get_mut(&peer) else {
+                return;
+            };
+            // Plain messages are queued in this inner loop, with the peer at hand; anything
+            // else leaves it for the general path.
+            let next = loop {
+                if rcvhwm != 0 && p.inq.len() >= rcvhwm {
+                    // Held until the queue drains to half (libzmq's low-water mark), so
+                    // that input resumes in batches rather than one message at a time.
+                    p.held = true;
+                    break Next::Held;
+                }
+                let Some(stream) = p.stream.as_mut() else {
+                    return;
+                };
+                match stream.conn.poll_item(now) {
+                    Ok(Some(OwnedItem::Frame { body, more: false }))
+                        if plain && p.attached && stream.partial.is_empty() =>
+                    {
+                        let mut msg = Message::from(body);
+                        if p.authenticated {
+                            msg.set_properties(p.properties.clone());
+                        }
+                        p.inq.push_back(msg);
+                    }
+                    Ok(Some(item)) => break Next::Item(item),
+                    Ok(None) => break Next::Idle,
+                    Err(e) => break Next::Failed(e),
+                }
+            };
+            match next {
+                Next::Held => break,
+                Next::Idle => {
+                    // Handshake commands move the connection without yielding an item.
+                    self.process_conn_events(peer, now);
+                    break;
+                }
+                Next::Failed(e) => {
+                    self.end_stream(peer, Ending::Failed(e), now);
+                    return;
+                }
+                Next::Item(item) => {
+                    // Data frames raise no connection events; handshake items may.
+                    let events = !matches!(item, OwnedItem::Frame { .. });
+                    self.on_item(peer, item);
+                    if events {
+                        self.process_conn_events(peer, now);
+                    }
+                }
+            }
+        }
+        self.after_output(peer);
+    }
+
+    /// Act on a peer's connection events: a wanted verdict, the end of the handshake.
+    /// PING/PONG notices are counted by the connection; nothing here needs them.
+    pub(super) fn process_conn_events(&mut self, peer: PeerId, now: Instant) {
+        loop {
+            let Some(s) = self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) else {
+                return;
+            };
+            match s.conn.connection_mut().poll_event() {
+                None => return,
+                Some(crate::Event::AuthRequested) => self.request_auth(peer),
+                Some(crate::Event::HandshakeSucceeded { .. }) if !s.established => {
+                    s.established = true;
+                    self.on_handshake(peer, now);
+                }
+                Some(_) => {}
+            }
+        }
+    }
+
+    /// One item received from a peer's stream.
+    pub(super) fn on_item(&mut self, peer: PeerId, item: OwnedItem) {
+        let Some(stream) = self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) else {
+            return;
+        };
+        match item {
+            OwnedItem::Ready(metadata) => {
+                if let Some(p) = self.peers.get_mut(&peer) {
+                    let props = p.properties.get_or_insert_with(Default::default);
+                    alloc::sync::Arc::make_mut(props).peer = metadata;
+                }
+            }
+            // A single-frame message needs no frame list.
+            OwnedItem::Frame { body, more: false } if stream.partial.is_empty() => {
+                self.on_message(peer, Message::from(body));
+            }
+            OwnedItem::Frame { body, more } => {
+                stream.partial.push(body);
+                if !more {
+                    let msg = Message::from(core::mem::take(&mut stream.partial));
+                    self.on_message(peer, msg);
+                }
+            }
+            OwnedItem::Subscribe(topic) => self.on_subscription(peer, topic, true),
+            OwnedItem::Cancel(topic) => self.on_subscription(peer, topic, false),
+            OwnedItem::Join(_) | OwnedItem::Leave(_) => {}
+        }
+    }
+
+    /// A chunk of bytes from an in-process stream, shared rather than copied: a frame body
+    /// that arrives whole behind its header is delivered as it is (see
+    /// [`Buffered::receive_shared`]). Call only while [`wants_read`](Self::wants_read).
+    pub fn handle_received_shared(&mut self, peer: PeerId, now: Instant, chunk: Bytes) {
+        let Some(s) = self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) else {
+            return;
+        };
+        match s.conn.receive_shared(now, chunk) {
+            Ok(Some(item)) => self.on_item(peer, item),
+            Ok(None) => {}
+            Err(e) => {
+                self.end_stream(peer, Ending::Failed(e), now);
+                return;
+            }
+        }
+        self.process_input(peer, now);
+    }
+}
+
+/// Where reading a peer's input stopped (see `Socket::process_input`).
+pub(super) enum Next {
+    /// The receive queue is at RCVHWM.
+    Held,
+    /// Nothing more is buffered.
+    Idle,
+    /// An item for the general path.
+    Item(OwnedItem),
+    /// The connection failed.
+    Failed(crate::Error),
+}

@@ -1,0 +1,199 @@
+//! Output: messages encoded into a peer's stream (or queued until its handshake), SNDHWM,
+//! and what the driver writes.
+
+use alloc::collections::VecDeque;
+
+use bytes::Bytes;
+
+use super::{Link, Outgoing, Peer, PeerId, Socket};
+use crate::Clock;
+
+impl Socket {
+    /// Hand everything queued for a peer to `f` as owned chunks (large frame bodies as they
+    /// are, encoded bytes copied), for an in-process stream; returns the bytes handed over,
+    /// to pass to [`advance`](Self::advance).
+    pub fn transmit_bytes(&mut self, peer: PeerId, f: impl FnMut(Bytes)) -> usize {
+        match self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) {
+            Some(s) => {
+                s.conn.poll_transmit();
+                s.dirty &= s.conn.queued_len() > 0;
+                s.conn.transmit_bytes(f);
+                s.conn.queued_len()
+            }
+            None => 0,
+        }
+    }
+
+    /// Queue the connection's control frames and mark the peer for writing if it has output.
+    pub(super) fn after_output(&mut self, peer: PeerId) {
+        if let Some(s) = self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) {
+            s.conn.poll_transmit();
+            if s.conn.queued_len() > 0 {
+                mark(&mut self.dirty, s, peer);
+            }
+        }
+    }
+
+    /// The next peer with bytes to write, if any.
+    ///
+    /// A peer is named once per batch of output: once named, its further output is not
+    /// announced again until everything queued for it has been written
+    /// ([`advance`](Self::advance) down to nothing, or a transmit call finding nothing).
+    /// So the driver writes a named peer until its output is empty or the stream would
+    /// block, and in the latter case writes again when the stream is writable. (A burst of
+    /// sends thus costs the driver one notice, not one per message.)
+    pub fn next_dirty(&mut self) -> Option<PeerId> {
+        while let Some(peer) = self.dirty.pop_front() {
+            // Entries of peers gone or closed since are skipped.
+            let named = self
+                .peers
+                .get(&peer)
+                .and_then(|p| p.stream.as_ref())
+                .is_some_and(|s| s.dirty);
+            if named {
+                return Some(peer);
+            }
+        }
+        None
+    }
+
+    pub(super) fn mark_dirty(&mut self, peer: PeerId) {
+        if let Some(s) = self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) {
+            mark(&mut self.dirty, s, peer);
+        }
+    }
+
+    /// Bytes to write to a peer's stream now: the first segment of its output (write it,
+    /// then call again until empty, or use [`transmit_chunks`](Self::transmit_chunks)).
+    pub fn poll_transmit(&mut self, peer: PeerId) -> &[u8] {
+        match self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) {
+            Some(s) => {
+                s.conn.poll_transmit();
+                s.dirty &= s.conn.queued_len() > 0;
+                s.conn.transmit()
+            }
+            None => &[],
+        }
+    }
+
+    /// Everything queued for a peer, as segments for one vectored write (large frame
+    /// bodies are their own segments, shared with the sender, not copied); returns how
+    /// many of `out` were filled.
+    pub fn transmit_chunks<'a>(&'a mut self, peer: PeerId, out: &mut [&'a [u8]]) -> usize {
+        match self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) {
+            Some(s) => {
+                s.conn.poll_transmit();
+                s.dirty &= s.conn.queued_len() > 0;
+                s.conn.transmit_chunks(out)
+            }
+            None => 0,
+        }
+    }
+
+    /// `n` bytes of [`poll_transmit`](Self::poll_transmit) (or of the chunks) were written.
+    pub fn advance(&mut self, peer: PeerId, n: usize, now: impl Clock) {
+        let mut waiting = VecDeque::new();
+        let mut farewell = false;
+        if let Some(p) = self.peers.get_mut(&peer) {
+            if let Some(s) = p.stream.as_mut() {
+                s.conn.advance(n);
+                s.written += n as u64;
+                if s.conn.queued_len() == 0 {
+                    s.dirty = false;
+                }
+                while s.encoded_ends.front().is_some_and(|&end| end <= s.written) {
+                    s.encoded_ends.pop_front();
+                }
+                // Messages held back while the stream was busy (CONFLATE) go out now.
+                if s.established && s.encoded_ends.is_empty() {
+                    waiting = core::mem::take(&mut p.out);
+                }
+                farewell = s.farewell.is_some();
+            }
+        }
+        for msg in waiting {
+            self.deliver(peer, msg);
+        }
+        // The time is read only when a farewell or a close may end here.
+        if farewell {
+            self.finish_farewell(peer, now.now());
+        }
+        if self.closing.is_some() {
+            self.try_finish_close(now.now());
+        }
+    }
+
+    pub(super) fn out_room(&self, p: &Peer) -> bool {
+        if self.opts.sndhwm == 0 || self.conflate() {
+            return true;
+        }
+        let encoded = p.stream.as_ref().map_or(0, |s| s.encoded_ends.len());
+        // Until the handshake, a slot is kept for the probe that goes first (in libzmq it
+        // is written to the pipe as soon as the pipe exists, before any message).
+        let probe = usize::from(self.probes() && !p.stream.as_ref().is_some_and(|s| s.established));
+        p.out.len() + encoded + probe < self.opts.sndhwm
+    }
+
+    /// Whether each new peer gets an empty message first (`ZMQ_PROBE_ROUTER`).
+    pub(crate) fn probes(&self) -> bool {
+        self.opts.probe_router && self.rules.probes
+    }
+
+    pub(super) fn has_room(&self, peer: PeerId) -> bool {
+        self.peers.get(&peer).is_some_and(|p| self.out_room(p))
+    }
+
+    /// Hand a message to a peer: encode it now if its handshake is done, else queue it.
+    /// With CONFLATE a message also waits while an earlier one is still being written, so
+    /// that a newer one can replace it: the peer's queue holds one message, not a backlog.
+    pub(super) fn deliver<'a>(&mut self, peer: PeerId, out: impl Into<Outgoing<'a>>) {
+        let out = out.into();
+        let conflate = self.conflate();
+        let Some(p) = self.peers.get_mut(&peer) else {
+            return;
+        };
+        match p.stream.as_mut() {
+            Some(s) if s.established && (!conflate || s.encoded_ends.is_empty()) => {
+                if encode(s, &out).is_err() {
+                    return;
+                }
+                mark(&mut self.dirty, s, peer);
+            }
+            _ => {
+                if conflate {
+                    p.out.clear();
+                }
+                p.out.push_back(out.into_message());
+            }
+        }
+    }
+}
+
+/// List a peer's stream as having output, once.
+pub(super) fn mark(dirty: &mut VecDeque<PeerId>, s: &mut Link, peer: PeerId) {
+    if !s.dirty {
+        s.dirty = true;
+        dirty.push_back(peer);
+    }
+}
+
+/// Encode a whole message into a stream and record where it ends (for HWM accounting).
+pub(super) fn encode(s: &mut Link, out: &Outgoing<'_>) -> Result<(), crate::SendError> {
+    match out {
+        Outgoing::Message(msg) => {
+            let n = msg.len();
+            for (i, frame) in msg.frames().iter().enumerate() {
+                s.conn.send_frame_shared(frame, i + 1 < n)?;
+            }
+        }
+        // Large bodies stay out of the encode buffer (which keeps its size as scratch): a
+        // copy of their own, queued by reference, as `send` would queue them.
+        Outgoing::Frame(body) if body.len() >= crate::SHARED_BODY_MIN => s
+            .conn
+            .send_frame_shared(&Bytes::copy_from_slice(body), false)?,
+        Outgoing::Frame(body) => s.conn.send_frame(body, false)?,
+    }
+    let end = s.queued_bytes_end();
+    s.encoded_ends.push_back(end);
+    Ok(())
+}

@@ -1,0 +1,348 @@
+//! Routing patterns: which peer a message goes to and which message the application gets.
+//!
+//! Every socket type belongs to one family, and each family is one module implementing
+//! [`Pattern`]: load balancing and fair queuing ([`lb`]: PUSH, PULL, DEALER), publish and
+//! subscribe ([`pubsub`]: PUB, SUB, XPUB, XSUB), requests and replies ([`reqrep`]: REQ,
+//! REP), routing by id ([`router`]: ROUTER) and the exclusive pair ([`pair`]: PAIR), as
+//! libzmq 4.3 applies them. The families are built from the blocks in [`queue`] (round
+//! robin over attached peers, fair queuing with the messages of departed peers first).
+//!
+//! The one place a socket type is mapped to its behaviour is [`Rules::of`] (static
+//! properties: which options apply, which fast paths are safe) and the [`dispatch!`]
+//! macro (the family's hooks). A new socket type is a new module here, a [`Family`]
+//! variant, a row of `Rules::of` and an arm of `dispatch!`.
+
+pub(super) mod lb;
+pub(super) mod pair;
+pub(super) mod pubsub;
+pub(super) mod queue;
+pub(super) mod reqrep;
+pub(super) mod router;
+
+use super::{Message, PeerId, SendError, Sent, Socket};
+use crate::{Clock, Instant, SocketType};
+
+/// The routing behaviour of a family of socket types. Each hook is called with the
+/// socket; the defaults are what most families do.
+pub(super) trait Pattern {
+    /// A peer's handshake completed: make it routable. False if it stays unroutable
+    /// (or was refused and closed).
+    fn attach(s: &mut Socket, peer: PeerId, _now: Instant) -> bool {
+        s.attach(peer);
+        true
+    }
+
+    /// What goes to a newly routable peer before the messages waiting for it.
+    fn greet(_s: &mut Socket, _peer: PeerId) {}
+
+    /// After a new peer's waiting messages went out (SUB: its subscriptions).
+    fn established(_s: &mut Socket, _peer: PeerId) {}
+
+    /// The pattern forgets a peer that left (its routes, its subscriptions).
+    fn detach(_s: &mut Socket, _peer: PeerId) {}
+
+    /// A complete message arrived from an attached peer (properties already set).
+    fn on_message(s: &mut Socket, peer: PeerId, msg: Message) {
+        s.queue_in(peer, msg);
+    }
+
+    /// A peer subscribed or cancelled a subscription.
+    fn on_subscription(_s: &mut Socket, _peer: PeerId, _topic: crate::Bytes, _subscribe: bool) {}
+
+    /// Send a message (not empty; the socket is not closing).
+    fn send(s: &mut Socket, msg: Message, now: &impl Clock) -> Result<Sent, SendError>;
+
+    /// The next message for the application.
+    fn recv(s: &mut Socket, now: &impl Clock) -> Option<Message> {
+        s.fq_pop(false, now).map(|(_, _, msg)| msg)
+    }
+
+    /// Whether `send` can take a message now (the socket is not closing).
+    fn can_send(s: &Socket) -> bool {
+        s.lb_room()
+    }
+
+    /// Whether `recv` has a message.
+    fn can_recv(s: &Socket) -> bool {
+        s.fq_ready()
+    }
+}
+
+/// The families, one module each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Family {
+    /// PUSH, PULL, DEALER.
+    LoadBalance,
+    /// PUB, SUB, XPUB, XSUB.
+    PubSub,
+    /// REQ, REP.
+    ReqRep,
+    /// ROUTER.
+    Router,
+    /// PAIR.
+    Pair,
+    /// The draft types, until each has its module: peers connect, but nothing is sent
+    /// or received.
+    Draft,
+}
+
+/// What a socket type is, as the rest of the socket needs to know it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Rules {
+    /// The family whose hooks route its messages.
+    pub(super) family: Family,
+    /// Honours `CONFLATE` (libzmq: DEALER, PULL, PUSH, PUB, SUB only).
+    pub(super) conflate: bool,
+    /// Sends an empty message first to each new peer under `PROBE_ROUTER`.
+    pub(super) probes: bool,
+    /// A whole single-frame message from a peer only joins its queue: no topic filter,
+    /// not a subscription channel (the receive fast path may take it).
+    pub(super) plain_input: bool,
+    /// `send_slice` goes straight to load balancing (no envelope, no routing id).
+    pub(super) direct_send: bool,
+    /// Peers are routable by their id only once its handshake told it: a connect peer is
+    /// not attached before, and is detached when its stream ends (ROUTER).
+    pub(super) routes_by_id: bool,
+    /// Has local subscriptions (`subscribe`, `unsubscribe`).
+    pub(super) subscribes: bool,
+}
+
+impl Rules {
+    /// The rules of a socket type: its row of the table.
+    pub(super) const fn of(ty: SocketType) -> Rules {
+        const BASE: Rules = Rules {
+            family: Family::LoadBalance,
+            conflate: false,
+            probes: false,
+            plain_input: true,
+            direct_send: false,
+            routes_by_id: false,
+            subscribes: false,
+        };
+        match ty {
+            SocketType::Push => Rules {
+                conflate: true,
+                plain_input: false,
+                direct_send: true,
+                ..BASE
+            },
+            SocketType::Pull => Rules {
+                conflate: true,
+                ..BASE
+            },
+            SocketType::Dealer => Rules {
+                conflate: true,
+                probes: true,
+                direct_send: true,
+                ..BASE
+            },
+            SocketType::Pub => Rules {
+                family: Family::PubSub,
+                conflate: true,
+                plain_input: false,
+                ..BASE
+            },
+            SocketType::Sub => Rules {
+                family: Family::PubSub,
+                conflate: true,
+                plain_input: false,
+                subscribes: true,
+                ..BASE
+            },
+            SocketType::XPub => Rules {
+                family: Family::PubSub,
+                plain_input: false,
+                ..BASE
+            },
+            SocketType::XSub => Rules {
+                family: Family::PubSub,
+                subscribes: true,
+                ..BASE
+            },
+            SocketType::Req => Rules {
+                family: Family::ReqRep,
+                probes: true,
+                ..BASE
+            },
+            SocketType::Rep => Rules {
+                family: Family::ReqRep,
+                ..BASE
+            },
+            SocketType::Router => Rules {
+                family: Family::Router,
+                probes: true,
+                routes_by_id: true,
+                ..BASE
+            },
+            SocketType::Pair => Rules {
+                family: Family::Pair,
+                direct_send: true,
+                ..BASE
+            },
+            _ => Rules {
+                family: Family::Draft,
+                plain_input: false,
+                ..BASE
+            },
+        }
+    }
+}
+
+/// The draft socket types (CLIENT, SERVER, RADIO, DISH, …) until each has its module.
+struct Draft;
+
+impl Pattern for Draft {
+    fn on_message(_s: &mut Socket, _peer: PeerId, _msg: Message) {}
+
+    fn send(_s: &mut Socket, msg: Message, _now: &impl Clock) -> Result<Sent, SendError> {
+        Err(SendError::NotSupported(msg))
+    }
+
+    fn recv(_s: &mut Socket, _now: &impl Clock) -> Option<Message> {
+        None
+    }
+
+    fn can_send(_s: &Socket) -> bool {
+        false
+    }
+
+    fn can_recv(_s: &Socket) -> bool {
+        false
+    }
+}
+
+/// Call a [`Pattern`] hook of the socket's family.
+macro_rules! dispatch {
+    ($s:expr, $hook:ident($($arg:expr),*)) => {
+        match $s.rules.family {
+            Family::LoadBalance => lb::LoadBalance::$hook($($arg),*),
+            Family::PubSub => pubsub::PubSub::$hook($($arg),*),
+            Family::ReqRep => reqrep::ReqRep::$hook($($arg),*),
+            Family::Router => router::Router::$hook($($arg),*),
+            Family::Pair => pair::Pair::$hook($($arg),*),
+            Family::Draft => Draft::$hook($($arg),*),
+        }
+    };
+}
+
+/// Per-socket state of the patterns that keep any.
+#[derive(Debug)]
+pub(crate) struct PatternState {
+    pub(super) router: router::RouterState,
+    pub(super) reqrep: reqrep::ReqRepState,
+    pub(super) pubsub: pubsub::PubSubState,
+}
+
+impl PatternState {
+    pub(crate) fn new(seed: u64) -> PatternState {
+        // Two independent-looking values from one seed (splitmix64 step).
+        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        PatternState {
+            router: router::RouterState::new(z as u32),
+            reqrep: reqrep::ReqRepState::new((z >> 32) as u32),
+            pubsub: pubsub::PubSubState::default(),
+        }
+    }
+}
+
+impl Socket {
+    /// The peer's handshake completed: attach it to the pattern and send what waits.
+    pub(super) fn on_handshake(&mut self, peer: PeerId, now: Instant) {
+        let Some(p) = self.peers.get(&peer) else {
+            return;
+        };
+        let endpoint = p.endpoint;
+        self.monitor(super::MonitorEventKind::HandshakeSucceeded, 0, endpoint);
+        if let Some(e) = self.endpoints.get_mut(&endpoint) {
+            e.ivl = self.opts.reconnect_ivl.unwrap_or_default();
+        }
+        if !dispatch!(self, attach(self, peer, now)) {
+            return;
+        }
+        if self.probes() {
+            self.deliver(peer, Message::from(crate::Bytes::new()));
+        }
+        dispatch!(self, greet(self, peer));
+        let queued = self
+            .peers
+            .get_mut(&peer)
+            .map(|p| core::mem::take(&mut p.out))
+            .unwrap_or_default();
+        for msg in queued {
+            self.deliver(peer, msg);
+        }
+        dispatch!(self, established(self, peer));
+    }
+
+    /// The pattern forgets a detached peer.
+    pub(super) fn pattern_detach(&mut self, peer: PeerId) {
+        dispatch!(self, detach(self, peer));
+    }
+
+    /// A complete message arrived from a peer.
+    pub(super) fn on_message(&mut self, peer: PeerId, mut msg: Message) {
+        let Some(p) = self.peers.get_mut(&peer) else {
+            return;
+        };
+        if !p.attached {
+            return;
+        }
+        if p.authenticated {
+            msg.set_properties(p.properties.clone());
+        }
+        dispatch!(self, on_message(self, peer, msg));
+    }
+
+    /// A peer subscribed or cancelled.
+    pub(super) fn on_subscription(&mut self, peer: PeerId, topic: crate::Bytes, subscribe: bool) {
+        dispatch!(self, on_subscription(self, peer, topic, subscribe));
+    }
+
+    // ----- application side ------------------------------------------------------------
+
+    /// Send a message per the socket's pattern. Every frame goes, or none.
+    #[inline]
+    pub fn send(&mut self, msg: impl Into<Message>, now: impl Clock) -> Result<Sent, SendError> {
+        let msg = msg.into();
+        if self.closing.is_some() {
+            return Err(SendError::Closed(msg));
+        }
+        if msg.is_empty() {
+            return Err(SendError::NotSupported(msg));
+        }
+        dispatch!(self, send(self, msg, &now))
+    }
+
+    /// Send a single-frame message copied from `body`: the same as
+    /// `send(Bytes::copy_from_slice(body))`, but where the frame can go out at once
+    /// (PUSH, DEALER or PAIR with a connected peer that has room) it is copied straight
+    /// into that peer's output, and no message is allocated. A refused send hands back a
+    /// message holding a copy.
+    #[inline]
+    pub fn send_slice(&mut self, body: &[u8], now: impl Clock) -> Result<Sent, SendError> {
+        if self.rules.direct_send && self.closing.is_none() {
+            self.send_lb(super::Outgoing::Frame(body))
+        } else {
+            self.send(crate::Bytes::copy_from_slice(body), now)
+        }
+    }
+
+    /// The next message for the application, if any.
+    #[inline]
+    pub fn recv(&mut self, now: impl Clock) -> Option<Message> {
+        dispatch!(self, recv(self, &now))
+    }
+
+    /// Whether `send` can take a message now (libzmq's `ZMQ_POLLOUT`).
+    pub fn can_send(&self) -> bool {
+        self.closing.is_none() && dispatch!(self, can_send(self))
+    }
+
+    /// Whether `recv` has a message (libzmq's `ZMQ_POLLIN`).
+    pub fn can_recv(&self) -> bool {
+        dispatch!(self, can_recv(self))
+    }
+}

@@ -1,0 +1,192 @@
+//! The blocks every family is built from: load balancing (round robin over attached
+//! peers with room) and fair queuing (round robin over attached peers with a complete
+//! message, what departed peers left first), with RCVHWM holding and resuming input.
+
+use alloc::vec::Vec;
+
+use crate::socket::{Command, Message, Outgoing, PeerId, SendError, Sent, Socket};
+use crate::{Bytes, Clock, Instant};
+
+impl Socket {
+    /// Round-robin over attached peers with room.
+    #[inline]
+    pub(in crate::socket) fn lb_pick(&mut self) -> Option<PeerId> {
+        let n = self.attached.len();
+        let start = ring_start(self.lb_cursor, n);
+        for i in 0..n {
+            let idx = ring_next(start, i, n);
+            let peer = self.attached[idx];
+            if self.has_room(peer) {
+                self.lb_cursor = ring_next(idx, 1, n);
+                return Some(peer);
+            }
+        }
+        None
+    }
+
+    /// Hand a message to the next peer with room, or refuse it (`WouldBlock`).
+    #[inline]
+    pub(in crate::socket) fn send_lb(&mut self, out: Outgoing<'_>) -> Result<Sent, SendError> {
+        match self.lb_pick() {
+            Some(peer) => {
+                self.deliver(peer, out);
+                Ok(Sent::Queued)
+            }
+            None => Err(SendError::WouldBlock(out.into_message())),
+        }
+    }
+
+    /// Whether some attached peer has room (load balancing can send).
+    pub(in crate::socket) fn lb_room(&self) -> bool {
+        self.attached.iter().any(|&p| self.has_room(p))
+    }
+
+    /// Queue a message received from a peer for the application (CONFLATE keeps only the
+    /// newest).
+    pub(in crate::socket) fn queue_in(&mut self, peer: PeerId, msg: Message) {
+        let conflate = self.conflate();
+        if let Some(p) = self.peers.get_mut(&peer) {
+            if conflate {
+                p.inq.clear();
+            }
+            p.inq.push_back(msg);
+        }
+    }
+
+    /// Whether some peer (attached or departed) has a complete message.
+    pub(in crate::socket) fn fq_ready(&self) -> bool {
+        !self.departed.is_empty()
+            || self
+                .attached
+                .iter()
+                .any(|peer| self.peers.get(peer).is_some_and(|p| !p.inq.is_empty()))
+    }
+
+    /// Round-robin over attached peers with a complete message waiting. Also returns the
+    /// peer's routing id, read before taking the message: taking it resumes the peer's
+    /// input, which may end the peer.
+    #[inline]
+    pub(in crate::socket) fn fq_pop(
+        &mut self,
+        with_id: bool,
+        now: &impl Clock,
+    ) -> Option<(PeerId, Option<Bytes>, Message)> {
+        // What departed peers left comes first: it arrived before they left.
+        if !self.departed.is_empty() {
+            if let Some((peer, id, msg)) = self.pop_departed(None) {
+                return Some((peer, with_id.then_some(id), msg));
+            }
+        }
+        let rcvhwm = self.rcv_limit();
+        let n = self.attached.len();
+        let start = ring_start(self.fq_cursor, n);
+        for i in 0..n {
+            let idx = ring_next(start, i, n);
+            let peer = *self.attached.get(idx)?;
+            let Some(p) = self.peers.get_mut(&peer) else {
+                continue;
+            };
+            let Some(msg) = p.inq.pop_front() else {
+                continue;
+            };
+            // Only ROUTER needs the routing id: nobody else pays for its clone.
+            let id = with_id.then(|| p.routing_id.clone());
+            let resume = p.held && p.inq.len() <= rcvhwm / 2;
+            self.fq_cursor = ring_next(idx, 1, n);
+            if resume {
+                self.resume_input(peer, now.now());
+            }
+            return Some((peer, id, msg));
+        }
+        None
+    }
+
+    /// The oldest message left by a departed peer (any, or `peer`).
+    pub(in crate::socket) fn pop_departed(
+        &mut self,
+        peer: Option<PeerId>,
+    ) -> Option<(PeerId, Bytes, Message)> {
+        let i = self
+            .departed
+            .iter()
+            .position(|d| peer.is_none_or(|p| p == d.peer))?;
+        let d = self.departed.get_mut(i)?;
+        let left = d
+            .inq
+            .pop_front()
+            .map(|msg| (d.peer, d.routing_id.clone(), msg));
+        if d.inq.is_empty() {
+            self.departed.remove(i);
+        }
+        left
+    }
+
+    /// Drop every message waiting from the peers but `keep`, resuming their input.
+    pub(in crate::socket) fn discard_input(&mut self, keep: Option<PeerId>, now: &impl Clock) {
+        self.departed.retain(|d| Some(d.peer) == keep);
+        // A snapshot: resuming input may end a peer and so change `attached`.
+        let peers: Vec<PeerId> = self
+            .attached
+            .iter()
+            .copied()
+            .filter(|&p| Some(p) != keep)
+            .collect();
+        for peer in peers {
+            while self.pop_from(peer, now).is_some() {}
+        }
+    }
+
+    /// Take the next message from one peer, resuming its input if that frees room.
+    pub(in crate::socket) fn pop_from(
+        &mut self,
+        peer: PeerId,
+        now: &impl Clock,
+    ) -> Option<Message> {
+        let rcvhwm = self.rcv_limit();
+        let p = self.peers.get_mut(&peer)?;
+        let msg = p.inq.pop_front()?;
+        if p.held && p.inq.len() <= rcvhwm / 2 {
+            self.resume_input(peer, now.now());
+        }
+        Some(msg)
+    }
+
+    /// Whether `peer` has a message waiting, queued or left behind when it departed.
+    pub(in crate::socket) fn has_input_from(&self, peer: PeerId) -> bool {
+        self.peers.get(&peer).is_some_and(|p| !p.inq.is_empty())
+            || self.departed.iter().any(|d| d.peer == peer)
+    }
+
+    /// A held peer's queue has drained to half: take its input again.
+    #[cold]
+    #[inline(never)]
+    fn resume_input(&mut self, peer: PeerId, now: Instant) {
+        if let Some(p) = self.peers.get_mut(&peer) {
+            p.held = false;
+        }
+        self.process_input(peer, now);
+        if self.wants_read(peer) {
+            self.commands.push_back(Command::Resume { peer });
+        }
+    }
+}
+
+/// Where a round over `n` peers starts for a cursor (which may exceed `n` after peers
+/// left): `cursor % n`, without a division in the common case.
+fn ring_start(cursor: usize, n: usize) -> usize {
+    if cursor < n {
+        cursor
+    } else {
+        cursor.checked_rem(n).unwrap_or(0)
+    }
+}
+
+/// The `i`-th position of a round over `n` peers from `start` (`start < n`, `i <= n`).
+fn ring_next(start: usize, i: usize, n: usize) -> usize {
+    let idx = start + i;
+    if idx >= n {
+        idx - n
+    } else {
+        idx
+    }
+}

@@ -1,0 +1,162 @@
+//! Peers: their streams ending, and whether the pattern may route to them.
+
+use super::timers::TimerKey;
+use super::{
+    auth, monitor, Command, Departed, Ending, MonitorEventKind, PeerId, PeerStats, Socket,
+};
+use crate::{Connection, Error, Instant};
+
+impl Socket {
+    /// The connection of a peer's current stream (peer identity, socket type, version).
+    pub fn connection(&self, peer: PeerId) -> Option<&Connection> {
+        Some(self.peers.get(&peer)?.stream.as_ref()?.conn.connection())
+    }
+
+    /// Queue sizes of a peer, for monitoring and tests.
+    pub fn peer_stats(&self, peer: PeerId) -> Option<PeerStats> {
+        let p = self.peers.get(&peer)?;
+        let stream = p.stream.as_ref();
+        Some(PeerStats {
+            attached: p.attached,
+            established: stream.is_some_and(|s| s.established),
+            routing_id: p.routing_id.clone(),
+            queued_out: p.out.len() + stream.map_or(0, |s| s.encoded_ends.len()),
+            queued_in: p.inq.len(),
+            unsent_bytes: stream.map_or(0, |s| s.conn.queued_len()),
+            unread_bytes: stream.map_or(0, |s| s.conn.buffered_input()),
+        })
+    }
+
+    /// Every peer.
+    pub fn peers(&self) -> impl Iterator<Item = PeerId> + '_ {
+        self.peers.keys().copied()
+    }
+
+    /// A peer's stream ended (end of file or an I/O error). The driver has closed it.
+    pub fn handle_closed(&mut self, peer: PeerId, now: Instant) {
+        let error = self.connection(peer).and_then(|c| c.error().cloned());
+        self.end_stream(peer, auth::ending_of(error.as_ref()), now);
+    }
+
+    pub(super) fn end_stream(&mut self, peer: PeerId, ending: Ending, now: Instant) {
+        let Some(p) = self.peers.get_mut(&peer) else {
+            return;
+        };
+        let Some(stream) = p.stream.take() else {
+            return;
+        };
+        self.timers
+            .reset(TimerKey::Peer(peer), stream.deadline, None);
+        let endpoint = p.endpoint;
+        let outbound = p.outbound;
+        let protocol_error = match &ending {
+            Ending::Failed(e) => !matches!(
+                e,
+                Error::HandshakeTimeout | Error::HeartbeatTimeout | Error::HeartbeatTtlExpired
+            ),
+            _ => false,
+        };
+        if !stream.established {
+            match &ending {
+                // An ERROR with a ZAP status ("300", "400", "500") is an authentication
+                // failure, reported with that status as libzmq does.
+                Ending::Failed(Error::PeerError(reason))
+                    if matches!(&reason[..], b"300" | b"400" | b"500") =>
+                {
+                    let status = core::str::from_utf8(reason)
+                        .ok()
+                        .and_then(|s| s.parse().ok())
+                        .unwrap_or(0);
+                    self.monitor(MonitorEventKind::HandshakeFailedAuth, status, endpoint)
+                }
+                // Our own verdict refused the peer.
+                Ending::Failed(Error::AuthRejected { status }) => self.monitor(
+                    MonitorEventKind::HandshakeFailedAuth,
+                    u32::from(*status),
+                    endpoint,
+                ),
+                Ending::Failed(e) => match monitor::protocol_error_code(e) {
+                    Some(code) => {
+                        self.monitor(MonitorEventKind::HandshakeFailedProtocol, code, endpoint)
+                    }
+                    None => self.monitor(MonitorEventKind::HandshakeFailedNoDetail, 0, endpoint),
+                },
+                Ending::Closed => {
+                    self.monitor(MonitorEventKind::HandshakeFailedNoDetail, 0, endpoint)
+                }
+                Ending::Dropped => {}
+            }
+        }
+        self.monitor(MonitorEventKind::Disconnected, 0, endpoint);
+        if !matches!(ending, Ending::Closed) {
+            self.commands.push_back(Command::ClosePeer { peer });
+        }
+        if !outbound {
+            self.remove_peer(peer);
+        } else if protocol_error || matches!(ending, Ending::Dropped) {
+            // libzmq stops reconnecting after a protocol error; a dropped connect peer
+            // (PAIR refusal, handover, disconnect) is gone too.
+            if let Some(e) = self.endpoints.get_mut(&endpoint) {
+                e.dead = true;
+            }
+            self.remove_peer(peer);
+        } else {
+            if self.opts.immediate || self.rules.routes_by_id {
+                self.detach(peer);
+                if let Some(p) = self.peers.get_mut(&peer) {
+                    p.out.clear();
+                }
+            }
+            self.schedule_reconnect(endpoint, now);
+        }
+        if self.closing.is_some() {
+            self.try_finish_close(now);
+        }
+    }
+
+    pub(super) fn remove_peer(&mut self, peer: PeerId) {
+        self.detach(peer);
+        self.peers.remove(&peer);
+    }
+
+    /// Make a peer routable.
+    pub(super) fn attach(&mut self, peer: PeerId) {
+        if let Some(p) = self.peers.get_mut(&peer) {
+            if !p.attached {
+                p.attached = true;
+                self.attached.push(peer);
+            }
+        }
+    }
+
+    /// Make a peer unroutable; the pattern forgets it. Messages received from it stay
+    /// readable.
+    pub(super) fn detach(&mut self, peer: PeerId) {
+        let Some(p) = self.peers.get_mut(&peer) else {
+            return;
+        };
+        if !p.attached {
+            return;
+        }
+        p.attached = false;
+        p.held = false;
+        let inq = core::mem::take(&mut p.inq);
+        if !inq.is_empty() {
+            self.departed.push_back(Departed {
+                peer,
+                routing_id: p.routing_id.clone(),
+                inq,
+            });
+        }
+        if let Some(i) = self.attached.iter().position(|&x| x == peer) {
+            self.attached.remove(i);
+            if self.lb_cursor > i {
+                self.lb_cursor -= 1;
+            }
+            if self.fq_cursor > i {
+                self.fq_cursor -= 1;
+            }
+        }
+        self.pattern_detach(peer);
+    }
+}
