@@ -34,6 +34,6 @@ echo "== tests"
 cargo test --workspace
 cargo test -p zmtp-proto
 echo "== fuzz target bodies as tests, then every fuzz target for FUZZ_SECONDS (default 30) each"
-cargo clippy -p zmtp-proto --features fuzzing --all-targets -- -D warnings
-cargo test -p zmtp-proto --features fuzzing --test fuzz_bodies
+cargo clippy -p zmtp-testkit --all-targets -- -D warnings
+cargo test -p zmtp-testkit --test fuzz_bodies
 bash scripts/fuzz.sh
