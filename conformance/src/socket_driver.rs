@@ -24,7 +24,7 @@ use std::time::{Duration, Instant as StdInstant};
 
 use zmtp_proto::socket::endpoint::{Host, IpcEndpoint, TcpEndpoint};
 use zmtp_proto::socket::{
-    Endpoint, EndpointId, Event, Message, MonitorEvent, MonitorEventKind, Options, PeerId,
+    Command, Endpoint, EndpointId, Message, MonitorEvent, MonitorEventKind, Options, PeerId,
     SendError, Sent, Socket,
 };
 use zmtp_proto::{Instant, SocketType};
@@ -140,6 +140,17 @@ enum Stream {
 }
 
 impl Stream {
+    /// The peer's IP address as text (the ZAP `Address`); empty for ipc.
+    fn peer_ip(&self) -> String {
+        match self {
+            Stream::Tcp(s) => s
+                .peer_addr()
+                .map(|a| a.ip().to_string())
+                .unwrap_or_default(),
+            Stream::Ipc(_) => String::new(),
+        }
+    }
+
     /// Connect to `addr` (blocking, bounded for TCP: local connects finish at once).
     fn connect(addr: &Endpoint) -> io::Result<Stream> {
         match addr {
@@ -229,7 +240,7 @@ impl SocketDriver {
     }
 
     fn now(&self) -> Instant {
-        Instant::from_micros(u64::try_from(self.start.elapsed().as_micros()).unwrap_or(u64::MAX))
+        since(self.start)
     }
 
     /// The socket, for calls that need no I/O (subscribe, options, stats).
@@ -261,10 +272,13 @@ impl SocketDriver {
     }
 
     fn handle_events(&mut self) {
-        while let Some(event) = self.socket.poll_event() {
+        while let Some(m) = self.socket.poll_monitor() {
+            self.monitor.push(m);
+        }
+        while let Some(command) = self.socket.poll_command() {
             let now = self.now();
-            match event {
-                Event::Listen { endpoint, addr } => match Listener::bind(&addr) {
+            match command {
+                Command::Listen { endpoint, addr } => match Listener::bind(&addr) {
                     Ok((listener, resolved)) => {
                         self.socket.handle_listening(endpoint, &resolved);
                         self.listeners.insert(endpoint, listener);
@@ -273,21 +287,28 @@ impl SocketDriver {
                         .socket
                         .handle_bind_failed(endpoint, e.raw_os_error().unwrap_or(0) as u32),
                 },
-                Event::Connect { endpoint, addr } => match Stream::connect(&addr) {
-                    Ok(stream) => match self.socket.handle_connected(endpoint, now) {
-                        Some(peer) => self.add_stream(peer, stream),
-                        None => drop(stream),
-                    },
+                Command::Connect { endpoint, addr } => match Stream::connect(&addr) {
+                    Ok(stream) => {
+                        match self
+                            .socket
+                            .handle_connected(endpoint, &stream.peer_ip(), now)
+                        {
+                            Some(peer) => self.add_stream(peer, stream),
+                            None => drop(stream),
+                        }
+                    }
                     Err(_) => self.socket.handle_connect_failed(endpoint, now),
                 },
-                Event::StopListening { endpoint } => {
+                Command::StopListening { endpoint } => {
                     self.listeners.remove(&endpoint);
                 }
-                Event::ClosePeer { peer } => {
+                Command::ClosePeer { peer } => {
                     self.streams.remove(&peer);
                 }
-                Event::Monitor(m) => self.monitor.push(m),
                 _ => {}
+            }
+            while let Some(m) = self.socket.poll_monitor() {
+                self.monitor.push(m);
             }
         }
     }
@@ -306,7 +327,8 @@ impl SocketDriver {
         for ep in listening {
             while let Some(Ok(stream)) = self.listeners.get(&ep).map(Listener::accept) {
                 moved = true;
-                match self.socket.handle_accepted(ep, self.now()) {
+                let now = self.now();
+                match self.socket.handle_accepted(ep, &stream.peer_ip(), now) {
                     Some(peer) => self.add_stream(peer, stream),
                     None => drop(stream),
                 }
@@ -367,7 +389,8 @@ impl SocketDriver {
                 }
                 match stream.write(out) {
                     Ok(n) => {
-                        self.socket.advance(peer, n);
+                        let start = self.start;
+                        self.socket.advance(peer, n, || since(start));
                         moved = true;
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -417,7 +440,8 @@ impl SocketDriver {
         let deadline = StdInstant::now() + timeout;
         let mut msg = msg.into();
         loop {
-            match self.socket.send(msg) {
+            let now = self.now();
+            match self.socket.send(msg, now) {
                 Err(SendError::WouldBlock(m)) if StdInstant::now() < deadline => {
                     msg = m;
                     if !self.step() {
@@ -436,7 +460,8 @@ impl SocketDriver {
     pub fn recv(&mut self, timeout: Duration) -> Option<Message> {
         let mut got = None;
         self.step_until(timeout, |d| {
-            got = d.socket.recv();
+            let now = d.now();
+            got = d.socket.recv(now);
             got.is_some()
         });
         got
@@ -471,7 +496,8 @@ impl crate::our::OurSocket for SocketDriver {
     }
 
     fn recv(&mut self, timeout: Duration) -> Option<Message> {
-        if let Some(msg) = self.socket.recv() {
+        let now = self.now();
+        if let Some(msg) = self.socket.recv(now) {
             return Some(msg);
         }
         self.step();
@@ -487,4 +513,9 @@ impl crate::our::OurSocket for SocketDriver {
         self.step();
         self.pump_for(duration);
     }
+}
+
+/// The core's time: microseconds since `start`.
+fn since(start: StdInstant) -> Instant {
+    Instant::from_micros(u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX))
 }

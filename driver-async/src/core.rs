@@ -19,8 +19,8 @@ use std::time::Instant as StdInstant;
 use tokio::sync::{mpsc, oneshot, Notify};
 use zmtp_proto::socket::endpoint::{Host, IpcEndpoint};
 use zmtp_proto::socket::{
-    AuthReply, Authenticator, Endpoint, EndpointId, Event, MonitorEvent, PeerId,
-    Socket as ProtoSocket, ZapRequest,
+    AuthReply, Command, Endpoint, EndpointId, MonitorEvent, PeerId, Socket as ProtoSocket,
+    ZapRequest,
 };
 use zmtp_proto::Instant;
 
@@ -87,9 +87,6 @@ pub(crate) struct Core<R: Runtime> {
     monitors: Vec<mpsc::UnboundedSender<MonitorEvent>>,
     pub(crate) closed: bool,
     timer_deadline: Option<Instant>,
-    /// Decides authentication requests in code; without it, a handler bound at
-    /// `inproc://zeromq.zap.01` is asked, and without that, libzmq's rules apply.
-    pub(crate) authenticator: Option<Authenticator>,
 }
 
 impl<R: Runtime> Inner<R> {
@@ -104,7 +101,6 @@ impl<R: Runtime> Inner<R> {
                 monitors: Vec::new(),
                 closed: false,
                 timer_deadline: None,
-                authenticator: None,
             }),
             readable: Notify::new(),
             writable: Notify::new(),
@@ -185,10 +181,14 @@ impl<R: Runtime> Inner<R> {
         let mut timers_touched = timers;
         loop {
             let mut busy = false;
-            while let Some(event) = core.socket.poll_event() {
+            // Monitor events first: those raised before a command (the last ones before
+            // `Closed`) reach the monitor before the command is carried out.
+            Self::forward_monitor(core);
+            while let Some(command) = core.socket.poll_command() {
                 busy = true;
-                timers_touched |= !matches!(event, Event::Resume { .. });
-                self.handle_event(core, event);
+                timers_touched |= !matches!(command, Command::Resume { .. });
+                self.handle_command(core, command);
+                Self::forward_monitor(core);
             }
             while let Some(peer) = core.socket.next_dirty() {
                 if inline {
@@ -239,7 +239,7 @@ impl<R: Runtime> Inner<R> {
             let n = core.socket.transmit_bytes(peer, |chunk| {
                 failed |= pipe.tx.push(chunk).is_err();
             });
-            core.socket.advance(peer, n);
+            core.socket.advance(peer, n, || self.now());
             if failed {
                 self.drop_peer(core, peer);
                 let now = self.now();
@@ -266,7 +266,7 @@ impl<R: Runtime> Inner<R> {
                 stream.try_write_vectored(&slices[..n])
             };
             match written {
-                Ok(n) => core.socket.advance(peer, n),
+                Ok(n) => core.socket.advance(peer, n, || self.now()),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     // The peer's task waits for the stream to become writable; tell it
                     // once, when writing first blocks.
@@ -386,10 +386,16 @@ impl<R: Runtime> Inner<R> {
         );
     }
 
+    fn forward_monitor(core: &mut Core<R>) {
+        while let Some(m) = core.socket.poll_monitor() {
+            core.monitors.retain(|tx| tx.send(m.clone()).is_ok());
+        }
+    }
+
     #[inline(never)]
-    fn handle_event(self: &Arc<Self>, core: &mut Core<R>, event: Event) {
-        match event {
-            Event::Listen { endpoint, addr } => {
+    fn handle_command(self: &Arc<Self>, core: &mut Core<R>, command: Command) {
+        match command {
+            Command::Listen { endpoint, addr } => {
                 let result = listen(&self.runtime, &addr);
                 let reply = match result {
                     Ok((acceptor, resolved)) => {
@@ -411,13 +417,13 @@ impl<R: Runtime> Inner<R> {
                     let _ = waiter.send(reply);
                 }
             }
-            Event::Connect { endpoint, addr } => {
+            Command::Connect { endpoint, addr } => {
                 // Detached: it ends once connected or failed.
                 let _ = self
                     .runtime
                     .spawn(connect_task(self.clone(), endpoint, addr));
             }
-            Event::StopListening { endpoint } => {
+            Command::StopListening { endpoint } => {
                 if let Some(l) = core.listeners.remove(&endpoint) {
                     l.task.abort();
                     match &l.addr {
@@ -429,33 +435,24 @@ impl<R: Runtime> Inner<R> {
                     }
                 }
             }
-            Event::ClosePeer { peer } => self.drop_peer(core, peer),
-            Event::Resume { peer } => {
+            Command::ClosePeer { peer } => self.drop_peer(core, peer),
+            Command::Resume { peer } => {
                 if let Some(io) = core.peers.get(&peer) {
                     io.wake.notify_one();
                 }
             }
-            Event::Monitor(m) => core.monitors.retain(|tx| tx.send(m.clone()).is_ok()),
-            Event::Authenticate { peer, request } => {
-                let address = core
-                    .peers
-                    .get(&peer)
-                    .map(|io| io.stream.peer_ip())
-                    .unwrap_or_default();
+            Command::Authenticate { peer, request } => {
                 let now = self.now();
-                if let Some(auth) = &core.authenticator {
-                    let reply = auth.check(&address, &request);
-                    core.socket.handle_auth(peer, now, reply);
-                } else if inproc_is_bound(ZAP_ENDPOINT) {
+                if inproc_is_bound(ZAP_ENDPOINT) {
                     let timeout = core.socket.options().handshake_ivl;
-                    let _ =
-                        self.runtime
-                            .spawn(zap_task(self.clone(), peer, request, address, timeout));
+                    let _ = self
+                        .runtime
+                        .spawn(zap_task(self.clone(), peer, request, timeout));
                 } else {
                     core.socket.handle_auth(peer, now, AuthReply::NoHandler);
                 }
             }
-            Event::Closed => {
+            Command::Closed => {
                 core.closed = true;
                 for (_, io) in std::mem::take(&mut core.peers) {
                     io.task.abort();
@@ -567,7 +564,10 @@ async fn connect_task<R: Runtime>(inner: Arc<Inner<R>>, endpoint: EndpointId, ad
     let now = inner.now();
     match result {
         Ok(stream) => {
-            if let Some(peer) = core.socket.handle_connected(endpoint, now) {
+            if let Some(peer) = core
+                .socket
+                .handle_connected(endpoint, &stream.peer_ip(), now)
+            {
                 inner.add_peer(&mut core, peer, stream);
             }
         }
@@ -601,7 +601,10 @@ async fn accept_task<R: Runtime>(
         };
         let mut core = inner.lock();
         let now = inner.now();
-        if let Some(peer) = core.socket.handle_accepted(endpoint, now) {
+        if let Some(peer) = core
+            .socket
+            .handle_accepted(endpoint, &stream.peer_ip(), now)
+        {
             inner.add_peer(&mut core, peer, stream);
         }
         inner.pump(&mut core);
@@ -669,7 +672,6 @@ async fn zap_task<R: Runtime>(
     inner: Arc<Inner<R>>,
     peer: PeerId,
     request: ZapRequest,
-    address: String,
     timeout: Option<std::time::Duration>,
 ) {
     const REQUEST_ID: &[u8] = b"1";
@@ -684,7 +686,7 @@ async fn zap_task<R: Runtime>(
             .await
             .ok()?;
         let mut frames = vec![zmtp_proto::Bytes::new()];
-        frames.extend(request.to_frames(REQUEST_ID, &address));
+        frames.extend(request.to_frames(REQUEST_ID));
         zap.send(zmtp_proto::socket::Message::from(frames))
             .await
             .ok()?;

@@ -124,7 +124,8 @@ impl<R: Runtime> Socket<R> {
     /// client). Requests are made by PLAIN and CURVE servers, and by NULL sockets with a
     /// ZAP domain.
     pub fn set_authenticator(&self, authenticator: Option<Authenticator>) {
-        self.inner.lock().authenticator = authenticator;
+        self.inner
+            .with(|core| core.socket.set_authenticator(authenticator));
     }
 
     /// Listen on `endpoint` (`tcp://127.0.0.1:*`, `tcp://[::1]:5555`, `ipc:///tmp/x`,
@@ -172,7 +173,7 @@ impl<R: Runtime> Socket<R> {
     pub async fn disconnect(&self, endpoint: &str) -> Result<(), Error> {
         if self
             .inner
-            .with_timers(|core| core.socket.disconnect(endpoint))
+            .with_timers(|core| core.socket.disconnect(endpoint, self.inner.now()))
         {
             Ok(())
         } else {
@@ -206,7 +207,8 @@ impl<R: Runtime> Socket<R> {
     /// Send a message without waiting: `SendError::WouldBlock` hands it back.
     pub fn try_send(&self, msg: impl Into<Message>) -> Result<Sent, SendError> {
         let msg = msg.into();
-        self.inner.with(|core| core.socket.send(msg))
+        self.inner
+            .with(|core| core.socket.send(msg, || self.inner.now()))
     }
 
     /// Send a single-frame message copied from `body`, waiting while the socket would
@@ -219,7 +221,8 @@ impl<R: Runtime> Socket<R> {
     /// [`send_slice`](Self::send_slice) without waiting: `SendError::WouldBlock` hands back
     /// a message holding a copy.
     pub fn try_send_slice(&self, body: &[u8]) -> Result<Sent, SendError> {
-        self.inner.with(|core| core.socket.send_slice(body))
+        self.inner
+            .with(|core| core.socket.send_slice(body, || self.inner.now()))
     }
 
     /// Receive the next message, waiting for one. Cancel-safe: dropped before it
@@ -230,11 +233,12 @@ impl<R: Runtime> Socket<R> {
 
     /// The next message if one is ready.
     pub fn try_recv(&self) -> Result<Option<Message>, Error> {
-        self.inner.with(|core| match core.socket.recv() {
-            Some(m) => Ok(Some(m)),
-            None if core.closed => Err(Error::Closed),
-            None => Ok(None),
-        })
+        self.inner
+            .with(|core| match core.socket.recv(|| self.inner.now()) {
+                Some(m) => Ok(Some(m)),
+                None if core.closed => Err(Error::Closed),
+                None => Ok(None),
+            })
     }
 
     /// Whether a `send` would not block now (libzmq's `ZMQ_POLLOUT`).

@@ -153,7 +153,7 @@ impl Socket {
     /// Decide authentication requests (ZAP) in code; `None`: libzmq's rules without a
     /// handler (PLAIN servers refuse, CURVE and NULL accept).
     pub fn set_authenticator(&self, authenticator: Option<Authenticator>) {
-        let _ = self.with(false, |s| s.authenticator = authenticator);
+        let _ = self.with(false, |s| s.core.set_authenticator(authenticator));
     }
 
     /// Listen on `endpoint` (`tcp://127.0.0.1:*`, `ipc:///tmp/x`, `ipc://@name`); returns
@@ -184,7 +184,8 @@ impl Socket {
 
     /// Drop a connection made with `connect`.
     pub fn disconnect(&self, endpoint: &str) -> Result<(), Error> {
-        match self.with(true, |s| s.core.disconnect(endpoint))? {
+        let now = self.shared.now();
+        match self.with(true, |s| s.core.disconnect(endpoint, now))? {
             true => Ok(()),
             false => Err(Error::NotFound),
         }
@@ -262,10 +263,9 @@ impl Socket {
     /// [`send_slice`](Self::send_slice) without waiting: `SendError::WouldBlock` hands back
     /// a message holding a copy.
     pub fn try_send_slice(&self, body: &[u8]) -> Result<Sent, SendError> {
-        match self
-            .shared
-            .with(self.id, false, |s| s.core.send_slice(body))
-        {
+        match self.shared.with(self.id, false, |s| {
+            s.core.send_slice(body, || self.shared.now())
+        }) {
             Some(r) => r,
             None => Err(SendError::WouldBlock(Message::from(
                 Bytes::copy_from_slice(body),
@@ -276,7 +276,10 @@ impl Socket {
     /// Send without waiting: `SendError::WouldBlock` hands the message back.
     pub fn try_send(&self, msg: impl Into<Message>) -> Result<Sent, SendError> {
         let msg = msg.into();
-        match self.shared.with(self.id, false, |s| s.core.send(msg)) {
+        match self
+            .shared
+            .with(self.id, false, |s| s.core.send(msg, || self.shared.now()))
+        {
             Some(r) => r,
             None => Err(SendError::WouldBlock(Message::new())),
         }
@@ -307,7 +310,7 @@ impl Socket {
 
     /// The next message if one is ready.
     pub fn try_recv(&self) -> Result<Option<Message>, Error> {
-        self.with(false, |s| match s.core.recv() {
+        self.with(false, |s| match s.core.recv(|| self.shared.now()) {
             Some(m) => Ok(Some(m)),
             None if s.closed => Err(Error::Closed),
             None => Ok(None),

@@ -137,4 +137,4 @@ pub use connection::{
 };
 pub use error::{Error, Reason, SendError, MAX_REASON_LEN};
 pub use socket_type::SocketType;
-pub use time::Instant;
+pub use time::{Clock, Instant};

@@ -42,3 +42,35 @@ impl core::ops::Add<Duration> for Instant {
         Instant(self.0.saturating_add(micros))
     }
 }
+
+/// The current time, passed to calls that need it only on some of their paths (a socket's
+/// `send`, `recv`, `advance`): an [`Instant`] the caller already has, or a function that
+/// reads the driver's clock, called only when the core actually needs the time. Either way
+/// the time is the caller's, never one the core remembered from an earlier call.
+///
+/// ```
+/// use zmtp_proto::{Clock, Instant};
+/// fn deadline(now: impl Clock) -> Instant {
+///     now.now()
+/// }
+/// assert_eq!(deadline(Instant::from_millis(5)), Instant::from_millis(5));
+/// assert_eq!(deadline(|| Instant::from_millis(7)), Instant::from_millis(7));
+/// ```
+pub trait Clock {
+    /// The time now.
+    fn now(&self) -> Instant;
+}
+
+impl Clock for Instant {
+    #[inline]
+    fn now(&self) -> Instant {
+        *self
+    }
+}
+
+impl<F: Fn() -> Instant> Clock for F {
+    #[inline]
+    fn now(&self) -> Instant {
+        self()
+    }
+}

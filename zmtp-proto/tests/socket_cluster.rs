@@ -568,7 +568,7 @@ fn monitor_events_carry_libzmq_names_and_values() {
 #[test]
 fn an_error_with_a_zap_status_is_an_authentication_failure() {
     use zmtp_proto::codec::{Greeting, Mechanism, Version};
-    use zmtp_proto::socket::{Event, Options, Socket};
+    use zmtp_proto::socket::{Command, Options, Socket};
     use zmtp_proto::Instant;
     for (error, expected) in [
         (
@@ -584,7 +584,7 @@ fn an_error_with_a_zap_status_is_an_authentication_failure() {
         s.set_monitor(0xFFFF);
         let ep = s.bind("tcp://127.0.0.1:5000").unwrap();
         let now = Instant::ZERO;
-        let peer = s.handle_accepted(ep, now).unwrap();
+        let peer = s.handle_accepted(ep, "127.0.0.1", now).unwrap();
         let mut greeting = [0u8; 64];
         Greeting {
             version: Version::V3_1,
@@ -595,17 +595,12 @@ fn an_error_with_a_zap_status_is_an_authentication_failure() {
         .unwrap();
         s.handle_received(peer, now, &greeting);
         s.handle_received(peer, now, error);
-        let events: Vec<Event> = std::iter::from_fn(|| s.poll_event()).collect();
-        let failures: Vec<(MonitorEventKind, u32)> = events
-            .iter()
-            .filter_map(|e| match e {
-                Event::Monitor(m) if m.kind.name().starts_with("HANDSHAKE_FAILED") => {
-                    Some((m.kind, m.value))
-                }
-                _ => None,
-            })
+        let commands: Vec<Command> = std::iter::from_fn(|| s.poll_command()).collect();
+        let failures: Vec<(MonitorEventKind, u32)> = std::iter::from_fn(|| s.poll_monitor())
+            .filter(|m| m.kind.name().starts_with("HANDSHAKE_FAILED"))
+            .map(|m| (m.kind, m.value))
             .collect();
         assert_eq!(failures, [expected]);
-        assert!(events.contains(&Event::ClosePeer { peer }));
+        assert!(commands.contains(&Command::ClosePeer { peer }));
     }
 }

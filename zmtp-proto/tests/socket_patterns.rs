@@ -183,7 +183,7 @@ fn send_slice_is_send_of_a_copy() {
     for (i, &(ty, f, peer_ty)) in BLOCKING_SENDERS.iter().enumerate() {
         let (mut c, s) = sender_at_hwm_3(40 + i as u64, ty, f);
         // No peer: refused, with a message holding a copy.
-        match c.socket(s).send_slice(b"early") {
+        match c.send_slice(s, b"early") {
             Err(SendError::WouldBlock(back)) => assert_eq!(texts(&[back]), ["early"], "{ty:?}"),
             other => panic!("{ty:?}: {other:?}"),
         }
@@ -192,10 +192,10 @@ fn send_slice_is_send_of_a_copy() {
         c.connect(s, &ep);
         c.run_until_idle();
         // Connected: slices and messages interleave in order, and count against SNDHWM.
-        assert_eq!(c.socket(s).send_slice(b"a"), Ok(Sent::Queued), "{ty:?}");
+        assert_eq!(c.send_slice(s, b"a"), Ok(Sent::Queued), "{ty:?}");
         assert_eq!(c.send(s, m(&["b"])), Ok(Sent::Queued), "{ty:?}");
-        assert_eq!(c.socket(s).send_slice(b""), Ok(Sent::Queued), "{ty:?}");
-        match c.socket(s).send_slice(b"over") {
+        assert_eq!(c.send_slice(s, b""), Ok(Sent::Queued), "{ty:?}");
+        match c.send_slice(s, b"over") {
             Err(SendError::WouldBlock(back)) => assert_eq!(texts(&[back]), ["over"], "{ty:?}"),
             other => panic!("{ty:?}: {other:?}"),
         }
@@ -206,18 +206,18 @@ fn send_slice_is_send_of_a_copy() {
             .map(|g| text(g).rsplit('|').next().unwrap_or_default().to_string())
             .collect();
         assert_eq!(got, ["a", "b", ""], "{ty:?}");
-        assert_eq!(c.socket(s).send_slice(b"after"), Ok(Sent::Queued), "{ty:?}");
+        assert_eq!(c.send_slice(s, b"after"), Ok(Sent::Queued), "{ty:?}");
     }
     // PUB: no subscriber, so the copy is dropped as `send` would drop it.
     let mut c = Cluster::new(50);
     let publisher = c.add_default(Pub);
-    assert_eq!(c.socket(publisher).send_slice(b"nobody"), Ok(Sent::Dropped));
+    assert_eq!(c.send_slice(publisher, b"nobody"), Ok(Sent::Dropped));
     // A closing socket refuses, handing the copy back.
     let push = c.add_default(Push);
     let now = c.now();
     c.socket(push).close(now);
     assert!(matches!(
-        c.socket(push).send_slice(b"late"),
+        c.send_slice(push, b"late"),
         Err(SendError::Closed(back)) if texts(std::slice::from_ref(&back)) == ["late"]
     ));
 }
@@ -236,7 +236,7 @@ fn send_slice_of_a_large_body_arrives_whole() {
         zmtp_proto::SHARED_BODY_MIN,
         big.len(),
     ] {
-        assert_eq!(c.socket(push).send_slice(&big[..len]), Ok(Sent::Queued));
+        assert_eq!(c.send_slice(push, &big[..len]), Ok(Sent::Queued));
     }
     c.run_until_idle();
     let got = c.recv_all(pull);
@@ -1184,29 +1184,20 @@ fn input_held_at_rcvhwm_resumes_at_half_with_an_event() {
     assert!(!c.socket(pull).wants_read(peer), "held at RCVHWM");
     let resumes = |c: &mut Cluster| {
         let mut n = 0;
-        while let Some(ev) = c.socket(pull).poll_event() {
-            n += usize::from(ev == zmtp_proto::socket::Event::Resume { peer });
+        while let Some(ev) = c.socket(pull).poll_command() {
+            n += usize::from(ev == zmtp_proto::socket::Command::Resume { peer });
         }
         n
     };
     // Above half: still held, and no event.
-    assert_eq!(
-        c.socket(pull).recv().map(|m| frames(&m)),
-        Some(vec![vec![0]])
-    );
+    assert_eq!(c.recv(pull).map(|m| frames(&m)), Some(vec![vec![0]]));
     assert_eq!(resumes(&mut c), 0);
     assert!(!c.socket(pull).wants_read(peer));
     // Down to half: reading may go on, and the socket says so once.
-    assert_eq!(
-        c.socket(pull).recv().map(|m| frames(&m)),
-        Some(vec![vec![1]])
-    );
+    assert_eq!(c.recv(pull).map(|m| frames(&m)), Some(vec![vec![1]]));
     assert!(c.socket(pull).wants_read(peer));
     assert_eq!(resumes(&mut c), 1);
-    assert_eq!(
-        c.socket(pull).recv().map(|m| frames(&m)),
-        Some(vec![vec![2]])
-    );
+    assert_eq!(c.recv(pull).map(|m| frames(&m)), Some(vec![vec![2]]));
     assert_eq!(resumes(&mut c), 0, "one event per hold");
     // Many more than RCVHWM: everything arrives, in order, across holds and resumes.
     for i in 4..40u8 {

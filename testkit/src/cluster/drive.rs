@@ -1,6 +1,6 @@
 //! Driving the cluster: events, writes, reads and closes until idle, and timers.
 
-use zmtp_proto::socket::{AuthReply, Event, PeerId};
+use zmtp_proto::socket::{AuthReply, Command, PeerId};
 
 use super::{Cluster, End, Link, Node};
 use std::collections::VecDeque;
@@ -92,26 +92,30 @@ impl Cluster {
         progress
     }
 
-    /// Act on every pending event of every live socket, as a driver would; whether there
-    /// was any.
+    /// Act on every pending command of every live socket, as a driver would, and keep its
+    /// monitor events; whether there was any.
     pub fn handle_events(&mut self) -> bool {
         let mut progress = false;
         for i in 0..self.members.len() {
             if !self.members[i].alive {
                 continue;
             }
-            while let Some(ev) = self.members[i].socket.poll_event() {
+            while let Some(command) = self.members[i].socket.poll_command() {
                 progress = true;
-                self.act(Node(i), ev);
+                self.act(Node(i), command);
+            }
+            while let Some(e) = self.members[i].socket.poll_monitor() {
+                progress = true;
+                self.members[i].monitor.push(e);
             }
         }
         progress
     }
 
-    fn act(&mut self, n: Node, ev: Event) {
+    fn act(&mut self, n: Node, command: Command) {
         let now = self.now;
-        match ev {
-            Event::Listen { endpoint, addr } => {
+        match command {
+            Command::Listen { endpoint, addr } => {
                 let text = addr.to_string();
                 let resolved = match text.rsplit_once(':') {
                     Some((head, "*")) | Some((head, "0")) if text.starts_with("tcp://") => {
@@ -132,7 +136,7 @@ impl Cluster {
                         .handle_listening(endpoint, &resolved);
                 }
             }
-            Event::Connect { endpoint, addr } => {
+            Command::Connect { endpoint, addr } => {
                 let text = addr.to_string();
                 self.members[n.0].connect_attempts.push((now, text.clone()));
                 if self.held_addrs.contains(&text) {
@@ -154,10 +158,10 @@ impl Cluster {
                         .handle_connect_failed(endpoint, now);
                     return;
                 };
-                let Some(cp) = self.members[n.0].socket.handle_connected(endpoint, now) else {
+                let Some(cp) = self.members[n.0].socket.handle_connected(endpoint, "", now) else {
                     return;
                 };
-                match self.members[ln.0].socket.handle_accepted(lep, now) {
+                match self.members[ln.0].socket.handle_accepted(lep, "", now) {
                     Some(lp) => {
                         let id = self.next_link;
                         self.next_link += 1;
@@ -186,10 +190,10 @@ impl Cluster {
                     None => self.members[n.0].socket.handle_closed(cp, now),
                 }
             }
-            Event::StopListening { endpoint } => {
+            Command::StopListening { endpoint } => {
                 self.listeners.retain(|_, v| *v != (n, endpoint));
             }
-            Event::ClosePeer { peer } => {
+            Command::ClosePeer { peer } => {
                 self.members[n.0].closed_peers.push(peer);
                 self.members[n.0].forget(peer);
                 self.writers.remove(&(n, peer));
@@ -213,8 +217,7 @@ impl Cluster {
                     self.links.remove(&id);
                 }
             }
-            Event::Monitor(e) => self.members[n.0].monitor.push(e),
-            Event::Authenticate { peer, request } => {
+            Command::Authenticate { peer, request } => {
                 let m = &mut self.members[n.0];
                 if m.defer_auth {
                     m.auth_requests.push(request.clone());
@@ -227,13 +230,14 @@ impl Cluster {
                 m.auth_requests.push(request);
                 m.socket.handle_auth(peer, now, reply);
             }
-            Event::Closed => self.members[n.0].closed_at = Some(now),
+            Command::Closed => self.members[n.0].closed_at = Some(now),
             _ => {}
         }
     }
 
     /// Write what every socket wants written, as far as link capacity allows.
     fn write(&mut self) -> bool {
+        let now = self.now;
         for (i, m) in self.members.iter_mut().enumerate() {
             if !m.alive {
                 continue;
@@ -269,7 +273,7 @@ impl Cluster {
             if !m.silenced && link.ends[1 - side].open {
                 link.flight[side].extend(&data[..k]);
             }
-            m.socket.advance(peer, k);
+            m.socket.advance(peer, k, now);
             progress = true;
             // The output may continue in further segments (large bodies are their own).
             if whole && m.socket.poll_transmit(peer).is_empty() {

@@ -1,8 +1,9 @@
 //! A virtual-time, seeded, in-memory cluster of sockets: no real sockets, no real clock.
 //!
-//! The cluster acts on the events of its [`Socket`]s as a driver would: `Listen` registers
-//! an endpoint, `Connect` links to a registered listener (or fails), `ClosePeer` closes a
-//! link, `Authenticate` is answered by the member's `authenticator`. Bytes move through
+//! The cluster acts on the commands of its [`Socket`]s as a driver would: `Listen`
+//! registers an endpoint, `Connect` links to a registered listener (or fails), `ClosePeer`
+//! closes a link, `Authenticate` is answered by the member's `authenticator`; it keeps
+//! each member's monitor events. Bytes move through
 //! bounded per-direction "kernel buffers" and are handed to the reader in chunk sizes drawn
 //! from a seeded PRNG, only while the reader wants input.
 //!
@@ -55,7 +56,7 @@ pub struct Member {
     pub silenced: bool,
     /// Monitor events, in order.
     pub monitor: Vec<MonitorEvent>,
-    /// `Event::Closed` was seen, and when.
+    /// `Command::Closed` was seen, and when.
     pub closed_at: Option<Instant>,
     /// Every `ClosePeer` the socket asked for.
     pub closed_peers: Vec<PeerId>,
@@ -253,19 +254,28 @@ impl Cluster {
             .expect("valid connect endpoint")
     }
 
-    /// Send on a member's socket.
+    /// `send` on a member's socket at the cluster's time.
     pub fn send(&mut self, n: Node, msg: impl Into<Message>) -> Result<Sent, SendError> {
-        self.socket(n).send(msg)
+        let now = self.now;
+        self.socket(n).send(msg, now)
     }
 
-    /// Receive from a member's socket.
+    /// `send_slice` at the cluster's time.
+    pub fn send_slice(&mut self, n: Node, body: &[u8]) -> Result<Sent, SendError> {
+        let now = self.now;
+        self.socket(n).send_slice(body, now)
+    }
+
+    /// `recv` on a member's socket at the cluster's time.
     pub fn recv(&mut self, n: Node) -> Option<Message> {
-        self.socket(n).recv()
+        let now = self.now;
+        self.socket(n).recv(now)
     }
 
     /// Every message `recv` gives now.
     pub fn recv_all(&mut self, n: Node) -> Vec<Message> {
-        std::iter::from_fn(|| self.socket(n).recv()).collect()
+        let now = self.now;
+        std::iter::from_fn(|| self.socket(n).recv(now)).collect()
     }
 
     /// The peer of `a` at the end of an open link to `b`, if any (the first one).

@@ -9,7 +9,8 @@
 //! with [`Cluster::remote_reset`]. Everything happens when the test calls it, in the
 //! sizes it chooses: the cluster's own driving never touches a remote stream.
 //!
-//! A remote stream is open until either side closes it: the socket (`ClosePeer`, acted on
+//! Its peer address (in ZAP requests) is empty, as for the streams between two sockets of
+//! the cluster. A remote stream is open until either side closes it: the socket (`ClosePeer`, acted on
 //! by [`Cluster::handle_events`]), the test ([`Cluster::remote_reset`]) or the death of the
 //! member ([`Cluster::kill`]).
 
@@ -55,7 +56,9 @@ impl Cluster {
     /// socket closed it at once.
     pub fn connect_remote(&mut self, n: Node, endpoint: EndpointId) -> Option<Remote> {
         let now = self.now;
-        let peer = self.members[n.0].socket.handle_connected(endpoint, now)?;
+        let peer = self.members[n.0]
+            .socket
+            .handle_connected(endpoint, "", now)?;
         Some(self.open_remote(n, peer))
     }
 
@@ -75,7 +78,9 @@ impl Cluster {
             return None;
         }
         let now = self.now;
-        let peer = self.members[n.0].socket.handle_accepted(endpoint, now)?;
+        let peer = self.members[n.0]
+            .socket
+            .handle_accepted(endpoint, "", now)?;
         Some(self.open_remote(n, peer))
     }
 
@@ -130,7 +135,7 @@ impl Cluster {
         let Some(l) = self.remotes.get(&r.0).filter(|l| l.open) else {
             return Vec::new();
         };
-        let (n, peer) = (l.node, l.peer);
+        let (n, peer, now) = (l.node, l.peer, self.now);
         let socket = &mut self.members[n.0].socket;
         let out = socket.poll_transmit(peer);
         let k = if max == 0 {
@@ -139,7 +144,7 @@ impl Cluster {
             max.min(out.len())
         };
         let written = out[..k].to_vec();
-        socket.advance(peer, k);
+        socket.advance(peer, k, now);
         written
     }
 

@@ -591,8 +591,8 @@ impl World {
         frames.extend(tagged);
         let could = self.sock().can_send();
         let r = match frames.as_slice() {
-            [only] if spec & 0x20 != 0 => self.sock().send_slice(only),
-            _ => self.sock().send(Message::from(frames)),
+            [only] if spec & 0x20 != 0 => self.net.send_slice(self.node, only),
+            _ => self.net.send(self.node, Message::from(frames)),
         };
         assert!(
             could || r.is_err(),
@@ -603,7 +603,7 @@ impl World {
 
     fn recv(&mut self) -> bool {
         let could = self.sock().can_recv();
-        let Some(msg) = self.sock().recv() else {
+        let Some(msg) = self.net.recv(self.node) else {
             return false;
         };
         assert!(

@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 
 use bytes::Bytes;
 
-use super::{Ending, Event, PeerId, Socket};
+use super::{Command, Ending, PeerId, Socket};
 use crate::codec::{Mechanism, Metadata};
 use crate::mechanism::{Credentials, Security};
 use crate::{Error, Instant};
@@ -16,12 +16,14 @@ use crate::{Error, Instant};
 /// How long a refused peer is given to read our ERROR before its stream is closed anyway.
 const FAREWELL: core::time::Duration = core::time::Duration::from_secs(1);
 
-/// What a ZAP handler is asked about one peer (RFC 27), less the peer's address, which
-/// the driver knows and adds.
+/// What a ZAP handler is asked about one peer (RFC 27).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ZapRequest {
     /// `ZMQ_ZAP_DOMAIN` (may be empty).
     pub domain: Bytes,
+    /// The peer's address as the driver gave it to `handle_accepted`/`handle_connected`
+    /// (an IP address for tcp; empty for ipc and inproc).
+    pub address: String,
     /// Our own routing id (libzmq sends the server socket's `ZMQ_ROUTING_ID`).
     pub identity: Bytes,
     /// The mechanism name: `NULL`, `PLAIN` or `CURVE`.
@@ -39,12 +41,12 @@ impl ZapRequest {
 
     /// The request as ZAP frames (RFC 27, after the empty delimiter a REP handler needs):
     /// version, request id, domain, address, identity, mechanism, credentials.
-    pub fn to_frames(&self, request_id: &[u8], address: &str) -> Vec<Bytes> {
+    pub fn to_frames(&self, request_id: &[u8]) -> Vec<Bytes> {
         let mut frames = alloc::vec![
             Bytes::from_static(b"1.0"),
             Bytes::copy_from_slice(request_id),
             self.domain.clone(),
-            Bytes::copy_from_slice(address.as_bytes()),
+            Bytes::copy_from_slice(self.address.as_bytes()),
             self.identity.clone(),
             Bytes::copy_from_slice(self.mechanism.name()),
         ];
@@ -136,8 +138,8 @@ fn find<'a>(block: &'a [u8], name: &str) -> Option<&'a [u8]> {
 }
 
 impl Socket {
-    /// A peer's connection asks for a verdict: ask the driver, or decide here when no
-    /// handler would be asked.
+    /// A peer's connection asks for a verdict: decide here (libzmq's rule for CURVE
+    /// without a domain, or the installed [`Authenticator`]), or ask the driver.
     pub(super) fn request_auth(&mut self, peer: PeerId) {
         let Some(conn) = self.connection(peer) else {
             return;
@@ -148,7 +150,7 @@ impl Socket {
         let enforce_empty = self.opts.zap_enforce_domain && self.opts.zap_domain.is_empty();
         if request.mechanism == Mechanism::CURVE && enforce_empty {
             // libzmq does not consult ZAP for CURVE then: everyone is let in.
-            self.handle_auth(peer, self.now, AuthReply::status(200));
+            self.verdicts.push_back((peer, AuthReply::status(200)));
             return;
         }
         let credentials = match request.credentials {
@@ -159,20 +161,53 @@ impl Socket {
             ],
             Credentials::Curve { public_key } => alloc::vec![Bytes::copy_from_slice(public_key)],
         };
+        let address = self
+            .peers
+            .get(&peer)
+            .map(|p| p.address.clone())
+            .unwrap_or_default();
         let request = ZapRequest {
             domain: self.opts.zap_domain.clone(),
+            address,
             identity: self.opts.routing_id.clone(),
             mechanism: request.mechanism,
             credentials,
         };
-        self.events.push_back(Event::Authenticate { peer, request });
+        match &self.authenticator {
+            // Applied once the input that asked is processed (`apply_verdicts`).
+            Some(auth) => {
+                let reply = auth.check(&request);
+                self.verdicts.push_back((peer, reply));
+            }
+            None => self
+                .commands
+                .push_back(Command::Authenticate { peer, request }),
+        }
     }
 
-    /// Answer an [`Event::Authenticate`]. A refused peer gets an ERROR (400, 500) or
+    /// Decide authentication here: every peer asking for a verdict gets this
+    /// authenticator's, and no [`Command::Authenticate`] reaches the driver. `None`
+    /// removes it (the driver is asked again).
+    pub fn set_authenticator(&mut self, authenticator: Option<Authenticator>) {
+        self.authenticator = authenticator;
+    }
+
+    /// Answer a [`Command::Authenticate`]. A refused peer gets an ERROR (400, 500) or
     /// nothing (300) and its stream is closed; its handshake fails with monitor event
     /// HANDSHAKE_FAILED_AUTH.
     pub fn handle_auth(&mut self, peer: PeerId, now: Instant, reply: AuthReply) {
-        self.now = now;
+        self.apply_auth(peer, now, reply);
+        self.apply_verdicts(now);
+    }
+
+    /// Apply the verdicts decided in the core while input was processed.
+    pub(super) fn apply_verdicts(&mut self, now: Instant) {
+        while let Some((peer, reply)) = self.verdicts.pop_front() {
+            self.apply_auth(peer, now, reply);
+        }
+    }
+
+    fn apply_auth(&mut self, peer: PeerId, now: Instant, reply: AuthReply) {
         let (status, user_id, zap) = match reply {
             AuthReply::Verdict {
                 status,
@@ -207,12 +242,13 @@ impl Socket {
                 self.detach(peer);
                 self.mark_dirty(peer);
             }
-            Some(e) => self.end_stream(peer, Ending::Failed(e)),
+            Some(e) => self.end_stream(peer, Ending::Failed(e), now),
             None => {
-                self.process_conn_events(peer);
+                self.process_conn_events(peer, now);
                 self.after_output(peer);
             }
         }
+        self.rearm(peer);
     }
 
     /// libzmq's verdict when no ZAP handler is there.
@@ -248,7 +284,7 @@ impl Socket {
         };
         if done {
             if let Some((e, _)) = s.farewell.take() {
-                self.end_stream(peer, Ending::Failed(e));
+                self.end_stream(peer, Ending::Failed(e), now);
             }
         }
     }
@@ -321,10 +357,10 @@ impl Authenticator {
         self
     }
 
-    /// The verdict on `request` from a peer at `address` (IP as text; empty when the
+    /// The verdict on `request` (whose address is the peer's IP as text; empty when the
     /// transport has none, as ipc and inproc).
-    pub fn check(&self, address: &str, request: &ZapRequest) -> AuthReply {
-        let listed = |list: &[String]| list.iter().any(|a| a == address);
+    pub fn check(&self, request: &ZapRequest) -> AuthReply {
+        let listed = |list: &[String]| list.iter().any(|a| *a == request.address);
         let address_ok = if self.allow.is_empty() {
             !listed(&self.deny)
         } else {

@@ -28,6 +28,7 @@ mod message;
 pub mod monitor;
 mod options;
 mod pattern;
+mod timers;
 
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::string::{String, ToString};
@@ -42,8 +43,11 @@ pub use message::Message;
 pub use monitor::{MonitorEvent, MonitorEventKind};
 pub use options::Options;
 
-use crate::{Buffered, Config, ConfigError, Connection, Error, Instant, OwnedItem, SocketType};
+use crate::{
+    Buffered, Clock, Config, ConfigError, Connection, Error, Instant, OwnedItem, SocketType,
+};
 use pattern::PatternState;
+use timers::{TimerKey, Timers};
 
 /// A peer of a socket: one accepted stream, or one connect endpoint (whose queue outlives
 /// reconnections unless `immediate` is set).
@@ -54,10 +58,11 @@ pub struct PeerId(u64);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct EndpointId(u64);
 
-/// What the socket asks of its driver, or reports to its monitor.
+/// What the socket asks of its driver: the I/O it must start or stop. Read with
+/// [`Socket::poll_command`]; monitor events have their own queue ([`Socket::poll_monitor`]).
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event {
+pub enum Command {
     /// Start listening on `addr`; answer with `handle_listening` or `handle_bind_failed`.
     Listen {
         /// The endpoint.
@@ -65,7 +70,8 @@ pub enum Event {
         /// Where to listen.
         addr: Endpoint,
     },
-    /// Open a stream to `addr`; answer with `handle_connected` or `handle_connect_failed`.
+    /// Open a stream to `addr` (trying each address a host name resolves to, in order);
+    /// answer with `handle_connected` or `handle_connect_failed`.
     Connect {
         /// The endpoint.
         endpoint: EndpointId,
@@ -88,16 +94,14 @@ pub enum Event {
         /// The peer.
         peer: PeerId,
     },
-    /// A peer must be authenticated: ask the ZAP handler (adding the peer's address) and
-    /// answer with [`Socket::handle_auth`], or answer [`AuthReply::NoHandler`].
+    /// A peer must be authenticated and no [`Authenticator`] is installed: ask the ZAP
+    /// handler and answer with [`Socket::handle_auth`], or answer [`AuthReply::NoHandler`].
     Authenticate {
         /// The peer.
         peer: PeerId,
-        /// What to ask.
+        /// What to ask (the peer's address included).
         request: ZapRequest,
     },
-    /// A monitor event (only those enabled with [`Socket::set_monitor`]).
-    Monitor(MonitorEvent),
     /// `close` has finished lingering: every stream is closed and the socket is done.
     Closed,
 }
@@ -179,9 +183,9 @@ struct EndpointState {
     dead: bool,
 }
 
-/// One open stream of a peer.
+/// One open stream of a peer: its connection and the accounting of what was written.
 #[derive(Debug)]
-struct Stream {
+struct Link {
     conn: Buffered,
     /// Bytes written so far (cumulative), to know which encoded messages left.
     written: u64,
@@ -194,9 +198,11 @@ struct Stream {
     dirty: bool,
     /// Refused by its verdict: close once the ERROR is written, or at the deadline.
     farewell: Option<(Error, Instant)>,
+    /// The deadline armed for this stream in `Socket::timers`.
+    deadline: Option<Instant>,
 }
 
-impl Stream {
+impl Link {
     fn queued_bytes_end(&self) -> u64 {
         self.written + self.conn.queued_len() as u64
     }
@@ -206,7 +212,7 @@ impl Stream {
 struct Peer {
     endpoint: EndpointId,
     outbound: bool,
-    stream: Option<Stream>,
+    stream: Option<Link>,
     /// Routable by the pattern.
     attached: bool,
     /// Messages for the peer that wait for its stream.
@@ -223,6 +229,9 @@ struct Peer {
     properties: Option<alloc::sync::Arc<PeerProperties>>,
     /// A verdict accepted the peer: its messages carry its properties.
     authenticated: bool,
+    /// The address of the peer's current stream, as the driver gave it (the ZAP
+    /// `Address`: an IP address for tcp, empty for ipc and inproc).
+    address: String,
 }
 
 /// Complete messages a peer left behind when it left the pattern (its stream ended), not
@@ -280,12 +289,20 @@ pub struct Socket {
     lb_cursor: usize,
     fq_cursor: usize,
     next_id: u64,
-    events: VecDeque<Event>,
+    /// What the driver must do ([`Socket::poll_command`]).
+    commands: VecDeque<Command>,
+    /// Monitor events enabled by `monitor_mask` ([`Socket::poll_monitor`]).
+    monitors: VecDeque<MonitorEvent>,
     monitor_mask: u32,
-    /// Peers with output since `next_dirty` last named them (each once: see `Stream::dirty`).
+    /// Peers with output since `next_dirty` last named them (each once: see `Link::dirty`).
     dirty: VecDeque<PeerId>,
-    now: Instant,
     last_endpoint: String,
+    /// Decides authentication in the core when installed ([`Socket::set_authenticator`]).
+    authenticator: Option<Authenticator>,
+    /// Every peer's and endpoint's next deadline.
+    timers: Timers,
+    /// Verdicts decided in the core, applied once the input that asked is processed.
+    verdicts: VecDeque<(PeerId, AuthReply)>,
     pattern: PatternState,
     /// `Some(deadline)` once `close` was called (`Some(None)`: linger forever).
     closing: Option<Option<Instant>>,
@@ -319,11 +336,14 @@ impl Socket {
             lb_cursor: 0,
             fq_cursor: 0,
             next_id: 1,
-            events: VecDeque::new(),
+            commands: VecDeque::new(),
+            monitors: VecDeque::new(),
             monitor_mask: 0,
             dirty: VecDeque::new(),
-            now: Instant::ZERO,
             last_endpoint: String::new(),
+            authenticator: None,
+            timers: Timers::default(),
+            verdicts: VecDeque::new(),
             closing: None,
             closed: false,
             #[cfg(feature = "curve")]
@@ -391,11 +411,11 @@ impl Socket {
             .get(&endpoint)
             .map(|e| e.text.clone())
             .unwrap_or_default();
-        self.events.push_back(Event::Monitor(MonitorEvent {
+        self.monitors.push_back(MonitorEvent {
             kind,
             value,
             endpoint,
-        }));
+        });
     }
 
     // ----- endpoints -------------------------------------------------------------------
@@ -417,7 +437,8 @@ impl Socket {
                 dead: false,
             },
         );
-        self.events.push_back(Event::Listen { endpoint: id, addr });
+        self.commands
+            .push_back(Command::Listen { endpoint: id, addr });
         Ok(id)
     }
 
@@ -456,12 +477,14 @@ impl Socket {
                 held: false,
                 properties: None,
                 authenticated: false,
+                address: String::new(),
             },
         );
         if !self.opts.immediate && self.ty != SocketType::Router {
             self.attach(peer);
         }
-        self.events.push_back(Event::Connect { endpoint: id, addr });
+        self.commands
+            .push_back(Command::Connect { endpoint: id, addr });
         self.monitor(MonitorEventKind::ConnectDelayed, 0, id);
         Ok(id)
     }
@@ -484,22 +507,24 @@ impl Socket {
         };
         self.monitor(MonitorEventKind::Closed, 0, id);
         self.endpoints.remove(&id);
-        self.events.push_back(Event::StopListening { endpoint: id });
+        self.commands
+            .push_back(Command::StopListening { endpoint: id });
         true
     }
 
     /// Drop a connect endpoint and its peer (queued messages are discarded). Returns false
     /// if no such endpoint is connected.
-    pub fn disconnect(&mut self, endpoint: &str) -> bool {
+    pub fn disconnect(&mut self, endpoint: &str, now: Instant) -> bool {
         let Some(id) = self.find_endpoint(endpoint, EndpointKind::Connect) else {
             return false;
         };
         if let Some(peer) = self.endpoints.get(&id).and_then(|e| e.peer) {
-            self.end_stream(peer, Ending::Dropped);
+            self.end_stream(peer, Ending::Dropped, now);
             self.remove_peer(peer);
             // libzmq terminates the pipe without delay: what it held is dropped.
             self.departed.retain(|d| d.peer != peer);
         }
+        self.set_retry(id, None);
         self.endpoints.remove(&id);
         true
     }
@@ -520,7 +545,7 @@ impl Socket {
         self.endpoints.remove(&endpoint);
     }
 
-    fn new_stream(&mut self, now: Instant) -> Stream {
+    fn new_stream(&mut self, now: Instant) -> Link {
         let mut config = Config::new(self.ty);
         // Validated in `new`/`set_options`: at most 255 bytes.
         let _ = config.set_identity(&self.opts.routing_id);
@@ -543,7 +568,7 @@ impl Socket {
         };
         #[cfg(not(feature = "curve"))]
         let conn = Connection::new(config, now);
-        Stream {
+        Link {
             conn: Buffered::wrap(conn),
             written: 0,
             encoded_ends: VecDeque::new(),
@@ -551,13 +576,18 @@ impl Socket {
             established: false,
             dirty: false,
             farewell: None,
+            deadline: None,
         }
     }
 
     /// A stream was accepted on a listening endpoint; returns the new peer, or `None` if the
     /// endpoint is gone or the socket is closing (close the stream).
-    pub fn handle_accepted(&mut self, endpoint: EndpointId, now: Instant) -> Option<PeerId> {
-        self.now = now;
+    pub fn handle_accepted(
+        &mut self,
+        endpoint: EndpointId,
+        address: &str,
+        now: Instant,
+    ) -> Option<PeerId> {
         if self.closing.is_some() || !self.endpoints.contains_key(&endpoint) {
             return None;
         }
@@ -577,17 +607,23 @@ impl Socket {
                 held: false,
                 properties: None,
                 authenticated: false,
+                address: address.to_string(),
             },
         );
         self.mark_dirty(peer);
+        self.rearm(peer);
         self.monitor(MonitorEventKind::Accepted, 0, endpoint);
         Some(peer)
     }
 
     /// A stream to a connect endpoint is open; returns its peer, or `None` if the endpoint
     /// is gone or no longer connects (close the stream).
-    pub fn handle_connected(&mut self, endpoint: EndpointId, now: Instant) -> Option<PeerId> {
-        self.now = now;
+    pub fn handle_connected(
+        &mut self,
+        endpoint: EndpointId,
+        address: &str,
+        now: Instant,
+    ) -> Option<PeerId> {
         let e = self.endpoints.get(&endpoint)?;
         if e.dead {
             return None;
@@ -600,16 +636,17 @@ impl Socket {
             return None;
         }
         p.stream = Some(stream);
+        p.address = address.to_string();
         // A new stream starts reading unless the queue is still above half.
         p.held = p.held && p.inq.len() > limit / 2;
         self.mark_dirty(peer);
+        self.rearm(peer);
         self.monitor(MonitorEventKind::Connected, 0, endpoint);
         Some(peer)
     }
 
     /// Connecting to `endpoint` failed; a retry is scheduled per the reconnect options.
     pub fn handle_connect_failed(&mut self, endpoint: EndpointId, now: Instant) {
-        self.now = now;
         self.schedule_reconnect(endpoint, now);
     }
 
@@ -628,8 +665,8 @@ impl Socket {
             return;
         }
         let ivl = e.ivl.max(base);
-        e.retry_at = Some(now + ivl);
         e.ivl = if max > base { (ivl * 2).min(max) } else { base };
+        self.set_retry(endpoint, Some(now + ivl));
         let ms = u32::try_from(ivl.as_millis()).unwrap_or(u32::MAX);
         self.monitor(MonitorEventKind::ConnectRetried, ms, endpoint);
     }
@@ -661,8 +698,7 @@ impl Socket {
 
     /// Process whatever is in a peer's receive buffer.
     pub fn handle_input(&mut self, peer: PeerId, now: Instant) {
-        self.now = now;
-        self.process_input(peer);
+        self.process_input(peer, now);
     }
 
     /// Whether the driver should read from this peer's stream (false while its receive
@@ -702,8 +738,16 @@ impl Socket {
         }
     }
 
-    fn process_input(&mut self, peer: PeerId) {
-        let now = self.now;
+    fn process_input(&mut self, peer: PeerId, now: Instant) {
+        self.read_input(peer, now);
+        if !self.verdicts.is_empty() {
+            self.apply_verdicts(now);
+        }
+        // Input moves the connection's timers (heartbeats, the end of the handshake).
+        self.rearm(peer);
+    }
+
+    fn read_input(&mut self, peer: PeerId, now: Instant) {
         let rcvhwm = self.rcv_limit();
         // Where a whole single-frame message only joins the peer's queue (no topic filter,
         // no conflation, not a subscription channel), it does so here, without the
@@ -724,7 +768,7 @@ impl Socket {
                     // Held until the queue drains to half (libzmq's low-water mark), so
                     // that input resumes in batches rather than one message at a time.
                     p.held = true;
-                    break Input::Held;
+                    break Next::Held;
                 }
                 let Some(stream) = p.stream.as_mut() else {
                     return;
@@ -739,28 +783,28 @@ impl Socket {
                         }
                         p.inq.push_back(msg);
                     }
-                    Ok(Some(item)) => break Input::Item(item),
-                    Ok(None) => break Input::Idle,
-                    Err(e) => break Input::Failed(e),
+                    Ok(Some(item)) => break Next::Item(item),
+                    Ok(None) => break Next::Idle,
+                    Err(e) => break Next::Failed(e),
                 }
             };
             match next {
-                Input::Held => break,
-                Input::Idle => {
+                Next::Held => break,
+                Next::Idle => {
                     // Handshake commands move the connection without yielding an item.
-                    self.process_conn_events(peer);
+                    self.process_conn_events(peer, now);
                     break;
                 }
-                Input::Failed(e) => {
-                    self.end_stream(peer, Ending::Failed(e));
+                Next::Failed(e) => {
+                    self.end_stream(peer, Ending::Failed(e), now);
                     return;
                 }
-                Input::Item(item) => {
+                Next::Item(item) => {
                     // Data frames raise no connection events; handshake items may.
                     let events = !matches!(item, OwnedItem::Frame { .. });
                     self.on_item(peer, item);
                     if events {
-                        self.process_conn_events(peer);
+                        self.process_conn_events(peer, now);
                     }
                 }
             }
@@ -770,7 +814,7 @@ impl Socket {
 
     /// Act on a peer's connection events: a wanted verdict, the end of the handshake.
     /// PING/PONG notices are counted by the connection; nothing here needs them.
-    fn process_conn_events(&mut self, peer: PeerId) {
+    fn process_conn_events(&mut self, peer: PeerId, now: Instant) {
         loop {
             let Some(s) = self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) else {
                 return;
@@ -780,7 +824,7 @@ impl Socket {
                 Some(crate::Event::AuthRequested) => self.request_auth(peer),
                 Some(crate::Event::HandshakeSucceeded { .. }) if !s.established => {
                     s.established = true;
-                    self.on_handshake(peer);
+                    self.on_handshake(peer, now);
                 }
                 Some(_) => {}
             }
@@ -820,7 +864,6 @@ impl Socket {
     /// that arrives whole behind its header is delivered as it is (see
     /// [`Buffered::receive_shared`]). Call only while [`wants_read`](Self::wants_read).
     pub fn handle_received_shared(&mut self, peer: PeerId, now: Instant, chunk: Bytes) {
-        self.now = now;
         let Some(s) = self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) else {
             return;
         };
@@ -828,11 +871,11 @@ impl Socket {
             Ok(Some(item)) => self.on_item(peer, item),
             Ok(None) => {}
             Err(e) => {
-                self.end_stream(peer, Ending::Failed(e));
+                self.end_stream(peer, Ending::Failed(e), now);
                 return;
             }
         }
-        self.process_input(peer);
+        self.process_input(peer, now);
     }
 
     /// Hand everything queued for a peer to `f` as owned chunks (large frame bodies as they
@@ -917,8 +960,9 @@ impl Socket {
     }
 
     /// `n` bytes of [`poll_transmit`](Self::poll_transmit) (or of the chunks) were written.
-    pub fn advance(&mut self, peer: PeerId, n: usize) {
+    pub fn advance(&mut self, peer: PeerId, n: usize, now: impl Clock) {
         let mut waiting = VecDeque::new();
+        let mut farewell = false;
         if let Some(p) = self.peers.get_mut(&peer) {
             if let Some(s) = p.stream.as_mut() {
                 s.conn.advance(n);
@@ -933,14 +977,18 @@ impl Socket {
                 if s.established && s.encoded_ends.is_empty() {
                     waiting = core::mem::take(&mut p.out);
                 }
+                farewell = s.farewell.is_some();
             }
         }
         for msg in waiting {
             self.deliver(peer, msg);
         }
-        self.finish_farewell(peer, self.now);
+        // The time is read only when a farewell or a close may end here.
+        if farewell {
+            self.finish_farewell(peer, now.now());
+        }
         if self.closing.is_some() {
-            self.try_finish_close();
+            self.try_finish_close(now.now());
         }
     }
 
@@ -971,18 +1019,19 @@ impl Socket {
 
     /// A peer's stream ended (end of file or an I/O error). The driver has closed it.
     pub fn handle_closed(&mut self, peer: PeerId, now: Instant) {
-        self.now = now;
         let error = self.connection(peer).and_then(|c| c.error().cloned());
-        self.end_stream(peer, auth::ending_of(error.as_ref()));
+        self.end_stream(peer, auth::ending_of(error.as_ref()), now);
     }
 
-    fn end_stream(&mut self, peer: PeerId, ending: Ending) {
+    fn end_stream(&mut self, peer: PeerId, ending: Ending, now: Instant) {
         let Some(p) = self.peers.get_mut(&peer) else {
             return;
         };
         let Some(stream) = p.stream.take() else {
             return;
         };
+        self.timers
+            .reset(TimerKey::Peer(peer), stream.deadline, None);
         let endpoint = p.endpoint;
         let outbound = p.outbound;
         let protocol_error = match &ending {
@@ -1025,7 +1074,7 @@ impl Socket {
         }
         self.monitor(MonitorEventKind::Disconnected, 0, endpoint);
         if !matches!(ending, Ending::Closed) {
-            self.events.push_back(Event::ClosePeer { peer });
+            self.commands.push_back(Command::ClosePeer { peer });
         }
         if !outbound {
             self.remove_peer(peer);
@@ -1043,10 +1092,10 @@ impl Socket {
                     p.out.clear();
                 }
             }
-            self.schedule_reconnect(endpoint, self.now);
+            self.schedule_reconnect(endpoint, now);
         }
         if self.closing.is_some() {
-            self.try_finish_close();
+            self.try_finish_close(now);
         }
     }
 
@@ -1147,93 +1196,33 @@ impl Socket {
         }
     }
 
-    // ----- timers ----------------------------------------------------------------------
-
-    /// The earliest instant at which [`handle_timeout`](Self::handle_timeout) must be called.
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        if self.closed {
-            return None;
-        }
-        let streams = self.peers.values().filter_map(|p| {
-            let s = p.stream.as_ref()?;
-            match &s.farewell {
-                Some((_, deadline)) => Some(*deadline),
-                None => s.conn.connection().poll_timeout(),
-            }
-        });
-        let retries = self.endpoints.values().filter_map(|e| e.retry_at);
-        let linger = self.closing.flatten();
-        streams.chain(retries).chain(linger).min()
+    /// The next thing the driver must do.
+    pub fn poll_command(&mut self) -> Option<Command> {
+        self.commands.pop_front()
     }
 
-    /// Fire every expired timer: connection deadlines and heartbeats, reconnects, linger.
-    pub fn handle_timeout(&mut self, now: Instant) {
-        self.now = now;
-        let due: Vec<PeerId> = self
-            .peers
-            .iter()
-            .filter(|(_, p)| {
-                p.stream.as_ref().is_some_and(|s| match &s.farewell {
-                    Some((_, deadline)) => *deadline <= now,
-                    None => s.conn.connection().poll_timeout().is_some_and(|t| t <= now),
-                })
-            })
-            .map(|(id, _)| *id)
-            .collect();
-        for peer in due {
-            let Some(s) = self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) else {
-                continue;
-            };
-            if s.farewell.is_some() {
-                self.finish_farewell(peer, now);
-                continue;
-            }
-            match s.conn.connection_mut().handle_timeout(now) {
-                Ok(()) => self.after_output(peer),
-                Err(e) => self.end_stream(peer, Ending::Failed(e)),
-            }
-        }
-        let retry: Vec<EndpointId> = self
-            .endpoints
-            .iter()
-            .filter(|(_, e)| e.retry_at.is_some_and(|t| t <= now))
-            .map(|(id, _)| *id)
-            .collect();
-        for id in retry {
-            if let Some(e) = self.endpoints.get_mut(&id) {
-                e.retry_at = None;
-                let addr = e.addr.clone();
-                self.events.push_back(Event::Connect { endpoint: id, addr });
-                self.monitor(MonitorEventKind::ConnectDelayed, 0, id);
-            }
-        }
-        if self.closing.flatten().is_some_and(|t| t <= now) {
-            self.finish_close();
-        }
+    /// The next monitor event (only kinds enabled with [`Socket::set_monitor`]).
+    pub fn poll_monitor(&mut self) -> Option<MonitorEvent> {
+        self.monitors.pop_front()
     }
 
-    /// The next event for the driver or the monitor.
-    pub fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front()
-    }
-
-    /// Whether [`poll_event`](Self::poll_event) or [`next_dirty`](Self::next_dirty) has
-    /// anything: a cheap check that lets a driver skip its event loop after most calls.
+    /// Whether [`poll_command`](Self::poll_command), [`poll_monitor`](Self::poll_monitor)
+    /// or [`next_dirty`](Self::next_dirty) has anything: a cheap check that lets a driver
+    /// skip its command loop after most calls.
     pub fn has_work(&self) -> bool {
-        !self.events.is_empty() || !self.dirty.is_empty()
+        !self.commands.is_empty() || !self.monitors.is_empty() || !self.dirty.is_empty()
     }
 
     // ----- closing ---------------------------------------------------------------------
 
     /// Close the socket: stop listening, refuse new sends, and linger until queued
-    /// messages are written or `LINGER` expires; then [`Event::Closed`]. As in libzmq, a
+    /// messages are written or `LINGER` expires; then [`Command::Closed`]. As in libzmq, a
     /// connect endpoint whose peer still has messages waiting for a connection keeps
     /// reconnecting while the socket lingers; the others stop.
     pub fn close(&mut self, now: Instant) {
         if self.closing.is_some() {
             return;
         }
-        self.now = now;
         self.closing = Some(self.opts.linger.map(|l| now + l));
         let ids: Vec<(EndpointId, EndpointKind)> =
             self.endpoints.iter().map(|(id, e)| (*id, e.kind)).collect();
@@ -1241,7 +1230,8 @@ impl Socket {
             match kind {
                 EndpointKind::Bind => {
                     self.monitor(MonitorEventKind::Closed, 0, id);
-                    self.events.push_back(Event::StopListening { endpoint: id });
+                    self.commands
+                        .push_back(Command::StopListening { endpoint: id });
                 }
                 EndpointKind::Connect => {
                     if self.has_waiting(id) {
@@ -1249,12 +1239,12 @@ impl Socket {
                     }
                     if let Some(e) = self.endpoints.get_mut(&id) {
                         e.dead = true;
-                        e.retry_at = None;
                     }
+                    self.set_retry(id, None);
                 }
             }
         }
-        self.try_finish_close();
+        self.try_finish_close(now);
     }
 
     /// Whether `close` has finished.
@@ -1262,12 +1252,12 @@ impl Socket {
         self.closed
     }
 
-    fn try_finish_close(&mut self) {
+    fn try_finish_close(&mut self, now: Instant) {
         if self.closed {
             return;
         }
         // LINGER 0, or a deadline already past: no waiting for a timer.
-        if self.closing.flatten().is_some_and(|t| t <= self.now) {
+        if self.closing.flatten().is_some_and(|t| t <= now) {
             self.finish_close();
             return;
         }
@@ -1290,7 +1280,7 @@ impl Socket {
         let peers: Vec<PeerId> = self.peers.keys().copied().collect();
         for peer in peers {
             if self.peers.get(&peer).is_some_and(|p| p.stream.is_some()) {
-                self.events.push_back(Event::ClosePeer { peer });
+                self.commands.push_back(Command::ClosePeer { peer });
             }
             self.peers.remove(&peer);
         }
@@ -1298,19 +1288,20 @@ impl Socket {
         self.departed.clear();
         self.dirty.clear();
         self.endpoints.clear();
+        self.timers.clear();
         if self.monitor_mask & MonitorEventKind::MonitorStopped.value() != 0 {
-            self.events.push_back(Event::Monitor(MonitorEvent {
+            self.monitors.push_back(MonitorEvent {
                 kind: MonitorEventKind::MonitorStopped,
                 value: 0,
                 endpoint: String::new(),
-            }));
+            });
         }
-        self.events.push_back(Event::Closed);
+        self.commands.push_back(Command::Closed);
     }
 }
 
 /// List a peer's stream as having output, once.
-fn mark(dirty: &mut VecDeque<PeerId>, s: &mut Stream, peer: PeerId) {
+fn mark(dirty: &mut VecDeque<PeerId>, s: &mut Link, peer: PeerId) {
     if !s.dirty {
         s.dirty = true;
         dirty.push_back(peer);
@@ -1318,7 +1309,7 @@ fn mark(dirty: &mut VecDeque<PeerId>, s: &mut Stream, peer: PeerId) {
 }
 
 /// Encode a whole message into a stream and record where it ends (for HWM accounting).
-fn encode(s: &mut Stream, out: &Outgoing<'_>) -> Result<(), crate::SendError> {
+fn encode(s: &mut Link, out: &Outgoing<'_>) -> Result<(), crate::SendError> {
     match out {
         Outgoing::Message(msg) => {
             let n = msg.len();
@@ -1339,7 +1330,7 @@ fn encode(s: &mut Stream, out: &Outgoing<'_>) -> Result<(), crate::SendError> {
 }
 
 /// Where reading a peer's input stopped (see `Socket::process_input`).
-enum Input {
+enum Next {
     /// The receive queue is at RCVHWM.
     Held,
     /// Nothing more is buffered.

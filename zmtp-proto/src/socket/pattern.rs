@@ -9,8 +9,10 @@ use alloc::vec::Vec;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use super::{Ending, Event, Message, MonitorEventKind, Outgoing, PeerId, SendError, Sent, Socket};
-use crate::SocketType;
+use super::{
+    Command, Ending, Message, MonitorEventKind, Outgoing, PeerId, SendError, Sent, Socket,
+};
+use crate::{Clock, Instant, SocketType};
 
 /// Per-socket state of the routing pattern.
 #[derive(Debug)]
@@ -62,7 +64,7 @@ fn prefixed(prefix: u8, topic: &[u8]) -> Message {
 
 impl Socket {
     /// The peer's handshake completed: attach it to the pattern and send what waits.
-    pub(super) fn on_handshake(&mut self, peer: PeerId) {
+    pub(super) fn on_handshake(&mut self, peer: PeerId, now: Instant) {
         let Some(p) = self.peers.get(&peer) else {
             return;
         };
@@ -73,14 +75,14 @@ impl Socket {
         }
         match self.ty {
             SocketType::Router => {
-                if !self.router_identify(peer) {
+                if !self.router_identify(peer, now) {
                     return;
                 }
             }
             SocketType::Pair => {
                 if self.attached.iter().any(|&other| other != peer) {
                     // PAIR is exclusive: a second peer is refused.
-                    self.end_stream(peer, Ending::Dropped);
+                    self.end_stream(peer, Ending::Dropped, now);
                     return;
                 }
                 self.attach(peer);
@@ -112,7 +114,7 @@ impl Socket {
     }
 
     /// ROUTER: give the peer its routing id; false if it stays unroutable (duplicate id).
-    fn router_identify(&mut self, peer: PeerId) -> bool {
+    fn router_identify(&mut self, peer: PeerId, now: Instant) -> bool {
         let Some(p) = self.peers.get(&peer) else {
             return false;
         };
@@ -139,7 +141,7 @@ impl Socket {
                     // libzmq keeps the new connection open but never routes to or from it.
                     return false;
                 }
-                self.end_stream(old, Ending::Dropped);
+                self.end_stream(old, Ending::Dropped, now);
                 self.remove_peer(old);
             }
         }
@@ -316,7 +318,7 @@ impl Socket {
     // ----- application side ------------------------------------------------------------
 
     /// Send a message per the socket's pattern. Every frame goes, or none.
-    pub fn send(&mut self, msg: impl Into<Message>) -> Result<Sent, SendError> {
+    pub fn send(&mut self, msg: impl Into<Message>, now: impl Clock) -> Result<Sent, SendError> {
         let msg = msg.into();
         if self.closing.is_some() {
             return Err(SendError::Closed(msg));
@@ -327,7 +329,7 @@ impl Socket {
         match self.ty {
             SocketType::Pub | SocketType::XPub => self.send_pub(msg),
             SocketType::XSub => self.send_xsub(msg),
-            SocketType::Req => self.send_req(msg),
+            SocketType::Req => self.send_req(msg, &now),
             SocketType::Rep => self.send_rep(msg),
             SocketType::Router => self.send_router(msg),
             SocketType::Push | SocketType::Dealer | SocketType::Pair => self.send_lb(msg.into()),
@@ -341,12 +343,12 @@ impl Socket {
     /// into that peer's output, and no message is allocated. A refused send hands back a
     /// message holding a copy.
     #[inline]
-    pub fn send_slice(&mut self, body: &[u8]) -> Result<Sent, SendError> {
+    pub fn send_slice(&mut self, body: &[u8], now: impl Clock) -> Result<Sent, SendError> {
         match self.ty {
             SocketType::Push | SocketType::Dealer | SocketType::Pair if self.closing.is_none() => {
                 self.send_lb(Outgoing::Frame(body))
             }
-            _ => self.send(Bytes::copy_from_slice(body)),
+            _ => self.send(Bytes::copy_from_slice(body), now),
         }
     }
 
@@ -431,14 +433,14 @@ impl Socket {
         Ok(if any { Sent::Queued } else { Sent::Dropped })
     }
 
-    fn send_req(&mut self, mut msg: Message) -> Result<Sent, SendError> {
+    fn send_req(&mut self, mut msg: Message, now: &impl Clock) -> Result<Sent, SendError> {
         if self.pattern.awaiting.is_some() && !self.opts.req_relaxed {
             return Err(SendError::InvalidState(msg));
         }
         // Whatever waits now (a reply to an earlier request, anything unsolicited) cannot
         // be the reply to this one: libzmq drops every queued message when a request
         // begins. Done before picking the peer: draining may drop a peer that fails.
-        self.discard_input(None);
+        self.discard_input(None, now);
         let Some(peer) = self.lb_pick() else {
             return Err(SendError::WouldBlock(msg));
         };
@@ -498,7 +500,11 @@ impl Socket {
     /// peer's routing id, read before taking the message: taking it resumes the peer's
     /// input, which may end the peer.
     #[inline]
-    fn fq_pop(&mut self, with_id: bool) -> Option<(PeerId, Option<Bytes>, Message)> {
+    fn fq_pop(
+        &mut self,
+        with_id: bool,
+        now: &impl Clock,
+    ) -> Option<(PeerId, Option<Bytes>, Message)> {
         // What departed peers left comes first: it arrived before they left.
         if !self.departed.is_empty() {
             if let Some((peer, id, msg)) = self.pop_departed(None) {
@@ -522,7 +528,7 @@ impl Socket {
             let resume = p.held && p.inq.len() <= rcvhwm / 2;
             self.fq_cursor = ring_next(idx, 1, n);
             if resume {
-                self.resume_input(peer);
+                self.resume_input(peer, now.now());
             }
             return Some((peer, id, msg));
         }
@@ -547,7 +553,7 @@ impl Socket {
     }
 
     /// Drop every message waiting from the peers but `keep`, resuming their input.
-    fn discard_input(&mut self, keep: Option<PeerId>) {
+    fn discard_input(&mut self, keep: Option<PeerId>, now: &impl Clock) {
         self.departed.retain(|d| Some(d.peer) == keep);
         // A snapshot: resuming input may end a peer and so change `attached`.
         let peers: Vec<PeerId> = self
@@ -557,17 +563,17 @@ impl Socket {
             .filter(|&p| Some(p) != keep)
             .collect();
         for peer in peers {
-            while self.pop_from(peer).is_some() {}
+            while self.pop_from(peer, now).is_some() {}
         }
     }
 
     /// Take the next message from one peer, resuming its input if that frees room.
-    fn pop_from(&mut self, peer: PeerId) -> Option<Message> {
+    fn pop_from(&mut self, peer: PeerId, now: &impl Clock) -> Option<Message> {
         let rcvhwm = self.rcv_limit();
         let p = self.peers.get_mut(&peer)?;
         let msg = p.inq.pop_front()?;
         if p.held && p.inq.len() <= rcvhwm / 2 {
-            self.resume_input(peer);
+            self.resume_input(peer, now.now());
         }
         Some(msg)
     }
@@ -575,41 +581,41 @@ impl Socket {
     /// A held peer's queue has drained to half: take its input again.
     #[cold]
     #[inline(never)]
-    fn resume_input(&mut self, peer: PeerId) {
+    fn resume_input(&mut self, peer: PeerId, now: Instant) {
         if let Some(p) = self.peers.get_mut(&peer) {
             p.held = false;
         }
-        self.process_input(peer);
+        self.process_input(peer, now);
         if self.wants_read(peer) {
-            self.events.push_back(Event::Resume { peer });
+            self.commands.push_back(Command::Resume { peer });
         }
     }
 
     /// The next message for the application, if any.
     #[inline]
-    pub fn recv(&mut self) -> Option<Message> {
+    pub fn recv(&mut self, now: impl Clock) -> Option<Message> {
         match self.ty {
             SocketType::Push | SocketType::Pub => None,
             SocketType::XPub => self.pattern.xpub_queue.pop_front(),
-            SocketType::Req => self.recv_req(),
-            SocketType::Rep => self.recv_rep(),
+            SocketType::Req => self.recv_req(&now),
+            SocketType::Rep => self.recv_rep(&now),
             SocketType::Router => {
-                let (_, id, mut msg) = self.fq_pop(true)?;
+                let (_, id, mut msg) = self.fq_pop(true, &now)?;
                 msg.push_front(id.unwrap_or_default());
                 Some(msg)
             }
-            _ => self.fq_pop(false).map(|(_, _, msg)| msg),
+            _ => self.fq_pop(false, &now).map(|(_, _, msg)| msg),
         }
     }
 
-    fn recv_req(&mut self) -> Option<Message> {
+    fn recv_req(&mut self, now: &impl Clock) -> Option<Message> {
         let (asked, id) = self.pattern.awaiting?;
         // Only the peer asked may answer: anything from the others is dropped.
-        self.discard_input(Some(asked));
+        self.discard_input(Some(asked), now);
         while let Some(mut msg) = self
             .pop_departed(Some(asked))
             .map(|(_, _, msg)| msg)
-            .or_else(|| self.pop_from(asked))
+            .or_else(|| self.pop_from(asked, now))
         {
             if self.opts.req_correlate {
                 let matches = msg.first().is_some_and(|f| f[..] == id.to_ne_bytes());
@@ -628,12 +634,12 @@ impl Socket {
         None
     }
 
-    fn recv_rep(&mut self) -> Option<Message> {
+    fn recv_rep(&mut self, now: &impl Clock) -> Option<Message> {
         if self.pattern.replying.is_some() {
             return None;
         }
         loop {
-            let (peer, _, mut msg) = self.fq_pop(false)?;
+            let (peer, _, mut msg) = self.fq_pop(false, now)?;
             // The envelope is everything up to and including the first empty frame.
             let Some(delimiter) = msg.frames().iter().position(|f| f.is_empty()) else {
                 continue;

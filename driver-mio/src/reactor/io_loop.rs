@@ -1,0 +1,169 @@
+//! The I/O thread's loop: wait in the poll, take in readiness and fire timers, run the
+//! queued work, and work out how long the next wait may be.
+
+use std::sync::Weak;
+use std::time::{Duration, Instant as StdInstant};
+
+use mio::{Events, Poll};
+use zmtp_proto::Instant;
+
+use super::transport::Stream;
+use super::waiters::Notify;
+use super::work::{queue, run};
+use super::{Io, Shared, State, READ_BUF, WAKER};
+
+/// Work items run between two looks at readiness and timers.
+const WORK_BUDGET: usize = 64;
+
+impl Shared {
+    /// One readiness event from the poll.
+    pub(super) fn ready(
+        &self,
+        st: &mut State,
+        event: &mio::event::Event,
+        now: Instant,
+    ) -> Option<usize> {
+        let &(id, io) = st.tokens.get(&event.token())?;
+        match io {
+            Io::Listener(endpoint) => self.accept(st, id, endpoint, now),
+            Io::Connecting(endpoint) => {
+                let (mut stream, token) = st
+                    .sockets
+                    .get_mut(&id)
+                    .and_then(|s| s.connecting.remove(&endpoint))?;
+                let _ = self.registry.deregister(&mut stream);
+                st.tokens.remove(&token);
+                // Connected when there is no error and a peer address, and it did not meet
+                // itself (simultaneous open on a free local port).
+                let ok = matches!(stream.take_error(), Ok(None))
+                    && stream.peer_addr().is_ok()
+                    && stream.local_addr().ok() != stream.peer_addr().ok();
+                let stream = ok.then(|| {
+                    let _ = stream.set_nodelay(true);
+                    Stream::Tcp(stream)
+                });
+                self.connected(st, id, endpoint, stream, now);
+            }
+            Io::Peer(peer) => {
+                let io = st.sockets.get_mut(&id)?.peers.get_mut(&peer)?;
+                if event.is_readable() || event.is_read_closed() || event.is_error() {
+                    io.read_edge = true;
+                    queue(st, id, peer, false);
+                }
+                let io = st.sockets.get_mut(&id)?.peers.get_mut(&peer)?;
+                if event.is_writable() || event.is_error() {
+                    io.write_edge = true;
+                    if io.write_blocked {
+                        io.write_blocked = false;
+                        queue(st, id, peer, true);
+                    }
+                }
+            }
+        }
+        Some(id)
+    }
+
+    /// Fire due timers; returns the earliest timer left.
+    pub(super) fn fire_timers(
+        &self,
+        st: &mut State,
+        now: Instant,
+        notify: &mut Notify,
+    ) -> Option<Instant> {
+        let mut next: Option<Instant> = None;
+        let mut id = 0;
+        // By id, as the map may change while timers fire.
+        while let Some((&sid, s)) = st.sockets.range_mut(id..).next() {
+            id = sid + 1;
+            match s.core.poll_timeout() {
+                Some(t) if t <= now => {
+                    s.core.handle_timeout(now);
+                    self.pump(st, sid);
+                    notify.touch(st, sid);
+                    let left = st.sockets.get(&sid).and_then(|s| s.core.poll_timeout());
+                    next = min_instant(next, left);
+                }
+                t => next = min_instant(next, t),
+            }
+        }
+        next
+    }
+
+    /// One turn of the I/O thread after a poll: readiness, timers, then queued work.
+    /// Returns how long the next poll may wait.
+    pub(super) fn turn(
+        &self,
+        events: &Events,
+        buf: &mut [u8],
+        notify: &mut Notify,
+    ) -> Option<Duration> {
+        let mut st = self.lock();
+        st.parked = false;
+        let now = self.now();
+        for event in events.iter() {
+            if event.token() != WAKER {
+                if let Some(id) = self.ready(&mut st, event, now) {
+                    self.pump(&mut st, id);
+                    notify.touch(&mut st, id);
+                }
+            }
+        }
+        self.fire_timers(&mut st, now, notify);
+        for _ in 0..WORK_BUDGET {
+            let Some(work) = st.work.pop_front() else {
+                break;
+            };
+            let Some(job) = self.prepare(&mut st, work) else {
+                continue;
+            };
+            drop(st);
+            notify.signal(self);
+            let done = run(job, buf);
+            st = self.lock();
+            let now = self.now();
+            self.apply(&mut st, work, done, buf, now);
+            self.pump(&mut st, work.id);
+            notify.touch(&mut st, work.id);
+        }
+        let timeout = if st.work.is_empty() {
+            st.parked = true;
+            let now = self.now();
+            let next = self.fire_timers(&mut st, now, notify);
+            if st.work.is_empty() {
+                next.map(|t| self.at(t).saturating_duration_since(StdInstant::now()))
+            } else {
+                st.parked = false;
+                Some(Duration::ZERO)
+            }
+        } else {
+            Some(Duration::ZERO)
+        };
+        drop(st);
+        notify.signal(self);
+        timeout
+    }
+}
+
+fn min_instant(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The I/O thread: wait for readiness, the earliest timer or a wake-up, handle them and
+/// the queued work, repeat, until the context is gone.
+pub(super) fn io_thread(mut poll: Poll, shared: Weak<Shared>) {
+    let mut events = Events::with_capacity(256);
+    let mut buf = vec![0u8; READ_BUF];
+    let mut notify = Notify::default();
+    let mut timeout = Some(Duration::ZERO);
+    loop {
+        // An error (EINTR) leaves no events: the turn goes on with the timers and work.
+        let _ = poll.poll(&mut events, timeout);
+        let Some(sh) = shared.upgrade() else {
+            return;
+        };
+        timeout = sh.turn(&events, &mut buf, &mut notify);
+    }
+}

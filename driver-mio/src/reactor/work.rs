@@ -1,0 +1,272 @@
+//! The work queue: reads and writes queued for the I/O thread (or run by an application
+//! thread about to sleep), taken out of the state, run without the lock, and handed back.
+
+use std::collections::VecDeque;
+use std::io::{self, IoSlice};
+use std::sync::Arc;
+
+use mio::Token;
+use zmtp_proto::socket::PeerId;
+use zmtp_proto::{Bytes, Instant};
+
+use super::transport::Stream;
+use super::waiters::Notify;
+use super::{Shared, State, READ_BUF};
+
+/// Most segments gathered into one vectored write.
+const MAX_CHUNKS: usize = 64;
+/// Work items an application thread runs at most before it sleeps ([`Shared::help`]).
+const HELP_BUDGET: usize = 4;
+
+std::thread_local! {
+    /// The read buffer of an application thread that runs a read ([`Shared::help`]).
+    static HELPER_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A read or a write for the I/O thread.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Work {
+    pub(super) id: usize,
+    pub(super) peer: PeerId,
+    pub(super) token: Token,
+    pub(super) write: bool,
+}
+
+/// A work item taken out of the state, to run without the lock.
+pub(super) enum Job {
+    Read(Arc<Stream>),
+    Write(Arc<Stream>, VecDeque<Bytes>),
+}
+
+/// How a job went.
+pub(super) enum Done {
+    /// What the read returned (the bytes are in the I/O thread's buffer).
+    Read(io::Result<usize>),
+    /// Bytes written, the chunks left, and why it stopped.
+    Write {
+        written: usize,
+        rest: VecDeque<Bytes>,
+        end: WriteEnd,
+    },
+}
+
+pub(super) enum WriteEnd {
+    /// Everything taken was written.
+    Drained,
+    /// The stream would block.
+    Blocked,
+    /// The stream failed.
+    Failed,
+}
+
+impl Shared {
+    /// Before an application thread sleeps on socket `id`: run a read or write of that
+    /// socket that is queued for the I/O thread (and not yet taken by it) here, rather
+    /// than sleep until the I/O thread gets to it. On a busy machine a woken thread may
+    /// wait tens of microseconds for a CPU; the caller has one already. Returns whether
+    /// there was such work (the caller looks at the socket again before sleeping).
+    pub(crate) fn help(&self, id: usize) -> bool {
+        let mut st = self.lock();
+        let mut helped = false;
+        // A write that drained what it took is queued again to look for more: that look
+        // is done here too, so that the I/O thread need not be woken for it.
+        for _ in 0..HELP_BUDGET {
+            let Some(work) = st
+                .work
+                .iter()
+                .position(|w| w.id == id)
+                .and_then(|at| st.work.remove(at))
+            else {
+                break;
+            };
+            helped = true;
+            if let Some(job) = self.prepare(&mut st, work) {
+                drop(st);
+                st = HELPER_BUF.with_borrow_mut(|buf| {
+                    if buf.is_empty() {
+                        buf.resize(READ_BUF, 0);
+                    }
+                    let done = run(job, buf);
+                    let mut st = self.lock();
+                    self.apply(&mut st, work, done, buf, self.now());
+                    st
+                });
+            }
+            self.pump(&mut st, id);
+            if !work.write {
+                // Messages to receive now: the caller takes them while the I/O thread
+                // reads on.
+                break;
+            }
+        }
+        if !helped {
+            return false;
+        }
+        let mut notify = Notify::default();
+        notify.touch(&mut st, id);
+        // Work left (a read to go on with, say) is the I/O thread's again.
+        let wake_io = st.parked && !st.work.is_empty();
+        if wake_io {
+            st.parked = false;
+        }
+        drop(st);
+        if wake_io {
+            let _ = self.waker.wake();
+        }
+        notify.signal(self);
+        true
+    }
+
+    /// Take a work item out of the state: what to run without the lock, if anything.
+    pub(super) fn prepare(&self, st: &mut State, work: Work) -> Option<Job> {
+        let s = st.sockets.get_mut(&work.id)?;
+        let io = s
+            .peers
+            .get_mut(&work.peer)
+            .filter(|io| io.token == work.token)?;
+        if !work.write {
+            if !s.core.wants_read(work.peer) {
+                // `Event::Resume` queues it again.
+                io.read_queued = false;
+                return None;
+            }
+            io.read_edge = false;
+            return Some(Job::Read(io.stream.clone()));
+        }
+        if io.write_blocked {
+            io.write_queued = false;
+            return None;
+        }
+        if io.taken.is_empty() {
+            let taken = &mut io.taken;
+            s.core
+                .transmit_bytes(work.peer, |chunk| taken.push_back(chunk));
+        }
+        if io.taken.is_empty() {
+            // All written: the next output names the peer again (`next_dirty`).
+            io.write_queued = false;
+            return None;
+        }
+        io.write_edge = false;
+        Some(Job::Write(io.stream.clone(), std::mem::take(&mut io.taken)))
+    }
+
+    /// Hand a job's result to the state machine.
+    pub(super) fn apply(&self, st: &mut State, work: Work, done: Done, buf: &[u8], now: Instant) {
+        let Some(s) = st.sockets.get_mut(&work.id) else {
+            return;
+        };
+        let Some(io) = s
+            .peers
+            .get_mut(&work.peer)
+            .filter(|io| io.token == work.token)
+        else {
+            // The stream was closed meanwhile: what it read or wrote no longer matters.
+            return;
+        };
+        match done {
+            Done::Read(Ok(0)) => self.lose_peer(st, work.id, work.peer, now),
+            Done::Read(Ok(n)) => {
+                let data = buf.get(..n).unwrap_or_default();
+                s.core.handle_received(work.peer, now, data);
+                if n < buf.len() && !io.read_edge {
+                    // A short read emptied the stream: the next data raises a new edge.
+                    io.read_queued = false;
+                } else {
+                    st.work.push_back(work);
+                }
+            }
+            Done::Read(Err(e)) => match e.kind() {
+                io::ErrorKind::WouldBlock if !io.read_edge => io.read_queued = false,
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => {
+                    st.work.push_back(work);
+                }
+                _ => self.lose_peer(st, work.id, work.peer, now),
+            },
+            Done::Write { written, rest, end } => {
+                io.taken = rest;
+                match end {
+                    // Look for more output.
+                    WriteEnd::Drained => st.work.push_back(work),
+                    // Room was made since the write started: try again.
+                    WriteEnd::Blocked if io.write_edge => st.work.push_back(work),
+                    WriteEnd::Blocked => {
+                        io.write_blocked = true;
+                        io.write_queued = false;
+                    }
+                    WriteEnd::Failed => {}
+                }
+                if written > 0 {
+                    s.core.advance(work.peer, written, || self.now());
+                }
+                if matches!(end, WriteEnd::Failed) {
+                    self.lose_peer(st, work.id, work.peer, now);
+                }
+            }
+        }
+    }
+}
+
+/// Queue a read (`write` false) or a write of a peer's stream, unless one is queued.
+pub(super) fn queue(st: &mut State, id: usize, peer: PeerId, write: bool) {
+    let Some(io) = st.sockets.get_mut(&id).and_then(|s| s.peers.get_mut(&peer)) else {
+        return;
+    };
+    let queued = if write {
+        if io.write_blocked {
+            // The writable edge queues it.
+            return;
+        }
+        &mut io.write_queued
+    } else {
+        &mut io.read_queued
+    };
+    if !*queued {
+        *queued = true;
+        st.work.push_back(Work {
+            id,
+            peer,
+            token: io.token,
+            write,
+        });
+    }
+}
+
+/// Run a job, without the lock.
+pub(super) fn run(job: Job, buf: &mut [u8]) -> Done {
+    match job {
+        Job::Read(stream) => Done::Read(stream.read(buf)),
+        Job::Write(stream, mut rest) => {
+            let mut written = 0;
+            let end = loop {
+                if rest.is_empty() {
+                    break WriteEnd::Drained;
+                }
+                let mut slices: [IoSlice<'_>; MAX_CHUNKS] = [IoSlice::new(&[]); MAX_CHUNKS];
+                let mut n = 0;
+                for (slot, chunk) in slices.iter_mut().zip(rest.iter()) {
+                    *slot = IoSlice::new(chunk);
+                    n += 1;
+                }
+                match stream.write_vectored(slices.get(..n).unwrap_or_default()) {
+                    Ok(0) => break WriteEnd::Failed,
+                    Ok(mut k) => {
+                        written += k;
+                        while let Some(front) = rest.front_mut() {
+                            if k < front.len() {
+                                *front = front.slice(k..);
+                                break;
+                            }
+                            k -= front.len();
+                            rest.pop_front();
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break WriteEnd::Blocked,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => break WriteEnd::Failed,
+                }
+            };
+            Done::Write { written, rest, end }
+        }
+    }
+}
