@@ -360,7 +360,7 @@ impl Authenticator {
     /// The verdict on `request` (whose address is the peer's IP as text; empty when the
     /// transport has none, as ipc and inproc).
     pub fn check(&self, request: &ZapRequest) -> AuthReply {
-        let listed = |list: &[String]| list.iter().any(|a| *a == request.address);
+        let listed = |list: &[String]| list.contains(&request.address);
         let address_ok = if self.allow.is_empty() {
             !listed(&self.deny)
         } else {
