@@ -53,10 +53,10 @@ conformance() {
   cargo test -p zmtp-conformance
 }
 
-# The fuzz target bodies as tests, then every fuzz target for FUZZ_SECONDS (default 30) each.
+# The fuzz target bodies (in zmtp-testkit) as tests over their seeds and generated inputs,
+# then every fuzz target under libFuzzer for FUZZ_SECONDS (default 30) each.
 fuzz() {
-  cargo clippy -p zmtp-proto --features fuzzing --all-targets -- -D warnings
-  cargo test -p zmtp-proto --features fuzzing --test fuzz_bodies
+  cargo test -p zmtp-testkit --test fuzz_bodies
   bash scripts/fuzz.sh
 }
 

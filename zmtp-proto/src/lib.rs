@@ -119,8 +119,6 @@ pub mod curve_crypto;
 #[cfg(feature = "std")]
 pub mod driver;
 mod error;
-#[cfg(feature = "fuzzing")]
-pub mod fuzzing;
 pub mod mechanism;
 #[cfg(feature = "alloc")]
 pub mod socket;
