@@ -13,7 +13,7 @@
 # The seeds in fuzz/corpus/TARGET are only read; what the fuzzer finds goes to
 # fuzz/work/TARGET (kept between runs, ignored by git), crashes to fuzz/artifacts/TARGET.
 # Replay a crash with: RUSTC_BOOTSTRAP=1 cargo fuzz run TARGET fuzz/artifacts/TARGET/crash-...
-# (from fuzz/), or through the body in a test: zmtp_proto::fuzzing::TARGET(&bytes).
+# (from fuzz/), or through the body in a test: zmtp_testkit::fuzz::TARGET(&bytes).
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 

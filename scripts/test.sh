@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
-# Every check and test of the workspace. Installs what is missing first: libzmq (the real
-# peer the conformance tests run against) through apt-get when run as root.
-set -euo pipefail
+# Every check and test of the workspace, in named steps: a failure names its step.
+# Installs what is missing first: libzmq (the real peer the conformance tests run against)
+# through apt-get when run as root.
+#
+#   bash scripts/test.sh            every step
+#   bash scripts/test.sh STEP...    only these steps (lint, nostd, tests, conformance, fuzz)
+set -eEuo pipefail
 cd "$(dirname "$0")/.."
+
+STEPS=(lint nostd tests conformance fuzz)
+step_name=setup
+trap 'echo "== FAILED in step: $step_name" >&2' ERR
 
 if [ ! -e /usr/include/zmq.h ]; then
   if [ "$(id -u)" = 0 ]; then
@@ -15,25 +23,58 @@ if [ ! -e /usr/include/zmq.h ]; then
   fi
 fi
 
-echo "== rustfmt"
-cargo fmt --all -- --check
-echo "== clippy"
-cargo clippy --workspace --all-targets -- -D warnings
-echo "== zmtp-proto without std and alloc, and with alloc only"
-cargo build -p zmtp-proto --no-default-features
-cargo clippy -p zmtp-proto --no-default-features -- -D warnings
-cargo build -p zmtp-proto --no-default-features --features alloc
-echo "== zmtp-proto with CURVE, without std"
-cargo build -p zmtp-proto --no-default-features --features curve
-cargo clippy -p zmtp-proto --no-default-features --features curve -- -D warnings
-echo "== docs (broken links and missing docs are errors)"
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -q -p zmtp-proto -p zmtp-driver -p zmtp-async -p zmtp-tokio -p zmtp-smol -p zmtp-mio -p zmtp-conformance
-echo "== tests"
-# The workspace build has CURVE on (the tokio driver enables it); the core alone is tested
-# without it too.
-cargo test --workspace
-cargo test -p zmtp-proto
-echo "== fuzz target bodies as tests, then every fuzz target for FUZZ_SECONDS (default 30) each"
-cargo clippy -p zmtp-proto --features fuzzing --all-targets -- -D warnings
-cargo test -p zmtp-proto --features fuzzing --test fuzz_bodies
-bash scripts/fuzz.sh
+# Formatting, lints on every target, and the docs (broken links and missing docs are errors).
+lint() {
+  cargo fmt --all -- --check
+  cargo clippy --workspace --all-targets -- -D warnings
+  RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -q -p zmtp-proto -p zmtp-driver -p zmtp-async -p zmtp-tokio -p zmtp-smol -p zmtp-mio -p zmtp-conformance
+}
+
+# The core without std: built bare, with CURVE, and with alloc only, whose tests run too
+# (the library and integration tests; the doctests are std programs).
+nostd() {
+  cargo build -p zmtp-proto --no-default-features
+  cargo clippy -p zmtp-proto --no-default-features -- -D warnings
+  cargo build -p zmtp-proto --no-default-features --features curve
+  cargo clippy -p zmtp-proto --no-default-features --features curve -- -D warnings
+  cargo clippy -p zmtp-proto --no-default-features --features alloc --all-targets -- -D warnings
+  cargo test -p zmtp-proto --no-default-features --features alloc --tests
+}
+
+# Every crate's own tests. The workspace build has CURVE on (the tokio driver enables it);
+# the core alone is tested without it too.
+tests() {
+  cargo test --workspace --exclude zmtp-conformance
+  cargo test -p zmtp-proto
+}
+
+# The scenario suite against libzmq and between our drivers, and the hostile peers.
+conformance() {
+  cargo test -p zmtp-conformance
+}
+
+# The fuzz target bodies (in zmtp-testkit) as tests over their seeds and generated inputs,
+# then every fuzz target under libFuzzer for FUZZ_SECONDS (default 30) each.
+fuzz() {
+  cargo test -p zmtp-testkit --test fuzz_bodies
+  bash scripts/fuzz.sh
+}
+
+selected=("$@")
+if [ ${#selected[@]} -eq 0 ]; then
+  selected=("${STEPS[@]}")
+fi
+for s in "${selected[@]}"; do
+  case " ${STEPS[*]} " in
+    *" $s "*) ;;
+    *) echo "unknown step '$s' (steps: ${STEPS[*]})" >&2; exit 2 ;;
+  esac
+done
+for s in "${selected[@]}"; do
+  step_name=$s
+  echo "== step: $s"
+  start=$SECONDS
+  "$s"
+  echo "== step $s passed in $((SECONDS - start)) s"
+done
+echo "== all steps passed: ${selected[*]}"

@@ -35,6 +35,7 @@ use zmtp_conformance::ffi::{
     ZMQ_PULL, ZMQ_PUSH, ZMQ_RCVTIMEO, ZMQ_SUB,
 };
 use zmtp_conformance::security::{show, zsock};
+use zmtp_testkit::Rng;
 
 type Socket<R> = zmtp_async::Socket<R>;
 
@@ -352,26 +353,6 @@ fn drain(s: &mut TcpStream) -> Drained {
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(_) => return Drained { data, closed: true },
         }
-    }
-}
-
-/// xorshift64*: reproducible "random" bytes without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
     }
 }
 
@@ -770,7 +751,7 @@ fn garbage_connection(addr: SocketAddr, kind: usize, rng: &mut Rng) -> Option<bo
     let bytes = match kind % 5 {
         // Random bytes.
         0 => {
-            let n = 1 + rng.below(512) as usize;
+            let n = 1 + rng.below(512);
             let bytes = rng.bytes(n);
             if !refusable(&bytes) {
                 let _ = s.write_all(&bytes);
@@ -780,7 +761,7 @@ fn garbage_connection(addr: SocketAddr, kind: usize, rng: &mut Rng) -> Option<bo
         }
         // A truncated greeting, then nothing: we hang up ourselves.
         1 => {
-            let n = 1 + rng.below(63) as usize;
+            let n = 1 + rng.below(63);
             let _ = s.write_all(&greeting()[..n]);
             return None;
         }
@@ -811,7 +792,7 @@ fn garbage_thread(
     seed: u64,
 ) -> thread::JoinHandle<GarbageReport> {
     thread::spawn(move || {
-        let mut rng = Rng(seed);
+        let mut rng = Rng::new(seed);
         let mut report = GarbageReport::default();
         for i in 0..100 {
             if let Some(refused) = garbage_connection(addr, i, &mut rng) {
@@ -1157,7 +1138,7 @@ fn random_bytes_after_a_handshake_close_only_that_peer<R: MatrixRuntime>() {
                 thread::sleep(Duration::from_millis(1));
             }
             let mut raw = raw_handshake(addr, "PUSH");
-            let junk = Rng(0x0123_4567_89ab_cdef).bytes(4096);
+            let junk = Rng::new(0x0123_4567_89ab_cdef).bytes(4096);
             let sent = Instant::now();
             // The socket may close before all of it is taken.
             let _ = raw.write_all(&junk);

@@ -2,4 +2,4 @@
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| zmtp_proto::fuzzing::z85(data));
+fuzz_target!(|data: &[u8]| zmtp_testkit::fuzz::z85(data));

@@ -117,8 +117,6 @@ mod connection;
 #[cfg(feature = "curve")]
 pub mod curve_crypto;
 mod error;
-#[cfg(feature = "fuzzing")]
-pub mod fuzzing;
 pub mod mechanism;
 #[cfg(feature = "alloc")]
 pub mod socket;

@@ -1,12 +1,10 @@
 //! Two connections in memory with virtual time.
 
-mod common;
-
 use std::time::Duration;
 
-use common::Pair;
 use zmtp_proto::codec::Version;
 use zmtp_proto::{Config, Error, Event, OwnedItem, SocketType};
+use zmtp_testkit::pair::Pair;
 
 fn cfg(t: SocketType) -> Config {
     Config::new(t)

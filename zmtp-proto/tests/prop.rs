@@ -1,14 +1,12 @@
 //! Property tests: round-trips, robustness against arbitrary bytes, and chunking invariance.
 
-mod common;
-
-use common::describe;
 use proptest::collection::vec;
 use proptest::prelude::*;
 use zmtp_proto::codec::{
     emit_property, Command, FrameFlags, FrameHeader, Greeting, Mechanism, Metadata, Status, Version,
 };
 use zmtp_proto::{Buffered, Config, Connection, Instant, OwnedItem, SocketType};
+use zmtp_testkit::pair::describe;
 
 fn bytes(max: usize) -> impl Strategy<Value = Vec<u8>> {
     vec(any::<u8>(), 0..=max)

@@ -3,14 +3,12 @@
 //! outcomes: typed errors, events, and the bytes on the wire, recorded or rewritten in
 //! flight by a tap on the pair.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{Dir, End, Pair};
 use zmtp_proto::codec::{CodecError, Mechanism, Version};
 use zmtp_proto::mechanism::{AuthRequest, Credentials, Security};
 use zmtp_proto::{Config, Error, Event, OwnedItem, Reason, SocketType};
+use zmtp_testkit::pair::{Dir, End, Pair};
 
 // ----- wire helpers -------------------------------------------------------------------------
 
@@ -2269,7 +2267,7 @@ mod curve {
                 let input = conn.handle_input(Pair::START, rx).expect("valid input");
                 let (consumed, needed, range) =
                     (input.consumed, input.needed, input.payload.clone());
-                let item = input.item.as_ref().map(common::describe);
+                let item = input.item.as_ref().map(zmtp_testkit::pair::describe);
                 if let Some(item) = item {
                     assert_eq!(rx[range], item.1[..], "payload range of {}", item.0);
                     items.push(item);

@@ -1,14 +1,13 @@
 //! Cluster behaviour of the socket layer: reconnection, resubscription, heartbeats, slow
 //! consumers, lingering and monitor events, in virtual time.
 
-mod cluster;
-
 use std::time::Duration;
 
-use cluster::{m, opts, text, Cluster, Node};
 use zmtp_proto::socket::monitor::protocol_error;
 use zmtp_proto::socket::{Message, MonitorEvent, MonitorEventKind, SendError, Sent};
 use zmtp_proto::SocketType::*;
+use zmtp_testkit::cluster::{Cluster, Node};
+use zmtp_testkit::message::{m, opts, text};
 
 const ANY: &str = "tcp://127.0.0.1:*";
 

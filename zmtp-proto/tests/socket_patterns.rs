@@ -1,12 +1,11 @@
 //! Routing patterns of the socket layer, driven through the in-memory cluster.
 
-mod cluster;
-
 use std::time::Duration;
 
-use cluster::{frames, m, msg, opts, text, Cluster, Node};
 use zmtp_proto::socket::{Message, MonitorEventKind, Options, SendError, Sent};
 use zmtp_proto::SocketType::{self, *};
+use zmtp_testkit::cluster::{Cluster, Node};
+use zmtp_testkit::message::{frames, m, msg, opts, text};
 
 const ANY: &str = "tcp://127.0.0.1:*";
 

@@ -1,13 +1,12 @@
 //! Security at the socket level: authentication requests, verdicts, libzmq's rules without
 //! a handler, and the properties of authenticated peers, in the in-memory cluster.
 
-mod cluster;
-
 use bytes::Bytes;
-use cluster::{frames, msg, opts, Cluster};
 use zmtp_proto::mechanism::Security;
 use zmtp_proto::socket::{AuthReply, MonitorEventKind, ZapRequest};
 use zmtp_proto::SocketType::*;
+use zmtp_testkit::cluster::{Cluster, Node};
+use zmtp_testkit::message::{frames, msg, opts};
 
 const ANY: &str = "tcp://127.0.0.1:*";
 
@@ -22,7 +21,7 @@ fn plain_table(req: &ZapRequest) -> AuthReply {
     }
 }
 
-fn auth_events(c: &Cluster, n: cluster::Node) -> Vec<(MonitorEventKind, u32)> {
+fn auth_events(c: &Cluster, n: Node) -> Vec<(MonitorEventKind, u32)> {
     c.member(n)
         .monitor
         .iter()
@@ -178,11 +177,7 @@ mod curve {
         KeyPair::from_secret([n; 32])
     }
 
-    fn curve_pair(
-        c: &mut Cluster,
-        client_keys: KeyPair,
-        server_key_seen: KeyPair,
-    ) -> (cluster::Node, cluster::Node) {
+    fn curve_pair(c: &mut Cluster, client_keys: KeyPair, server_key_seen: KeyPair) -> (Node, Node) {
         let server = c.add(
             Pull,
             opts(|o| o.security = Security::CurveServer { keys: keys(1) }),

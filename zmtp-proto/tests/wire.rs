@@ -1,10 +1,8 @@
 //! Byte vectors seen on the wire against libzmq 4.3.4 (see the project's ZMTP notes).
 
-mod common;
-
 use std::time::Duration;
 
-use common::describe;
+use zmtp_testkit::pair::describe;
 
 use zmtp_proto::codec::{
     CodecError, Command, FrameHeader, Greeting, Mechanism, Metadata, Status, Version,

@@ -175,7 +175,7 @@ impl Socket {
 
     /// A chunk of bytes from an in-process stream, shared rather than copied: a frame body
     /// that arrives whole behind its header is delivered as it is (see
-    /// [`Buffered::receive_shared`]). Call only while [`wants_read`](Self::wants_read).
+    /// [`Buffered::receive_shared`](crate::Buffered::receive_shared)). Call only while [`wants_read`](Self::wants_read).
     pub fn handle_received_shared(&mut self, peer: PeerId, now: Instant, chunk: Bytes) {
         let Some(s) = self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) else {
             return;

@@ -1,26 +1,41 @@
 //! The socket layer (`alloc`): one ZeroMQ socket = many peers behind one queue with a
 //! routing rule, as an I/O-free state machine.
 //!
-//! A [`Socket`] owns its peers (each a [`Connection`] with its buffers),
+//! A [`Socket`] owns its peers (each a [`Connection`](crate::Connection) with its buffers),
 //! per-peer send and receive queues bounded by the high-water marks, the routing pattern of
 //! its [`SocketType`], its endpoints and their reconnect policy. It tells the driver what to
-//! do through [`Event`]s (listen here, connect there, close that peer) and is told what
-//! happened through `handle_*` calls. Nothing here performs I/O, reads a clock or draws
-//! randomness: time is an argument and the seed given to [`Socket::new`] replaces the
+//! do through [`Command`]s (listen here, connect there, close that peer), reports what
+//! happened to its monitor through [`MonitorEvent`]s (a queue of their own), and is told
+//! what happened through `handle_*` calls. Nothing here performs I/O (not even name
+//! resolution), reads a clock or draws randomness: every call that changes the socket's
+//! state and may need the time takes it (an [`Instant`], or a [`Clock`](crate::Clock) read
+//! only on the paths that need it), and the seed given to [`Socket::new`] replaces the
 //! random starting values libzmq uses (generated ROUTER ids, REQ correlation ids).
 //!
 //! # Driving a socket
-//! - Act on every [`Event`] from [`Socket::poll_event`]: `Listen`/`Connect` start I/O and are
-//!   answered with [`Socket::handle_listening`], [`Socket::handle_accepted`],
-//!   [`Socket::handle_connected`] or [`Socket::handle_connect_failed`]; `ClosePeer` closes a
-//!   stream; `Monitor` events go to whoever monitors the socket.
+//! - Carry out every [`Command`] from [`Socket::poll_command`]: `Listen`/`Connect` start
+//!   I/O and are answered with [`Socket::handle_listening`], [`Socket::handle_accepted`],
+//!   [`Socket::handle_connected`] or [`Socket::handle_connect_failed`] (a host name is
+//!   resolved by the driver, which tries every address in turn); `ClosePeer` closes a
+//!   stream; `Authenticate` asks a ZAP handler (only when no [`Authenticator`] is installed
+//!   with [`Socket::set_authenticator`]). Hand every [`MonitorEvent`] from
+//!   [`Socket::poll_monitor`] to whoever monitors the socket, those queued before a
+//!   command first.
 //! - Put bytes read from a peer's stream into [`Socket::read_buf`] (or pass them to
 //!   [`Socket::handle_received`]) and call [`Socket::handle_input`]. Stop reading from a
 //!   peer while [`Socket::wants_read`] is false (its receive queue is at RCVHWM).
 //! - Write [`Socket::poll_transmit`] for every peer named by [`Socket::next_dirty`], and
 //!   report what was written with [`Socket::advance`].
-//! - Arm one timer at [`Socket::poll_timeout`] and call [`Socket::handle_timeout`].
+//! - Arm one timer at [`Socket::poll_timeout`] and call [`Socket::handle_timeout`]. The
+//!   timers of all peers and endpoints live in one ordered set: idle peers cost nothing.
 //! - Report a stream that ended with [`Socket::handle_closed`].
+//!
+//! # Where things are
+//! `mod.rs` holds the types and the command and monitor queues; `endpoints.rs` binding,
+//! connecting and reconnecting; `input.rs` and `output.rs` a peer's bytes in and out;
+//! `peers.rs` streams ending and peers joining or leaving the pattern; `auth.rs` ZAP and
+//! the in-core authenticator; `timers.rs` deadlines; `close.rs` LINGER. The routing of
+//! each socket type is in `pattern/`, one module per family behind one dispatch point.
 
 mod auth;
 mod close;

@@ -1,17 +1,18 @@
-//! Every fuzz target body (`zmtp_proto::fuzzing`) run as a plain test: over the seed
+//! Every fuzz target body (`zmtp_testkit::fuzz`) run as a plain test: over the seed
 //! corpus in `fuzz/corpus/`, over the seeds the crate generates, and over a few thousand
 //! pseudo-random inputs per target (random bytes and mutated seeds), so that
-//! `cargo test -p zmtp-proto --features fuzzing` exercises them without cargo-fuzz.
+//! `cargo test -p zmtp-testkit` exercises them without cargo-fuzz.
 //!
 //! The corpus files are the generated seeds; after a change to the seed generator or to
 //! the bytes the core sends, rewrite them with
-//! `cargo test -p zmtp-proto --features fuzzing --test fuzz_bodies -- --ignored write_seed_corpus`.
-#![cfg(feature = "fuzzing")]
+//! `cargo test -p zmtp-testkit --test fuzz_bodies -- --ignored write_seed_corpus`.
+#![cfg(feature = "curve")]
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
-use zmtp_proto::fuzzing::{seed_corpus, Body, TARGETS};
+use zmtp_testkit::fuzz::{seed_corpus, Body, TARGETS};
+use zmtp_testkit::Rng;
 
 fn corpus_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus")
@@ -28,50 +29,30 @@ fn run(target: &str, body: Body, data: &[u8]) {
     }
 }
 
-/// xorshift64: deterministic pseudo-random inputs.
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-
-    fn bytes(&mut self, len: usize) -> Vec<u8> {
-        (0..len).map(|_| self.next() as u8).collect()
-    }
-
-    /// A seed with a few random edits: byte changes, insertions, deletions, a cut.
-    fn mutate(&mut self, seed: &[u8]) -> Vec<u8> {
-        let mut data = seed.to_vec();
-        for _ in 0..=self.below(4) {
-            let at = self.below(data.len() + 1);
-            match self.below(4) {
-                0 if at < data.len() => data[at] = self.next() as u8,
-                1 if at < data.len() => data[at] ^= 1 << self.below(8),
-                2 => {
-                    let len = 1 + self.below(8);
-                    let extra = self.bytes(len);
-                    data.splice(at..at, extra);
-                }
-                _ if at < data.len() => {
-                    let end = (at + 1 + self.below(16)).min(data.len());
-                    data.drain(at..end);
-                }
-                _ => {}
+/// A seed with a few random edits: byte changes, insertions, deletions, a cut.
+fn mutate(rng: &mut Rng, seed: &[u8]) -> Vec<u8> {
+    let mut data = seed.to_vec();
+    for _ in 0..=rng.below(4) {
+        let at = rng.below(data.len() + 1);
+        match rng.below(4) {
+            0 if at < data.len() => data[at] = rng.next_u64() as u8,
+            1 if at < data.len() => data[at] ^= 1 << rng.below(8),
+            2 => {
+                let len = 1 + rng.below(8);
+                let extra = rng.bytes(len);
+                data.splice(at..at, extra);
             }
+            _ if at < data.len() => {
+                let end = (at + 1 + rng.below(16)).min(data.len());
+                data.drain(at..end);
+            }
+            _ => {}
         }
-        if self.below(8) == 0 {
-            data.truncate(self.below(data.len() + 1));
-        }
-        data
     }
+    if rng.below(8) == 0 {
+        data.truncate(rng.below(data.len() + 1));
+    }
+    data
 }
 
 #[test]
@@ -110,14 +91,14 @@ fn bodies_pass_on_pseudo_random_inputs() {
             .filter(|s| s.target == *target)
             .map(|s| &s.data[..])
             .collect();
-        let mut rng = XorShift(0x9E37_79B9_7F4A_7C15 ^ (i as u64 + 1));
+        let mut rng = Rng::new(0x9E37_79B9_7F4A_7C15 ^ (i as u64 + 1));
         for n in 0..3000 {
             let data = if n % 3 == 0 || mine.is_empty() {
                 let len = rng.below(512);
                 rng.bytes(len)
             } else {
                 let seed = mine[rng.below(mine.len())];
-                rng.mutate(seed)
+                mutate(&mut rng, seed)
             };
             run(target, *body, &data);
         }
@@ -158,6 +139,6 @@ fn past_findings() {
         "acac0f0201010000b600d600b600d6d6d6d606000a0002010100230030d60e00",
         "8221254041700100087d11828282ff7d8282828202222222222222222682ff7d82828282a3a282220079fffff909ffa6ce0ddbf6f6faff0e00",
     ] {
-        run("socket", zmtp_proto::fuzzing::socket, &unhex(input));
+        run("socket", zmtp_testkit::fuzz::socket, &unhex(input));
     }
 }

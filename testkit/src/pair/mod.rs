@@ -1,5 +1,11 @@
 //! In-memory pair harness with virtual time: two connections, no sockets.
-#![allow(dead_code)]
+//!
+//! A [`Pair`] joins two [`Connection`]s (each in a [`Buffered`]) with nothing between them
+//! but byte vectors: [`Pair::drive`] moves bytes both ways until both ends are idle,
+//! [`Pair::step`] then jumps the clock to the earliest timer and fires it. [`raw`] drives a
+//! bare connection by hand and checks its calling contract on every call.
+
+pub mod raw;
 
 use std::time::Duration;
 
@@ -7,9 +13,13 @@ use zmtp_proto::{Buffered, Config, Connection, Error, Event, Instant, Item, Owne
 
 /// One end: a buffered connection plus what it has seen.
 pub struct End {
+    /// The connection with its buffers.
     pub buf: Buffered,
+    /// Every item received, in order.
     pub items: Vec<OwnedItem>,
+    /// Every event of the connection, in order.
     pub events: Vec<Event>,
+    /// The first error the connection reported.
     pub error: Option<Error>,
     /// When false, bytes this end transmits are dropped (a silent peer).
     pub talks: bool,
@@ -66,6 +76,7 @@ impl End {
         out
     }
 
+    /// Whether the handshake has completed.
     pub fn established(&self) -> bool {
         self.buf.connection().is_established()
     }
@@ -105,6 +116,7 @@ impl End {
         }
     }
 
+    /// Send a message, one frame per element (panics unless the connection is established).
     pub fn send(&mut self, frames: &[&[u8]]) {
         for (i, f) in frames.iter().enumerate() {
             self.buf
@@ -125,15 +137,19 @@ pub enum Dir {
 
 /// Two connected ends and a virtual clock.
 pub struct Pair {
+    /// One end.
     pub a: End,
+    /// The other end.
     pub b: End,
+    /// The virtual clock.
     pub now: Instant,
 }
 
 impl Pair {
     /// The virtual time at which a pair starts.
-    pub const START: Instant = Instant::from_millis(1_000);
+    pub const START: Instant = crate::START;
 
+    /// Two new connections with these configurations, at [`Pair::START`].
     pub fn new(a: Config, b: Config) -> Pair {
         let now = Pair::START;
         Pair {

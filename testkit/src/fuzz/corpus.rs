@@ -1,0 +1,441 @@
+//! The seed corpus of every target.
+
+use zmtp_proto::codec::GREETING_LEN;
+use zmtp_proto::codec::{emit_property, property_len, Command, Greeting, Mechanism, Version};
+use zmtp_proto::{Config, Connection, SocketType};
+
+use super::connection::{connection_configs, op};
+use super::material::{LOCAL_ENTROPY, PEER_ENTROPY, SERVER_SECRET_Z85, START, TYPES};
+use super::socket::act;
+#[cfg(doc)]
+use super::{connection, socket, TARGETS};
+use crate::pair::raw::record_handshake;
+
+/// One seed input: the target it is for, a file name, the bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seed {
+    /// The target (a name in [`TARGETS`]).
+    pub target: &'static str,
+    /// A file name for it in `fuzz/corpus/<target>/`.
+    pub name: String,
+    /// The input.
+    pub data: Vec<u8>,
+}
+
+/// A libzmq greeting (NULL, 3.1): its padding holds routing-id length + 1.
+const LIBZMQ_GREETING: [u8; 64] = {
+    let mut g = [0u8; 64];
+    g[0] = 0xFF;
+    g[8] = 0x01;
+    g[9] = 0x7F;
+    g[10] = 3;
+    g[11] = 1;
+    g[12] = b'N';
+    g[13] = b'U';
+    g[14] = b'L';
+    g[15] = b'L';
+    g
+};
+/// READY from a libzmq DEALER with no routing id (seen on the wire).
+const DEALER_READY: &[u8] =
+    b"\x04\x29\x05READY\x0bSocket-Type\x00\x00\x00\x06DEALER\x08Identity\x00\x00\x00\x00";
+/// READY from a libzmq SUB (seen on the wire).
+const SUB_READY: &[u8] = b"\x04\x19\x05READY\x0bSocket-Type\x00\x00\x00\x03SUB";
+
+/// Append feed operations of [`connection`] carrying `bytes`.
+fn feed_ops(seed: &mut Vec<u8>, bytes: &[u8]) {
+    for chunk in bytes.chunks(usize::from(op::FEED_MAX)) {
+        seed.push(u8::try_from(chunk.len()).unwrap_or(0));
+        seed.extend_from_slice(chunk);
+    }
+}
+
+/// A [`connection`] input that replays what a real peer sends to the connection that
+/// setup bytes `b0`, `b1` make: its handshake (verdicts answered 200), then traffic (a
+/// message, a multipart message, PING, SUBSCRIBE), then sends and timers of ours.
+fn record_connection(b0: u8, b1: u8) -> Option<Vec<u8>> {
+    let (ours, theirs) = connection_configs(b0, b1)?;
+    let mut local = Connection::with_entropy(ours, START, LOCAL_ENTROPY);
+    let mut peer = Connection::with_entropy(theirs, START, PEER_ENTROPY);
+    let mut seed = vec![b0, b1];
+    for (bytes, verdict) in record_handshake(&mut local, &mut peer, START)? {
+        feed_ops(&mut seed, &bytes);
+        if verdict {
+            seed.push(op::VERDICT);
+        }
+    }
+    let mut traffic = Vec::new();
+    let mut out = vec![0u8; 2048];
+    for (body, more) in [(&b"hello"[..], false), (b"multi", true), (b"part", false)] {
+        let n = peer.send_frame(body, more, &mut out).ok()?;
+        traffic.extend_from_slice(out.get(..n)?);
+    }
+    let ping = Command::Ping {
+        ttl: 10,
+        context: b"ctx",
+    };
+    let n = peer.send_command(&ping, &mut out).ok()?;
+    traffic.extend_from_slice(out.get(..n)?);
+    let n = peer.send_subscribe(b"t", &mut out).ok()?;
+    traffic.extend_from_slice(out.get(..n)?);
+    feed_ops(&mut seed, &traffic);
+    // Ours: a frame, a multipart message, then the clock to the next deadline, twice.
+    seed.extend_from_slice(&[op::SEND + 2, op::SEND + 5, op::SEND + 4, 0xE6, 0xE6]);
+    Some(seed)
+}
+
+/// A [`socket()`] input: the four setup bytes, then (action, parameter) pairs; a `RAW`
+/// action's bytes follow its pair.
+pub(super) fn socket_seed(ty: SocketType, b1: u8, b2: u8, b3: u8, actions: &[(u8, u8)]) -> Vec<u8> {
+    let index = TYPES.iter().position(|&t| t == ty).unwrap_or(0);
+    let mut out = vec![u8::try_from(index).unwrap_or(0), b1, b2, b3];
+    for &(a, p) in actions {
+        out.extend_from_slice(&[a, p]);
+        if a & 15 == act::RAW {
+            // Garbage after the handshake: a reserved flag.
+            out.extend((0..p).map(|i| if i == 0 { 0x08 } else { i }));
+        }
+    }
+    out
+}
+
+/// The seed inputs of every target. `tests/fuzz_bodies.rs` runs the bodies over them and
+/// writes them to `fuzz/corpus/` when asked (see there).
+pub fn seed_corpus() -> Vec<Seed> {
+    let mut seeds = Vec::new();
+    let mut add = |target: &'static str, name: &str, data: Vec<u8>| {
+        seeds.push(Seed {
+            target,
+            name: name.to_string(),
+            data,
+        });
+    };
+
+    // Greetings.
+    add("greeting", "libzmq_null_31", LIBZMQ_GREETING.to_vec());
+    for (name, version, mechanism, as_server) in [
+        ("plain_server_30", Version::V3_0, Mechanism::PLAIN, true),
+        ("curve_31", Version::V3_1, Mechanism::CURVE, false),
+    ] {
+        let mut g = vec![0u8; GREETING_LEN];
+        let greeting = Greeting {
+            version,
+            mechanism,
+            as_server,
+        };
+        if greeting.emit(&mut g).is_ok() {
+            add("greeting", name, g);
+        }
+    }
+    let mut zmtp20 = LIBZMQ_GREETING.to_vec();
+    if let Some(major) = zmtp20.get_mut(10) {
+        *major = 1;
+    }
+    add("greeting", "zmtp20", zmtp20);
+    add(
+        "greeting",
+        "signature_only",
+        LIBZMQ_GREETING.get(..11).unwrap_or_default().to_vec(),
+    );
+
+    // Command bodies (frames seen on the wire, without their 2-byte header).
+    for (name, body) in [
+        ("ready_dealer", DEALER_READY.get(2..).unwrap_or_default()),
+        ("ready_sub", SUB_READY.get(2..).unwrap_or_default()),
+        ("ping_ttl", b"\x04PING\x00\x19"),
+        ("ping_context", b"\x04PING\x00\x0a0123456789abcdefghij"),
+        ("pong", b"\x04PONG0123456789abcdef"),
+        ("subscribe", b"\x09SUBSCRIBEA"),
+        ("cancel", b"\x06CANCELA"),
+        ("error", b"\x05ERROR\x03500"),
+        ("error_libzmq_plain", b"\x5eRROR\x03400"),
+        ("join", b"\x04JOINgroup"),
+        ("leave", b"\x05LEAVEgroup"),
+        ("unknown", b"\x05HELLOx"),
+    ] {
+        add("command", name, body.to_vec());
+    }
+
+    // Metadata blocks.
+    add(
+        "metadata",
+        "dealer",
+        DEALER_READY.get(8..).unwrap_or_default().to_vec(),
+    );
+    add(
+        "metadata",
+        "sub",
+        SUB_READY.get(8..).unwrap_or_default().to_vec(),
+    );
+    let mut props = Config::new(SocketType::Router);
+    if props.set_identity(b"me").is_ok() && props.add_property(b"X-Key", b"value").is_ok() {
+        // What a ROUTER so configured sends in READY: its type, its identity (for the types
+        // that send one), then its application properties.
+        let ty = SocketType::Router;
+        let mut w = Vec::new();
+        let mut put = |name: &[u8], value: &[u8]| {
+            let mut buf = vec![0u8; property_len(name, value)];
+            if emit_property(name, value, &mut buf).is_ok() {
+                w.extend_from_slice(&buf);
+            }
+        };
+        put(b"Socket-Type", ty.name().as_bytes());
+        if ty.sends_identity() {
+            put(b"Identity", b"me");
+        }
+        w.extend_from_slice(props.properties().as_bytes());
+        add("metadata", "router_props", w);
+    }
+    add("metadata", "empty", Vec::new());
+
+    // Z85.
+    add("z85", "hello_world", b"HelloWorld".to_vec());
+    add(
+        "z85",
+        "client_public",
+        b"Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID".to_vec(),
+    );
+    add("z85", "server_secret", SERVER_SECRET_Z85.to_vec());
+    add(
+        "z85",
+        "binary",
+        vec![0x86, 0x4F, 0xD2, 0x6F, 0xB5, 0x59, 0xF7, 0x5B],
+    );
+
+    // Frame decoder: control bytes, fragment sizes, then a stream after the handshake.
+    let mut long = vec![0x02, 0, 0, 0, 0, 0, 0, 0x01, 0x2C];
+    long.extend_from_slice(&[0x61; 300]);
+    let messages = [
+        &b"\x00\x05hello"[..],
+        b"\x01\x01a\x01\x00\x00\x01b",
+        &long,
+        b"\x04\x07\x04PING\x00\x19",
+        b"\x04\x05\x04PONG",
+    ]
+    .concat();
+    let commands = [
+        &b"\x04\x0b\x09SUBSCRIBEA"[..],
+        b"\x04\x08\x06CANCELA",
+        b"\x00\x02\x01B",
+        b"\x00\x02\x00B",
+        b"\x04\x07\x05HELLOx",
+        b"\x04\x06\x05READY",
+        b"\x00\x01y",
+    ]
+    .concat();
+    let mut decoder = |name: &str, control: &[u8], stream: &[u8]| {
+        let mut data = control.to_vec();
+        data.extend_from_slice(stream);
+        add("frame_decoder", name, data);
+    };
+    decoder("pair_bytewise", &[0x00, 0x00, 0x00], &messages);
+    decoder("pub_commands", &[0x08, 0x00, 0x02, 3, 5], &commands);
+    decoder("max16", &[0x03, 0x00, 0x01, 4], &messages);
+    decoder(
+        "router_max_u16",
+        &[0x27, 0x00, 0x03, 0x01, 0x00, 1, 9, 40],
+        &messages,
+    );
+    decoder("shared_30", &[0x10, 0x07, 0x03, 3, 7, 1], &commands);
+    decoder(
+        "hostile",
+        &[0x00, 0x00, 0x01, 200],
+        b"\x00\x01z\x02\x40\x00\x00\x00\x00\x00\x00\x00",
+    );
+
+    // Connections: recorded handshakes (libzmq's bytes) and traffic.
+    let pairs: [(&str, u8, u8); 9] = [
+        ("null_dealer", 9 << 3, 0),
+        ("null_auth_router", 1 | 10 << 3, 0),
+        ("plain_client_req", 2 | 7 << 3, 0),
+        ("plain_server_rep", 3 | 8 << 3, 0x08),
+        ("curve_client_dealer", 4 | 9 << 3, 0),
+        ("curve_server_router", 5 | 10 << 3, 0x02),
+        ("null_identity_pair_heartbeat", 6, 0x02),
+        ("null_sub_30", 2 << 3, 0x01),
+        ("null_pub_maxsize", 1 << 3, 0x04),
+    ];
+    for (name, b0, b1) in pairs {
+        if let Some(data) = record_connection(b0, b1) {
+            add("connection", name, data);
+        }
+    }
+    // A peer that only sends garbage after a valid greeting.
+    let mut garbage = vec![0, 0];
+    feed_ops(&mut garbage, &LIBZMQ_GREETING);
+    feed_ops(&mut garbage, b"\x0c\x00");
+    add("connection", "null_garbage", garbage);
+
+    // CURVE traffic: untampered, then one mutation each.
+    for (name, data) in [
+        ("clean", &[0x00][..]),
+        ("server_fragments", &[0x01 | 5 << 1]),
+        ("flip", &[0x00, 0, 1, 0x00, 0x20, 3]),
+        ("duplicate", &[0x00, 2, 0]),
+        ("swap", &[0x00, 3, 0, 1]),
+        ("remove_middle", &[0x00, 4, 2]),
+        ("truncate", &[0x02, 1, 6, 0x00, 0x10]),
+        ("insert", &[0x00, 5, 3, 4, 1, 2, 3, 4]),
+    ] {
+        add("curve_traffic", name, data.to_vec());
+    }
+
+    // Sockets: one scenario per type, plus ZAP, a connect endpoint and raw bytes.
+    use act::*;
+    const HWM4: u8 = 0x0F;
+    let recv4 = RECV | 0x30;
+    let messages = [
+        (MESSAGE, 0x01),
+        (MESSAGE, 0x0A),
+        (MESSAGE, 0x10),
+        (FLUSH, 0),
+    ];
+    let mut scenario = |name: &str, ty: SocketType, b1: u8, b2: u8, actions: &[(u8, u8)]| {
+        add("socket", name, socket_seed(ty, b1, b2, 0, actions));
+    };
+    for (name, ty) in [
+        ("pair", SocketType::Pair),
+        ("pull", SocketType::Pull),
+        ("dealer", SocketType::Dealer),
+        ("router", SocketType::Router),
+        ("xsub", SocketType::XSub),
+    ] {
+        let mut actions = vec![(ACCEPT, 0), (SETTLE, 0)];
+        actions.extend_from_slice(&messages);
+        actions.extend_from_slice(&[(recv4, 0), (SEND, 0x05), (SETTLE, 0), (TIMEOUT, 0)]);
+        actions.extend_from_slice(&[(CLOSED, 0), (recv4, 0)]);
+        scenario(name, ty, HWM4, 0, &actions);
+    }
+    let mut sub = vec![(SUBSCRIBE, 0), (ACCEPT, 0), (SETTLE, 0)];
+    sub.extend_from_slice(&messages);
+    sub.push((recv4, 0));
+    scenario("sub", SocketType::Sub, HWM4, 0, &sub);
+    for (name, ty) in [("pub", SocketType::Pub), ("xpub", SocketType::XPub)] {
+        let actions = [
+            (ACCEPT, 0),
+            (PEER_SUBSCRIBE, 0),
+            (FLUSH, 0),
+            (SEND, 0x01),
+            (SEND, 0x12),
+            (SETTLE, 0),
+            (MESSAGE, 0x01),
+            (FLUSH, 0),
+            (recv4, 0),
+        ];
+        scenario(name, ty, HWM4, 0, &actions);
+    }
+    scenario(
+        "push",
+        SocketType::Push,
+        HWM4,
+        0,
+        &[
+            (ACCEPT, 0),
+            (SETTLE, 0),
+            (SEND, 0x00),
+            (SEND, 0x16),
+            (SETTLE, 0),
+        ],
+    );
+    scenario(
+        "req",
+        SocketType::Req,
+        HWM4,
+        0,
+        &[
+            (ACCEPT, 0),
+            (SETTLE, 0),
+            (SEND, 0x01),
+            (SETTLE, 0),
+            (MESSAGE, 0x01),
+            (FLUSH, 0),
+            (RECV, 0),
+        ],
+    );
+    scenario(
+        "rep",
+        SocketType::Rep,
+        HWM4,
+        0,
+        &[
+            (ACCEPT, 0),
+            (SETTLE, 0),
+            (MESSAGE, 0x21),
+            (MESSAGE, 0x02),
+            (FLUSH, 0),
+            (RECV, 0),
+            (SEND, 0x01),
+            (SETTLE, 0),
+            (RECV, 0),
+        ],
+    );
+    scenario(
+        "dealer_zap",
+        SocketType::Dealer,
+        HWM4 | 0x10,
+        0,
+        &[
+            (ACCEPT, 0x10),
+            (FLUSH, 0),
+            (VERDICT, 0),
+            (SETTLE, 0),
+            (MESSAGE, 0x05),
+            (FLUSH, 0),
+            (recv4, 0),
+        ],
+    );
+    scenario(
+        "router_connect",
+        SocketType::Router,
+        HWM4 | 0x20,
+        0x01,
+        &[
+            (CONNECTED, 0x11),
+            (SETTLE, 0),
+            (MESSAGE, 0x01),
+            (FLUSH, 0),
+            (RECV, 0),
+            (CLOSED, 0),
+            (TIMEOUT, 0),
+            (CONNECTED, 0x12),
+            (SETTLE, 0),
+            (MESSAGE, 0x02),
+            (FLUSH, 0),
+            (RECV, 0),
+        ],
+    );
+    scenario(
+        "pull_hwm1_raw",
+        SocketType::Pull,
+        0x00,
+        0,
+        &[
+            (ACCEPT, 0),
+            (ACCEPT, 0x04),
+            (SETTLE, 0),
+            (MESSAGE, 0x01),
+            (MESSAGE, 0x00),
+            (MESSAGE | 0x10, 0x03),
+            (SETTLE, 0),
+            (RAW, 4),
+            (recv4, 0),
+            (recv4, 0),
+        ],
+    );
+    scenario(
+        "dealer_connect_queue",
+        SocketType::Dealer,
+        0x05 | 0x20,
+        0x01,
+        &[
+            (SEND, 0x00),
+            (SEND, 0x01),
+            (CONNECTED, 0),
+            (SETTLE, 0),
+            (TIMEOUT, 0),
+            (CLOSE, 0),
+            (SETTLE, 0),
+        ],
+    );
+    seeds
+}

@@ -1,0 +1,69 @@
+//! Fuzz target bodies (feature `curve`, on by default).
+//!
+//! Each `pub fn NAME(data: &[u8])` here is the whole body of the cargo-fuzz target
+//! `fuzz/fuzz_targets/NAME.rs`, and is also run by this crate's `tests/fuzz_bodies.rs` over
+//! the seed corpus and pseudo-random inputs, so that a plain `cargo test -p zmtp-testkit`
+//! exercises every body. A body never panics on its own: every panic is either a panic in
+//! the code under test or a failed `assert!` of an invariant, and both are findings.
+//!
+//! Everything is deterministic: time is virtual, CURVE keys are the `zmq_curve` test
+//! keys and every connection's entropy is a constant, so that a crashing input replays
+//! exactly and recorded peer bytes stay valid (a CURVE server's WELCOME answers the very
+//! HELLO the connection under test sends again).
+//!
+//! | target | module | input | checks |
+//! |---|---|---|---|
+//! | [`greeting`] | `codec` | raw bytes | [`Greeting`] and signature parsing agree; emit → parse round-trips |
+//! | [`frame_decoder`] | `frame_decoder` | 3 control bytes, fragment sizes, stream | same items whatever the fragmentation; the maximum message size holds |
+//! | [`command`] | `codec` | a command body | [`Command`] emit → parse round-trips |
+//! | [`metadata`] | `codec` | a metadata block | [`Metadata`] re-emits byte for byte |
+//! | [`z85`] | `codec` | text, or bytes | decode → encode and encode → decode round-trip; error offsets are right |
+//! | [`connection`] | `connection` | 2 setup bytes, then operations | no panic; errors are sticky; the input contract holds |
+//! | [`curve_traffic`] | `curve_traffic` | 1 byte, then mutations | a tampered CURVE stream never delivers altered content |
+//! | [`socket()`] | `socket` | 4 option bytes, then actions | HWMs hold; every message received is whole, genuine, and received once |
+//!
+//! The bodies drive the core with this crate's harnesses: [`pair::raw`](crate::pair::raw)
+//! for bare connections (with the calling contract checked on every call) and the
+//! [`cluster`](crate::cluster) with remote streams for the socket.
+//!
+//! [`seed_corpus`] makes the seed inputs of every target from in-memory handshakes (byte
+//! for byte what libzmq sends, per the project's ZMTP notes) and from byte vectors seen
+//! on the wire against libzmq; `fuzz/corpus/` holds them as files.
+//!
+//! [`Greeting`]: zmtp_proto::codec::Greeting
+//! [`Command`]: zmtp_proto::codec::Command
+//! [`Metadata`]: zmtp_proto::codec::Metadata
+
+mod codec;
+mod connection;
+mod corpus;
+mod curve_traffic;
+mod frame_decoder;
+mod input;
+mod material;
+mod socket;
+#[cfg(test)]
+mod tests;
+
+pub use self::codec::{command, greeting, metadata, z85};
+pub use self::connection::connection;
+pub use self::corpus::{seed_corpus, Seed};
+pub use self::curve_traffic::curve_traffic;
+pub use self::frame_decoder::frame_decoder;
+pub use self::socket::socket;
+
+/// The body of a fuzz target.
+pub type Body = fn(&[u8]);
+
+/// Every fuzz target: its name (the file name in `fuzz/fuzz_targets/` and the folder in
+/// `fuzz/corpus/`) and its body.
+pub const TARGETS: &[(&str, Body)] = &[
+    ("greeting", greeting),
+    ("frame_decoder", frame_decoder),
+    ("command", command),
+    ("metadata", metadata),
+    ("z85", z85),
+    ("connection", connection),
+    ("curve_traffic", curve_traffic),
+    ("socket", socket),
+];
