@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use tokio::sync::{mpsc, Notify};
 use zmtp_proto::{Bytes, BytesMut};
 
-use crate::runtime::{ByteStream as _, Runtime, TcpSetup as _};
+use crate::runtime::{ByteStream as _, Runtime};
 
 /// A peer's transport: a connected TCP or Unix-domain stream (the runtime's) or an
 /// in-process pipe pair.
@@ -36,10 +36,7 @@ impl<R: Runtime> Transport<R> {
     /// The peer's IP address as text (empty for ipc and inproc), as ZAP wants it.
     pub(crate) fn peer_ip(&self) -> String {
         match self {
-            Transport::Tcp(s) => s
-                .peer_addr()
-                .map(|a| a.ip().to_string())
-                .unwrap_or_default(),
+            Transport::Tcp(s) => zmtp_driver::peer_ip(s),
             Transport::Unix(_) | Transport::Inproc(_) => String::new(),
         }
     }

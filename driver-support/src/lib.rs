@@ -31,6 +31,6 @@ pub use entropy::{curve_keypair, new_socket, Entropy};
 pub use error::Error;
 pub use resolve::{lookup, resolve_blocking, Attempts, TcpAddrs};
 pub use transport::{
-    listen_ipc, listen_tcp, tcp_accepted, tcp_connected, Listening, SocketFile, StdListener,
-    StdTransport, TcpSetup,
+    listen_ipc, listen_tcp, peer_ip, tcp_accepted, tcp_connected, Listening, SocketFile,
+    StdListener, StdTransport, TcpSetup,
 };

@@ -61,6 +61,15 @@ pub fn tcp_connected(stream: &impl TcpSetup) -> io::Result<()> {
     stream.set_nodelay(true)
 }
 
+/// The peer's IP address as text, as ZAP wants it (`handle_accepted`/`handle_connected`'s
+/// `address`); empty if the stream has none.
+pub fn peer_ip(stream: &impl TcpSetup) -> String {
+    stream
+        .peer_addr()
+        .map(|a| a.ip().to_string())
+        .unwrap_or_default()
+}
+
 /// A TCP stream a listener accepted: `TCP_NODELAY` is set.
 pub fn tcp_accepted(stream: &impl TcpSetup) -> io::Result<()> {
     stream.set_nodelay(true)
@@ -290,10 +299,7 @@ impl StdTransport {
     /// The peer's IP address as text (empty for `ipc://`), as ZAP wants it.
     pub fn peer_ip(&self) -> String {
         match self {
-            StdTransport::Tcp(s) => s
-                .peer_addr()
-                .map(|a| a.ip().to_string())
-                .unwrap_or_default(),
+            StdTransport::Tcp(s) => peer_ip(s),
             StdTransport::Unix(_) => String::new(),
         }
     }
