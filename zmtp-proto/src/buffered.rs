@@ -9,7 +9,7 @@ use alloc::vec::Vec;
 use bytes::{Buf, Bytes, BytesMut};
 
 use crate::codec::{Command, MAX_FRAME_HEADER_LEN};
-use crate::{Config, Connection, Error, Instant, Item, SendError};
+use crate::{Config, Connection, EncodeError, Error, Instant, Item};
 
 /// An owned [`Item`]: payloads are slices of the receive buffer, not copies.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -267,7 +267,7 @@ impl Buffered {
     }
 
     /// Append one data frame to the send buffer.
-    pub fn send_frame(&mut self, body: &[u8], more: bool) -> Result<(), SendError> {
+    pub fn send_frame(&mut self, body: &[u8], more: bool) -> Result<(), EncodeError> {
         // The common case in traffic: header and body appended as they are.
         if let Some(header) = self.conn.take_plain_header(body.len(), more) {
             let mut bytes = [0u8; MAX_FRAME_HEADER_LEN];
@@ -294,7 +294,7 @@ impl Buffered {
 
     /// Append one data frame whose body is shared: a large body is queued by reference
     /// (no copy), a small one is copied like [`send_frame`](Self::send_frame).
-    pub fn send_frame_shared(&mut self, body: &Bytes, more: bool) -> Result<(), SendError> {
+    pub fn send_frame_shared(&mut self, body: &Bytes, more: bool) -> Result<(), EncodeError> {
         // Encrypted bodies are sealed in the output buffer: no way around the copy.
         if body.len() < SHARED_BODY_MIN || self.conn.encrypts() {
             return self.send_frame(body, more);
@@ -307,19 +307,19 @@ impl Buffered {
     }
 
     /// Append a command frame (JOIN, LEAVE, ...).
-    pub fn send_command(&mut self, cmd: &Command<'_>) -> Result<(), SendError> {
+    pub fn send_command(&mut self, cmd: &Command<'_>) -> Result<(), EncodeError> {
         self.encode(cmd.frame_len(), |conn, out| conn.send_command(cmd, out))
     }
 
     /// Append a subscription (command or `0x01` message, by peer version).
-    pub fn send_subscribe(&mut self, topic: &[u8]) -> Result<(), SendError> {
+    pub fn send_subscribe(&mut self, topic: &[u8]) -> Result<(), EncodeError> {
         self.encode(topic.len() + 20, |conn, out| {
             conn.send_subscribe(topic, out)
         })
     }
 
     /// Append a cancelled subscription.
-    pub fn send_cancel(&mut self, topic: &[u8]) -> Result<(), SendError> {
+    pub fn send_cancel(&mut self, topic: &[u8]) -> Result<(), EncodeError> {
         self.encode(topic.len() + 20, |conn, out| conn.send_cancel(topic, out))
     }
 
@@ -387,8 +387,8 @@ impl Buffered {
     fn encode(
         &mut self,
         hint: usize,
-        mut f: impl FnMut(&mut Connection, &mut [u8]) -> Result<usize, SendError>,
-    ) -> Result<(), SendError> {
+        mut f: impl FnMut(&mut Connection, &mut [u8]) -> Result<usize, EncodeError>,
+    ) -> Result<(), EncodeError> {
         let mut room = hint + ROOM_SLACK;
         loop {
             let tail = encoded_tail(&mut self.tx, &mut self.spare, &mut self.tx_head, room);
@@ -403,7 +403,7 @@ impl Buffered {
                     self.tx_len += n;
                     return Ok(());
                 }
-                Err(SendError::InsufficientSize { required }) if required > room => {
+                Err(EncodeError::InsufficientSize { required }) if required > room => {
                     room = required;
                 }
                 Err(e) => return Err(e),

@@ -7,7 +7,7 @@ use crate::codec::{
     emit_property, ensure, property_len, Command, FrameHeader, Greeting, InsufficientSize,
     Mechanism, Metadata, Status, Version, Writer, GREETING_LEN, MAX_PING_CONTEXT, SIGNATURE_LEN,
 };
-use crate::error::{Error, SendError};
+use crate::error::{EncodeError, Error};
 use crate::mechanism::{reason_of, AuthRequest, MechanismState, Security};
 use crate::{Instant, SocketType};
 
@@ -933,7 +933,7 @@ impl Connection {
         len: usize,
         out: &mut [u8],
         body: impl FnOnce(&mut Writer<'_>) -> Result<(), InsufficientSize>,
-    ) -> Result<usize, SendError> {
+    ) -> Result<usize, EncodeError> {
         if self.sealing() {
             return self.mechanism.seal(command, more, len, out, body);
         }
@@ -956,7 +956,7 @@ impl Connection {
     }
 
     /// Write control frame `c` into `out` and mark it sent; nothing is marked on failure.
-    fn emit_control(&mut self, c: Control, out: &mut [u8]) -> Result<usize, SendError> {
+    fn emit_control(&mut self, c: Control, out: &mut [u8]) -> Result<usize, EncodeError> {
         ensure(out, self.control_len(c))?;
         let n = match c {
             Control::Signature | Control::GreetingRest => {
@@ -1023,13 +1023,13 @@ impl Connection {
             let rest = out.get_mut(written..).unwrap_or_default();
             match self.emit_control(c, rest) {
                 Ok(n) => written += n,
-                Err(SendError::InsufficientSize { required }) => {
+                Err(EncodeError::InsufficientSize { required }) => {
                     if written == 0 {
                         return Err(InsufficientSize { required });
                     }
                     break;
                 }
-                Err(SendError::Closed(e)) => {
+                Err(EncodeError::Closed(e)) => {
                     self.error = Some(e);
                     break;
                 }
@@ -1066,12 +1066,12 @@ impl Connection {
         len
     }
 
-    fn check_send(&self) -> Result<(), SendError> {
+    fn check_send(&self) -> Result<(), EncodeError> {
         if let Some(e) = &self.error {
-            return Err(SendError::Closed(e.clone()));
+            return Err(EncodeError::Closed(e.clone()));
         }
         if self.phase != Phase::Traffic {
-            return Err(SendError::NotReady);
+            return Err(EncodeError::NotReady);
         }
         Ok(())
     }
@@ -1085,7 +1085,7 @@ impl Connection {
         more: bool,
         len: usize,
         body: impl FnOnce(&mut Writer<'_>) -> Result<(), InsufficientSize>,
-    ) -> Result<usize, SendError> {
+    ) -> Result<usize, EncodeError> {
         let frame_len = self.frame_len(command, len);
         self.control_then(out, frame_len, |conn, rest| {
             conn.emit_frame(command, more, len, rest, body)
@@ -1098,8 +1098,8 @@ impl Connection {
         &mut self,
         out: &mut [u8],
         len: usize,
-        f: impl FnOnce(&mut Self, &mut [u8]) -> Result<usize, SendError>,
-    ) -> Result<usize, SendError> {
+        f: impl FnOnce(&mut Self, &mut [u8]) -> Result<usize, EncodeError>,
+    ) -> Result<usize, EncodeError> {
         if !self.control_pending() {
             // The common case in traffic: nothing to put in front.
             return f(self, out);
@@ -1107,7 +1107,7 @@ impl Connection {
         ensure(out, self.pending_control_len() + len)?;
         let n = self.poll_transmit(out)?;
         if let Some(e) = &self.error {
-            return Err(SendError::Closed(e.clone()));
+            return Err(EncodeError::Closed(e.clone()));
         }
         let rest = out.get_mut(n..).unwrap_or_default();
         Ok(n + f(self, rest)?)
@@ -1120,7 +1120,7 @@ impl Connection {
         body: &[u8],
         more: bool,
         out: &mut [u8],
-    ) -> Result<usize, SendError> {
+    ) -> Result<usize, EncodeError> {
         self.check_send()?;
         let n = self.write_after_control(out, false, more, body.len(), |w| w.put(body))?;
         self.out_mid_message = more;
@@ -1147,16 +1147,16 @@ impl Connection {
     /// Like [`send_frame`](Self::send_frame) but writes only the header: the driver sends
     /// the `len` body bytes itself, right after, without copying them (vectored write).
     /// Not possible when traffic is encrypted ([`encrypts`](Self::encrypts)): then
-    /// [`SendError::Sealed`] is returned and nothing is written.
+    /// [`EncodeError::Sealed`] is returned and nothing is written.
     pub fn send_frame_header(
         &mut self,
         len: usize,
         more: bool,
         out: &mut [u8],
-    ) -> Result<usize, SendError> {
+    ) -> Result<usize, EncodeError> {
         self.check_send()?;
         if self.mechanism.seals() {
-            return Err(SendError::Sealed);
+            return Err(EncodeError::Sealed);
         }
         let header = FrameHeader::data(len, more);
         let n = self.control_then(out, header.encoded_len(), |_, rest| Ok(header.emit(rest)?))?;
@@ -1165,10 +1165,14 @@ impl Connection {
     }
 
     /// Encode a command frame (SUBSCRIBE, JOIN, ...) into `out`, after pending control frames.
-    pub fn send_command(&mut self, cmd: &Command<'_>, out: &mut [u8]) -> Result<usize, SendError> {
+    pub fn send_command(
+        &mut self,
+        cmd: &Command<'_>,
+        out: &mut [u8],
+    ) -> Result<usize, EncodeError> {
         self.check_send()?;
         if self.out_mid_message {
-            return Err(SendError::MidMessage);
+            return Err(EncodeError::MidMessage);
         }
         self.write_after_control(out, true, false, cmd.body_len(), |w| {
             w.emit(|out| cmd.emit_body(out))
@@ -1177,12 +1181,12 @@ impl Connection {
 
     /// Subscribe to `topic` on the peer: a SUBSCRIBE command to a 3.1 peer, a message
     /// `0x01 topic` to a 3.0 peer.
-    pub fn send_subscribe(&mut self, topic: &[u8], out: &mut [u8]) -> Result<usize, SendError> {
+    pub fn send_subscribe(&mut self, topic: &[u8], out: &mut [u8]) -> Result<usize, EncodeError> {
         self.send_subscription(true, topic, out)
     }
 
     /// Cancel a subscription: CANCEL to a 3.1 peer, a message `0x00 topic` to a 3.0 peer.
-    pub fn send_cancel(&mut self, topic: &[u8], out: &mut [u8]) -> Result<usize, SendError> {
+    pub fn send_cancel(&mut self, topic: &[u8], out: &mut [u8]) -> Result<usize, EncodeError> {
         self.send_subscription(false, topic, out)
     }
 
@@ -1191,7 +1195,7 @@ impl Connection {
         subscribe: bool,
         topic: &[u8],
         out: &mut [u8],
-    ) -> Result<usize, SendError> {
+    ) -> Result<usize, EncodeError> {
         if self.version.is_v31() {
             let cmd = if subscribe {
                 Command::Subscribe(topic)
@@ -1202,7 +1206,7 @@ impl Connection {
         }
         self.check_send()?;
         if self.out_mid_message {
-            return Err(SendError::MidMessage);
+            return Err(EncodeError::MidMessage);
         }
         self.write_after_control(out, false, false, topic.len() + 1, |w| {
             w.put(&[u8::from(subscribe)])?;

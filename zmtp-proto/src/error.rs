@@ -128,10 +128,10 @@ impl core::fmt::Display for Error {
 #[cfg(feature = "std")]
 impl std::error::Error for Error {}
 
-/// Why an outgoing frame could not be encoded. Only [`SendError::Closed`] is fatal.
+/// Why an outgoing frame could not be encoded. Only [`EncodeError::Closed`] is fatal.
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SendError {
+pub enum EncodeError {
     /// The handshake has not completed; queue the message and retry after
     /// [`Event::HandshakeSucceeded`](crate::Event::HandshakeSucceeded).
     NotReady,
@@ -148,27 +148,27 @@ pub enum SendError {
     Sealed,
 }
 
-impl From<InsufficientSize> for SendError {
-    fn from(e: InsufficientSize) -> SendError {
-        SendError::InsufficientSize {
+impl From<InsufficientSize> for EncodeError {
+    fn from(e: InsufficientSize) -> EncodeError {
+        EncodeError::InsufficientSize {
             required: e.required,
         }
     }
 }
 
-impl core::fmt::Display for SendError {
+impl core::fmt::Display for EncodeError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            SendError::NotReady => f.write_str("handshake not complete"),
-            SendError::MidMessage => f.write_str("a multipart message is half written"),
-            SendError::InsufficientSize { required } => {
+            EncodeError::NotReady => f.write_str("handshake not complete"),
+            EncodeError::MidMessage => f.write_str("a multipart message is half written"),
+            EncodeError::InsufficientSize { required } => {
                 write!(f, "output buffer too small: {required} bytes required")
             }
-            SendError::Closed(e) => write!(f, "connection closed: {e}"),
-            SendError::Sealed => f.write_str("encrypted traffic: body cannot be sent apart"),
+            EncodeError::Closed(e) => write!(f, "connection closed: {e}"),
+            EncodeError::Sealed => f.write_str("encrypted traffic: body cannot be sent apart"),
         }
     }
 }
 
 #[cfg(feature = "std")]
-impl std::error::Error for SendError {}
+impl std::error::Error for EncodeError {}

@@ -42,7 +42,9 @@ use crate::codec::{
 use crate::curve_crypto::{KeyPair, PublicKey};
 use crate::mechanism::Security;
 use crate::socket::{self, AuthReply, EndpointId, Message, Options, PeerId};
-use crate::{Buffered, Config, Connection, Error, Instant, Item, OwnedItem, SendError, SocketType};
+use crate::{
+    Buffered, Config, Connection, EncodeError, Error, Instant, Item, OwnedItem, SocketType,
+};
 
 /// The body of a fuzz target.
 pub type Body = fn(&[u8]);
@@ -989,13 +991,13 @@ impl Driven {
         }
     }
 
-    fn record_send(&mut self, r: &Result<usize, SendError>) {
-        if let Err(SendError::Closed(e)) = r {
+    fn record_send(&mut self, r: &Result<usize, EncodeError>) {
+        if let Err(EncodeError::Closed(e)) = r {
             self.record::<()>(&Err(e.clone()));
         }
         if let Some(e) = &self.failed {
             assert!(
-                r == &Err(SendError::Closed(e.clone())),
+                r == &Err(EncodeError::Closed(e.clone())),
                 "send after {e:?} gave {r:?}"
             );
         }
@@ -1076,7 +1078,7 @@ impl Driven {
 /// Checked: no panic; the input contract (an item only with consumed bytes, progress
 /// whenever `needed` bytes are there, payload ranges that locate payloads); every error is sticky (the same error
 /// from every later call, nothing more transmitted, no timer, not established); sends fail
-/// with exactly [`SendError::Closed`] of that error after a failure; the handshake is
+/// with exactly [`EncodeError::Closed`] of that error after a failure; the handshake is
 /// reported once.
 pub fn connection(data: &[u8]) {
     run_connection(data);
@@ -1161,7 +1163,7 @@ fn run_connection(data: &[u8]) -> ConnectionOutcome {
                     match &r {
                         Ok(n) => assert!(*n > len, "a frame shorter than its body"),
                         Err(e) => assert!(
-                            matches!(e, SendError::NotReady) && !d.conn.is_established(),
+                            matches!(e, EncodeError::NotReady) && !d.conn.is_established(),
                             "send_frame on a healthy connection: {e:?}"
                         ),
                     }
@@ -1182,7 +1184,7 @@ fn run_connection(data: &[u8]) -> ConnectionOutcome {
                 d.record_send(&r);
                 if d.failed.is_none() && d.conn.is_established() && d.conn.encrypts() {
                     assert!(
-                        r == Err(SendError::Sealed),
+                        r == Err(EncodeError::Sealed),
                         "a bare header on encrypted traffic"
                     );
                 }

@@ -137,6 +137,6 @@ pub use connection::{
     Config, ConfigError, Connection, Event, Identity, Input, Item, DEFAULT_HANDSHAKE_TIMEOUT,
     DEFAULT_MAX_COMMAND_SIZE, DEFAULT_MAX_MESSAGE_FRAMES, MAX_FRAME_SIZE, MAX_PROPERTIES_LEN,
 };
-pub use error::{Error, Reason, SendError, MAX_REASON_LEN};
+pub use error::{EncodeError, Error, Reason, MAX_REASON_LEN};
 pub use socket_type::SocketType;
 pub use time::Instant;

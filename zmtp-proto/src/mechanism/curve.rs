@@ -11,7 +11,7 @@ use crate::connection::Config;
 use crate::curve_crypto::{
     nonce, CryptoBox, Drbg, KeyPair, PublicKey, SecretBox, KEY_LEN, TAG_LEN,
 };
-use crate::{Error, SendError};
+use crate::{EncodeError, Error};
 use zeroize::Zeroize;
 
 /// Why a CURVE handshake or MESSAGE was refused.
@@ -654,12 +654,12 @@ impl Curve {
         len: usize,
         out: &mut [u8],
         payload: impl FnOnce(&mut Writer<'_>) -> Result<(), InsufficientSize>,
-    ) -> Result<usize, SendError> {
+    ) -> Result<usize, EncodeError> {
         let total = Self::sealed_frame_len(len);
         let frame = out
             .get_mut(..total)
-            .ok_or(SendError::InsufficientSize { required: total })?;
-        let closed = |e: CurveError| SendError::Closed(Error::Curve(e));
+            .ok_or(EncodeError::InsufficientSize { required: total })?;
+        let closed = |e: CurveError| EncodeError::Closed(Error::Curve(e));
         let n = self.take_nonce().map_err(closed)?;
         let prefix = self.message_nonce_prefix(true);
         let traffic = self
@@ -675,7 +675,7 @@ impl Curve {
         w.put(&[(u8::from(more) * MORE) | (u8::from(command) * COMMAND)])?;
         payload(&mut w)?;
         if w.len() != total {
-            return Err(SendError::InsufficientSize { required: total });
+            return Err(EncodeError::InsufficientSize { required: total });
         }
         let sealed = frame.get_mut(at..).ok_or(closed(CurveError::BadMessage))?;
         let nonce = nonce(prefix, &n).map_err(|_| closed(CurveError::BadMessage))?;

@@ -22,7 +22,7 @@ use crate::codec::{FrameHeader, InsufficientSize, Mechanism as MechanismName, Me
 use crate::connection::Config;
 #[cfg(feature = "curve")]
 use crate::curve_crypto::{KeyPair, PublicKey};
-use crate::{Error, SendError};
+use crate::{EncodeError, Error};
 
 /// A user name or password for PLAIN: at most 255 bytes.
 pub type Credential = heapless::Vec<u8, 255>;
@@ -395,13 +395,13 @@ impl MechanismState {
         len: usize,
         out: &mut [u8],
         payload: impl FnOnce(&mut Writer<'_>) -> Result<(), InsufficientSize>,
-    ) -> Result<usize, SendError> {
+    ) -> Result<usize, EncodeError> {
         match self {
             #[cfg(feature = "curve")]
             MechanismState::Curve(m) => m.seal(command, more, len, out, payload),
             _ => {
                 let _ = (command, more, len, out, payload);
-                Err(SendError::Sealed)
+                Err(EncodeError::Sealed)
             }
         }
     }

@@ -1318,7 +1318,7 @@ fn mark(dirty: &mut VecDeque<PeerId>, s: &mut Stream, peer: PeerId) {
 }
 
 /// Encode a whole message into a stream and record where it ends (for HWM accounting).
-fn encode(s: &mut Stream, out: &Outgoing<'_>) -> Result<(), crate::SendError> {
+fn encode(s: &mut Stream, out: &Outgoing<'_>) -> Result<(), crate::EncodeError> {
     match out {
         Outgoing::Message(msg) => {
             let n = msg.len();
