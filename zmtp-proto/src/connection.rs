@@ -4,156 +4,18 @@ use core::ops::Range;
 use core::time::Duration;
 
 use crate::codec::{
-    emit_property, ensure, property_len, Command, FrameHeader, Greeting, InsufficientSize,
-    Mechanism, Metadata, Status, Version, Writer, GREETING_LEN, MAX_PING_CONTEXT, SIGNATURE_LEN,
+    ensure, Command, FrameHeader, Greeting, InsufficientSize, Mechanism, Metadata, Status, Version,
+    Writer, GREETING_LEN, MAX_PING_CONTEXT, SIGNATURE_LEN,
 };
+use crate::config::{Config, Identity};
 use crate::error::{EncodeError, Error};
-use crate::mechanism::{reason_of, AuthRequest, MechanismState, Security};
+use crate::mechanism::{reason_of, AuthRequest, EmitError, MechanismState};
 use crate::{Instant, SocketType};
-
-/// A routing identity: at most 255 bytes.
-pub type Identity = heapless::Vec<u8, 255>;
-
-/// Capacity for encoded application metadata (`X-` properties) sent in our READY.
-pub const MAX_PROPERTIES_LEN: usize = 1024;
-
-/// Default handshake deadline (libzmq's `ZMQ_HANDSHAKE_IVL`).
-pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Frames announcing more bytes than this are refused whatever the limits: no address space
 /// (2^47 bytes for user space on x86-64 and AArch64) could hold them, so such a header can
 /// only be an attack or garbage.
 pub const MAX_FRAME_SIZE: u64 = 1 << 47;
-
-/// Default for [`Config::max_message_frames`].
-pub const DEFAULT_MAX_MESSAGE_FRAMES: usize = 65_536;
-
-/// Default limit for a single command frame (READY metadata, subscriptions, PING...).
-pub const DEFAULT_MAX_COMMAND_SIZE: u64 = 64 * 1024;
-
-/// A configuration value that cannot be used.
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConfigError {
-    /// Routing identities are at most 255 bytes.
-    IdentityTooLong,
-    /// Application property names must start with `X-` and be at most 255 bytes (as in libzmq).
-    BadPropertyName,
-    /// The encoded application properties exceed [`MAX_PROPERTIES_LEN`].
-    PropertiesFull,
-}
-
-impl core::fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(match self {
-            ConfigError::IdentityTooLong => "identity longer than 255 bytes",
-            ConfigError::BadPropertyName => "property names must start with \"X-\"",
-            ConfigError::PropertiesFull => "application properties too large",
-        })
-    }
-}
-
-/// Everything a [`Connection`] needs to know about the local side.
-#[derive(Debug, Clone)]
-pub struct Config {
-    /// Our socket type, sent as `Socket-Type` and checked against the peer's.
-    pub socket_type: SocketType,
-    /// Version we announce: [`Version::V3_1`] (default) or [`Version::V3_0`] to act as a 3.0 peer.
-    pub version: Version,
-    /// Deadline from construction to the end of the handshake (default 30 s); `None` for none.
-    pub handshake_timeout: Option<Duration>,
-    /// Send a PING this often once the handshake is done (`ZMQ_HEARTBEAT_IVL`).
-    pub heartbeat_interval: Option<Duration>,
-    /// Fail when nothing arrives this long after a PING (`ZMQ_HEARTBEAT_TIMEOUT`; default: the interval).
-    pub heartbeat_timeout: Option<Duration>,
-    /// TTL announced in our PINGs (`ZMQ_HEARTBEAT_TTL`), sent in tenths of a second.
-    pub heartbeat_ttl: Option<Duration>,
-    /// Largest message the peer may send, in bytes, summed over all its frames (`ZMQ_MAXMSGSIZE`).
-    pub max_message_size: Option<u64>,
-    /// Largest command frame body accepted.
-    pub max_command_size: u64,
-    /// Most frames one message may have (default [`DEFAULT_MAX_MESSAGE_FRAMES`]; `None` for
-    /// no limit). Each frame costs memory even when empty, so without this an endless
-    /// multipart message of empty frames would grow without bound.
-    pub max_message_frames: Option<usize>,
-    /// The security mechanism and our role in it (default NULL).
-    pub security: Security,
-    /// With NULL: ask for a verdict on every peer before sending READY (libzmq does when
-    /// `ZMQ_ZAP_DOMAIN` is set). PLAIN and CURVE servers always ask.
-    pub authenticate_null: bool,
-    identity: Identity,
-    properties: heapless::Vec<u8, MAX_PROPERTIES_LEN>,
-}
-
-impl Config {
-    /// Defaults as libzmq's for a socket of this type.
-    pub fn new(socket_type: SocketType) -> Config {
-        Config {
-            socket_type,
-            version: Version::V3_1,
-            handshake_timeout: Some(DEFAULT_HANDSHAKE_TIMEOUT),
-            heartbeat_interval: None,
-            heartbeat_timeout: None,
-            heartbeat_ttl: None,
-            max_message_size: None,
-            max_command_size: DEFAULT_MAX_COMMAND_SIZE,
-            max_message_frames: Some(DEFAULT_MAX_MESSAGE_FRAMES),
-            security: Security::Null,
-            authenticate_null: false,
-            identity: Identity::new(),
-            properties: heapless::Vec::new(),
-        }
-    }
-
-    /// Set our routing identity (`ZMQ_ROUTING_ID`), sent by REQ, DEALER and ROUTER.
-    pub fn set_identity(&mut self, id: &[u8]) -> Result<(), ConfigError> {
-        self.identity = Identity::from_slice(id).map_err(|_| ConfigError::IdentityTooLong)?;
-        Ok(())
-    }
-
-    /// Our routing identity.
-    pub fn identity(&self) -> &[u8] {
-        &self.identity
-    }
-
-    /// Add an application property (`ZMQ_METADATA`) to our READY. Names start with `X-`.
-    pub fn add_property(&mut self, name: &[u8], value: &[u8]) -> Result<(), ConfigError> {
-        if !name.starts_with(b"X-") || name.len() > 255 {
-            return Err(ConfigError::BadPropertyName);
-        }
-        let mut buf = [0u8; MAX_PROPERTIES_LEN];
-        let len = emit_property(name, value, &mut buf).map_err(|_| ConfigError::PropertiesFull)?;
-        self.properties
-            .extend_from_slice(buf.get(..len).unwrap_or_default())
-            .map_err(|_| ConfigError::PropertiesFull)
-    }
-
-    /// The encoded application properties.
-    pub fn properties(&self) -> Metadata<'_> {
-        // Built only by `add_property`, so always valid; an empty block on the impossible failure.
-        Metadata::parse(&self.properties).unwrap_or(Metadata::EMPTY)
-    }
-
-    /// Length of the metadata we send in READY or INITIATE: `Socket-Type`, `Identity` (for
-    /// the types that send it) and the application properties.
-    pub(crate) fn metadata_len(&self) -> usize {
-        let mut len = property_len(b"Socket-Type", self.socket_type.name().as_bytes());
-        if self.socket_type.sends_identity() {
-            len += property_len(b"Identity", &self.identity);
-        }
-        len + self.properties.len()
-    }
-
-    /// Write the metadata of [`metadata_len`](Self::metadata_len).
-    pub(crate) fn emit_metadata(&self, w: &mut Writer<'_>) -> Result<(), InsufficientSize> {
-        let ty = self.socket_type.name().as_bytes();
-        w.emit(|out| emit_property(b"Socket-Type", ty, out))?;
-        if self.socket_type.sends_identity() {
-            w.emit(|out| emit_property(b"Identity", &self.identity, out))?;
-        }
-        w.put(&self.properties)
-    }
-}
 
 /// Something a connection reports that does not borrow the input.
 #[non_exhaustive]
@@ -522,9 +384,6 @@ impl Connection {
                 None => None,
             };
             self.after_mechanism_step(now);
-            if let Some(e) = &self.error {
-                return Err(e.clone());
-            }
             return Ok(item);
         }
         if self.phase == Phase::Traffic && self.mechanism.seals() {
@@ -624,17 +483,14 @@ impl Connection {
         Ok(Item::Ready(meta))
     }
 
-    /// After the mechanism moved: report a wanted verdict, take on its failure, and enter
-    /// traffic once both sides are done.
+    /// After the mechanism moved: report a wanted verdict, and enter traffic once both
+    /// sides are done.
     fn after_mechanism_step(&mut self, now: Instant) {
         if !self.auth_asked && self.mechanism.auth_request().is_some() {
             self.auth_asked = true;
             self.auth_unreported = true;
         }
-        if self.error.is_none() {
-            self.error = self.mechanism.failure();
-        }
-        if self.phase == Phase::Handshake && self.error.is_none() && self.mechanism.is_complete() {
+        if self.phase == Phase::Handshake && self.mechanism.is_complete() {
             self.phase = Phase::Traffic;
             self.timers[Timer::Handshake as usize] = None;
             self.timers[Timer::Ping as usize] = self.config.heartbeat_interval.map(|d| now + d);
@@ -670,10 +526,7 @@ impl Connection {
             return Err(e);
         }
         self.after_mechanism_step(now);
-        match &self.error {
-            Some(e) => Err(e.clone()),
-            None => Ok(()),
-        }
+        Ok(())
     }
 
     fn traffic_command<'a>(
@@ -976,13 +829,15 @@ impl Connection {
                 })?;
                 w.len()
             }
-            Control::Handshake => {
-                let n = self.mechanism.emit(&self.config, out)?;
-                if self.error.is_none() {
-                    self.error = self.mechanism.failure();
+            Control::Handshake => match self.mechanism.emit(&self.config, out) {
+                Ok(n) => n,
+                Err(EmitError::InsufficientSize(e)) => return Err(e.into()),
+                Err(EmitError::Failed { farewell, error }) => {
+                    // The farewell (if any) still goes out; nothing after it.
+                    self.error = Some(error);
+                    farewell
                 }
-                n
-            }
+            },
             Control::Pong => {
                 let pending = self.pending.pong.clone().unwrap_or_default();
                 let cmd = Command::Pong { context: &pending };
@@ -1214,6 +1069,3 @@ impl Connection {
         })
     }
 }
-
-#[cfg(feature = "std")]
-impl std::error::Error for ConfigError {}
