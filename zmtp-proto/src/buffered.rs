@@ -171,34 +171,25 @@ impl Buffered {
     /// The next complete item from the received bytes, if any. When none is complete, the
     /// receive buffer is given room for what the next step needs.
     pub fn poll_item(&mut self, now: Instant) -> Result<Option<OwnedItem>, Error> {
-        // The common case in traffic: a whole data frame, its body sliced off the buffer.
-        if let Some(frame) = self.conn.take_data_frame(&self.rx)? {
-            let mut body = self.rx.split_to(frame.header_len + frame.len);
-            body.advance(frame.header_len);
-            let body = body.freeze();
-            return Ok(Some(OwnedItem::Frame {
-                body,
-                more: frame.more,
-            }));
-        }
         loop {
             let input = self.conn.handle_input(now, &mut self.rx)?;
-            if input.consumed == 0 {
-                // Grow with the bytes that arrive, not with what a header announces: a
-                // peer claiming a huge frame gets no memory until it sends the bytes.
-                let more = input.needed.saturating_sub(self.rx.len());
-                self.rx.reserve(more.clamp(RX_CHUNK, MAX_RESERVE));
-                return Ok(None);
-            }
-            let kind = input.item.as_ref().map(OwnedKind::of);
-            let (payload, consumed) = (input.payload.clone(), input.consumed);
+            let (consumed, payload) = (input.consumed, input.payload.clone());
+            let Some(kind) = input.item.as_ref().map(OwnedKind::of) else {
+                if consumed == 0 {
+                    // Grow with the bytes that arrive, not with what a header announces: a
+                    // peer claiming a huge frame gets no memory until it sends the bytes.
+                    let more = input.needed.saturating_sub(self.rx.len());
+                    self.rx.reserve(more.clamp(RX_CHUNK, MAX_RESERVE));
+                    return Ok(None);
+                }
+                self.rx.advance(consumed);
+                continue;
+            };
+            // Trim to the payload in place: one shared reference, not two.
             let mut chunk = self.rx.split_to(consumed);
-            if let Some(kind) = kind {
-                // Trim to the payload in place: one shared reference, not two.
-                chunk.advance(payload.start);
-                chunk.truncate(payload.len());
-                return Ok(Some(kind.make(chunk.freeze())));
-            }
+            chunk.advance(payload.start);
+            chunk.truncate(payload.len());
+            return Ok(Some(kind.make(chunk.freeze())));
         }
     }
 
@@ -268,28 +259,9 @@ impl Buffered {
 
     /// Append one data frame to the send buffer.
     pub fn send_frame(&mut self, body: &[u8], more: bool) -> Result<(), EncodeError> {
-        // The common case in traffic: header and body appended as they are.
-        if let Some(header) = self.conn.take_plain_header(body.len(), more) {
-            let mut bytes = [0u8; MAX_FRAME_HEADER_LEN];
-            let n = header.emit(&mut bytes).unwrap_or_default();
-            let header = bytes.get(..n).unwrap_or_default();
-            let room = n + body.len() + ROOM_SLACK;
-            let tail = encoded_tail(&mut self.tx, &mut self.spare, &mut self.tx_head, room);
-            let Some((buf, used)) = tail else {
-                return Ok(());
-            };
-            let start = *used;
-            let end = start + n + body.len();
-            if let Some(out) = buf.get_mut(start..end) {
-                let (h, b) = out.split_at_mut(n);
-                h.copy_from_slice(header);
-                b.copy_from_slice(body);
-            }
-            *used = end;
-            self.tx_len += end - start;
-            return Ok(());
-        }
-        self.encode(body.len() + 9, |conn, out| conn.send_frame(body, more, out))
+        self.encode(body.len() + MAX_FRAME_HEADER_LEN, |conn, out| {
+            conn.send_frame(body, more, out)
+        })
     }
 
     /// Append one data frame whose body is shared: a large body is queued by reference

@@ -22,16 +22,7 @@ use crate::{Instant, SocketType};
 /// only be an attack or garbage.
 pub const MAX_FRAME_SIZE: u64 = 1 << 47;
 
-/// Where a data frame taken by `Connection::take_data_frame` lies in the input: its
-/// body is `len` bytes after a `header_len`-byte header.
-#[cfg(feature = "alloc")]
-pub(crate) struct DataFrame {
-    pub(crate) header_len: usize,
-    pub(crate) len: usize,
-    pub(crate) more: bool,
-}
-
-impl Input<'_> {
+impl<'a> Input<'a> {
     /// Nothing consumed: `needed` bytes must be buffered first.
     fn partial(needed: usize) -> Self {
         Input {
@@ -51,6 +42,19 @@ impl Input<'_> {
             payload: 0..0,
         }
     }
+
+    /// `consumed` bytes used, ending with the payload of `item` (if any).
+    fn taken(consumed: usize, item: Option<Item<'a>>) -> Self {
+        match item {
+            Some(item) => Input {
+                consumed,
+                needed: 0,
+                payload: consumed - item.payload().len()..consumed,
+                item: Some(item),
+            },
+            None => Input::consumed(consumed),
+        }
+    }
 }
 
 impl Connection {
@@ -60,6 +64,9 @@ impl Connection {
     /// Call it again on the remaining bytes until it consumes nothing; then `needed` says
     /// how many bytes must be buffered before the next call can make progress. `input` is
     /// mutable so that encrypting mechanisms can decrypt in place.
+    // Inlined into the driver's read loop, where every received message passes: the common
+    // case (a data frame of clear traffic) is the first branch of `input_frame`.
+    #[inline]
     pub fn handle_input<'a>(
         &mut self,
         now: Instant,
@@ -68,53 +75,58 @@ impl Connection {
         if let Some(e) = &self.error {
             return Err(e.clone());
         }
-        self.input_step(now, input).map_err(|e| self.fail(e))
-    }
-
-    fn input_step<'a>(&mut self, now: Instant, input: &'a mut [u8]) -> Result<Input<'a>, Error> {
-        match self.phase {
-            Phase::Signature => {
-                let Status::Complete(major) = Greeting::parse_signature(input)? else {
-                    return Ok(Input::partial(SIGNATURE_LEN));
-                };
-                if major < 3 {
-                    return Err(Error::UnsupportedVersion { major });
-                }
-                self.peer_major = major;
-                self.phase = Phase::GreetingRest;
-                self.queue_greeting_rest();
-                Ok(Input::consumed(SIGNATURE_LEN))
-            }
-            Phase::GreetingRest => {
-                const REST: usize = GREETING_LEN - SIGNATURE_LEN;
-                let Some(rest) = input.get(..REST) else {
-                    return Ok(Input::partial(REST));
-                };
-                let peer = Version {
-                    major: self.peer_major,
-                    minor: rest[0],
-                };
-                let mut theirs = [0u8; 20];
-                theirs.copy_from_slice(&rest[1..21]);
-                let theirs = Mechanism(theirs);
-                let ours = self.mechanism.name();
-                if theirs != ours {
-                    return Err(Error::MechanismMismatch { ours, theirs });
-                }
-                self.version = if self.config.version.is_v31() && peer.is_v31() {
-                    Version::V3_1
-                } else {
-                    Version::V3_0
-                };
-                self.phase = Phase::Handshake;
-                self.mechanism.start()?;
-                self.after_mechanism_step(now);
-                Ok(Input::consumed(REST))
-            }
+        let r = match self.phase {
             Phase::Handshake | Phase::Traffic => self.input_frame(now, input),
-        }
+            Phase::Signature => self.input_signature(input),
+            Phase::GreetingRest => self.input_greeting_rest(now, input),
+        };
+        r.map_err(|e| self.fail(e))
     }
 
+    /// The first stage of the peer's greeting: its signature and major version.
+    fn input_signature<'a>(&mut self, input: &[u8]) -> Result<Input<'a>, Error> {
+        let Status::Complete(major) = Greeting::parse_signature(input)? else {
+            return Ok(Input::partial(SIGNATURE_LEN));
+        };
+        if major < 3 {
+            return Err(Error::UnsupportedVersion { major });
+        }
+        self.peer_major = major;
+        self.phase = Phase::GreetingRest;
+        self.queue_greeting_rest();
+        Ok(Input::consumed(SIGNATURE_LEN))
+    }
+
+    /// The rest of the peer's greeting: it settles the version and starts the mechanism.
+    fn input_greeting_rest<'a>(&mut self, now: Instant, input: &[u8]) -> Result<Input<'a>, Error> {
+        const REST: usize = GREETING_LEN - SIGNATURE_LEN;
+        let Some(rest) = input.get(..REST) else {
+            return Ok(Input::partial(REST));
+        };
+        let peer = Version {
+            major: self.peer_major,
+            minor: rest[0],
+        };
+        let mut theirs = [0u8; 20];
+        theirs.copy_from_slice(&rest[1..21]);
+        let theirs = Mechanism(theirs);
+        let ours = self.mechanism.name();
+        if theirs != ours {
+            return Err(Error::MechanismMismatch { ours, theirs });
+        }
+        self.version = if self.config.version.is_v31() && peer.is_v31() {
+            Version::V3_1
+        } else {
+            Version::V3_0
+        };
+        self.phase = Phase::Handshake;
+        self.mechanism.start()?;
+        self.after_mechanism_step(now);
+        Ok(Input::consumed(REST))
+    }
+
+    /// One frame from the front of `input`, once the header was checked against the limit
+    /// of its kind and the whole frame is there.
     fn input_frame<'a>(&mut self, now: Instant, input: &'a mut [u8]) -> Result<Input<'a>, Error> {
         let Some(&flags) = input.first() else {
             return Ok(Input::partial(2));
@@ -135,69 +147,69 @@ impl Connection {
         let Some(body) = input.get_mut(header_len..total) else {
             return Ok(Input::partial(total));
         };
-        let item = self.frame_mut(now, header, body)?;
-        Ok(match item {
-            Some(item) => Input {
-                consumed: total,
-                needed: 0,
-                payload: total - item.payload().len()..total,
-                item: Some(item),
-            },
-            None => Input::consumed(total),
-        })
+        // Any complete frame counts as traffic for heartbeats.
+        self.traffic_seen();
+        let item =
+            if self.phase == Phase::Traffic && !header.flags.command && !self.mechanism.seals() {
+                // The common case first: a data frame of clear traffic.
+                Some(self.data_frame(body, header.flags.more)?)
+            } else {
+                self.other_frame(now, header, body)?
+            };
+        Ok(Input::taken(total, item))
     }
 
-    /// One complete frame whose body may be transformed in place (handshake commands,
-    /// sealed traffic).
-    fn frame_mut<'a>(
+    /// A complete frame other than a data frame of clear traffic: a command, a sealed
+    /// frame, or a message before the handshake is done (an error). Out of line, so that
+    /// the common case stays small where it is inlined.
+    #[inline(never)]
+    fn other_frame<'a>(
         &mut self,
         now: Instant,
         header: FrameHeader,
         body: &'a mut [u8],
     ) -> Result<Option<Item<'a>>, Error> {
-        if self.phase == Phase::Handshake && header.flags.command {
-            self.traffic_seen();
-            let meta = self.mechanism.handle_command(body)?;
-            let item = match meta {
-                Some(meta) => Some(self.accept_metadata(meta)?),
-                None => None,
-            };
-            self.after_mechanism_step(now);
-            return Ok(item);
+        match self.phase {
+            Phase::Traffic => self.traffic_frame(now, header, body),
+            _ if header.flags.command => self.handshake_command(now, body),
+            _ => Err(Error::UnexpectedMessage),
         }
-        if self.phase == Phase::Traffic && self.mechanism.seals() {
-            self.traffic_seen();
-            if header.flags.command {
-                return Err(Error::UnexpectedCommand);
-            }
-            let (flags, payload) = self.mechanism.open(body)?;
-            return if flags & 0x02 != 0 {
-                self.traffic_command(now, Command::parse(payload)?)
-            } else {
-                Ok(Some(self.data_frame(payload, flags & 0x01 != 0)?))
-            };
-        }
-        self.frame(now, header, body)
     }
 
-    /// One complete frame of clear traffic (or a message during the handshake, an error).
-    fn frame<'a>(
+    /// A command received during the handshake: the mechanism's business.
+    fn handshake_command<'a>(
+        &mut self,
+        now: Instant,
+        body: &'a mut [u8],
+    ) -> Result<Option<Item<'a>>, Error> {
+        let meta = self.mechanism.handle_command(body)?;
+        let item = match meta {
+            Some(meta) => Some(self.accept_metadata(meta)?),
+            None => None,
+        };
+        self.after_mechanism_step(now);
+        Ok(item)
+    }
+
+    /// A frame of traffic other than a clear data frame: a clear command, or a sealed
+    /// frame (CURVE), opened in place.
+    fn traffic_frame<'a>(
         &mut self,
         now: Instant,
         header: FrameHeader,
-        body: &'a [u8],
+        body: &'a mut [u8],
     ) -> Result<Option<Item<'a>>, Error> {
-        self.traffic_seen();
+        if !self.mechanism.seals() {
+            return self.traffic_command(now, Command::parse(body)?);
+        }
         if header.flags.command {
-            if self.phase != Phase::Traffic {
-                return Err(Error::UnexpectedCommand);
-            }
-            self.traffic_command(now, Command::parse(body)?)
+            return Err(Error::UnexpectedCommand);
+        }
+        let (flags, payload) = self.mechanism.open(body)?;
+        if flags & 0x02 != 0 {
+            self.traffic_command(now, Command::parse(payload)?)
         } else {
-            if self.phase != Phase::Traffic {
-                return Err(Error::UnexpectedMessage);
-            }
-            Ok(Some(self.data_frame(body, header.flags.more)?))
+            Ok(Some(self.data_frame(payload, flags & 0x01 != 0)?))
         }
     }
 
@@ -233,7 +245,12 @@ impl Connection {
         if header_len != header.len() || h.flags.command || h.size != body.len() as u64 {
             return Ok(None);
         }
-        self.frame(now, h, body).map_err(|e| self.fail(e))
+        // Time plays no part in a data frame: only commands (PING) read it.
+        let _ = now;
+        self.traffic_seen();
+        self.data_frame(body, h.flags.more)
+            .map(Some)
+            .map_err(|e| self.fail(e))
     }
 
     /// The peer's metadata (READY, INITIATE): checked and handed on.
@@ -344,7 +361,8 @@ impl Connection {
     }
 
     /// A data frame of traffic (clear or unsealed): counted, and handed on as a frame or,
-    /// in message form, as a subscription.
+    /// in message form, as a subscription. Always inlined: it is most of the common case.
+    #[inline(always)]
     fn data_frame<'a>(&mut self, body: &'a [u8], more: bool) -> Result<Item<'a>, Error> {
         let first = !self.in_mid_message;
         self.account_data_frame(body.len(), more)?;
@@ -357,44 +375,6 @@ impl Connection {
             }
         }
         Ok(Item::Frame { body, more })
-    }
-
-    /// The common case of [`handle_input`](Self::handle_input), taken without its general
-    /// machinery: `input` starts with a whole clear data frame of a message in traffic.
-    /// Then the frame is accounted for as `handle_input` would, and its layout returned.
-    /// Anything else (partial input, a command, sealed traffic, a subscription in message
-    /// form, a frame over a limit, a sticky error) changes nothing and gives `Ok(None)`:
-    /// call `handle_input`, which deals with it.
-    #[cfg(feature = "alloc")]
-    pub(crate) fn take_data_frame(&mut self, input: &[u8]) -> Result<Option<DataFrame>, Error> {
-        if self.error.is_some() || self.phase != Phase::Traffic || self.mechanism.seals() {
-            return Ok(None);
-        }
-        let Ok(Status::Complete((header, header_len))) =
-            FrameHeader::parse(input, self.data_frame_limit())
-        else {
-            return Ok(None);
-        };
-        let more = header.flags.more;
-        let first = !self.in_mid_message;
-        if header.flags.command || first && !more && self.config.socket_type.accepts_subscriptions()
-        {
-            return Ok(None);
-        }
-        // `FrameHeader::parse` bounds the size to `usize::MAX - 9`, so this cannot overflow.
-        let len = header.size as usize;
-        if input.len() - header_len < len {
-            return Ok(None);
-        }
-        self.traffic_seen();
-        if let Err(e) = self.account_data_frame(len, more) {
-            return Err(self.fail(e));
-        }
-        Ok(Some(DataFrame {
-            header_len,
-            len,
-            more,
-        }))
     }
 
     /// Count a data frame against MAXMSGSIZE and the frame cap, and track message bounds.

@@ -148,8 +148,7 @@ impl Connection {
     /// is queued at once and the handshake deadline starts at `now`.
     ///
     /// CURVE needs randomness for its keys: use [`with_entropy`](Self::with_entropy); built
-    /// here, a CURVE connection fails after the greeting with
-    /// [`CurveError::NoEntropy`](crate::mechanism::CurveError).
+    /// here, a CURVE connection fails after the greeting with `CurveError::NoEntropy`.
     pub fn new(config: Config, now: Instant) -> Connection {
         Connection::build(config, now, None)
     }

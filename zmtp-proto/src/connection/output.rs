@@ -229,14 +229,21 @@ impl Connection {
         self.phase == Phase::Traffic && self.mechanism.seals()
     }
 
+    /// Whether a frame can go out now as it is, with nothing in front of it: traffic, not
+    /// sealed, no control frame pending, no error. The common case of every send.
+    fn writes_through(&self) -> bool {
+        self.error.is_none()
+            && self.phase == Phase::Traffic
+            && !self.mechanism.seals()
+            && !self.control_pending()
+    }
+
     /// Length of the frame that carries `len` bytes of data (or a command body).
     fn frame_len(&self, command: bool, len: usize) -> usize {
         if self.sealing() {
             MechanismState::seal_len(len)
-        } else if command {
-            FrameHeader::command(len).encoded_len() + len
         } else {
-            FrameHeader::data(len, false).encoded_len() + len
+            clear_header(command, false, len).encoded_len() + len
         }
     }
 
@@ -251,20 +258,17 @@ impl Connection {
         body: impl FnOnce(&mut Writer<'_>) -> Result<(), InsufficientSize>,
     ) -> Result<usize, EncodeError> {
         if self.sealing() {
-            return self.mechanism.seal(command, more, len, out, body);
+            let sealed = self.mechanism.seal(command, more, len, out, body);
+            if let Err(EncodeError::Closed(e)) = &sealed {
+                // The mechanism cannot seal any more (nonces exhausted): fatal.
+                self.error = Some(e.clone());
+            }
+            return sealed;
         }
-        let header = if command {
-            FrameHeader::command(len)
-        } else {
-            FrameHeader::data(len, more)
-        };
-        ensure(out, header.encoded_len() + len)?;
-        let mut w = Writer::new(out);
-        w.emit(|out| header.emit(out))?;
-        body(&mut w)?;
-        Ok(w.len())
+        Ok(emit_clear(command, more, len, out, body)?)
     }
 
+    /// Whether anything may be sent: no error, and the handshake done.
     fn check_send(&self) -> Result<(), EncodeError> {
         if let Some(e) = &self.error {
             return Err(EncodeError::Closed(e.clone()));
@@ -284,7 +288,6 @@ impl Connection {
         f: impl FnOnce(&mut Self, &mut [u8]) -> Result<usize, EncodeError>,
     ) -> Result<usize, EncodeError> {
         if !self.control_pending() {
-            // The common case in traffic: nothing to put in front.
             return f(self, out);
         }
         ensure(out, self.pending_control_len() + len)?;
@@ -296,9 +299,10 @@ impl Connection {
         Ok(n + f(self, rest)?)
     }
 
-    /// Write pending control frames, then one frame carrying `len` bytes that `body`
-    /// writes (see [`emit_frame`](Self::emit_frame)), or nothing at all.
-    fn write_after_control(
+    /// Write one frame carrying `len` bytes that `body` writes (see
+    /// [`emit_frame`](Self::emit_frame)) behind any pending control frame, or nothing at
+    /// all. The caller has checked that the frame may be sent.
+    fn write_frame(
         &mut self,
         out: &mut [u8],
         command: bool,
@@ -314,33 +318,37 @@ impl Connection {
 
     /// Encode one data frame (header and body) into `out`, after any pending control frames;
     /// returns the bytes written. On any error nothing is written.
+    // Inlined into the caller: its first branch is every sent message's path.
+    #[inline]
     pub fn send_frame(
         &mut self,
         body: &[u8],
         more: bool,
         out: &mut [u8],
     ) -> Result<usize, EncodeError> {
-        self.check_send()?;
-        let n = self.write_after_control(out, false, more, body.len(), |w| w.put(body))?;
-        self.out_mid_message = more;
-        Ok(n)
+        // The common case first: the frame goes out as it is.
+        if self.writes_through() {
+            let n = emit_clear(false, more, body.len(), out, |w| w.put(body))?;
+            self.out_mid_message = more;
+            return Ok(n);
+        }
+        self.send_frame_behind(body, more, out)
     }
 
-    /// The header of a clear data frame that can go out now with nothing in front of it
-    /// (traffic, no control frame pending, no sealing, no error), taken as sent: the caller
-    /// writes it and the body. `None` leaves everything as it was: use
-    /// [`send_frame`](Self::send_frame), which deals with the rest.
-    #[cfg(feature = "alloc")]
-    pub(crate) fn take_plain_header(&mut self, len: usize, more: bool) -> Option<FrameHeader> {
-        if self.error.is_some()
-            || self.phase != Phase::Traffic
-            || self.mechanism.seals()
-            || self.control_pending()
-        {
-            return None;
-        }
+    /// [`send_frame`](Self::send_frame) when the frame cannot go out as it is: refused,
+    /// behind control frames, or sealed. Out of line, so that the common case stays small
+    /// where it is inlined.
+    #[inline(never)]
+    fn send_frame_behind(
+        &mut self,
+        body: &[u8],
+        more: bool,
+        out: &mut [u8],
+    ) -> Result<usize, EncodeError> {
+        self.check_send()?;
+        let n = self.write_frame(out, false, more, body.len(), |w| w.put(body))?;
         self.out_mid_message = more;
-        Some(FrameHeader::data(len, more))
+        Ok(n)
     }
 
     /// Like [`send_frame`](Self::send_frame) but writes only the header: the driver sends
@@ -373,7 +381,7 @@ impl Connection {
         if self.out_mid_message {
             return Err(EncodeError::MidMessage);
         }
-        self.write_after_control(out, true, false, cmd.body_len(), |w| {
+        self.write_frame(out, true, false, cmd.body_len(), |w| {
             w.emit(|out| cmd.emit_body(out))
         })
     }
@@ -407,9 +415,35 @@ impl Connection {
         if self.out_mid_message {
             return Err(EncodeError::MidMessage);
         }
-        self.write_after_control(out, false, false, topic.len() + 1, |w| {
+        self.write_frame(out, false, false, topic.len() + 1, |w| {
             w.put(&[u8::from(subscribe)])?;
             w.put(topic)
         })
     }
+}
+
+/// The header of a clear frame carrying `len` bytes: a command, or a data frame with `more`.
+fn clear_header(command: bool, more: bool, len: usize) -> FrameHeader {
+    if command {
+        FrameHeader::command(len)
+    } else {
+        FrameHeader::data(len, more)
+    }
+}
+
+/// Write a clear frame: its header, then the `len` bytes that `body` writes. On failure
+/// nothing is written.
+fn emit_clear(
+    command: bool,
+    more: bool,
+    len: usize,
+    out: &mut [u8],
+    body: impl FnOnce(&mut Writer<'_>) -> Result<(), InsufficientSize>,
+) -> Result<usize, InsufficientSize> {
+    let header = clear_header(command, more, len);
+    ensure(out, header.encoded_len() + len)?;
+    let mut w = Writer::new(out);
+    w.emit(|out| header.emit(out))?;
+    body(&mut w)?;
+    Ok(w.len())
 }
