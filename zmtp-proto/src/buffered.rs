@@ -9,7 +9,10 @@ use alloc::vec::Vec;
 use bytes::{Buf, Bytes, BytesMut};
 
 use crate::codec::{Command, MAX_FRAME_HEADER_LEN};
-use crate::{Config, Connection, EncodeError, Error, Instant, Item};
+use crate::config::Config;
+use crate::connection::{Connection, Item};
+use crate::error::{EncodeError, Error};
+use crate::time::Instant;
 
 /// An owned [`Item`]: payloads are slices of the receive buffer, not copies.
 #[derive(Debug, Clone, PartialEq, Eq)]

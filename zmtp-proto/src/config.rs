@@ -13,7 +13,7 @@ use crate::codec::{
 };
 #[cfg(feature = "curve")]
 use crate::curve_crypto::{KeyPair, PublicKey};
-use crate::SocketType;
+use crate::socket_type::SocketType;
 
 /// A routing identity: at most 255 bytes.
 pub type Identity = heapless::Vec<u8, 255>;

@@ -2,7 +2,7 @@
 //! why an outgoing frame could not be encoded.
 
 use crate::codec::{CodecError, InsufficientSize, Mechanism};
-use crate::SocketType;
+use crate::socket_type::SocketType;
 
 /// The reason text of an ERROR command the peer sent, cut to its first
 /// [`MAX_REASON_LEN`] bytes so that [`Error`] stays small (libzmq sends `"400"` or `"500"`).

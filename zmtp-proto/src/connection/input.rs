@@ -15,7 +15,8 @@ use crate::codec::{
 use crate::config::Identity;
 use crate::error::Error;
 use crate::mechanism::{reason_of, AuthRequest};
-use crate::{Instant, SocketType};
+use crate::socket_type::SocketType;
+use crate::time::Instant;
 
 /// Frames announcing more bytes than this are refused whatever the limits: no address space
 /// (2^47 bytes for user space on x86-64 and AArch64) could hold them, so such a header can

@@ -24,7 +24,8 @@ use crate::codec::{Metadata, Version};
 use crate::config::{Config, Identity};
 use crate::error::Error;
 use crate::mechanism::MechanismState;
-use crate::{Instant, SocketType};
+use crate::socket_type::SocketType;
+use crate::time::Instant;
 use output::Pending;
 use timers::Timers;
 

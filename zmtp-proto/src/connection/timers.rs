@@ -11,7 +11,7 @@ use core::time::Duration;
 
 use super::Connection;
 use crate::error::Error;
-use crate::Instant;
+use crate::time::Instant;
 
 /// One deadline of a connection.
 #[derive(Debug, Clone, Copy)]
