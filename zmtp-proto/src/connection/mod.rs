@@ -1,7 +1,7 @@
 //! One ZMTP byte stream, from greeting to traffic: the [`Connection`] state machine.
 //!
-//! This module holds the public type, its events and items, and the calls that only read
-//! state; the work is split by concern:
+//! This module holds the public type with its events and items, its construction, the
+//! accessors, the event queue and the sticky error; the work is split by concern:
 //! - `input`: bytes in. Greeting, handshake commands through the mechanism, traffic
 //!   frames and commands, the frame accounting against the message limits, and the
 //!   verdict on a peer's credentials;

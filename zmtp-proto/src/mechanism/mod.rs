@@ -6,6 +6,13 @@
 //! that authenticate their peers stop and wait for a verdict (ZAP, RFC 27): the connection
 //! reports [`Event::AuthRequested`](crate::Event::AuthRequested), and the driver answers
 //! with [`Connection::handle_auth`](crate::Connection::handle_auth).
+//!
+//! A mechanism reports its failures as the error of the call that caused them (a command
+//! it cannot accept, a verdict that closes silently, a farewell ERROR it has just written);
+//! the connection keeps the error, the mechanism does not. Mechanisms read only the local
+//! [`Config`] (for the metadata they carry) and never the connection.
+//! [`Security`], which chooses the mechanism, is part of that configuration and is
+//! re-exported here.
 
 #[cfg(feature = "curve")]
 mod curve;
