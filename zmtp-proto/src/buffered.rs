@@ -371,7 +371,10 @@ impl Buffered {
                 return Ok(());
             };
             let start = *used;
-            let room_buf = buf.get_mut(start..).unwrap_or_default();
+            // Always there: `encoded_tail` leaves `room` bytes after `used`.
+            let Some(room_buf) = buf.get_mut(start..) else {
+                return Ok(());
+            };
             match f(&mut self.conn, room_buf) {
                 Ok(n) => {
                     *used = start + n;
