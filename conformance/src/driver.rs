@@ -26,7 +26,9 @@ use std::time::{Duration, Instant as StdInstant, SystemTime};
 
 use zmtp_proto::codec::{Version, GREETING_LEN};
 use zmtp_proto::mechanism::{AuthRequest, Credentials};
-use zmtp_proto::{Buffered, Config, Connection, Event, Instant, OwnedItem, SendError, SocketType};
+use zmtp_proto::{
+    Buffered, Config, Connection, EncodeError, Event, Instant, OwnedItem, SocketType,
+};
 
 /// Longest a single blocking write may take before the driver gives up.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -48,7 +50,7 @@ pub enum DriverError {
     /// The connection failed (fatal protocol error, handshake or heartbeat timeout).
     Protocol(zmtp_proto::Error),
     /// A frame could not be queued for sending.
-    Send(SendError),
+    Send(EncodeError),
     /// The peer closed the stream.
     PeerClosed,
     /// The caller's deadline passed before the awaited thing happened (not sticky).

@@ -8,6 +8,7 @@
 //! | [`cluster`] | a seeded network of [`Socket`](zmtp_proto::socket::Socket)s with virtual time, bounded links and random read sizes; streams can also end at the test itself ([`cluster::Remote`]) |
 //! | [`message`] | short ways to build and compare socket messages and options |
 //! | [`rng`] | the one deterministic PRNG of the tests |
+//! | [`wire`] | bytes seen on the wire from libzmq, for wire tests and seeds |
 //! | [`fuzz`] | (feature `curve`, on by default) the body of every cargo-fuzz target in `fuzz/`, and their seed corpus |
 //!
 //! Every harness starts its clock at [`START`].
@@ -20,6 +21,7 @@ pub mod fuzz;
 pub mod message;
 pub mod pair;
 pub mod rng;
+pub mod wire;
 
 pub use rng::Rng;
 

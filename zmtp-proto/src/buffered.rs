@@ -9,7 +9,10 @@ use alloc::vec::Vec;
 use bytes::{Buf, Bytes, BytesMut};
 
 use crate::codec::{Command, MAX_FRAME_HEADER_LEN};
-use crate::{Config, Connection, Error, Instant, Item, SendError};
+use crate::config::Config;
+use crate::connection::{Connection, Item};
+use crate::error::{EncodeError, Error};
+use crate::time::Instant;
 
 /// An owned [`Item`]: payloads are slices of the receive buffer, not copies.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,34 +174,25 @@ impl Buffered {
     /// The next complete item from the received bytes, if any. When none is complete, the
     /// receive buffer is given room for what the next step needs.
     pub fn poll_item(&mut self, now: Instant) -> Result<Option<OwnedItem>, Error> {
-        // The common case in traffic: a whole data frame, its body sliced off the buffer.
-        if let Some(frame) = self.conn.take_data_frame(&self.rx)? {
-            let mut body = self.rx.split_to(frame.header_len + frame.len);
-            body.advance(frame.header_len);
-            let body = body.freeze();
-            return Ok(Some(OwnedItem::Frame {
-                body,
-                more: frame.more,
-            }));
-        }
         loop {
             let input = self.conn.handle_input(now, &mut self.rx)?;
-            if input.consumed == 0 {
-                // Grow with the bytes that arrive, not with what a header announces: a
-                // peer claiming a huge frame gets no memory until it sends the bytes.
-                let more = input.needed.saturating_sub(self.rx.len());
-                self.rx.reserve(more.clamp(RX_CHUNK, MAX_RESERVE));
-                return Ok(None);
-            }
-            let kind = input.item.as_ref().map(OwnedKind::of);
-            let (payload, consumed) = (input.payload.clone(), input.consumed);
+            let (consumed, payload) = (input.consumed, input.payload.clone());
+            let Some(kind) = input.item.as_ref().map(OwnedKind::of) else {
+                if consumed == 0 {
+                    // Grow with the bytes that arrive, not with what a header announces: a
+                    // peer claiming a huge frame gets no memory until it sends the bytes.
+                    let more = input.needed.saturating_sub(self.rx.len());
+                    self.rx.reserve(more.clamp(RX_CHUNK, MAX_RESERVE));
+                    return Ok(None);
+                }
+                self.rx.advance(consumed);
+                continue;
+            };
+            // Trim to the payload in place: one shared reference, not two.
             let mut chunk = self.rx.split_to(consumed);
-            if let Some(kind) = kind {
-                // Trim to the payload in place: one shared reference, not two.
-                chunk.advance(payload.start);
-                chunk.truncate(payload.len());
-                return Ok(Some(kind.make(chunk.freeze())));
-            }
+            chunk.advance(payload.start);
+            chunk.truncate(payload.len());
+            return Ok(Some(kind.make(chunk.freeze())));
         }
     }
 
@@ -267,34 +261,15 @@ impl Buffered {
     }
 
     /// Append one data frame to the send buffer.
-    pub fn send_frame(&mut self, body: &[u8], more: bool) -> Result<(), SendError> {
-        // The common case in traffic: header and body appended as they are.
-        if let Some(header) = self.conn.take_plain_header(body.len(), more) {
-            let mut bytes = [0u8; MAX_FRAME_HEADER_LEN];
-            let n = header.emit(&mut bytes).unwrap_or_default();
-            let header = bytes.get(..n).unwrap_or_default();
-            let room = n + body.len() + ROOM_SLACK;
-            let tail = encoded_tail(&mut self.tx, &mut self.spare, &mut self.tx_head, room);
-            let Some((buf, used)) = tail else {
-                return Ok(());
-            };
-            let start = *used;
-            let end = start + n + body.len();
-            if let Some(out) = buf.get_mut(start..end) {
-                let (h, b) = out.split_at_mut(n);
-                h.copy_from_slice(header);
-                b.copy_from_slice(body);
-            }
-            *used = end;
-            self.tx_len += end - start;
-            return Ok(());
-        }
-        self.encode(body.len() + 9, |conn, out| conn.send_frame(body, more, out))
+    pub fn send_frame(&mut self, body: &[u8], more: bool) -> Result<(), EncodeError> {
+        self.encode(body.len() + MAX_FRAME_HEADER_LEN, |conn, out| {
+            conn.send_frame(body, more, out)
+        })
     }
 
     /// Append one data frame whose body is shared: a large body is queued by reference
     /// (no copy), a small one is copied like [`send_frame`](Self::send_frame).
-    pub fn send_frame_shared(&mut self, body: &Bytes, more: bool) -> Result<(), SendError> {
+    pub fn send_frame_shared(&mut self, body: &Bytes, more: bool) -> Result<(), EncodeError> {
         // Encrypted bodies are sealed in the output buffer: no way around the copy.
         if body.len() < SHARED_BODY_MIN || self.conn.encrypts() {
             return self.send_frame(body, more);
@@ -307,19 +282,19 @@ impl Buffered {
     }
 
     /// Append a command frame (JOIN, LEAVE, ...).
-    pub fn send_command(&mut self, cmd: &Command<'_>) -> Result<(), SendError> {
+    pub fn send_command(&mut self, cmd: &Command<'_>) -> Result<(), EncodeError> {
         self.encode(cmd.frame_len(), |conn, out| conn.send_command(cmd, out))
     }
 
     /// Append a subscription (command or `0x01` message, by peer version).
-    pub fn send_subscribe(&mut self, topic: &[u8]) -> Result<(), SendError> {
+    pub fn send_subscribe(&mut self, topic: &[u8]) -> Result<(), EncodeError> {
         self.encode(topic.len() + 20, |conn, out| {
             conn.send_subscribe(topic, out)
         })
     }
 
     /// Append a cancelled subscription.
-    pub fn send_cancel(&mut self, topic: &[u8]) -> Result<(), SendError> {
+    pub fn send_cancel(&mut self, topic: &[u8]) -> Result<(), EncodeError> {
         self.encode(topic.len() + 20, |conn, out| conn.send_cancel(topic, out))
     }
 
@@ -387,8 +362,8 @@ impl Buffered {
     fn encode(
         &mut self,
         hint: usize,
-        mut f: impl FnMut(&mut Connection, &mut [u8]) -> Result<usize, SendError>,
-    ) -> Result<(), SendError> {
+        mut f: impl FnMut(&mut Connection, &mut [u8]) -> Result<usize, EncodeError>,
+    ) -> Result<(), EncodeError> {
         let mut room = hint + ROOM_SLACK;
         loop {
             let tail = encoded_tail(&mut self.tx, &mut self.spare, &mut self.tx_head, room);
@@ -396,14 +371,17 @@ impl Buffered {
                 return Ok(());
             };
             let start = *used;
-            let room_buf = buf.get_mut(start..).unwrap_or_default();
+            // Always there: `encoded_tail` leaves `room` bytes after `used`.
+            let Some(room_buf) = buf.get_mut(start..) else {
+                return Ok(());
+            };
             match f(&mut self.conn, room_buf) {
                 Ok(n) => {
                     *used = start + n;
                     self.tx_len += n;
                     return Ok(());
                 }
-                Err(SendError::InsufficientSize { required }) if required > room => {
+                Err(EncodeError::InsufficientSize { required }) if required > room => {
                     room = required;
                 }
                 Err(e) => return Err(e),

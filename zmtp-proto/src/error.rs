@@ -1,7 +1,8 @@
-//! The connection's error types.
+//! The connection's error types: [`Error`] (fatal, sticky), the reasons inside it, and
+//! why an outgoing frame could not be encoded.
 
 use crate::codec::{CodecError, InsufficientSize, Mechanism};
-use crate::SocketType;
+use crate::socket_type::SocketType;
 
 /// The reason text of an ERROR command the peer sent, cut to its first
 /// [`MAX_REASON_LEN`] bytes so that [`Error`] stays small (libzmq sends `"400"` or `"500"`).
@@ -75,7 +76,7 @@ pub enum Error {
     UnexpectedVerdict,
     /// The CURVE handshake or a CURVE MESSAGE failed.
     #[cfg(feature = "curve")]
-    Curve(crate::mechanism::CurveError),
+    Curve(CurveError),
 }
 
 impl From<CodecError> for Error {
@@ -128,10 +129,60 @@ impl core::fmt::Display for Error {
 #[cfg(feature = "std")]
 impl std::error::Error for Error {}
 
-/// Why an outgoing frame could not be encoded. Only [`SendError::Closed`] is fatal.
+/// Why a CURVE handshake or MESSAGE was refused.
+#[cfg(feature = "curve")]
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CurveError {
+    /// A HELLO of the wrong size or version, or whose box does not open with our key.
+    BadHello,
+    /// A WELCOME of the wrong size, or whose box does not open (wrong server key).
+    BadWelcome,
+    /// An INITIATE too short, with a cookie that is not ours, or whose box does not open.
+    BadInitiate,
+    /// The vouch inside INITIATE does not open or does not name the client's short-term key.
+    BadVouch,
+    /// A READY too short, or whose box does not open.
+    BadReady,
+    /// A MESSAGE too short, not a MESSAGE, or whose box does not open.
+    BadMessage,
+    /// A MESSAGE nonce not above the last one received: replayed or reordered
+    /// (libzmq's `ZMQ_PROTOCOL_ERROR_ZMTP_INVALID_SEQUENCE`).
+    InvalidSequence,
+    /// Our nonce counter ran out (after 2<sup>64</sup> frames).
+    NoncesExhausted,
+    /// The connection was built without entropy, which CURVE needs for its keys.
+    NoEntropy,
+}
+
+#[cfg(feature = "curve")]
+impl core::fmt::Display for CurveError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            CurveError::BadHello => "invalid CURVE HELLO",
+            CurveError::BadWelcome => "invalid CURVE WELCOME (wrong server key?)",
+            CurveError::BadInitiate => "invalid CURVE INITIATE",
+            CurveError::BadVouch => "invalid CURVE vouch",
+            CurveError::BadReady => "invalid CURVE READY",
+            CurveError::BadMessage => "invalid CURVE MESSAGE",
+            CurveError::InvalidSequence => "CURVE MESSAGE nonce out of sequence",
+            CurveError::NoncesExhausted => "CURVE nonces exhausted",
+            CurveError::NoEntropy => "CURVE needs entropy to make its keys",
+        })
+    }
+}
+
+#[cfg(feature = "curve")]
+impl From<CurveError> for Error {
+    fn from(e: CurveError) -> Error {
+        Error::Curve(e)
+    }
+}
+
+/// Why an outgoing frame could not be encoded. Only [`EncodeError::Closed`] is fatal.
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SendError {
+pub enum EncodeError {
     /// The handshake has not completed; queue the message and retry after
     /// [`Event::HandshakeSucceeded`](crate::Event::HandshakeSucceeded).
     NotReady,
@@ -148,27 +199,27 @@ pub enum SendError {
     Sealed,
 }
 
-impl From<InsufficientSize> for SendError {
-    fn from(e: InsufficientSize) -> SendError {
-        SendError::InsufficientSize {
+impl From<InsufficientSize> for EncodeError {
+    fn from(e: InsufficientSize) -> EncodeError {
+        EncodeError::InsufficientSize {
             required: e.required,
         }
     }
 }
 
-impl core::fmt::Display for SendError {
+impl core::fmt::Display for EncodeError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
-            SendError::NotReady => f.write_str("handshake not complete"),
-            SendError::MidMessage => f.write_str("a multipart message is half written"),
-            SendError::InsufficientSize { required } => {
+            EncodeError::NotReady => f.write_str("handshake not complete"),
+            EncodeError::MidMessage => f.write_str("a multipart message is half written"),
+            EncodeError::InsufficientSize { required } => {
                 write!(f, "output buffer too small: {required} bytes required")
             }
-            SendError::Closed(e) => write!(f, "connection closed: {e}"),
-            SendError::Sealed => f.write_str("encrypted traffic: body cannot be sent apart"),
+            EncodeError::Closed(e) => write!(f, "connection closed: {e}"),
+            EncodeError::Sealed => f.write_str("encrypted traffic: body cannot be sent apart"),
         }
     }
 }
 
 #[cfg(feature = "std")]
-impl std::error::Error for SendError {}
+impl std::error::Error for EncodeError {}

@@ -113,6 +113,7 @@ extern crate std;
 #[cfg(feature = "alloc")]
 mod buffered;
 pub mod codec;
+mod config;
 mod connection;
 #[cfg(feature = "curve")]
 pub mod curve_crypto;
@@ -129,10 +130,11 @@ pub use buffered::{Buffered, OwnedItem, SHARED_BODY_MIN};
 /// The buffer types of the `alloc` layer, re-exported so users need not depend on `bytes`.
 #[cfg(feature = "alloc")]
 pub use bytes::{Bytes, BytesMut};
-pub use connection::{
-    Config, ConfigError, Connection, Event, Identity, Input, Item, DEFAULT_HANDSHAKE_TIMEOUT,
-    DEFAULT_MAX_COMMAND_SIZE, DEFAULT_MAX_MESSAGE_FRAMES, MAX_FRAME_SIZE, MAX_PROPERTIES_LEN,
+pub use config::{
+    Config, ConfigError, Identity, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_COMMAND_SIZE,
+    DEFAULT_MAX_MESSAGE_FRAMES, MAX_PROPERTIES_LEN,
 };
-pub use error::{Error, Reason, SendError, MAX_REASON_LEN};
+pub use connection::{Connection, Event, Input, Item, MAX_FRAME_SIZE};
+pub use error::{EncodeError, Error, Reason, MAX_REASON_LEN};
 pub use socket_type::SocketType;
 pub use time::{Clock, Instant};

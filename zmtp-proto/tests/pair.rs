@@ -64,7 +64,7 @@ fn send_before_handshake_is_not_ready() {
     let mut p = Pair::new(cfg(SocketType::Push), cfg(SocketType::Pull));
     assert_eq!(
         p.a.buf.send_frame(b"x", false),
-        Err(zmtp_proto::SendError::NotReady)
+        Err(zmtp_proto::EncodeError::NotReady)
     );
     p.drive();
     p.a.send(&[b"x"]);
@@ -203,7 +203,7 @@ fn errors_are_sticky() {
     assert_eq!(conn.handle_input(p.now, &mut [0u8; 4]), Err(err.clone()));
     assert_eq!(
         conn.send_frame(b"x", false, &mut [0u8; 16]),
-        Err(zmtp_proto::SendError::Closed(err))
+        Err(zmtp_proto::EncodeError::Closed(err))
     );
     assert_eq!(conn.poll_transmit(&mut [0u8; 128]), Ok(0));
 }

@@ -60,16 +60,7 @@ impl Cmd {
 }
 
 fn command() -> impl Strategy<Value = Cmd> {
-    let known: &[&[u8]] = &[
-        b"READY",
-        b"ERROR",
-        b"PING",
-        b"PONG",
-        b"SUBSCRIBE",
-        b"CANCEL",
-        b"JOIN",
-        b"LEAVE",
-    ];
+    let known: &[&[u8]] = &zmtp_testkit::wire::KNOWN_COMMANDS;
     prop_oneof![
         props().prop_map(|p| Cmd::Ready(encode_props(&p))),
         bytes(255).prop_map(Cmd::Error),

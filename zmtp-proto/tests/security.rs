@@ -937,7 +937,7 @@ mod curve {
     use zmtp_proto::codec::InsufficientSize;
     use zmtp_proto::curve_crypto::{nonce, CryptoBox, Drbg, KeyPair, PublicKey, TAG_LEN};
     use zmtp_proto::mechanism::CurveError;
-    use zmtp_proto::{Bytes, Connection, SendError};
+    use zmtp_proto::{Bytes, Connection, EncodeError};
 
     // libzmq's `doc/zmq_curve.txt` test keys.
     const CLIENT_PUBLIC: &[u8] = b"Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID";
@@ -1332,7 +1332,7 @@ mod curve {
             p.a.buf
                 .connection_mut()
                 .send_frame_header(100_000, false, &mut out),
-            Err(SendError::Sealed)
+            Err(EncodeError::Sealed)
         );
         // A shared (large) body is sealed like any other.
         let body = Bytes::from(vec![7u8; 100_000]);
@@ -2241,7 +2241,8 @@ mod curve {
         for (i, f) in frames.iter().enumerate() {
             let more = i + 1 < frames.len();
             let mut tiny = [0u8; 1];
-            let Err(SendError::InsufficientSize { required }) = conn.send_frame(f, more, &mut tiny)
+            let Err(EncodeError::InsufficientSize { required }) =
+                conn.send_frame(f, more, &mut tiny)
             else {
                 panic!("a sealed frame in one byte");
             };

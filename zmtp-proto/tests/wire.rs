@@ -8,27 +8,7 @@ use zmtp_proto::codec::{
     CodecError, Command, FrameHeader, Greeting, Mechanism, Metadata, Status, Version,
 };
 use zmtp_proto::{Config, Connection, Error, Event, Instant, SocketType};
-
-/// A libzmq greeting: padding holds routing-id length + 1 (G1), as-server is 0 (G2).
-const LIBZMQ_GREETING: [u8; 64] = {
-    let mut g = [0u8; 64];
-    g[0] = 0xFF;
-    g[8] = 0x01;
-    g[9] = 0x7F;
-    g[10] = 3;
-    g[11] = 1;
-    g[12] = b'N';
-    g[13] = b'U';
-    g[14] = b'L';
-    g[15] = b'L';
-    g
-};
-
-/// READY from a libzmq DEALER with no routing id.
-const DEALER_READY: &[u8] =
-    b"\x04\x29\x05READY\x0bSocket-Type\x00\x00\x00\x06DEALER\x08Identity\x00\x00\x00\x00";
-/// READY from a libzmq SUB.
-const SUB_READY: &[u8] = b"\x04\x19\x05READY\x0bSocket-Type\x00\x00\x00\x03SUB";
+use zmtp_testkit::wire::{DEALER_READY, LIBZMQ_GREETING, SUB_READY};
 
 fn now() -> Instant {
     Instant::from_millis(5)

@@ -103,16 +103,7 @@ pub fn command(data: &[u8]) {
         return;
     };
     if let Command::Unknown { name, .. } = cmd {
-        for known in [
-            &b"READY"[..],
-            b"ERROR",
-            b"PING",
-            b"PONG",
-            b"SUBSCRIBE",
-            b"CANCEL",
-            b"JOIN",
-            b"LEAVE",
-        ] {
+        for known in crate::wire::KNOWN_COMMANDS {
             assert!(name != known, "a known command parsed as unknown");
         }
     }

@@ -4,7 +4,7 @@ use core::time::Duration;
 
 use zmtp_proto::codec::{Command, InsufficientSize, Version};
 use zmtp_proto::mechanism::Security;
-use zmtp_proto::{Config, Connection, Error, Event, Instant, SendError, SocketType};
+use zmtp_proto::{Config, Connection, EncodeError, Error, Event, Instant, SocketType};
 
 use super::input::{pick, Cursor};
 use super::material::{
@@ -165,13 +165,13 @@ impl Driven {
         }
     }
 
-    fn record_send(&mut self, r: &Result<usize, SendError>) {
-        if let Err(SendError::Closed(e)) = r {
+    fn record_send(&mut self, r: &Result<usize, EncodeError>) {
+        if let Err(EncodeError::Closed(e)) = r {
             self.record::<()>(&Err(e.clone()));
         }
         if let Some(e) = &self.failed {
             assert!(
-                r == &Err(SendError::Closed(e.clone())),
+                r == &Err(EncodeError::Closed(e.clone())),
                 "send after {e:?} gave {r:?}"
             );
         }
@@ -337,7 +337,7 @@ pub(super) fn run_connection(data: &[u8]) -> ConnectionOutcome {
                     match &r {
                         Ok(n) => assert!(*n > len, "a frame shorter than its body"),
                         Err(e) => assert!(
-                            matches!(e, SendError::NotReady) && !d.conn.is_established(),
+                            matches!(e, EncodeError::NotReady) && !d.conn.is_established(),
                             "send_frame on a healthy connection: {e:?}"
                         ),
                     }
@@ -358,7 +358,7 @@ pub(super) fn run_connection(data: &[u8]) -> ConnectionOutcome {
                 d.record_send(&r);
                 if d.failed.is_none() && d.conn.is_established() && d.conn.encrypts() {
                     assert!(
-                        r == Err(SendError::Sealed),
+                        r == Err(EncodeError::Sealed),
                         "a bare header on encrypted traffic"
                     );
                 }

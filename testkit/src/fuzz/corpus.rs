@@ -10,6 +10,7 @@ use super::socket::act;
 #[cfg(doc)]
 use super::{connection, socket, TARGETS};
 use crate::pair::raw::record_handshake;
+use crate::wire::{DEALER_READY, LIBZMQ_GREETING, SUB_READY};
 
 /// One seed input: the target it is for, a file name, the bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,26 +22,6 @@ pub struct Seed {
     /// The input.
     pub data: Vec<u8>,
 }
-
-/// A libzmq greeting (NULL, 3.1): its padding holds routing-id length + 1.
-const LIBZMQ_GREETING: [u8; 64] = {
-    let mut g = [0u8; 64];
-    g[0] = 0xFF;
-    g[8] = 0x01;
-    g[9] = 0x7F;
-    g[10] = 3;
-    g[11] = 1;
-    g[12] = b'N';
-    g[13] = b'U';
-    g[14] = b'L';
-    g[15] = b'L';
-    g
-};
-/// READY from a libzmq DEALER with no routing id (seen on the wire).
-const DEALER_READY: &[u8] =
-    b"\x04\x29\x05READY\x0bSocket-Type\x00\x00\x00\x06DEALER\x08Identity\x00\x00\x00\x00";
-/// READY from a libzmq SUB (seen on the wire).
-const SUB_READY: &[u8] = b"\x04\x19\x05READY\x0bSocket-Type\x00\x00\x00\x03SUB";
 
 /// Append feed operations of [`connection`] carrying `bytes`.
 fn feed_ops(seed: &mut Vec<u8>, bytes: &[u8]) {

@@ -5,61 +5,16 @@
 //! Then every frame travels as a MESSAGE in a plain data frame, its first plaintext byte
 //! the inner flags (bit 0 MORE, bit 1 COMMAND).
 
-use super::{emit_error, error_len, put_command_head, reason_of, Credentials, Refusal, Verdict};
+use super::{
+    emit_error, error_len, put_command_head, reason_of, Credentials, EmitError, Refusal, Verdict,
+};
 use crate::codec::{Command, FrameHeader, InsufficientSize, Metadata, Writer};
-use crate::connection::Config;
+use crate::config::Config;
 use crate::curve_crypto::{
     nonce, CryptoBox, Drbg, KeyPair, PublicKey, SecretBox, KEY_LEN, TAG_LEN,
 };
-use crate::{Error, SendError};
+use crate::error::{CurveError, EncodeError, Error};
 use zeroize::Zeroize;
-
-/// Why a CURVE handshake or MESSAGE was refused.
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CurveError {
-    /// A HELLO of the wrong size or version, or whose box does not open with our key.
-    BadHello,
-    /// A WELCOME of the wrong size, or whose box does not open (wrong server key).
-    BadWelcome,
-    /// An INITIATE too short, with a cookie that is not ours, or whose box does not open.
-    BadInitiate,
-    /// The vouch inside INITIATE does not open or does not name the client's short-term key.
-    BadVouch,
-    /// A READY too short, or whose box does not open.
-    BadReady,
-    /// A MESSAGE too short, not a MESSAGE, or whose box does not open.
-    BadMessage,
-    /// A MESSAGE nonce not above the last one received: replayed or reordered
-    /// (libzmq's `ZMQ_PROTOCOL_ERROR_ZMTP_INVALID_SEQUENCE`).
-    InvalidSequence,
-    /// Our nonce counter ran out (after 2<sup>64</sup> frames).
-    NoncesExhausted,
-    /// The connection was built without entropy, which CURVE needs for its keys.
-    NoEntropy,
-}
-
-impl core::fmt::Display for CurveError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(match self {
-            CurveError::BadHello => "invalid CURVE HELLO",
-            CurveError::BadWelcome => "invalid CURVE WELCOME (wrong server key?)",
-            CurveError::BadInitiate => "invalid CURVE INITIATE",
-            CurveError::BadVouch => "invalid CURVE vouch",
-            CurveError::BadReady => "invalid CURVE READY",
-            CurveError::BadMessage => "invalid CURVE MESSAGE",
-            CurveError::InvalidSequence => "CURVE MESSAGE nonce out of sequence",
-            CurveError::NoncesExhausted => "CURVE nonces exhausted",
-            CurveError::NoEntropy => "CURVE needs entropy to make its keys",
-        })
-    }
-}
-
-impl From<CurveError> for Error {
-    fn from(e: CurveError) -> Error {
-        Error::Curve(e)
-    }
-}
 
 const HELLO_LEN: usize = 200;
 const WELCOME_LEN: usize = 168;
@@ -89,11 +44,9 @@ pub(crate) struct Curve {
     /// The last short nonce received.
     peer_nonce: u64,
     pub(crate) verdict: Verdict,
-    pub(crate) refused: Refusal,
+    refused: Refusal,
     pending: Option<Out>,
     done: bool,
-    /// Building one of our commands failed: the handshake cannot go on.
-    fault: Option<CurveError>,
 }
 
 #[derive(Debug, Clone)]
@@ -191,15 +144,7 @@ impl Curve {
             refused: Refusal::default(),
             pending: None,
             done: false,
-            fault: None,
         }
-    }
-
-    /// The error that ends the handshake, if any.
-    pub(crate) fn failure(&self) -> Option<Error> {
-        self.fault
-            .map(Error::Curve)
-            .or_else(|| self.refused.failure())
     }
 
     fn random(&mut self, out: &mut [u8]) -> Result<(), CurveError> {
@@ -261,12 +206,8 @@ impl Curve {
         Some(FrameHeader::command(body).encoded_len() + body)
     }
 
-    pub(crate) fn emit(&mut self, cfg: &Config, out: &mut [u8]) -> Result<usize, InsufficientSize> {
-        if let Some(reason) = self.refused.farewell() {
-            let n = emit_error(out, reason)?;
-            self.refused.farewell_sent();
-            return Ok(n);
-        }
+    pub(crate) fn emit(&mut self, cfg: &Config, out: &mut [u8]) -> Result<usize, EmitError> {
+        self.refused.emit_farewell(out, emit_error)?;
         let Some(next) = self.pending else {
             return Ok(0);
         };
@@ -286,8 +227,10 @@ impl Curve {
             Err(Fault(e)) => {
                 // Nothing usable was written: the handshake ends here.
                 frame.fill(0);
-                self.fault = Some(e);
-                Ok(0)
+                Err(EmitError::Failed {
+                    farewell: 0,
+                    error: Error::Curve(e),
+                })
             }
         }
     }
@@ -620,12 +563,11 @@ impl Curve {
     }
 
     pub(crate) fn handle_auth(&mut self, status: u16) -> Result<(), Error> {
-        if self.refused.apply(status) {
+        self.verdict = Verdict::None;
+        if self.refused.apply(status)? {
             self.verdict = Verdict::Granted;
             self.pending = Some(Out::Ready);
             self.done = true;
-        } else {
-            self.verdict = Verdict::None;
         }
         Ok(())
     }
@@ -654,12 +596,12 @@ impl Curve {
         len: usize,
         out: &mut [u8],
         payload: impl FnOnce(&mut Writer<'_>) -> Result<(), InsufficientSize>,
-    ) -> Result<usize, SendError> {
+    ) -> Result<usize, EncodeError> {
         let total = Self::sealed_frame_len(len);
         let frame = out
             .get_mut(..total)
-            .ok_or(SendError::InsufficientSize { required: total })?;
-        let closed = |e: CurveError| SendError::Closed(Error::Curve(e));
+            .ok_or(EncodeError::InsufficientSize { required: total })?;
+        let closed = |e: CurveError| EncodeError::Closed(Error::Curve(e));
         let n = self.take_nonce().map_err(closed)?;
         let prefix = self.message_nonce_prefix(true);
         let traffic = self
@@ -675,7 +617,7 @@ impl Curve {
         w.put(&[(u8::from(more) * MORE) | (u8::from(command) * COMMAND)])?;
         payload(&mut w)?;
         if w.len() != total {
-            return Err(SendError::InsufficientSize { required: total });
+            return Err(EncodeError::InsufficientSize { required: total });
         }
         let sealed = frame.get_mut(at..).ok_or(closed(CurveError::BadMessage))?;
         let nonce = nonce(prefix, &n).map_err(|_| closed(CurveError::BadMessage))?;

@@ -6,152 +6,30 @@
 //! that authenticate their peers stop and wait for a verdict (ZAP, RFC 27): the connection
 //! reports [`Event::AuthRequested`](crate::Event::AuthRequested), and the driver answers
 //! with [`Connection::handle_auth`](crate::Connection::handle_auth).
+//!
+//! A mechanism reports its failures as the error of the call that caused them (a command
+//! it cannot accept, a verdict that closes silently, a farewell ERROR it has just written);
+//! the connection keeps the error, the mechanism does not. Mechanisms read only the local
+//! [`Config`] (for the metadata they carry) and never the connection.
+//! [`Security`], which chooses the mechanism, is part of that configuration and is
+//! re-exported here.
 
 #[cfg(feature = "curve")]
 mod curve;
 mod null;
 mod plain;
 
-#[cfg(feature = "curve")]
-pub use curve::CurveError;
 pub(crate) use null::reason_of;
 use null::Null;
 use plain::Plain;
 
+pub use crate::config::{Credential, Security};
+#[cfg(feature = "curve")]
+pub use crate::error::CurveError;
+
 use crate::codec::{FrameHeader, InsufficientSize, Mechanism as MechanismName, Metadata, Writer};
-use crate::connection::Config;
-#[cfg(feature = "curve")]
-use crate::curve_crypto::{KeyPair, PublicKey};
-use crate::{Error, SendError};
-
-/// A user name or password for PLAIN: at most 255 bytes.
-pub type Credential = heapless::Vec<u8, 255>;
-
-/// The security mechanism a connection uses, and our role in it.
-// Credentials and keys are held inline: the crate works without an allocator.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, Default)]
-#[non_exhaustive]
-pub enum Security {
-    /// NULL (RFC 23): no authentication, no encryption. The default.
-    #[default]
-    Null,
-    /// PLAIN client (RFC 24): sends a user name and password in clear text.
-    PlainClient {
-        /// The user name (`ZMQ_PLAIN_USERNAME`).
-        username: Credential,
-        /// The password (`ZMQ_PLAIN_PASSWORD`).
-        password: Credential,
-    },
-    /// PLAIN server (`ZMQ_PLAIN_SERVER`): every client is authenticated (ZAP).
-    PlainServer,
-    /// CURVE client (RFC 26): authenticated, encrypted traffic to a server whose public key
-    /// is known.
-    #[cfg(feature = "curve")]
-    CurveClient {
-        /// The server's long-term public key (`ZMQ_CURVE_SERVERKEY`).
-        server_key: PublicKey,
-        /// Our long-term key pair (`ZMQ_CURVE_PUBLICKEY` / `ZMQ_CURVE_SECRETKEY`).
-        keys: KeyPair,
-    },
-    /// CURVE server (`ZMQ_CURVE_SERVER`): every client's long-term key is authenticated (ZAP).
-    #[cfg(feature = "curve")]
-    CurveServer {
-        /// Our long-term key pair.
-        keys: KeyPair,
-    },
-}
-
-impl Security {
-    /// A PLAIN client; `None` if the user name or password is longer than 255 bytes.
-    pub fn plain_client(username: &[u8], password: &[u8]) -> Option<Security> {
-        Some(Security::PlainClient {
-            username: Credential::from_slice(username).ok()?,
-            password: Credential::from_slice(password).ok()?,
-        })
-    }
-
-    /// A CURVE server (`ZMQ_CURVE_SERVER` with `ZMQ_CURVE_SECRETKEY`) from its secret key
-    /// in Z85 (40 characters); the public key is derived from it.
-    #[cfg(feature = "curve")]
-    pub fn curve_server_z85(secret: &str) -> Result<Security, crate::z85::Z85Error> {
-        Ok(Security::CurveServer {
-            keys: KeyPair::from_secret(crate::z85::decode_key(secret.as_bytes())?),
-        })
-    }
-
-    /// A CURVE client (`ZMQ_CURVE_SERVERKEY`, `ZMQ_CURVE_SECRETKEY`) from the server's
-    /// public key and our secret key, both in Z85.
-    #[cfg(feature = "curve")]
-    pub fn curve_client_z85(
-        server_public: &str,
-        secret: &str,
-    ) -> Result<Security, crate::z85::Z85Error> {
-        Ok(Security::CurveClient {
-            server_key: PublicKey(crate::z85::decode_key(server_public.as_bytes())?),
-            keys: KeyPair::from_secret(crate::z85::decode_key(secret.as_bytes())?),
-        })
-    }
-
-    /// The mechanism's name, as in the greeting.
-    pub fn mechanism(&self) -> MechanismName {
-        match self {
-            Security::Null => MechanismName::NULL,
-            Security::PlainClient { .. } | Security::PlainServer => MechanismName::PLAIN,
-            #[cfg(feature = "curve")]
-            Security::CurveClient { .. } | Security::CurveServer { .. } => MechanismName::CURVE,
-        }
-    }
-
-    /// Whether we are the server of the mechanism (PLAIN or CURVE server).
-    pub fn is_server(&self) -> bool {
-        match self {
-            Security::Null | Security::PlainClient { .. } => false,
-            Security::PlainServer => true,
-            #[cfg(feature = "curve")]
-            Security::CurveClient { .. } => false,
-            #[cfg(feature = "curve")]
-            Security::CurveServer { .. } => true,
-        }
-    }
-}
-
-impl PartialEq for Security {
-    fn eq(&self, other: &Security) -> bool {
-        match (self, other) {
-            (Security::Null, Security::Null) | (Security::PlainServer, Security::PlainServer) => {
-                true
-            }
-            (
-                Security::PlainClient { username, password },
-                Security::PlainClient {
-                    username: u,
-                    password: p,
-                },
-            ) => username == u && password == p,
-            #[cfg(feature = "curve")]
-            (
-                Security::CurveClient { server_key, keys },
-                Security::CurveClient {
-                    server_key: s,
-                    keys: k,
-                },
-            ) => server_key == s && same_keys(keys, k),
-            #[cfg(feature = "curve")]
-            (Security::CurveServer { keys }, Security::CurveServer { keys: k }) => {
-                same_keys(keys, k)
-            }
-            _ => false,
-        }
-    }
-}
-
-impl Eq for Security {}
-
-#[cfg(feature = "curve")]
-fn same_keys(a: &KeyPair, b: &KeyPair) -> bool {
-    a.public == b.public && a.secret.as_bytes() == b.secret.as_bytes()
-}
+use crate::config::Config;
+use crate::error::{EncodeError, Error};
 
 /// What a peer presented, for the authenticator to judge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -276,9 +154,10 @@ impl MechanismState {
         }
     }
 
-    /// Emit the handshake frame waiting to be sent and mark it sent. Afterwards,
-    /// [`failure`](Self::failure) says whether it was a farewell ERROR.
-    pub(crate) fn emit(&mut self, cfg: &Config, out: &mut [u8]) -> Result<usize, InsufficientSize> {
+    /// Emit the handshake frame waiting to be sent and mark it sent. When the handshake
+    /// ends here (a farewell ERROR after a refusal, or a command we could not build), the
+    /// error says so and how much of `out` still goes out.
+    pub(crate) fn emit(&mut self, cfg: &Config, out: &mut [u8]) -> Result<usize, EmitError> {
         match self {
             MechanismState::Null(m) => m.emit(cfg, out),
             MechanismState::Plain(m) => m.emit(cfg, out),
@@ -338,7 +217,8 @@ impl MechanismState {
         })
     }
 
-    /// Apply a verdict to the request waiting for one.
+    /// Apply a verdict to the request waiting for one. A refusal without a farewell ERROR
+    /// (any status but 200, 400 and 500) ends the handshake at once: that is the error.
     pub(crate) fn handle_auth(&mut self, status: u16) -> Result<(), Error> {
         if self.verdict() != Verdict::Waiting {
             return Err(Error::UnexpectedVerdict);
@@ -348,17 +228,6 @@ impl MechanismState {
             MechanismState::Plain(m) => m.handle_auth(status),
             #[cfg(feature = "curve")]
             MechanismState::Curve(m) => m.handle_auth(status),
-        }
-    }
-
-    /// The error that ends the handshake once nothing more is to be sent (after a farewell
-    /// ERROR went out).
-    pub(crate) fn failure(&self) -> Option<Error> {
-        match self {
-            MechanismState::Null(m) => m.refused.failure(),
-            MechanismState::Plain(m) => m.refused.failure(),
-            #[cfg(feature = "curve")]
-            MechanismState::Curve(m) => m.failure(),
         }
     }
 
@@ -395,13 +264,13 @@ impl MechanismState {
         len: usize,
         out: &mut [u8],
         payload: impl FnOnce(&mut Writer<'_>) -> Result<(), InsufficientSize>,
-    ) -> Result<usize, SendError> {
+    ) -> Result<usize, EncodeError> {
         match self {
             #[cfg(feature = "curve")]
             MechanismState::Curve(m) => m.seal(command, more, len, out, payload),
             _ => {
                 let _ = (command, more, len, out, payload);
-                Err(SendError::Sealed)
+                Err(EncodeError::Sealed)
             }
         }
     }
@@ -420,55 +289,80 @@ impl MechanismState {
     }
 }
 
-/// A server's refusal of its peer, kept until the farewell ERROR (if any) has gone out.
+/// Why [`MechanismState::emit`] wrote no handshake frame, or why the one it wrote is the
+/// last.
+#[derive(Debug)]
+pub(crate) enum EmitError {
+    /// `out` is too small; nothing was written.
+    InsufficientSize(InsufficientSize),
+    /// The handshake failed with `error`: the connection ends once the first `farewell`
+    /// bytes of `out` (an ERROR command, or nothing) have been transmitted.
+    Failed {
+        /// Bytes written: the farewell ERROR, or 0.
+        farewell: usize,
+        /// The error the connection ends with.
+        error: Error,
+    },
+}
+
+impl From<InsufficientSize> for EmitError {
+    fn from(e: InsufficientSize) -> EmitError {
+        EmitError::InsufficientSize(e)
+    }
+}
+
+/// A server's refusal of its peer, kept until the farewell ERROR has gone out.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Refusal {
-    status: Option<u16>,
-    /// The ERROR is still to be sent.
-    farewell_pending: bool,
+    /// The ZAP status of a refusal whose ERROR is still to be sent.
+    farewell: Option<u16>,
 }
 
 impl Refusal {
-    /// Refuse with `status`; `farewell` when an ERROR goes out first.
-    pub(crate) fn refuse(&mut self, status: u16, farewell: bool) {
-        self.status = Some(status);
-        self.farewell_pending = farewell;
+    /// Apply a verdict's ZAP status: `Ok(true)` for 200 (go on). 400 and 500 are refusals
+    /// that say goodbye with an ERROR: `Ok(false)`, the ERROR is queued. Any other status
+    /// closes silently: the handshake fails here.
+    pub(crate) fn apply(&mut self, status: u16) -> Result<bool, Error> {
+        match status {
+            200 => Ok(true),
+            400 | 500 => {
+                self.farewell = Some(status);
+                Ok(false)
+            }
+            _ => Err(Error::AuthRejected { status }),
+        }
     }
 
     /// The reason of the ERROR still to be sent.
     pub(crate) fn farewell(&self) -> Option<&'static [u8]> {
-        match (self.farewell_pending, self.status) {
-            (true, Some(400)) => Some(b"400"),
-            (true, Some(_)) => Some(b"500"),
-            _ => None,
-        }
+        self.farewell.map(farewell_reason)
     }
 
-    pub(crate) fn farewell_sent(&mut self) {
-        self.farewell_pending = false;
+    /// Write the ERROR still to be sent, if any, with `emit` (the mechanism's form of
+    /// ERROR and `reason`). Once it is written the handshake is over: that is the error.
+    pub(crate) fn emit_farewell(
+        &mut self,
+        out: &mut [u8],
+        emit: impl FnOnce(&mut [u8], &[u8]) -> Result<usize, InsufficientSize>,
+    ) -> Result<(), EmitError> {
+        let Some(status) = self.farewell else {
+            return Ok(());
+        };
+        let farewell = emit(out, farewell_reason(status))?;
+        self.farewell = None;
+        Err(EmitError::Failed {
+            farewell,
+            error: Error::AuthRejected { status },
+        })
     }
+}
 
-    pub(crate) fn failure(&self) -> Option<Error> {
-        match self.status {
-            Some(status) if !self.farewell_pending => Some(Error::AuthRejected { status }),
-            _ => None,
-        }
-    }
-
-    /// Apply a verdict's ZAP status: true for 200 (go on). Otherwise the refusal is
-    /// recorded: 400 and 500 say goodbye with an ERROR, anything else closes silently.
-    pub(crate) fn apply(&mut self, status: u16) -> bool {
-        match status {
-            200 => true,
-            400 | 500 => {
-                self.refuse(status, true);
-                false
-            }
-            _ => {
-                self.refuse(status, false);
-                false
-            }
-        }
+/// The reason an ERROR after a refusal with `status` carries (libzmq sends only these two).
+fn farewell_reason(status: u16) -> &'static [u8] {
+    if status == 400 {
+        b"400"
+    } else {
+        b"500"
     }
 }
 

@@ -1,8 +1,11 @@
-use super::{command_frame_len, emit_error, emit_metadata_command, error_len, Refusal, Verdict};
-use crate::codec::{Command, InsufficientSize, Metadata};
-use crate::connection::Config;
-use crate::error::{Reason, MAX_REASON_LEN};
-use crate::Error;
+//! The NULL mechanism (RFC 23).
+
+use super::{
+    command_frame_len, emit_error, emit_metadata_command, error_len, EmitError, Refusal, Verdict,
+};
+use crate::codec::{Command, Metadata};
+use crate::config::Config;
+use crate::error::{Error, Reason, MAX_REASON_LEN};
 
 /// The NULL mechanism (RFC 23): each side sends READY; an ERROR from the peer is fatal.
 /// With authentication on (libzmq: a ZAP domain is set), our READY waits for the verdict.
@@ -10,7 +13,7 @@ use crate::Error;
 pub(crate) struct Null {
     authenticate: bool,
     pub(crate) verdict: Verdict,
-    pub(crate) refused: Refusal,
+    refused: Refusal,
     ready_pending: bool,
     ready_queued: bool,
     peer_ready: bool,
@@ -53,12 +56,8 @@ impl Null {
             .then(|| command_frame_len(b"READY", cfg.metadata_len()))
     }
 
-    pub(crate) fn emit(&mut self, cfg: &Config, out: &mut [u8]) -> Result<usize, InsufficientSize> {
-        if let Some(reason) = self.refused.farewell() {
-            let n = emit_error(out, reason)?;
-            self.refused.farewell_sent();
-            return Ok(n);
-        }
+    pub(crate) fn emit(&mut self, cfg: &Config, out: &mut [u8]) -> Result<usize, EmitError> {
+        self.refused.emit_farewell(out, emit_error)?;
         if !self.ready_pending {
             return Ok(0);
         }
@@ -87,11 +86,10 @@ impl Null {
     }
 
     pub(crate) fn handle_auth(&mut self, status: u16) -> Result<(), Error> {
-        if self.refused.apply(status) {
+        self.verdict = Verdict::None;
+        if self.refused.apply(status)? {
             self.verdict = Verdict::Granted;
             self.queue_ready();
-        } else {
-            self.verdict = Verdict::None;
         }
         Ok(())
     }

@@ -1,10 +1,12 @@
+//! The PLAIN mechanism (RFC 24).
+
 use super::{
     command_frame_len, emit_metadata_command, emit_plain_error, plain_error_len, put_command_head,
-    reason_of, Credential, Credentials, Refusal, Verdict,
+    reason_of, Credentials, EmitError, Refusal, Verdict,
 };
-use crate::codec::{CodecError, Command, InsufficientSize, Metadata, Writer};
-use crate::connection::Config;
-use crate::Error;
+use crate::codec::{CodecError, Command, Metadata, Writer};
+use crate::config::{Config, Credential};
+use crate::error::Error;
 
 /// The PLAIN mechanism (RFC 24).
 ///
@@ -14,7 +16,7 @@ use crate::Error;
 pub(crate) struct Plain {
     role: Role,
     pub(crate) verdict: Verdict,
-    pub(crate) refused: Refusal,
+    refused: Refusal,
     pending: Option<Out>,
     done: bool,
 }
@@ -121,12 +123,8 @@ impl Plain {
         })
     }
 
-    pub(crate) fn emit(&mut self, cfg: &Config, out: &mut [u8]) -> Result<usize, InsufficientSize> {
-        if let Some(reason) = self.refused.farewell() {
-            let n = emit_plain_error(out, reason)?;
-            self.refused.farewell_sent();
-            return Ok(n);
-        }
+    pub(crate) fn emit(&mut self, cfg: &Config, out: &mut [u8]) -> Result<usize, EmitError> {
+        self.refused.emit_farewell(out, emit_plain_error)?;
         let Some(next) = self.pending else {
             return Ok(0);
         };
@@ -233,12 +231,11 @@ impl Plain {
 
     pub(crate) fn handle_auth(&mut self, status: u16) -> Result<(), Error> {
         if let Role::Server { stage, .. } = &mut self.role {
-            if self.refused.apply(status) {
+            self.verdict = Verdict::None;
+            if self.refused.apply(status)? {
                 self.verdict = Verdict::Granted;
                 *stage = ServerStage::Initiate;
                 self.pending = Some(Out::Welcome);
-            } else {
-                self.verdict = Verdict::None;
             }
         }
         Ok(())

@@ -178,7 +178,7 @@ pub(super) fn mark(dirty: &mut VecDeque<PeerId>, s: &mut Link, peer: PeerId) {
 }
 
 /// Encode a whole message into a stream and record where it ends (for HWM accounting).
-pub(super) fn encode(s: &mut Link, out: &Outgoing<'_>) -> Result<(), crate::SendError> {
+pub(super) fn encode(s: &mut Link, out: &Outgoing<'_>) -> Result<(), crate::EncodeError> {
     match out {
         Outgoing::Message(msg) => {
             let n = msg.len();

@@ -1,0 +1,449 @@
+//! Bytes out: control frames, application frames and commands.
+//!
+//! Control frames (greeting stages, the mechanism's handshake commands, PONG, PING) wait
+//! in [`Pending`] until [`Connection::poll_transmit`] writes them, in that order. The
+//! `send_*` calls write application frames and commands into the caller's buffer behind
+//! any control frame still pending, so that the order on the wire is always right; once
+//! traffic is sealed (CURVE) every frame goes through the mechanism. A call that cannot
+//! write everything writes nothing.
+
+use super::{Connection, Phase};
+use crate::codec::{
+    ensure, Command, FrameHeader, Greeting, InsufficientSize, Writer, GREETING_LEN,
+    MAX_PING_CONTEXT, SIGNATURE_LEN,
+};
+use crate::error::EncodeError;
+use crate::mechanism::{EmitError, MechanismState};
+
+/// A control frame waiting for `poll_transmit`, in the order they go out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Control {
+    Signature,
+    GreetingRest,
+    /// The mechanism's next handshake command (or farewell ERROR).
+    Handshake,
+    Pong,
+    Ping,
+}
+
+/// The control frames waiting to be sent, besides the mechanism's own.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Pending {
+    signature: bool,
+    greeting_rest: bool,
+    ping: bool,
+    /// The context of the PONG to send (the PING's, cut to [`MAX_PING_CONTEXT`]).
+    pong: Option<heapless::Vec<u8, MAX_PING_CONTEXT>>,
+}
+
+impl Pending {
+    /// A new connection's: the first greeting stage goes out at once.
+    pub(super) fn starting() -> Pending {
+        Pending {
+            signature: true,
+            ..Pending::default()
+        }
+    }
+}
+
+impl Connection {
+    /// Whether control frames are waiting for [`poll_transmit`](Self::poll_transmit).
+    pub fn wants_write(&self) -> bool {
+        self.error.is_none() && self.next_control().is_some()
+    }
+
+    /// Write every pending control frame (greeting stages, READY, PONG, PING) that fits into
+    /// `out`; returns the bytes written (0 when nothing is pending or after a fatal error).
+    ///
+    /// Fails only when something is pending and not even the first frame fits.
+    pub fn poll_transmit(&mut self, out: &mut [u8]) -> Result<usize, InsufficientSize> {
+        if self.error.is_some() {
+            return Ok(0);
+        }
+        let mut written = 0;
+        while self.error.is_none() {
+            let Some(c) = self.next_control() else {
+                break;
+            };
+            let rest = out.get_mut(written..).unwrap_or_default();
+            match self.emit_control(c, rest) {
+                Ok(n) => written += n,
+                Err(EncodeError::InsufficientSize { required }) => {
+                    if written == 0 {
+                        return Err(InsufficientSize { required });
+                    }
+                    break;
+                }
+                Err(EncodeError::Closed(e)) => {
+                    self.error = Some(e);
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        Ok(written)
+    }
+
+    /// The peer's signature arrived: the rest of our greeting may go.
+    pub(super) fn queue_greeting_rest(&mut self) {
+        self.pending.greeting_rest = true;
+    }
+
+    /// A heartbeat is due.
+    pub(super) fn queue_ping(&mut self) {
+        self.pending.ping = true;
+    }
+
+    /// Answer the peer's PING (one PONG, for the latest PING).
+    pub(super) fn queue_pong(&mut self, context: &[u8]) {
+        let context = context.get(..MAX_PING_CONTEXT).unwrap_or(context);
+        // Cannot fail: cut to the capacity just above.
+        self.pending.pong = heapless::Vec::from_slice(context).ok();
+    }
+
+    fn next_control(&self) -> Option<Control> {
+        let p = &self.pending;
+        if p.signature {
+            Some(Control::Signature)
+        } else if p.greeting_rest {
+            Some(Control::GreetingRest)
+        } else if self.mechanism.pending_len(&self.config).is_some() {
+            Some(Control::Handshake)
+        } else if self.out_mid_message {
+            None
+        } else if p.pong.is_some() {
+            Some(Control::Pong)
+        } else if p.ping {
+            Some(Control::Ping)
+        } else {
+            None
+        }
+    }
+
+    /// Whether any control frame waits (cheaper than [`next_control`](Self::next_control)).
+    fn control_pending(&self) -> bool {
+        let p = &self.pending;
+        p.signature || p.greeting_rest || p.ping || p.pong.is_some() || self.mechanism.has_pending()
+    }
+
+    /// Total length of every control frame currently pending.
+    fn pending_control_len(&self) -> usize {
+        let p = &self.pending;
+        let mut len = 0;
+        for (set, c) in [
+            (p.signature, Control::Signature),
+            (p.greeting_rest, Control::GreetingRest),
+            (
+                self.mechanism.pending_len(&self.config).is_some(),
+                Control::Handshake,
+            ),
+            (p.pong.is_some() && !self.out_mid_message, Control::Pong),
+            (p.ping && !self.out_mid_message, Control::Ping),
+        ] {
+            if set {
+                len += self.control_len(c);
+            }
+        }
+        len
+    }
+
+    fn control_len(&self, c: Control) -> usize {
+        match c {
+            Control::Signature => SIGNATURE_LEN,
+            Control::GreetingRest => GREETING_LEN - SIGNATURE_LEN,
+            Control::Handshake => self.mechanism.pending_len(&self.config).unwrap_or(0),
+            Control::Pong => self.frame_len(true, self.pong_command().body_len()),
+            Control::Ping => self.frame_len(true, self.ping_command().body_len()),
+        }
+    }
+
+    fn ping_command(&self) -> Command<'static> {
+        let ttl = self.config.heartbeat_ttl.map_or(0, |d| {
+            u16::try_from(d.as_millis() / 100).unwrap_or(u16::MAX)
+        });
+        Command::Ping { ttl, context: &[] }
+    }
+
+    fn pong_command(&self) -> Command<'_> {
+        Command::Pong {
+            context: self.pending.pong.as_deref().unwrap_or_default(),
+        }
+    }
+
+    /// Write control frame `c` into `out` and mark it sent; nothing is marked on failure.
+    fn emit_control(&mut self, c: Control, out: &mut [u8]) -> Result<usize, EncodeError> {
+        ensure(out, self.control_len(c))?;
+        let n = match c {
+            Control::Signature | Control::GreetingRest => {
+                let mut g = [0u8; GREETING_LEN];
+                Greeting {
+                    version: self.config.version,
+                    mechanism: self.mechanism.name(),
+                    as_server: self.config.security.is_server(),
+                }
+                .emit(&mut g)?;
+                let (signature, rest) = g.split_at(SIGNATURE_LEN);
+                let mut w = Writer::new(out);
+                w.put(if c == Control::Signature {
+                    signature
+                } else {
+                    rest
+                })?;
+                w.len()
+            }
+            Control::Handshake => match self.mechanism.emit(&self.config, out) {
+                Ok(n) => n,
+                Err(EmitError::InsufficientSize(e)) => return Err(e.into()),
+                Err(EmitError::Failed { farewell, error }) => {
+                    // The farewell (if any) still goes out; nothing after it.
+                    self.error = Some(error);
+                    farewell
+                }
+            },
+            Control::Pong => {
+                let pending = self.pending.pong.clone().unwrap_or_default();
+                let cmd = Command::Pong { context: &pending };
+                self.emit_frame(true, false, cmd.body_len(), out, |w| {
+                    w.emit(|out| cmd.emit_body(out))
+                })?
+            }
+            Control::Ping => {
+                let cmd = self.ping_command();
+                self.emit_frame(true, false, cmd.body_len(), out, |w| {
+                    w.emit(|out| cmd.emit_body(out))
+                })?
+            }
+        };
+        match c {
+            Control::Signature => self.pending.signature = false,
+            Control::GreetingRest => self.pending.greeting_rest = false,
+            Control::Handshake => {}
+            Control::Pong => self.pending.pong = None,
+            Control::Ping => self.pending.ping = false,
+        }
+        Ok(n)
+    }
+
+    /// Whether traffic is sealed (CURVE): every frame travels as a MESSAGE.
+    fn sealing(&self) -> bool {
+        self.phase == Phase::Traffic && self.mechanism.seals()
+    }
+
+    /// Whether a frame can go out now as it is, with nothing in front of it: traffic, not
+    /// sealed, no control frame pending, no error. The common case of every send.
+    fn writes_through(&self) -> bool {
+        self.error.is_none()
+            && self.phase == Phase::Traffic
+            && !self.mechanism.seals()
+            && !self.control_pending()
+    }
+
+    /// Length of the frame that carries `len` bytes of data (or a command body).
+    fn frame_len(&self, command: bool, len: usize) -> usize {
+        if self.sealing() {
+            MechanismState::seal_len(len)
+        } else {
+            clear_header(command, false, len).encoded_len() + len
+        }
+    }
+
+    /// Write one frame carrying `len` bytes that `body` writes: a data frame (with `more`)
+    /// or a command, sealed when traffic is. On failure nothing is written.
+    fn emit_frame(
+        &mut self,
+        command: bool,
+        more: bool,
+        len: usize,
+        out: &mut [u8],
+        body: impl FnOnce(&mut Writer<'_>) -> Result<(), InsufficientSize>,
+    ) -> Result<usize, EncodeError> {
+        if self.sealing() {
+            let sealed = self.mechanism.seal(command, more, len, out, body);
+            if let Err(EncodeError::Closed(e)) = &sealed {
+                // The mechanism cannot seal any more (nonces exhausted): fatal.
+                self.error = Some(e.clone());
+            }
+            return sealed;
+        }
+        Ok(emit_clear(command, more, len, out, body)?)
+    }
+
+    /// Whether anything may be sent: no error, and the handshake done.
+    fn check_send(&self) -> Result<(), EncodeError> {
+        if let Some(e) = &self.error {
+            return Err(EncodeError::Closed(e.clone()));
+        }
+        if self.phase != Phase::Traffic {
+            return Err(EncodeError::NotReady);
+        }
+        Ok(())
+    }
+
+    /// Write pending control frames, then `len` more bytes that `f` writes into the rest of
+    /// `out`, or nothing at all.
+    fn control_then(
+        &mut self,
+        out: &mut [u8],
+        len: usize,
+        f: impl FnOnce(&mut Self, &mut [u8]) -> Result<usize, EncodeError>,
+    ) -> Result<usize, EncodeError> {
+        if !self.control_pending() {
+            return f(self, out);
+        }
+        ensure(out, self.pending_control_len() + len)?;
+        let n = self.poll_transmit(out)?;
+        if let Some(e) = &self.error {
+            return Err(EncodeError::Closed(e.clone()));
+        }
+        let rest = out.get_mut(n..).unwrap_or_default();
+        Ok(n + f(self, rest)?)
+    }
+
+    /// Write one frame carrying `len` bytes that `body` writes (see
+    /// [`emit_frame`](Self::emit_frame)) behind any pending control frame, or nothing at
+    /// all. The caller has checked that the frame may be sent.
+    fn write_frame(
+        &mut self,
+        out: &mut [u8],
+        command: bool,
+        more: bool,
+        len: usize,
+        body: impl FnOnce(&mut Writer<'_>) -> Result<(), InsufficientSize>,
+    ) -> Result<usize, EncodeError> {
+        let frame_len = self.frame_len(command, len);
+        self.control_then(out, frame_len, |conn, rest| {
+            conn.emit_frame(command, more, len, rest, body)
+        })
+    }
+
+    /// Encode one data frame (header and body) into `out`, after any pending control frames;
+    /// returns the bytes written. On any error nothing is written.
+    // Inlined into the caller: its first branch is every sent message's path.
+    #[inline]
+    pub fn send_frame(
+        &mut self,
+        body: &[u8],
+        more: bool,
+        out: &mut [u8],
+    ) -> Result<usize, EncodeError> {
+        // The common case first: the frame goes out as it is.
+        if self.writes_through() {
+            let n = emit_clear(false, more, body.len(), out, |w| w.put(body))?;
+            self.out_mid_message = more;
+            return Ok(n);
+        }
+        self.send_frame_behind(body, more, out)
+    }
+
+    /// [`send_frame`](Self::send_frame) when the frame cannot go out as it is: refused,
+    /// behind control frames, or sealed. Out of line, so that the common case stays small
+    /// where it is inlined.
+    #[inline(never)]
+    fn send_frame_behind(
+        &mut self,
+        body: &[u8],
+        more: bool,
+        out: &mut [u8],
+    ) -> Result<usize, EncodeError> {
+        self.check_send()?;
+        let n = self.write_frame(out, false, more, body.len(), |w| w.put(body))?;
+        self.out_mid_message = more;
+        Ok(n)
+    }
+
+    /// Like [`send_frame`](Self::send_frame) but writes only the header: the driver sends
+    /// the `len` body bytes itself, right after, without copying them (vectored write).
+    /// Not possible when traffic is encrypted ([`encrypts`](Self::encrypts)): then
+    /// [`EncodeError::Sealed`] is returned and nothing is written.
+    pub fn send_frame_header(
+        &mut self,
+        len: usize,
+        more: bool,
+        out: &mut [u8],
+    ) -> Result<usize, EncodeError> {
+        self.check_send()?;
+        if self.mechanism.seals() {
+            return Err(EncodeError::Sealed);
+        }
+        let header = FrameHeader::data(len, more);
+        let n = self.control_then(out, header.encoded_len(), |_, rest| Ok(header.emit(rest)?))?;
+        self.out_mid_message = more;
+        Ok(n)
+    }
+
+    /// Encode a command frame (SUBSCRIBE, JOIN, ...) into `out`, after pending control frames.
+    pub fn send_command(
+        &mut self,
+        cmd: &Command<'_>,
+        out: &mut [u8],
+    ) -> Result<usize, EncodeError> {
+        self.check_send()?;
+        if self.out_mid_message {
+            return Err(EncodeError::MidMessage);
+        }
+        self.write_frame(out, true, false, cmd.body_len(), |w| {
+            w.emit(|out| cmd.emit_body(out))
+        })
+    }
+
+    /// Subscribe to `topic` on the peer: a SUBSCRIBE command to a 3.1 peer, a message
+    /// `0x01 topic` to a 3.0 peer.
+    pub fn send_subscribe(&mut self, topic: &[u8], out: &mut [u8]) -> Result<usize, EncodeError> {
+        self.send_subscription(true, topic, out)
+    }
+
+    /// Cancel a subscription: CANCEL to a 3.1 peer, a message `0x00 topic` to a 3.0 peer.
+    pub fn send_cancel(&mut self, topic: &[u8], out: &mut [u8]) -> Result<usize, EncodeError> {
+        self.send_subscription(false, topic, out)
+    }
+
+    fn send_subscription(
+        &mut self,
+        subscribe: bool,
+        topic: &[u8],
+        out: &mut [u8],
+    ) -> Result<usize, EncodeError> {
+        if self.version.is_v31() {
+            let cmd = if subscribe {
+                Command::Subscribe(topic)
+            } else {
+                Command::Cancel(topic)
+            };
+            return self.send_command(&cmd, out);
+        }
+        self.check_send()?;
+        if self.out_mid_message {
+            return Err(EncodeError::MidMessage);
+        }
+        self.write_frame(out, false, false, topic.len() + 1, |w| {
+            w.put(&[u8::from(subscribe)])?;
+            w.put(topic)
+        })
+    }
+}
+
+/// The header of a clear frame carrying `len` bytes: a command, or a data frame with `more`.
+fn clear_header(command: bool, more: bool, len: usize) -> FrameHeader {
+    if command {
+        FrameHeader::command(len)
+    } else {
+        FrameHeader::data(len, more)
+    }
+}
+
+/// Write a clear frame: its header, then the `len` bytes that `body` writes. On failure
+/// nothing is written.
+fn emit_clear(
+    command: bool,
+    more: bool,
+    len: usize,
+    out: &mut [u8],
+    body: impl FnOnce(&mut Writer<'_>) -> Result<(), InsufficientSize>,
+) -> Result<usize, InsufficientSize> {
+    let header = clear_header(command, more, len);
+    ensure(out, header.encoded_len() + len)?;
+    let mut w = Writer::new(out);
+    w.emit(|out| header.emit(out))?;
+    body(&mut w)?;
+    Ok(w.len())
+}
