@@ -3,6 +3,7 @@
 
 use std::io;
 
+#[cfg(feature = "curve")]
 use zmtp_proto::curve_crypto::KeyPair;
 use zmtp_proto::socket::{Options, Socket};
 use zmtp_proto::SocketType;
@@ -15,7 +16,8 @@ pub struct Entropy {
     /// Stands in for libzmq's random starting values (generated routing ids, REQ
     /// correlation ids): [`Socket::new`]'s `seed`.
     pub seed: u64,
-    /// Seeds CURVE's short-term keys, cookies and nonces: [`Socket::set_entropy`].
+    /// Seeds CURVE's short-term keys, cookies and nonces (`Socket::set_entropy`, with the
+    /// `curve` feature).
     pub curve: [u8; 32],
 }
 
@@ -48,12 +50,15 @@ fn os_fill(buf: &mut [u8]) -> io::Result<()> {
 /// ([`Entropy::from_os`]): its starting values and its CURVE randomness.
 pub fn new_socket(ty: SocketType, options: Options) -> Result<Socket, Error> {
     let entropy = Entropy::from_os()?;
+    #[cfg_attr(not(feature = "curve"), allow(unused_mut))]
     let mut socket = Socket::new(ty, options, entropy.seed)?;
+    #[cfg(feature = "curve")]
     socket.set_entropy(entropy.curve);
     Ok(socket)
 }
 
 /// A new CURVE key pair from the operating system's generator (`zmq_curve_keypair`).
+#[cfg(feature = "curve")]
 pub fn curve_keypair() -> Result<KeyPair, Error> {
     let mut secret = [0u8; 32];
     os_fill(&mut secret)?;
@@ -74,7 +79,7 @@ mod tests {
     }
 
     #[test]
-    fn sockets_and_key_pairs() {
+    fn sockets_from_the_os() {
         let s = new_socket(SocketType::Dealer, Options::default()).unwrap();
         assert_eq!(s.socket_type(), SocketType::Dealer);
         let mut bad = Options::default();
@@ -83,6 +88,11 @@ mod tests {
             new_socket(SocketType::Dealer, bad),
             Err(Error::Options(_))
         ));
+    }
+
+    #[cfg(feature = "curve")]
+    #[test]
+    fn key_pairs_differ() {
         let a = curve_keypair().unwrap();
         let b = curve_keypair().unwrap();
         assert_ne!(a.public, b.public);

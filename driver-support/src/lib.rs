@@ -27,7 +27,9 @@ pub mod resolve;
 pub mod transport;
 
 pub use commands::{run_commands, CommandHandler};
-pub use entropy::{curve_keypair, new_socket, Entropy};
+#[cfg(feature = "curve")]
+pub use entropy::curve_keypair;
+pub use entropy::{new_socket, Entropy};
 pub use error::Error;
 pub use resolve::{lookup, resolve_blocking, Attempts, TcpAddrs};
 pub use transport::{

@@ -1,6 +1,9 @@
 //! Driving the cluster: events, writes, reads and closes until idle, and timers.
 
-use zmtp_proto::socket::{AuthReply, Command, PeerId};
+use zmtp_driver::{run_commands, CommandHandler};
+use zmtp_proto::socket::{
+    AuthReply, Endpoint, EndpointId, MonitorEvent, PeerId, Socket, ZapRequest,
+};
 
 use super::{Cluster, End, Link, Node};
 use std::collections::VecDeque;
@@ -92,147 +95,21 @@ impl Cluster {
         progress
     }
 
-    /// Act on every pending command of every live socket, as a driver would, and keep its
-    /// monitor events; whether there was any.
+    /// Act on every pending command of every live socket, as a driver would (through the
+    /// drivers' command loop, `zmtp_driver::run_commands`), and keep its monitor events;
+    /// whether there was any.
     pub fn handle_events(&mut self) -> bool {
         let mut progress = false;
         for i in 0..self.members.len() {
-            if !self.members[i].alive {
-                continue;
-            }
-            while let Some(command) = self.members[i].socket.poll_command() {
-                progress = true;
-                self.act(Node(i), command);
-            }
-            while let Some(e) = self.members[i].socket.poll_monitor() {
-                progress = true;
-                self.members[i].monitor.push(e);
-            }
+            let mut member = Commands {
+                cluster: self,
+                n: Node(i),
+                moved: false,
+            };
+            run_commands(&mut member);
+            progress |= member.moved;
         }
         progress
-    }
-
-    fn act(&mut self, n: Node, command: Command) {
-        let now = self.now;
-        match command {
-            Command::Listen { endpoint, addr } => {
-                let text = addr.to_string();
-                let resolved = match text.rsplit_once(':') {
-                    Some((head, "*")) | Some((head, "0")) if text.starts_with("tcp://") => {
-                        let port = self.next_port;
-                        self.next_port += 1;
-                        format!("{head}:{port}")
-                    }
-                    _ => text,
-                };
-                let resolved = resolved.replacen("tcp://*:", "tcp://0.0.0.0:", 1);
-                if self.listeners.contains_key(&resolved) {
-                    // EADDRINUSE
-                    self.members[n.0].socket.handle_bind_failed(endpoint, 98);
-                } else {
-                    self.listeners.insert(resolved.clone(), (n, endpoint));
-                    self.members[n.0]
-                        .socket
-                        .handle_listening(endpoint, &resolved);
-                }
-            }
-            Command::Connect { endpoint, addr } => {
-                let text = addr.to_string();
-                self.members[n.0].connect_attempts.push((now, text.clone()));
-                if self.held_addrs.contains(&text) {
-                    // The test completes or refuses it (see `remote`).
-                    self.held.insert((n, endpoint), text);
-                    return;
-                }
-                let any = text
-                    .rsplit_once(':')
-                    .map(|(_, port)| format!("tcp://0.0.0.0:{port}"));
-                let target = self
-                    .listeners
-                    .get(&text)
-                    .or_else(|| any.and_then(|a| self.listeners.get(&a)))
-                    .copied();
-                let Some((ln, lep)) = target else {
-                    self.members[n.0]
-                        .socket
-                        .handle_connect_failed(endpoint, now);
-                    return;
-                };
-                let Some(cp) = self.members[n.0].socket.handle_connected(endpoint, "", now) else {
-                    return;
-                };
-                match self.members[ln.0].socket.handle_accepted(lep, "", now) {
-                    Some(lp) => {
-                        let id = self.next_link;
-                        self.next_link += 1;
-                        self.links.insert(
-                            id,
-                            Link {
-                                ends: [
-                                    End {
-                                        node: n,
-                                        peer: cp,
-                                        open: true,
-                                    },
-                                    End {
-                                        node: ln,
-                                        peer: lp,
-                                        open: true,
-                                    },
-                                ],
-                                flight: [VecDeque::new(), VecDeque::new()],
-                            },
-                        );
-                        self.index.insert((n, cp), (id, 0));
-                        self.index.insert((ln, lp), (id, 1));
-                    }
-                    // The listener closed the stream at once.
-                    None => self.members[n.0].socket.handle_closed(cp, now),
-                }
-            }
-            Command::StopListening { endpoint } => {
-                self.listeners.retain(|_, v| *v != (n, endpoint));
-            }
-            Command::ClosePeer { peer } => {
-                self.members[n.0].closed_peers.push(peer);
-                self.members[n.0].forget(peer);
-                self.writers.remove(&(n, peer));
-                if let Some(id) = self.remote_index.remove(&(n, peer)) {
-                    if let Some(r) = self.remotes.get_mut(&id) {
-                        r.open = false;
-                    }
-                    return;
-                }
-                let Some((id, side)) = self.index.remove(&(n, peer)) else {
-                    return;
-                };
-                let Some(link) = self.links.get_mut(&id) else {
-                    return;
-                };
-                // A graceful close: what was written still reaches the other end, then
-                // end of stream; what the other end writes from now on is lost.
-                link.ends[side].open = false;
-                link.flight[1 - side].clear();
-                if !link.ends[1 - side].open {
-                    self.links.remove(&id);
-                }
-            }
-            Command::Authenticate { peer, request } => {
-                let m = &mut self.members[n.0];
-                if m.defer_auth {
-                    m.auth_requests.push(request.clone());
-                    m.pending_auth.push_back((peer, request));
-                    return;
-                }
-                let reply = m
-                    .authenticator
-                    .map_or(AuthReply::NoHandler, |auth| auth(&request));
-                m.auth_requests.push(request);
-                m.socket.handle_auth(peer, now, reply);
-            }
-            Command::Closed => self.members[n.0].closed_at = Some(now),
-            _ => {}
-        }
     }
 
     /// Write what every socket wants written, as far as link capacity allows.
@@ -346,5 +223,162 @@ impl Cluster {
             }
         }
         progress
+    }
+}
+
+/// One member's commands, carried out on the cluster's virtual network.
+struct Commands<'a> {
+    cluster: &'a mut Cluster,
+    n: Node,
+    /// Whether any command or monitor event was handled.
+    moved: bool,
+}
+
+impl CommandHandler for Commands<'_> {
+    fn socket(&mut self) -> Option<&mut Socket> {
+        let m = &mut self.cluster.members[self.n.0];
+        m.alive.then_some(&mut m.socket)
+    }
+
+    fn listen(&mut self, endpoint: EndpointId, addr: Endpoint) {
+        self.moved = true;
+        let (c, n) = (&mut *self.cluster, self.n);
+        let text = addr.to_string();
+        let resolved = match text.rsplit_once(':') {
+            Some((head, "*")) | Some((head, "0")) if text.starts_with("tcp://") => {
+                let port = c.next_port;
+                c.next_port += 1;
+                format!("{head}:{port}")
+            }
+            _ => text,
+        };
+        let resolved = resolved.replacen("tcp://*:", "tcp://0.0.0.0:", 1);
+        if c.listeners.contains_key(&resolved) {
+            // EADDRINUSE
+            c.members[n.0].socket.handle_bind_failed(endpoint, 98);
+        } else {
+            c.listeners.insert(resolved.clone(), (n, endpoint));
+            c.members[n.0].socket.handle_listening(endpoint, &resolved);
+        }
+    }
+
+    fn connect(&mut self, endpoint: EndpointId, addr: Endpoint) {
+        self.moved = true;
+        let (c, n) = (&mut *self.cluster, self.n);
+        let now = c.now;
+        let text = addr.to_string();
+        c.members[n.0].connect_attempts.push((now, text.clone()));
+        if c.held_addrs.contains(&text) {
+            // The test completes or refuses it (see `remote`).
+            c.held.insert((n, endpoint), text);
+            return;
+        }
+        let any = text
+            .rsplit_once(':')
+            .map(|(_, port)| format!("tcp://0.0.0.0:{port}"));
+        let target = c
+            .listeners
+            .get(&text)
+            .or_else(|| any.and_then(|a| c.listeners.get(&a)))
+            .copied();
+        let Some((ln, lep)) = target else {
+            c.members[n.0].socket.handle_connect_failed(endpoint, now);
+            return;
+        };
+        let Some(cp) = c.members[n.0].socket.handle_connected(endpoint, "", now) else {
+            return;
+        };
+        match c.members[ln.0].socket.handle_accepted(lep, "", now) {
+            Some(lp) => {
+                let id = c.next_link;
+                c.next_link += 1;
+                c.links.insert(
+                    id,
+                    Link {
+                        ends: [
+                            End {
+                                node: n,
+                                peer: cp,
+                                open: true,
+                            },
+                            End {
+                                node: ln,
+                                peer: lp,
+                                open: true,
+                            },
+                        ],
+                        flight: [VecDeque::new(), VecDeque::new()],
+                    },
+                );
+                c.index.insert((n, cp), (id, 0));
+                c.index.insert((ln, lp), (id, 1));
+            }
+            // The listener closed the stream at once.
+            None => c.members[n.0].socket.handle_closed(cp, now),
+        }
+    }
+
+    fn stop_listening(&mut self, endpoint: EndpointId) {
+        self.moved = true;
+        let n = self.n;
+        self.cluster.listeners.retain(|_, v| *v != (n, endpoint));
+    }
+
+    fn close_peer(&mut self, peer: PeerId) {
+        self.moved = true;
+        let (c, n) = (&mut *self.cluster, self.n);
+        c.members[n.0].closed_peers.push(peer);
+        c.members[n.0].forget(peer);
+        c.writers.remove(&(n, peer));
+        if let Some(id) = c.remote_index.remove(&(n, peer)) {
+            if let Some(r) = c.remotes.get_mut(&id) {
+                r.open = false;
+            }
+            return;
+        }
+        let Some((id, side)) = c.index.remove(&(n, peer)) else {
+            return;
+        };
+        let Some(link) = c.links.get_mut(&id) else {
+            return;
+        };
+        // A graceful close: what was written still reaches the other end, then end of
+        // stream; what the other end writes from now on is lost.
+        link.ends[side].open = false;
+        link.flight[1 - side].clear();
+        if !link.ends[1 - side].open {
+            c.links.remove(&id);
+        }
+    }
+
+    /// The cluster reads every peer that wants reading at each step.
+    fn resume(&mut self, _peer: PeerId) {
+        self.moved = true;
+    }
+
+    fn authenticate(&mut self, peer: PeerId, request: ZapRequest) {
+        self.moved = true;
+        let now = self.cluster.now;
+        let m = &mut self.cluster.members[self.n.0];
+        if m.defer_auth {
+            m.auth_requests.push(request.clone());
+            m.pending_auth.push_back((peer, request));
+            return;
+        }
+        let reply = m
+            .authenticator
+            .map_or(AuthReply::NoHandler, |auth| auth(&request));
+        m.auth_requests.push(request);
+        m.socket.handle_auth(peer, now, reply);
+    }
+
+    fn monitor(&mut self, event: MonitorEvent) {
+        self.moved = true;
+        self.cluster.members[self.n.0].monitor.push(event);
+    }
+
+    fn closed(&mut self) {
+        self.moved = true;
+        self.cluster.members[self.n.0].closed_at = Some(self.cluster.now);
     }
 }
