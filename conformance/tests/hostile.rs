@@ -232,16 +232,9 @@ fn bind<R: MatrixRuntime>(rt: &R, ours: &Socket<R>) -> (String, SocketAddr) {
 
 // ----- ZMTP by hand ----------------------------------------------------------------------
 
-/// A valid ZMTP 3.1 NULL greeting, as-server 0.
+/// A valid ZMTP 3.1 NULL greeting, as-server 0 (libzmq's).
 fn greeting() -> [u8; 64] {
-    let mut g = [0u8; 64];
-    g[0] = 0xff;
-    g[8] = 0x01;
-    g[9] = 0x7f;
-    g[10] = 3;
-    g[11] = 1;
-    g[12..16].copy_from_slice(b"NULL");
-    g
+    zmtp_testkit::wire::LIBZMQ_GREETING
 }
 
 /// A READY command frame with only `Socket-Type`.
