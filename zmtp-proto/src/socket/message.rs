@@ -46,6 +46,17 @@ impl core::hash::Hash for Message {
 }
 
 impl Message {
+    /// A single-frame message over a `'static` slice, without a copy (what the
+    /// conversions from `&[u8]` and `&str` do not promise: they copy).
+    ///
+    /// ```
+    /// use zmtp_proto::socket::Message;
+    /// assert_eq!(Message::from_static(b"ping"), Message::from("ping"));
+    /// ```
+    pub fn from_static(frame: &'static [u8]) -> Message {
+        Message::from(Bytes::from_static(frame))
+    }
+
     /// An empty message (no frames yet).
     pub fn new() -> Message {
         Message::default()
@@ -197,15 +208,46 @@ impl From<alloc::string::String> for Message {
     }
 }
 
-impl From<&'static [u8]> for Message {
-    fn from(frame: &'static [u8]) -> Message {
-        Message::from(Bytes::from_static(frame))
+/// Borrowed bytes are copied into the message (one allocation); a [`Bytes`] or an owned
+/// `Vec<u8>`/`String` is taken without a copy, and [`Message::from_static`] keeps a
+/// `'static` slice without one.
+///
+/// ```
+/// use zmtp_proto::socket::Message;
+/// let line = String::from("hello");
+/// let a = Message::from(line.as_str()); // a borrowed &str: copied
+/// let b = Message::from(&line); // a &String
+/// let c = Message::from(b"hello"); // a byte string literal
+/// let d = Message::from(&line.as_bytes()[..]); // a &[u8]
+/// assert!(a == b && b == c && c == d);
+/// ```
+impl From<&[u8]> for Message {
+    fn from(frame: &[u8]) -> Message {
+        Message::from(Bytes::copy_from_slice(frame))
     }
 }
 
-impl From<&'static str> for Message {
-    fn from(frame: &'static str) -> Message {
-        Message::from(Bytes::from_static(frame.as_bytes()))
+impl<const N: usize> From<&[u8; N]> for Message {
+    fn from(frame: &[u8; N]) -> Message {
+        Message::from(&frame[..])
+    }
+}
+
+impl From<&str> for Message {
+    fn from(frame: &str) -> Message {
+        Message::from(frame.as_bytes())
+    }
+}
+
+impl From<&alloc::string::String> for Message {
+    fn from(frame: &alloc::string::String) -> Message {
+        Message::from(frame.as_bytes())
+    }
+}
+
+impl From<&Vec<u8>> for Message {
+    fn from(frame: &Vec<u8>) -> Message {
+        Message::from(&frame[..])
     }
 }
 
@@ -218,6 +260,54 @@ impl<const N: usize> From<[&[u8]; N]> for Message {
 impl From<&[&[u8]]> for Message {
     fn from(frames: &[&[u8]]) -> Message {
         frames.iter().map(|f| Bytes::copy_from_slice(f)).collect()
+    }
+}
+
+/// Several frames from text: each `&str` is one frame (copied).
+///
+/// ```
+/// use zmtp_proto::socket::Message;
+/// let envelope = vec!["worker-1", "", "job"];
+/// assert_eq!(Message::from(envelope).len(), 3);
+/// assert_eq!(Message::from(["a", "b"]), Message::from(&["a", "b"][..]));
+/// ```
+impl<const N: usize> From<[&str; N]> for Message {
+    fn from(frames: [&str; N]) -> Message {
+        Message::from(&frames[..])
+    }
+}
+
+impl From<&[&str]> for Message {
+    fn from(frames: &[&str]) -> Message {
+        frames
+            .iter()
+            .map(|f| Bytes::copy_from_slice(f.as_bytes()))
+            .collect()
+    }
+}
+
+impl From<Vec<&str>> for Message {
+    fn from(frames: Vec<&str>) -> Message {
+        Message::from(&frames[..])
+    }
+}
+
+/// Several owned frames, each taken without a copy.
+///
+/// ```
+/// use zmtp_proto::socket::Message;
+/// let m = Message::from(vec![String::from("a"), String::from("b")]);
+/// assert_eq!(m, Message::from(vec![b"a".to_vec(), b"b".to_vec()]));
+/// ```
+impl From<Vec<alloc::string::String>> for Message {
+    fn from(frames: Vec<alloc::string::String>) -> Message {
+        frames.into_iter().map(Bytes::from).collect()
+    }
+}
+
+impl From<Vec<Vec<u8>>> for Message {
+    fn from(frames: Vec<Vec<u8>>) -> Message {
+        frames.into_iter().map(Bytes::from).collect()
     }
 }
 
