@@ -220,7 +220,9 @@ impl Socket {
 
     /// Send a message, waiting while the socket would block, at most SNDTIMEO
     /// ([`Error::Timeout`] then, with the message dropped: use
-    /// [`try_send`](Self::try_send) to get it back).
+    /// [`try_send`](Self::try_send) to get it back). A refusal other than would-block is
+    /// [`Error::Send`] with its reason and the message (a REQ sending twice: `InvalidState`),
+    /// or [`Error::Closed`].
     pub fn send(&self, msg: impl Into<Message>) -> Result<Sent, Error> {
         self.send_timeout(msg, self.sndtimeo)
     }
@@ -237,7 +239,7 @@ impl Socket {
             match self.try_send(msg) {
                 Err(SendError::WouldBlock(m)) => msg = m,
                 Ok(sent) => return Ok(sent),
-                Err(_) => return Err(Error::Closed),
+                Err(refused) => return Err(refused.into()),
             }
             if deadline.is_some_and(|d| StdInstant::now() >= d) {
                 return Err(Error::Timeout);
@@ -257,7 +259,7 @@ impl Socket {
         match self.try_send_slice(body) {
             Err(SendError::WouldBlock(msg)) => self.send_timeout(msg, self.sndtimeo),
             Ok(sent) => Ok(sent),
-            Err(_) => Err(Error::Closed),
+            Err(refused) => Err(refused.into()),
         }
     }
 
@@ -268,21 +270,22 @@ impl Socket {
             s.core.send_slice(body, || self.shared.now())
         }) {
             Some(r) => r,
-            None => Err(SendError::WouldBlock(Message::from(
-                Bytes::copy_from_slice(body),
-            ))),
+            // The socket is gone: closed, with a copy of the body.
+            None => Err(SendError::Closed(Message::from(body))),
         }
     }
 
-    /// Send without waiting: `SendError::WouldBlock` hands the message back.
+    /// Send without waiting: `SendError::WouldBlock` hands the message back, as every
+    /// refusal does (`SendError::Closed` once the socket is closed).
     pub fn try_send(&self, msg: impl Into<Message>) -> Result<Sent, SendError> {
-        let msg = msg.into();
-        match self
-            .shared
-            .with(self.id, false, |s| s.core.send(msg, || self.shared.now()))
-        {
+        let mut msg = Some(msg.into());
+        let sent = self.shared.with(self.id, false, |s| {
+            msg.take().map(|m| s.core.send(m, || self.shared.now()))
+        });
+        match sent.flatten() {
             Some(r) => r,
-            None => Err(SendError::WouldBlock(Message::new())),
+            // The socket is gone: the message comes back with the reason.
+            None => Err(SendError::Closed(msg.unwrap_or_default())),
         }
     }
 

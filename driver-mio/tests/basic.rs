@@ -454,3 +454,51 @@ fn no_stall_when_threads_outnumber_cpus() {
     }
     assert!(!failed);
 }
+
+#[test]
+fn a_refused_send_keeps_its_reason_and_message() {
+    use zmtp_mio::SendError;
+    let ctx = Context::new().unwrap();
+    let rep = ctx.socket(SocketType::Rep).unwrap();
+    let ep = rep.bind("tcp://127.0.0.1:*").unwrap();
+    let req = ctx.socket(SocketType::Req).unwrap();
+    req.connect(&ep).unwrap();
+    req.send("first").unwrap();
+    // A second request before the reply: libzmq's EFSM, not "socket closed".
+    match req.send("second") {
+        Err(Error::Send(SendError::InvalidState(m))) => assert_eq!(m, Message::from("second")),
+        other => panic!("{other:?}"),
+    }
+    match req.send_slice(b"third") {
+        Err(Error::Send(SendError::InvalidState(m))) => assert_eq!(m, Message::from("third")),
+        other => panic!("{other:?}"),
+    }
+    // A type that does not send.
+    let pull = ctx.socket(SocketType::Pull).unwrap();
+    assert!(matches!(
+        pull.send("no"),
+        Err(Error::Send(SendError::NotSupported(_)))
+    ));
+}
+
+#[test]
+fn question_mark_across_send_and_recv() {
+    fn round_trip(ctx: &Context) -> Result<Message, Error> {
+        let rep = ctx.socket(SocketType::Rep)?;
+        let ep = rep.bind("tcp://127.0.0.1:*")?;
+        let req = ctx.socket(SocketType::Req)?;
+        req.connect(&ep)?;
+        req.send("ping")?;
+        let request = rep.recv_timeout(T)?;
+        rep.send(request)?;
+        let reply = req.recv_timeout(T)?;
+        // A refused send is an error like any other for `?`.
+        rep.send("unasked")?;
+        Ok(reply)
+    }
+    let ctx = Context::new().unwrap();
+    match round_trip(&ctx) {
+        Err(Error::Send(refused)) => assert_eq!(refused.into_message(), Message::from("unasked")),
+        other => panic!("{other:?}"),
+    }
+}

@@ -6,7 +6,7 @@
 use std::fmt;
 use std::io;
 
-use zmtp_proto::socket::EndpointError;
+use zmtp_proto::socket::{EndpointError, SendError};
 use zmtp_proto::ConfigError;
 
 /// Why an operation of a driver's socket failed.
@@ -35,6 +35,12 @@ pub enum Error {
     /// The transport is not offered by this driver (`inproc://` in `zmtp-mio`, whose
     /// sockets belong to no async runtime). Blocking driver (`zmtp-mio`) only.
     Unsupported,
+    /// The socket refused a message, for the reason given, with the message handed back
+    /// ([`SendError::into_message`]): a REQ sending before its reply came (`EFSM`), a
+    /// ROUTER with `ROUTER_MANDATORY` and no such peer (`EHOSTUNREACH`), a type that does
+    /// not send (`ENOTSUP`), no peer with room (`EAGAIN`). What `?` makes of a refused
+    /// `send` in a function returning this type.
+    Send(SendError),
 }
 
 impl fmt::Display for Error {
@@ -48,11 +54,20 @@ impl fmt::Display for Error {
             Error::Closed => f.write_str("socket closed"),
             Error::Timeout => f.write_str("timed out"),
             Error::Unsupported => f.write_str("transport not offered by this driver"),
+            Error::Send(e) => write!(f, "send refused: {e}"),
         }
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io(e) => Some(e),
+            Error::Send(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 impl From<EndpointError> for Error {
     fn from(e: EndpointError) -> Error {
@@ -63,6 +78,17 @@ impl From<EndpointError> for Error {
 impl From<io::Error> for Error {
     fn from(e: io::Error) -> Error {
         Error::Io(e)
+    }
+}
+
+/// A refused send. A socket that is closing refuses with [`Error::Closed`], as `recv` does;
+/// any other refusal keeps its reason and the message ([`Error::Send`]).
+impl From<SendError> for Error {
+    fn from(e: SendError) -> Error {
+        match e {
+            SendError::Closed(_) => Error::Closed,
+            e => Error::Send(e),
+        }
     }
 }
 
@@ -86,5 +112,23 @@ mod tests {
         assert_eq!(Error::Closed.to_string(), "socket closed");
         let boxed: Box<dyn std::error::Error> = Box::new(Error::NotFound);
         assert_eq!(boxed.to_string(), "no such endpoint");
+    }
+
+    #[test]
+    fn a_refused_send_converts_with_its_reason_and_message() {
+        use zmtp_proto::socket::{Message, SendError};
+        fn send_then_fail(refusal: SendError) -> Result<(), Error> {
+            Err(refusal)?;
+            Ok(())
+        }
+        let e = send_then_fail(SendError::InvalidState(Message::from("again"))).unwrap_err();
+        assert!(e.to_string().starts_with("send refused: "), "{e}");
+        assert!(std::error::Error::source(&e).is_some());
+        match e {
+            Error::Send(SendError::InvalidState(m)) => assert_eq!(m, Message::from("again")),
+            other => panic!("{other:?}"),
+        }
+        let closed = send_then_fail(SendError::Closed(Message::new())).unwrap_err();
+        assert!(matches!(closed, Error::Closed));
     }
 }

@@ -36,6 +36,7 @@ macro_rules! driver_tests {
             ipc_wildcard_binds_a_fresh_file_removed_on_unbind,
             push_pull_inproc_bind_first_and_connect_first,
             req_rep_round_trips,
+            question_mark_across_send_and_recv,
             pub_sub_filters_by_prefix,
             cancelled_recv_loses_no_message,
             cancelled_send_queues_all_or_nothing,
@@ -187,6 +188,32 @@ pub async fn push_pull_inproc_bind_first_and_connect_first<R: Runtime>() {
     let pull = Socket::<R>::new(SocketType::Pull).unwrap();
     pull.bind(&name).await.unwrap();
     assert_eq!(text(&within::<R, _>(pull.recv()).await.unwrap()), ["early"]);
+}
+
+/// `send` and `recv` fail with errors that `?` turns into the driver's `Error`, a refused
+/// send keeping its reason and its message; borrowed text converts into messages.
+pub async fn question_mark_across_send_and_recv<R: Runtime>() {
+    async fn round_trip<R: Runtime>() -> Result<Message, crate::Error> {
+        let rep = Socket::<R>::new(SocketType::Rep)?;
+        let ep = rep.bind("tcp://127.0.0.1:*").await?;
+        let req = Socket::<R>::new(SocketType::Req)?;
+        req.connect(&ep).await?;
+        let line = String::from("ping");
+        req.send(line.as_str()).await?;
+        let request = within::<R, _>(rep.recv()).await?;
+        rep.send(request).await?;
+        let reply = within::<R, _>(req.recv()).await?;
+        assert_eq!(text(&reply), ["ping"]);
+        // REP has nothing to answer now: the refusal is an error like any other for `?`.
+        rep.send(&line).await?;
+        Ok(reply)
+    }
+    match round_trip::<R>().await {
+        Err(crate::Error::Send(SendError::InvalidState(m))) => {
+            assert_eq!(m, Message::from("ping"))
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 /// REQ/REP strict alternation, the server on a task of its own.
