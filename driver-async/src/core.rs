@@ -22,7 +22,8 @@ use zmtp_driver::{
 };
 use zmtp_proto::socket::endpoint::IpcEndpoint;
 use zmtp_proto::socket::{
-    AuthReply, Endpoint, EndpointId, MonitorEvent, PeerId, Socket as ProtoSocket, ZapRequest,
+    AuthReply, CloseReport, Endpoint, EndpointId, MonitorEvent, PeerId, Socket as ProtoSocket,
+    ZapRequest,
 };
 use zmtp_proto::Instant;
 
@@ -121,6 +122,28 @@ impl<R: Runtime> Inner<R> {
         // Detached: the task ends by itself once the socket is closed.
         let _ = inner.runtime.spawn(timer_task(inner.clone()));
         inner
+    }
+
+    /// Close the socket (stop listening, linger per LINGER) and wait until it has
+    /// finished; returns what LINGER cut off.
+    pub(crate) async fn close(self: &Arc<Self>) -> CloseReport {
+        let notified = self.closed.notified();
+        let mut notified = pin!(notified);
+        notified.as_mut().enable();
+        if !self.start_close() {
+            notified.await;
+        }
+        self.lock().socket.close_report().unwrap_or_default()
+    }
+
+    /// Start closing the socket (stop listening, linger per LINGER) without waiting;
+    /// returns whether it has finished already.
+    pub(crate) fn start_close(self: &Arc<Self>) -> bool {
+        self.with_timers(|core| {
+            let now = self.now();
+            core.socket.close(now);
+            core.closed
+        })
     }
 
     pub(crate) fn now(&self) -> Instant {
@@ -566,6 +589,28 @@ impl<R: Runtime> CommandHandler for Commands<'_, R> {
         core.bind_waiters.clear();
         self.inner.closed.notify_waiters();
         self.inner.timer.notify_one();
+    }
+}
+
+impl<R: Runtime> Drop for Inner<R> {
+    fn drop(&mut self) {
+        // The last task holding the socket went away before it finished closing: its
+        // runtime ended (or the task was cancelled) while it lingered or was still open.
+        let core = self.core.get_mut().unwrap_or_else(|e| e.into_inner());
+        if core.closed {
+            return;
+        }
+        let unsent = core.socket.unsent();
+        if !unsent.delivered_all() {
+            log::warn!(
+                "zmtp: a {:?} socket went away with {} message(s) and {} byte(s) unsent: its \
+                 runtime ended before they were written (end with `close().await` or \
+                 `Context::term().await` to deliver them)",
+                core.socket.socket_type(),
+                unsent.unsent_messages,
+                unsent.unsent_bytes,
+            );
+        }
     }
 }
 

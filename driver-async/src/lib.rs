@@ -19,6 +19,7 @@
 //! flush to call.
 #![warn(missing_docs)]
 
+mod context;
 mod core;
 pub mod runtime;
 #[cfg(feature = "testing")]
@@ -27,13 +28,14 @@ pub mod testing;
 mod transport;
 mod wait;
 
-use std::pin::{pin, Pin};
+use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{self, Poll};
 
 use futures_core::Stream as FuturesStream;
 use tokio::sync::mpsc;
 
+pub use crate::context::Context;
 use crate::core::Inner;
 pub use crate::runtime::Runtime;
 use crate::wait::Waiter;
@@ -43,16 +45,22 @@ pub use zmtp_driver::Error;
 pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey};
 pub use zmtp_proto::mechanism::Security;
 pub use zmtp_proto::socket::{
-    AuthReply, Authenticator, EndpointError, Message, MonitorEvent, MonitorEventKind, Options,
-    PeerProperties, SendError, Sent, ZapRequest,
+    AuthReply, Authenticator, CloseReport, EndpointError, Message, MonitorEvent, MonitorEventKind,
+    Options, PeerProperties, SendError, Sent, ZapRequest,
 };
 pub use zmtp_proto::{z85, Bytes, SocketType};
 
 /// A ZeroMQ socket. Its I/O runs on tasks of the runtime `R` it was created in.
 ///
 /// Methods take `&self`, so one socket may be shared (for example in an `Arc`) between a
-/// sending and a receiving task. Dropping the socket closes it in the background,
-/// honouring LINGER; [`Socket::close`] does the same and waits.
+/// sending and a receiving task.
+///
+/// Dropping the socket closes it in the background, lingering (per LINGER) while its
+/// queued messages are written, for as long as its runtime runs. A program that sends
+/// and then ends must wait for that: [`Socket::close`] closes and waits, and a
+/// [`Context`]'s [`term`](Context::term) does it for every socket made through the
+/// context, dropped ones included. A socket whose runtime ends first loses what was
+/// still queued, with a warning through the `log` crate.
 #[derive(Debug)]
 pub struct Socket<R: Runtime> {
     inner: Arc<Inner<R>>,
@@ -243,20 +251,10 @@ impl<R: Runtime> Socket<R> {
     }
 
     /// Close the socket: stop listening, linger until queued messages are written or
-    /// LINGER expires, then close every connection.
-    pub async fn close(self) {
-        let inner = self.inner.clone();
-        let notified = inner.closed.notified();
-        let mut notified = pin!(notified);
-        notified.as_mut().enable();
-        let done = inner.with_timers(|core| {
-            let now = inner.now();
-            core.socket.close(now);
-            core.closed
-        });
-        if !done {
-            notified.await;
-        }
+    /// LINGER expires, then close every connection. Returns what LINGER cut off
+    /// ([`CloseReport::delivered_all`] when nothing).
+    pub async fn close(self) -> CloseReport {
+        self.inner.close().await
     }
 
     /// A `Stream` of received messages (and a `Sink` for sending) over this socket.
@@ -271,11 +269,7 @@ impl<R: Runtime> Socket<R> {
 
 impl<R: Runtime> Drop for Socket<R> {
     fn drop(&mut self) {
-        let inner = self.inner.clone();
-        inner.with_timers(|core| {
-            let now = inner.now();
-            core.socket.close(now);
-        });
+        self.inner.start_close();
     }
 }
 
@@ -294,7 +288,10 @@ impl Monitor {
 
 impl FuturesStream for Monitor {
     type Item = MonitorEvent;
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<MonitorEvent>> {
+    fn poll_next(
+        mut self: Pin<&mut Self>,
+        cx: &mut task::Context<'_>,
+    ) -> Poll<Option<MonitorEvent>> {
         self.rx.poll_recv(cx)
     }
 }
@@ -314,7 +311,7 @@ impl<R: Runtime> std::fmt::Debug for MessageStream<'_, R> {
 
 impl<R: Runtime> FuturesStream for MessageStream<'_, R> {
     type Item = Message;
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Message>> {
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut task::Context<'_>) -> Poll<Option<Message>> {
         std::future::Future::poll(Pin::new(&mut self.recv), cx).map(Result::ok)
     }
 }
@@ -322,7 +319,10 @@ impl<R: Runtime> FuturesStream for MessageStream<'_, R> {
 impl<R: Runtime> futures_sink::Sink<Message> for MessageStream<'_, R> {
     type Error = SendError;
 
-    fn poll_ready(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), SendError>> {
+    fn poll_ready(
+        mut self: Pin<&mut Self>,
+        cx: &mut task::Context<'_>,
+    ) -> Poll<Result<(), SendError>> {
         let socket = self.socket;
         self.ready.poll(cx, || {
             (socket.can_send() || socket.inner.lock().closed).then_some(Ok(()))
@@ -333,12 +333,12 @@ impl<R: Runtime> futures_sink::Sink<Message> for MessageStream<'_, R> {
         self.socket.try_send(item).map(|_| ())
     }
 
-    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<(), SendError>> {
+    fn poll_flush(self: Pin<&mut Self>, _: &mut task::Context<'_>) -> Poll<Result<(), SendError>> {
         // Writes happen as soon as the stream has room; nothing is held back here.
         Poll::Ready(Ok(()))
     }
 
-    fn poll_close(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Result<(), SendError>> {
+    fn poll_close(self: Pin<&mut Self>, _: &mut task::Context<'_>) -> Poll<Result<(), SendError>> {
         Poll::Ready(Ok(()))
     }
 }

@@ -32,6 +32,7 @@
 
 mod reactor;
 
+use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant as StdInstant};
 
@@ -41,14 +42,34 @@ pub use zmtp_driver::Error;
 pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey};
 pub use zmtp_proto::mechanism::Security;
 pub use zmtp_proto::socket::{
-    AuthReply, Authenticator, EndpointError, Message, MonitorEvent, MonitorEventKind, Options,
-    PeerProperties, SendError, Sent, ZapRequest,
+    AuthReply, Authenticator, CloseReport, EndpointError, Message, MonitorEvent, MonitorEventKind,
+    Options, PeerProperties, SendError, Sent, ZapRequest,
 };
 pub use zmtp_proto::{z85, Bytes, SocketType};
 
-/// A context: the I/O thread its sockets share. Cheap to clone; the thread ends when the
-/// context and all its sockets are dropped.
-#[derive(Clone)]
+/// A context: the I/O thread its sockets share. Cheap to clone.
+///
+/// Ending a context ends its sockets as libzmq's `zmq_ctx_term` does: when the last
+/// handle to it is dropped, the drop blocks until every socket dropped before it has
+/// written its queued messages or run out of LINGER, so a program that sends and then
+/// returns from `main` loses nothing. A socket dropped after its context (kept alive
+/// elsewhere) blocks in its own drop instead, for the same reason. [`Context::term`]
+/// also closes the sockets still in use and reports what LINGER cut off.
+///
+/// With the default LINGER (forever) the wait lasts until every queued message is
+/// written, however long a peer takes to appear; set LINGER to bound it.
+///
+/// ```no_run
+/// use zmtp_mio::{Context, SocketType};
+///
+/// # fn main() -> Result<(), zmtp_mio::Error> {
+/// let ctx = Context::new()?;
+/// let push = ctx.socket(SocketType::Push)?;
+/// push.connect("tcp://127.0.0.1:5557")?;
+/// push.send("the last words")?;
+/// // Dropping `push`, then `ctx`, at the end of `main` waits until they are written.
+/// # Ok(()) }
+/// ```
 pub struct Context {
     shared: Arc<Shared>,
 }
@@ -59,12 +80,59 @@ impl std::fmt::Debug for Context {
     }
 }
 
+impl Clone for Context {
+    fn clone(&self) -> Context {
+        Context::handle(self.shared.clone())
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        if self.shared.contexts.fetch_sub(1, Ordering::SeqCst) == 1 {
+            // The last handle: the sockets dropped before it linger to the end.
+            self.shared.linger_orphans();
+        }
+    }
+}
+
 impl Context {
     /// A new context with its I/O thread.
     pub fn new() -> Result<Context, Error> {
-        Ok(Context {
-            shared: Shared::start()?,
-        })
+        Ok(Context::handle(Shared::start()?))
+    }
+
+    fn handle(shared: Arc<Shared>) -> Context {
+        shared.contexts.fetch_add(1, Ordering::SeqCst);
+        Context { shared }
+    }
+
+    /// Close every socket of this context (those still in use too: their operations
+    /// then fail with [`Error::Closed`]) and wait until each has written its queued
+    /// messages or run out of LINGER (`zmq_ctx_term`; pyzmq's `Context.destroy`).
+    /// Returns what LINGER cut off, summed over the sockets (those dropped earlier
+    /// included).
+    pub fn term(self) -> CloseReport {
+        let now = self.shared.now();
+        // The sockets still in use; the dropped ones report when they are forgotten.
+        let ids: Vec<usize> = (self.shared.lock().sockets.iter())
+            .filter(|(_, s)| !s.closed && !s.orphaned)
+            .map(|(id, _)| *id)
+            .collect();
+        for &id in &ids {
+            let _ = self.shared.with(id, true, |s| s.core.close(now));
+        }
+        let mut report = CloseReport::default();
+        for id in ids {
+            while !self.shared.wait_for(id, None, |s| s.closed) {
+                self.shared.help(id);
+            }
+            if let Some(r) = self.shared.with(id, false, |s| s.core.close_report()) {
+                report = report.merged(r.unwrap_or_default());
+            }
+        }
+        self.shared.linger_orphans();
+        let mut st = self.shared.lock();
+        report.merged(std::mem::take(&mut st.orphans_report))
     }
 
     /// A socket of type `ty` with libzmq's default options.
@@ -88,7 +156,8 @@ impl Context {
 
 /// A ZeroMQ socket with a blocking API. Methods take `&self`: one socket may be shared
 /// between threads (in an `Arc`). Dropping it closes it, lingering per LINGER in the
-/// background while the context lives.
+/// background while its [`Context`] lives; the context's end waits for that linger
+/// (and a socket dropped after its context waits in its drop).
 pub struct Socket {
     shared: Arc<Shared>,
     id: usize,
@@ -332,9 +401,20 @@ impl Socket {
     }
 
     /// Close, waiting while it lingers (per LINGER) for queued messages to be written.
-    pub fn close(self) {
+    /// Returns what LINGER cut off ([`CloseReport::delivered_all`] when nothing).
+    pub fn close(self) -> CloseReport {
         let now = self.shared.now();
         let _ = self.with(true, |s| s.core.close(now));
+        self.linger();
+        // `drop` then forgets the socket.
+        self.with(false, |s| s.core.close_report())
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    }
+
+    /// Wait until the socket has finished closing (or is gone).
+    fn linger(&self) {
         loop {
             if self.shared.help(self.id) {
                 continue;
@@ -343,21 +423,30 @@ impl Socket {
                 break;
             }
         }
-        // `drop` then forgets the socket.
     }
 }
 
 impl Drop for Socket {
     fn drop(&mut self) {
         let now = self.shared.now();
-        let _ = self.shared.with(self.id, true, |s| {
+        let was_closed = self.shared.with(self.id, true, |s| {
+            let was_closed = s.closed;
             s.orphaned = true;
             s.core.close(now);
+            was_closed
         });
-        // A socket that closed at once (nothing to linger for) is forgotten now.
-        let mut st = self.shared.lock();
-        if st.sockets.get(&self.id).is_some_and(|s| s.closed) {
-            st.sockets.remove(&self.id);
+        {
+            // A socket that closed at once (nothing to linger for) is forgotten now.
+            let mut st = self.shared.lock();
+            if st.sockets.get(&self.id).is_some_and(|s| s.closed) {
+                // Closed by this drop: what it cut off is the context's to report.
+                st.forget(self.id, was_closed == Some(false));
+                return;
+            }
+        }
+        // No context is left to wait for the linger at its end: this drop does.
+        if self.shared.contexts.load(Ordering::SeqCst) == 0 {
+            self.linger();
         }
     }
 }

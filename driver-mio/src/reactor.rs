@@ -36,13 +36,14 @@ mod work;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io;
+use std::sync::atomic::AtomicUsize;
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant as StdInstant};
 
 use mio::net::TcpStream;
 use mio::{Poll, Registry, Token, Waker};
-use zmtp_proto::socket::{EndpointId, MonitorEvent, PeerId, Socket as ProtoSocket};
+use zmtp_proto::socket::{CloseReport, EndpointId, MonitorEvent, PeerId, Socket as ProtoSocket};
 use zmtp_proto::{Bytes, Instant};
 
 use io_loop::io_thread;
@@ -67,6 +68,9 @@ pub(crate) struct Shared {
     start: StdInstant,
     /// This context, for the threads that look host names up.
     me: Weak<Shared>,
+    /// How many [`Context`](crate::Context) handles exist: once none does, a dropped
+    /// socket waits for its own linger (nothing else would).
+    pub(crate) contexts: AtomicUsize,
 }
 
 impl Drop for Shared {
@@ -159,6 +163,26 @@ pub(crate) struct State {
     parked: bool,
     /// Threads waiting in [`poll`](crate::poll) on `Shared::polled`.
     poll_waiters: Waiters,
+    /// What LINGER cut off in sockets dropped and forgotten since the last
+    /// [`Context::term`](crate::Context::term).
+    pub(crate) orphans_report: CloseReport,
+}
+
+impl State {
+    /// Forget a closed socket whose handle was dropped; `report`: count what LINGER cut
+    /// off in it for [`Context::term`](crate::Context::term). Whoever still waits on it
+    /// (a `term`) is woken to see it gone.
+    pub(crate) fn forget(&mut self, id: usize, report: bool) {
+        if let Some(mut s) = self.sockets.remove(&id) {
+            if report {
+                let cut = s.core.close_report().unwrap_or_default();
+                self.orphans_report = self.orphans_report.merged(cut);
+            }
+            if s.waiters.take() {
+                s.cond.notify_all();
+            }
+        }
+    }
 }
 
 impl Shared {
@@ -176,12 +200,14 @@ impl Shared {
                 work: VecDeque::new(),
                 parked: false,
                 poll_waiters: Waiters::default(),
+                orphans_report: CloseReport::default(),
             }),
             polled: Condvar::new(),
             registry,
             waker,
             start: StdInstant::now(),
             me: me.clone(),
+            contexts: AtomicUsize::new(0),
         });
         let weak = Arc::downgrade(&shared);
         std::thread::Builder::new()
@@ -264,6 +290,15 @@ impl Shared {
             self.polled.notify_all();
         }
         Some(r)
+    }
+
+    /// Wait until no dropped socket is left lingering.
+    pub(crate) fn linger_orphans(&self) {
+        let mut st = self.lock();
+        while st.sockets.values().any(|s| s.orphaned) {
+            self.wait_polled(st, None);
+            st = self.lock();
+        }
     }
 
     /// Carry out a socket's commands (and hand over its monitor events), and queue writes

@@ -479,6 +479,8 @@ fn a_refused_send_keeps_its_reason_and_message() {
         pull.send("no"),
         Err(Error::Send(SendError::NotSupported(_)))
     ));
+    // The first request is delivered: the context's end would wait for it (LINGER).
+    assert_eq!(&rep.recv_timeout(T).unwrap().frames()[0][..], b"first");
 }
 
 #[test]

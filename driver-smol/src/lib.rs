@@ -44,9 +44,9 @@ pub use runtime::{
     SmolUnixListener,
 };
 pub use zmtp_async::{
-    curve_keypair, z85, AuthReply, Authenticator, Bytes, EndpointError, Error, KeyPair, Message,
-    Monitor, MonitorEvent, MonitorEventKind, Options, PeerProperties, PublicKey, Security,
-    SendError, Sent, SocketType, ZapRequest,
+    curve_keypair, z85, AuthReply, Authenticator, Bytes, CloseReport, EndpointError, Error,
+    KeyPair, Message, Monitor, MonitorEvent, MonitorEventKind, Options, PeerProperties, PublicKey,
+    Security, SendError, Sent, SocketType, ZapRequest,
 };
 
 /// A ZeroMQ socket. Its tasks run on the executor of the enclosing [`block_on`], or on
@@ -54,8 +54,15 @@ pub use zmtp_async::{
 ///
 /// Methods take `&self`, so one socket may be shared (for example in an `Arc`) between a
 /// sending and a receiving task. Dropping the socket closes it in the background,
-/// honouring LINGER; [`Socket::close`](zmtp_async::Socket::close) does the same and waits.
+/// honouring LINGER while the runtime runs; [`Socket::close`](zmtp_async::Socket::close)
+/// does the same and waits. A program that sends and then ends waits for its messages to
+/// be written with `close().await` or [`Context::term`](zmtp_async::Context::term).
 pub type Socket = zmtp_async::Socket<Smol>;
+
+/// The sockets a program makes, closed and flushed together by
+/// [`term`](zmtp_async::Context::term) at its end (`zmq_ctx_term`): messages sent just
+/// before `main` returns are delivered, from dropped sockets too.
+pub type Context = zmtp_async::Context<Smol>;
 
 /// Messages of a socket as a `Stream`, and a `Sink` of messages into it.
 pub type MessageStream<'a> = zmtp_async::MessageStream<'a, Smol>;

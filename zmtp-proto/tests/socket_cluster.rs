@@ -369,6 +369,8 @@ fn close_lingers_until_queued_messages_are_written() {
     assert_eq!(drain(&mut c, pull), (0..20).collect::<Vec<u8>>());
     assert!(c.member(push).closed_at.is_some());
     assert!(c.socket(push).is_closed());
+    let report = c.socket(push).close_report().expect("closed");
+    assert!(report.delivered_all(), "{report}");
     assert_eq!(
         c.member(push).monitor.last().map(|e| e.kind),
         Some(MonitorEventKind::MonitorStopped)
@@ -385,13 +387,19 @@ fn linger_zero_closes_at_once_and_a_deadline_cuts_lingering_short() {
     c.run_until_idle();
     assert_eq!(c.member(push).closed_at, Some(now), "LINGER 0: at once");
     assert_eq!(c.links_between(push, pull), 0);
+    let report = c.socket(push).close_report().expect("closed");
+    assert!(!report.delivered_all());
+    // Every message was encoded for the stream; the PULL read too little of them.
+    assert!(report.unsent_bytes > 10 * 2048, "{report:?}");
 
     let mut c = Cluster::new(108);
     let (push, pull) = stalled_push(&mut c, Some(ms(250)));
     let now = c.now();
+    let queued = c.socket(push).unsent();
     c.socket(push).close(now);
     c.run_until_idle();
     assert_eq!(c.member(push).closed_at, None);
+    assert_eq!(c.socket(push).close_report(), None, "still lingering");
     assert!(c.advance_to_next_timer());
     assert_eq!(c.member(push).closed_at, Some(now + ms(250)));
     assert_eq!(
@@ -402,6 +410,12 @@ fn linger_zero_closes_at_once_and_a_deadline_cuts_lingering_short() {
     let got = drain(&mut c, pull);
     assert!(got.len() < 20, "the queued rest was dropped: {got:?}");
     assert_eq!(got, (0..got.len() as u8).collect::<Vec<u8>>());
+    let report = c.socket(push).close_report().expect("closed");
+    assert_eq!(
+        report, queued,
+        "nothing was written while the PULL did not read"
+    );
+    assert!(report.unsent_bytes > 10 * 2048, "{report:?}");
 }
 
 #[test]
@@ -442,9 +456,16 @@ fn lingering_keeps_reconnecting_to_deliver_queued_messages() {
             .map(|t| t.saturating_duration_since(t0));
         if delivered {
             assert_eq!(got, ["0", "1", "2", "3"], "linger {linger:?}");
+            assert_eq!(c.socket(push).close_report(), Some(Default::default()));
         } else {
             assert_eq!(got, Vec::<String>::new(), "linger {linger:?}");
             assert_eq!(closed, Some(ms(1000)), "at the deadline");
+            let report = c.socket(push).close_report().expect("closed");
+            assert_eq!(
+                (report.unsent_messages, report.unsent_bytes),
+                (4, 0),
+                "four messages never found a connection"
+            );
         }
         assert!(closed.is_some(), "linger {linger:?}: closed");
         // Connecting again while closing: only to the endpoint with messages.

@@ -17,8 +17,10 @@ use zmtp_proto::Bytes;
 
 use crate::core::{first, Either};
 
+mod close;
 pub mod security;
 use crate::{Message, MonitorEventKind, Options, Runtime, SendError, Sent, Socket, SocketType};
+pub use close::*;
 
 /// Upper bound of every wait.
 pub const T: Duration = Duration::from_secs(5);
@@ -43,6 +45,8 @@ macro_rules! driver_tests {
             send_slice_copies_and_waits,
             monitor_stream_reports_connection_events,
             close_lingers_until_messages_are_written,
+            close_reports_what_linger_cut_off,
+            context_term_flushes_dropped_sockets_and_closes_the_rest,
             stream_and_sink,
             dealer_router_many_peers,
             inproc_hands_large_bodies_over_without_copying,

@@ -479,7 +479,7 @@ impl CommandHandler for Commands<'_> {
             s.monitors.clear();
             if s.orphaned {
                 // Forgotten: the command loop ends here.
-                st.sockets.remove(&id);
+                st.forget(id, true);
             }
         }
     }

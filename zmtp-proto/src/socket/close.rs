@@ -7,6 +7,58 @@ use alloc::vec::Vec;
 use super::{Command, EndpointId, EndpointKind, MonitorEvent, MonitorEventKind, PeerId, Socket};
 use crate::Instant;
 
+/// What a socket's close left unwritten: nothing when every message queued before the
+/// close was handed to its peer's stream, or what was still queued when LINGER ran out.
+///
+/// As in libzmq, "delivered" means written to the stream (the operating system's socket
+/// buffer); what the network does with it afterwards is not seen here.
+///
+/// ```
+/// use zmtp_proto::socket::CloseReport;
+///
+/// let done = CloseReport::default();
+/// assert!(done.delivered_all());
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CloseReport {
+    /// Whole messages that never reached a stream (waiting for a connection, or behind
+    /// others in the peer's queue), dropped when LINGER ran out.
+    pub unsent_messages: usize,
+    /// Bytes encoded for a stream (parts of messages) and not written when LINGER ran out.
+    pub unsent_bytes: usize,
+}
+
+impl CloseReport {
+    /// Whether everything queued was written: LINGER did not cut anything off.
+    pub fn delivered_all(&self) -> bool {
+        self.unsent_messages == 0 && self.unsent_bytes == 0
+    }
+
+    /// The sum of two reports (for a context closing several sockets).
+    #[must_use]
+    pub fn merged(self, other: CloseReport) -> CloseReport {
+        CloseReport {
+            unsent_messages: self.unsent_messages + other.unsent_messages,
+            unsent_bytes: self.unsent_bytes + other.unsent_bytes,
+        }
+    }
+}
+
+impl core::fmt::Display for CloseReport {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        if self.delivered_all() {
+            f.write_str("every message delivered")
+        } else {
+            write!(
+                f,
+                "LINGER expired with {} message(s) and {} byte(s) unsent",
+                self.unsent_messages, self.unsent_bytes
+            )
+        }
+    }
+}
+
 impl Socket {
     /// Close the socket: stop listening, refuse new sends, and linger until queued
     /// messages are written or `LINGER` expires; then [`Command::Closed`]. As in libzmq, a
@@ -45,6 +97,24 @@ impl Socket {
         self.closed
     }
 
+    /// What the close left unwritten, once it has finished (`None` before).
+    pub fn close_report(&self) -> Option<CloseReport> {
+        self.close_report
+    }
+
+    /// What is queued for the peers and not yet written: what a close would leave
+    /// behind if LINGER ran out now.
+    pub fn unsent(&self) -> CloseReport {
+        let mut report = CloseReport::default();
+        for p in self.peers.values() {
+            report.unsent_messages += p.out.len();
+            if let Some(s) = &p.stream {
+                report.unsent_bytes += s.conn.queued_len();
+            }
+        }
+        report
+    }
+
     pub(super) fn try_finish_close(&mut self, now: Instant) {
         if self.closed {
             return;
@@ -70,6 +140,7 @@ impl Socket {
             return;
         }
         self.closed = true;
+        self.close_report = Some(self.unsent());
         let peers: Vec<PeerId> = self.peers.keys().copied().collect();
         for peer in peers {
             if self.peers.get(&peer).is_some_and(|p| p.stream.is_some()) {

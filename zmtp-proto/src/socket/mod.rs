@@ -58,6 +58,7 @@ use core::time::Duration;
 use bytes::Bytes;
 
 pub use auth::{AuthReply, Authenticator, PeerProperties, ZapRequest};
+pub use close::CloseReport;
 pub use endpoint::{Endpoint, EndpointError};
 pub use message::Message;
 pub use monitor::{MonitorEvent, MonitorEventKind};
@@ -327,6 +328,8 @@ pub struct Socket {
     /// `Some(deadline)` once `close` was called (`Some(None)`: linger forever).
     closing: Option<Option<Instant>>,
     closed: bool,
+    /// What closing left unwritten, once it has finished.
+    close_report: Option<CloseReport>,
     /// Seeds each CURVE connection's randomness ([`Socket::set_entropy`]).
     #[cfg(feature = "curve")]
     entropy: Option<crate::curve_crypto::Drbg>,
@@ -367,6 +370,7 @@ impl Socket {
             verdicts: VecDeque::new(),
             closing: None,
             closed: false,
+            close_report: None,
             #[cfg(feature = "curve")]
             entropy: None,
         })

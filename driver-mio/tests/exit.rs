@@ -1,0 +1,89 @@
+//! A program that sends and then ends delivers every message: the example
+//! `mio_send_and_exit` run as a process, against a PULL that counts what arrives.
+
+#[test]
+fn a_program_that_sends_and_exits_delivers_every_message() {
+    zmtp_testkit::programs::sends_and_exits_delivering_everything("mio_send_and_exit");
+}
+
+use std::time::Duration;
+
+use zmtp_mio::{Context, Error, Options, SendError, SocketType};
+
+const T: Option<Duration> = Some(Duration::from_secs(5));
+
+fn options_with_linger(linger: Option<Duration>) -> Options {
+    let mut options = Options::default();
+    options.linger = linger;
+    options
+}
+
+#[test]
+fn a_socket_dropped_after_its_context_waits_for_its_queue() {
+    let receiver = Context::new().unwrap();
+    let pull = receiver.socket(SocketType::Pull).unwrap();
+    let ep = pull.bind("tcp://127.0.0.1:*").unwrap();
+    let push = {
+        let ctx = Context::new().unwrap();
+        ctx.socket(SocketType::Push).unwrap()
+        // The only context handle ends here, before the socket.
+    };
+    push.connect(&ep).unwrap();
+    let reader = std::thread::spawn(move || {
+        for i in 0..50_000u32 {
+            let m = pull.recv_timeout(T).unwrap();
+            assert_eq!(&m.frames()[0][..], i.to_string().as_bytes());
+        }
+    });
+    for i in 0..50_000u32 {
+        push.send(i.to_string()).unwrap();
+    }
+    drop(push);
+    reader.join().unwrap();
+}
+
+#[test]
+fn close_and_term_report_what_linger_cut_off() {
+    let ctx = Context::new().unwrap();
+    let stuck = ctx
+        .socket_with(
+            SocketType::Push,
+            options_with_linger(Some(Duration::from_millis(50))),
+        )
+        .unwrap();
+    // The discard port: nothing listens there on a test machine.
+    stuck.connect("tcp://127.0.0.1:9").unwrap();
+    for i in 0..3u32 {
+        stuck.send(i.to_string()).unwrap();
+    }
+    let report = stuck.close();
+    assert_eq!(report.unsent_messages, 3, "{report:?}");
+    assert!(!report.delivered_all());
+
+    // term: a dropped socket's loss, a live socket's loss, and a live socket closed.
+    let dropped = ctx
+        .socket_with(
+            SocketType::Push,
+            options_with_linger(Some(Duration::from_millis(50))),
+        )
+        .unwrap();
+    dropped.connect("tcp://127.0.0.1:9").unwrap();
+    dropped.send("lost 1").unwrap();
+    dropped.send("lost 2").unwrap();
+    drop(dropped);
+    let live = ctx
+        .socket_with(
+            SocketType::Push,
+            options_with_linger(Some(Duration::from_millis(50))),
+        )
+        .unwrap();
+    live.connect("tcp://127.0.0.1:9").unwrap();
+    live.send("lost 3").unwrap();
+    let idle = ctx.socket(SocketType::Pull).unwrap();
+    let report = ctx.clone().term();
+    assert_eq!(report.unsent_messages, 3, "{report:?}");
+    assert!(matches!(idle.recv_timeout(T), Err(Error::Closed)));
+    assert!(matches!(live.try_send("late"), Err(SendError::Closed(_))));
+    // Nothing is counted twice.
+    assert!(ctx.term().delivered_all());
+}
