@@ -32,6 +32,7 @@
 
 mod reactor;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant as StdInstant};
 
@@ -42,7 +43,7 @@ pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey};
 pub use zmtp_proto::mechanism::Security;
 pub use zmtp_proto::socket::{
     AuthReply, Authenticator, EndpointError, Message, MonitorEvent, MonitorEventKind, Options,
-    PeerProperties, SendError, Sent, ZapRequest,
+    PeerProperties, SendError, Sent, TextError, ZapRequest,
 };
 pub use zmtp_proto::{z85, Bytes, SocketType};
 
@@ -80,8 +81,8 @@ impl Context {
         Ok(Socket {
             shared: self.shared.clone(),
             id,
-            rcvtimeo: None,
-            sndtimeo: None,
+            rcvtimeo: Timeout::default(),
+            sndtimeo: Timeout::default(),
         })
     }
 }
@@ -92,8 +93,35 @@ impl Context {
 pub struct Socket {
     shared: Arc<Shared>,
     id: usize,
-    rcvtimeo: Option<Duration>,
-    sndtimeo: Option<Duration>,
+    rcvtimeo: Timeout,
+    sndtimeo: Timeout,
+}
+
+/// A timeout that `&self` can change: nanoseconds, with `u64::MAX` for none (wait
+/// forever). Longer timeouts are as good as none (over 584 years).
+#[derive(Debug)]
+struct Timeout(AtomicU64);
+
+impl Default for Timeout {
+    fn default() -> Timeout {
+        Timeout(AtomicU64::new(u64::MAX))
+    }
+}
+
+impl Timeout {
+    fn get(&self) -> Option<Duration> {
+        match self.0.load(Ordering::Relaxed) {
+            u64::MAX => None,
+            nanos => Some(Duration::from_nanos(nanos)),
+        }
+    }
+
+    fn set(&self, timeout: Option<Duration>) {
+        let nanos = timeout.map_or(u64::MAX, |t| {
+            u64::try_from(t.as_nanos()).unwrap_or(u64::MAX)
+        });
+        self.0.store(nanos, Ordering::Relaxed);
+    }
 }
 
 impl std::fmt::Debug for Socket {
@@ -134,13 +162,25 @@ impl Socket {
     }
 
     /// How long [`recv`](Self::recv) waits (`ZMQ_RCVTIMEO`); `None` = forever (default).
-    pub fn set_rcvtimeo(&mut self, timeout: Option<Duration>) {
-        self.rcvtimeo = timeout;
+    /// Applies to calls made afterwards, from any thread.
+    pub fn set_rcvtimeo(&self, timeout: Option<Duration>) {
+        self.rcvtimeo.set(timeout);
+    }
+
+    /// How long [`recv`](Self::recv) waits (`ZMQ_RCVTIMEO`); `None` = forever.
+    pub fn rcvtimeo(&self) -> Option<Duration> {
+        self.rcvtimeo.get()
     }
 
     /// How long [`send`](Self::send) waits (`ZMQ_SNDTIMEO`); `None` = forever (default).
-    pub fn set_sndtimeo(&mut self, timeout: Option<Duration>) {
-        self.sndtimeo = timeout;
+    /// Applies to calls made afterwards, from any thread.
+    pub fn set_sndtimeo(&self, timeout: Option<Duration>) {
+        self.sndtimeo.set(timeout);
+    }
+
+    /// How long [`send`](Self::send) waits (`ZMQ_SNDTIMEO`); `None` = forever.
+    pub fn sndtimeo(&self) -> Option<Duration> {
+        self.sndtimeo.get()
     }
 
     /// Decide authentication requests (ZAP) in code; `None`: libzmq's rules without a
@@ -198,14 +238,30 @@ impl Socket {
             .unwrap_or_default()
     }
 
-    /// Subscribe to a topic prefix (SUB, XSUB).
-    pub fn subscribe(&self, topic: impl AsRef<[u8]>) {
-        let _ = self.with(false, |s| s.core.subscribe(topic.as_ref()));
+    /// Subscribe to a topic prefix (`ZMQ_SUBSCRIBE`); the empty topic matches everything.
+    /// Subscriptions count: each needs its own [`unsubscribe`](Self::unsubscribe). Only
+    /// SUB and XSUB subscribe: other types fail with [`Error::Unsupported`].
+    pub fn subscribe(&self, topic: impl AsRef<[u8]>) -> Result<(), Error> {
+        self.with(false, |s| {
+            if !s.core.socket_type().subscribes() {
+                return Err(Error::Unsupported);
+            }
+            s.core.subscribe(topic.as_ref());
+            Ok(())
+        })?
     }
 
-    /// Cancel one subscription (SUB, XSUB).
-    pub fn unsubscribe(&self, topic: impl AsRef<[u8]>) {
-        let _ = self.with(false, |s| s.core.unsubscribe(topic.as_ref()));
+    /// Cancel one subscription (`ZMQ_UNSUBSCRIBE`); a topic not subscribed is no error, as
+    /// in libzmq. Only SUB and XSUB subscribe: other types fail with
+    /// [`Error::Unsupported`].
+    pub fn unsubscribe(&self, topic: impl AsRef<[u8]>) -> Result<(), Error> {
+        self.with(false, |s| {
+            if !s.core.socket_type().subscribes() {
+                return Err(Error::Unsupported);
+            }
+            s.core.unsubscribe(topic.as_ref());
+            Ok(())
+        })?
     }
 
     /// Monitor events from now on, on a channel.
@@ -224,7 +280,7 @@ impl Socket {
     /// [`Error::Send`] with its reason and the message (a REQ sending twice: `InvalidState`),
     /// or [`Error::Closed`].
     pub fn send(&self, msg: impl Into<Message>) -> Result<Sent, Error> {
-        self.send_timeout(msg, self.sndtimeo)
+        self.send_timeout(msg, self.sndtimeo.get())
     }
 
     /// [`send`](Self::send) with an explicit timeout (`None` = forever).
@@ -257,7 +313,7 @@ impl Socket {
     /// can go at once (PUSH, DEALER, PAIR with room), with no message allocated.
     pub fn send_slice(&self, body: &[u8]) -> Result<Sent, Error> {
         match self.try_send_slice(body) {
-            Err(SendError::WouldBlock(msg)) => self.send_timeout(msg, self.sndtimeo),
+            Err(SendError::WouldBlock(msg)) => self.send_timeout(msg, self.sndtimeo.get()),
             Ok(sent) => Ok(sent),
             Err(refused) => Err(refused.into()),
         }
@@ -289,9 +345,19 @@ impl Socket {
         }
     }
 
-    /// Receive a message, waiting at most RCVTIMEO ([`Error::Timeout`]).
+    /// Receive a message, waiting at most RCVTIMEO ([`Error::Timeout`]). A type that never
+    /// receives (PUB, PUSH: see [`SocketType::receives`]) fails at once with
+    /// [`Error::Unsupported`].
     pub fn recv(&self) -> Result<Message, Error> {
-        self.recv_timeout(self.rcvtimeo)
+        self.recv_timeout(self.rcvtimeo.get())
+    }
+
+    /// Receive a single-frame text message as a `String` (pyzmq's `recv_string`), waiting
+    /// as [`recv`](Self::recv) does, at most RCVTIMEO. A message that is not text (several
+    /// frames, or not UTF-8: see [`Message::to_str`]) is taken all the same, and handed
+    /// over in [`Error::NotText`].
+    pub fn recv_string(&self) -> Result<String, Error> {
+        Error::text_of(self.recv()?)
     }
 
     /// [`recv`](Self::recv) with an explicit timeout (`None` = forever).
@@ -312,10 +378,12 @@ impl Socket {
         }
     }
 
-    /// The next message if one is ready.
+    /// The next message if one is ready; [`Error::Unsupported`] on a type that never
+    /// receives (PUB, PUSH).
     pub fn try_recv(&self) -> Result<Option<Message>, Error> {
         self.with(false, |s| match s.core.recv(|| self.shared.now()) {
             Some(m) => Ok(Some(m)),
+            None if !s.core.socket_type().receives() => Err(Error::Unsupported),
             None if s.closed => Err(Error::Closed),
             None => Ok(None),
         })?

@@ -14,7 +14,7 @@
 //! let pull = Socket::new(SocketType::Pull)?;
 //! let endpoint = pull.bind("tcp://127.0.0.1:*").await?;
 //! let push = Socket::new(SocketType::Push)?;
-//! push.connect(&endpoint).await?;
+//! push.connect(&endpoint)?;
 //! push.send("hello").await?;
 //! let msg = pull.recv().await?;
 //! assert_eq!(&msg.frames()[0][..], b"hello");
@@ -38,7 +38,7 @@ pub use runtime::{Tokio, TokioTask, TokioTcp, TokioTcpListener, TokioUnix, Tokio
 pub use zmtp_async::{
     curve_keypair, z85, AuthReply, Authenticator, Bytes, EndpointError, Error, KeyPair, Message,
     Monitor, MonitorEvent, MonitorEventKind, Options, PeerProperties, PublicKey, Security,
-    SendError, Sent, SocketType, ZapRequest,
+    SendError, Sent, SocketType, TextError, ZapRequest,
 };
 
 /// A ZeroMQ socket. Its I/O runs on tasks of the tokio runtime it was created in
