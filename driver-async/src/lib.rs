@@ -96,12 +96,27 @@ impl<R: Runtime> Socket<R> {
     }
 
     /// Change options; they apply to connections made afterwards (HWMs and pattern
-    /// options at once).
+    /// options at once). To change one option, use its setter (`set_sndhwm`, …).
     pub fn set_options(&self, options: Options) -> Result<(), Error> {
         self.inner
             .with(|core| core.socket.set_options(options))
             .map_err(Error::Options)
     }
+
+    /// Change some options in one step: `change` edits a copy of the options in force,
+    /// which replaces them if valid ([`Error::Options`] otherwise, changing nothing).
+    /// Each option's setter (`set_sndhwm`, `set_linger`, …) is a call of this.
+    pub fn update_options(&self, change: impl FnOnce(&mut Options)) -> Result<(), Error> {
+        self.inner
+            .with(|core| {
+                let mut options = core.socket.options().clone();
+                change(&mut options);
+                core.socket.set_options(options)
+            })
+            .map_err(Error::Options)
+    }
+
+    zmtp_driver::option_setters!();
 
     /// Decide authentication requests (ZAP) with `authenticator`, or with `None`, ask the
     /// handler bound at `inproc://zeromq.zap.01` if any, as libzmq does, and otherwise

@@ -23,6 +23,26 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Options
+//! Options are given when a socket is made ([`Context::socket_with`], built one at a time
+//! with `Options`' `with_*` methods), or changed one at a time on a live socket with its
+//! setter, named after the libzmq option (`set_sndhwm` for `ZMQ_SNDHWM`); each says when
+//! the change applies.
+//!
+//! ```
+//! use std::time::Duration;
+//! use zmtp_mio::{Context, Options, SocketType};
+//!
+//! # fn main() -> Result<(), zmtp_mio::Error> {
+//! let ctx = Context::new()?;
+//! let options = Options::default().with_sndhwm(10).with_linger(Some(Duration::ZERO));
+//! let push = ctx.socket_with(SocketType::Push, options)?;
+//! push.set_linger(Some(Duration::from_millis(500)))?;
+//! assert_eq!(push.options().linger, Some(Duration::from_millis(500)));
+//! assert_eq!(push.options().sndhwm, 10);
+//! # Ok(()) }
+//! ```
+//!
 //! Writes are batched as libzmq does: a send hands the message to the socket and wakes the
 //! I/O thread only if it is idle; the I/O thread writes everything queued by then in one
 //! vectored write, without holding the sockets' lock, while the application goes on
@@ -155,11 +175,25 @@ impl Socket {
     }
 
     /// Change options; they apply to connections made afterwards (HWMs and pattern
-    /// options at once).
+    /// options at once). To change one option, use its setter (`set_sndhwm`, …).
     pub fn set_options(&self, options: Options) -> Result<(), Error> {
         self.with(true, |s| s.core.set_options(options))?
             .map_err(Error::Options)
     }
+
+    /// Change some options in one step: `change` edits a copy of the options in force,
+    /// which replaces them if valid ([`Error::Options`] otherwise, changing nothing).
+    /// Each option's setter (`set_sndhwm`, `set_linger`, …) is a call of this.
+    pub fn update_options(&self, change: impl FnOnce(&mut Options)) -> Result<(), Error> {
+        self.with(true, |s| {
+            let mut options = s.core.options().clone();
+            change(&mut options);
+            s.core.set_options(options)
+        })?
+        .map_err(Error::Options)
+    }
+
+    zmtp_driver::option_setters!();
 
     /// How long [`recv`](Self::recv) waits (`ZMQ_RCVTIMEO`); `None` = forever (default).
     /// Applies to calls made afterwards, from any thread.

@@ -119,3 +119,41 @@ fn timeouts_change_through_a_shared_socket() {
     pull.set_sndtimeo(Some(Duration::MAX));
     assert_eq!(pull.sndtimeo(), None);
 }
+
+#[test]
+fn option_setters_change_a_live_socket() {
+    let ctx = Context::new().unwrap();
+    let push = ctx.socket(SocketType::Push).unwrap();
+    // Nobody listens there: the connect's queue holds SNDHWM messages.
+    push.connect("tcp://127.0.0.1:1").unwrap();
+    push.set_sndhwm(3).unwrap();
+    assert_eq!(push.options().sndhwm, 3);
+    for i in 0..3 {
+        assert_eq!(push.try_send(i.to_string()), Ok(zmtp_mio::Sent::Queued));
+    }
+    assert!(matches!(
+        push.try_send("over"),
+        Err(zmtp_mio::SendError::WouldBlock(_))
+    ));
+    assert!(!push.can_send());
+    // Raised again, there is room again.
+    push.set_sndhwm(4).unwrap();
+    assert!(push.can_send());
+
+    push.set_linger(Some(Duration::ZERO)).unwrap();
+    assert_eq!(push.options().linger, Some(Duration::ZERO));
+    push.set_routing_id("me").unwrap();
+    // An invalid value changes nothing.
+    assert!(matches!(
+        push.set_routing_id(vec![0u8; 256]),
+        Err(Error::Options(_))
+    ));
+    assert_eq!(&push.options().routing_id[..], b"me");
+    push.update_options(|o| {
+        o.rcvhwm = 5;
+        o.immediate = true;
+    })
+    .unwrap();
+    let o = push.options();
+    assert_eq!((o.rcvhwm, o.immediate, o.sndhwm), (5, true, 4));
+}

@@ -21,6 +21,26 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Options
+//! Options are given when a socket is made (`Socket::with_options`, built one at a time
+//! with `Options`' `with_*` methods), or changed one at a time on a live socket with its
+//! setter, named after the libzmq option (`set_sndhwm` for `ZMQ_SNDHWM`); each says when
+//! the change applies.
+//!
+//! ```
+//! use std::time::Duration;
+//! use zmtp_tokio::{Options, Socket, SocketType};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), zmtp_tokio::Error> {
+//! let options = Options::default().with_sndhwm(10).with_linger(Some(Duration::ZERO));
+//! let push = Socket::with_options(SocketType::Push, options)?;
+//! push.set_linger(Some(Duration::from_millis(500)))?;
+//! assert_eq!(push.options().linger, Some(Duration::from_millis(500)));
+//! assert_eq!(push.options().sndhwm, 10);
+//! # Ok(()) }
+//! ```
+//!
 //! # Cancel safety
 //! [`Socket::recv`] and [`Socket::send`] are cancel-safe: a `recv` dropped before it
 //! completes has taken no message, and a `send` dropped before it completes has queued

@@ -51,6 +51,7 @@ macro_rules! driver_tests {
             recv_string_gives_text_and_hands_back_what_is_not,
             recv_on_a_type_that_never_receives_fails_at_once,
             subscriptions_only_on_sub_and_xsub,
+            option_setters_change_a_live_socket,
         );
     };
     (@each $runtime:ty, $block_on:path; $($name:ident,)*) => {$(
