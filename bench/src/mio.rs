@@ -96,7 +96,7 @@ fn push(ctx: &Context, args: &PeerArgs) -> Result<Option<String>, String> {
 
 fn sub(ctx: &Context, args: &PeerArgs) -> Result<Option<String>, String> {
     let socket = ctx.socket_with(SocketType::Sub, unlimited()).map_err(err)?;
-    socket.subscribe(b"");
+    socket.subscribe(b"").map_err(err)?;
     bind(&socket, &args.endpoint)?;
     receive_timed(&socket, args)
 }

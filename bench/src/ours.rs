@@ -147,7 +147,7 @@ async fn pull<R: Runtime>(args: &PeerArgs) -> Result<Option<String>, String> {
 
 async fn push<R: Runtime>(args: &PeerArgs) -> Result<Option<String>, String> {
     let socket = Socket::<R>::new(SocketType::Push).map_err(err)?;
-    socket.connect(&args.endpoint).await.map_err(err)?;
+    socket.connect(&args.endpoint).map_err(err)?;
     send_all(&socket, args).await?;
     // LINGER is infinite: this returns once everything is written.
     socket.close().await;
@@ -156,14 +156,14 @@ async fn push<R: Runtime>(args: &PeerArgs) -> Result<Option<String>, String> {
 
 async fn sub<R: Runtime>(args: &PeerArgs) -> Result<Option<String>, String> {
     let socket = Socket::<R>::with_options(SocketType::Sub, unlimited()).map_err(err)?;
-    socket.subscribe(b"");
+    socket.subscribe(b"").map_err(err)?;
     bind(&socket, &args.endpoint).await?;
     receive_timed(&socket, args).await
 }
 
 async fn publish<R: Runtime>(args: &PeerArgs) -> Result<Option<String>, String> {
     let socket = Socket::<R>::with_options(SocketType::Pub, unlimited()).map_err(err)?;
-    socket.connect(&args.endpoint).await.map_err(err)?;
+    socket.connect(&args.endpoint).map_err(err)?;
     let go = go_signal();
     let mut warmup = vec![0u8; args.size];
     fill(&mut warmup, WARMUP, 0);
@@ -194,7 +194,7 @@ async fn rep<R: Runtime>(args: &PeerArgs) -> Result<Option<String>, String> {
 
 async fn req<R: Runtime>(args: &PeerArgs) -> Result<Option<String>, String> {
     let socket = Socket::<R>::new(SocketType::Req).map_err(err)?;
-    socket.connect(&args.endpoint).await.map_err(err)?;
+    socket.connect(&args.endpoint).map_err(err)?;
     let mut buf = vec![0u8; args.size];
     let mut samples = Vec::with_capacity(usize::try_from(args.count).unwrap_or(0));
     for i in 0..args.warmup + args.count {

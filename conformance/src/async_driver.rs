@@ -111,9 +111,7 @@ impl<R: MatrixRuntime> OurSocket for AsyncSocket<R> {
     }
 
     fn connect(&mut self, endpoint: &str) -> Result<(), String> {
-        self.runtime
-            .block_on(self.socket.connect(endpoint))
-            .map_err(|e| e.to_string())
+        self.socket.connect(endpoint).map_err(|e| e.to_string())
     }
 
     fn send(&mut self, mut msg: Message, timeout: Duration) -> Result<(), SendError> {
@@ -139,7 +137,7 @@ impl<R: MatrixRuntime> OurSocket for AsyncSocket<R> {
     }
 
     fn subscribe(&mut self, topic: &[u8]) {
-        self.socket.subscribe(topic);
+        self.socket.subscribe(topic).expect("subscribe");
     }
 
     fn pump(&mut self, duration: Duration) {

@@ -74,7 +74,7 @@ impl OurSocket for MioSocket {
     }
 
     fn subscribe(&mut self, topic: &[u8]) {
-        self.socket.subscribe(topic);
+        self.socket.subscribe(topic).expect("subscribe");
     }
 
     fn pump(&mut self, duration: Duration) {

@@ -62,7 +62,7 @@ fn link<R: MatrixRuntime>(rt: &R, ours: &Socket<R>, z: &ZSocket<'_>, dir: Direct
         Direction::WeConnect => {
             z.bind("tcp://127.0.0.1:*").expect("zmq_bind");
             let ep = z.last_endpoint().expect("ZMQ_LAST_ENDPOINT");
-            rt.block_on(ours.connect(&ep)).expect("connect ours");
+            ours.connect(&ep).expect("connect ours");
         }
     }
 }
@@ -106,7 +106,7 @@ fn plain_in_code<R: MatrixRuntime>(dir: Direction) {
         Direction::WeConnect => {
             bad.bind("tcp://127.0.0.1:*").expect("bind");
             let ep = bad.last_endpoint().expect("endpoint");
-            rt.block_on(ours.connect(&ep)).expect("connect");
+            ours.connect(&ep).expect("connect");
         }
     }
     bad.try_send_multipart(&[b"intruder"]).ok();
@@ -157,7 +157,6 @@ fn plain_zap_handler<R: MatrixRuntime>(dir: Direction) {
     rt.block_on(handler.bind(ZAP)).unwrap();
     let task = rt.spawn(zap_handler(handler.clone()));
     let _handler = ZapHandler {
-        rt: &rt,
         handler,
         task: Some(task),
     };
@@ -179,15 +178,14 @@ fn plain_zap_handler<R: MatrixRuntime>(dir: Direction) {
 
 /// A running ZAP handler. The runtime outlives the test: when the test ends (passed or
 /// not), the handler leaves the ZAP endpoint before the lock on it is released.
-struct ZapHandler<'a, R: MatrixRuntime> {
-    rt: &'a R,
+struct ZapHandler<R: MatrixRuntime> {
     handler: std::sync::Arc<Socket<R>>,
     task: Option<R::Task>,
 }
 
-impl<R: MatrixRuntime> Drop for ZapHandler<'_, R> {
+impl<R: MatrixRuntime> Drop for ZapHandler<R> {
     fn drop(&mut self) {
-        let _ = self.rt.block_on(self.handler.unbind(ZAP));
+        let _ = self.handler.unbind(ZAP);
         if let Some(task) = self.task.take() {
             task.abort();
         }
@@ -356,7 +354,7 @@ fn curve_our_sub<R: MatrixRuntime>(dir: Direction) {
             keys: client_keys(),
         }),
     );
-    ours.subscribe("x");
+    ours.subscribe("x").expect("subscribe");
     let ctx = Ctx::new();
     let z = zsock(&ctx, ZMQ_PUB);
     zcurve_server(&z);

@@ -809,9 +809,7 @@ async fn zap_task<R: Runtime>(
             Default::default(),
         )
         .ok()?;
-        zap.connect(&format!("inproc://{ZAP_ENDPOINT}"))
-            .await
-            .ok()?;
+        zap.connect(&format!("inproc://{ZAP_ENDPOINT}")).ok()?;
         let mut frames = vec![zmtp_proto::Bytes::new()];
         frames.extend(request.to_frames(REQUEST_ID));
         zap.send(zmtp_proto::socket::Message::from(frames))

@@ -45,8 +45,8 @@ pub use zmtp_driver::Error;
 pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey};
 pub use zmtp_proto::mechanism::Security;
 pub use zmtp_proto::socket::{
-    AuthReply, Authenticator, CloseReport, EndpointError, Message, MonitorEvent, MonitorEventKind,
-    Options, PeerProperties, SendError, Sent, ZapRequest,
+    AuthReply, Authenticator, CloseReport, EndpointError, Message, MonitorEvent, MonitorEventKind, Options,
+    PeerProperties, SendError, Sent, TextError, ZapRequest,
 };
 pub use zmtp_proto::{z85, Bytes, SocketType};
 
@@ -104,12 +104,27 @@ impl<R: Runtime> Socket<R> {
     }
 
     /// Change options; they apply to connections made afterwards (HWMs and pattern
-    /// options at once).
+    /// options at once). To change one option, use its setter (`set_sndhwm`, …).
     pub fn set_options(&self, options: Options) -> Result<(), Error> {
         self.inner
             .with(|core| core.socket.set_options(options))
             .map_err(Error::Options)
     }
+
+    /// Change some options in one step: `change` edits a copy of the options in force,
+    /// which replaces them if valid ([`Error::Options`] otherwise, changing nothing).
+    /// Each option's setter (`set_sndhwm`, `set_linger`, …) is a call of this.
+    pub fn update_options(&self, change: impl FnOnce(&mut Options)) -> Result<(), Error> {
+        self.inner
+            .with(|core| {
+                let mut options = core.socket.options().clone();
+                change(&mut options);
+                core.socket.set_options(options)
+            })
+            .map_err(Error::Options)
+    }
+
+    zmtp_driver::option_setters!();
 
     /// Decide authentication requests (ZAP) with `authenticator`, or with `None`, ask the
     /// handler bound at `inproc://zeromq.zap.01` if any, as libzmq does, and otherwise
@@ -141,9 +156,10 @@ impl<R: Runtime> Socket<R> {
         }
     }
 
-    /// Connect to `endpoint`. Returns at once: the connection (and reconnections) happen
-    /// in the background, and messages queue for it meanwhile (unless IMMEDIATE is set).
-    pub async fn connect(&self, endpoint: &str) -> Result<(), Error> {
+    /// Connect to `endpoint`. Returns at once, without waiting (not `async`): the
+    /// connection (and reconnections) happen in the background, and messages queue for it
+    /// meanwhile (unless IMMEDIATE is set). A malformed endpoint fails here.
+    pub fn connect(&self, endpoint: &str) -> Result<(), Error> {
         self.inner.with_timers(|core| {
             if core.closed {
                 return Err(Error::Closed);
@@ -153,8 +169,9 @@ impl<R: Runtime> Socket<R> {
         })
     }
 
-    /// Stop listening on an endpoint given to `bind` (or the resolved form).
-    pub async fn unbind(&self, endpoint: &str) -> Result<(), Error> {
+    /// Stop listening on an endpoint given to `bind` (or the resolved form). Returns at
+    /// once (not `async`); [`Error::NotFound`] if no such endpoint is bound.
+    pub fn unbind(&self, endpoint: &str) -> Result<(), Error> {
         if self.inner.with_timers(|core| core.socket.unbind(endpoint)) {
             Ok(())
         } else {
@@ -162,8 +179,9 @@ impl<R: Runtime> Socket<R> {
         }
     }
 
-    /// Drop a connection made with `connect`.
-    pub async fn disconnect(&self, endpoint: &str) -> Result<(), Error> {
+    /// Drop a connection made with `connect`. Returns at once (not `async`);
+    /// [`Error::NotFound`] if no such endpoint is connected.
+    pub fn disconnect(&self, endpoint: &str) -> Result<(), Error> {
         if self
             .inner
             .with_timers(|core| core.socket.disconnect(endpoint, self.inner.now()))
@@ -179,16 +197,30 @@ impl<R: Runtime> Socket<R> {
         self.inner.lock().socket.last_endpoint().to_string()
     }
 
-    /// Subscribe to a topic prefix (SUB, XSUB); the empty topic matches everything.
-    pub fn subscribe(&self, topic: impl AsRef<[u8]>) {
-        self.inner
-            .with(|core| core.socket.subscribe(topic.as_ref()));
+    /// Subscribe to a topic prefix (`ZMQ_SUBSCRIBE`); the empty topic matches everything.
+    /// Subscriptions count: each needs its own [`unsubscribe`](Self::unsubscribe). Only
+    /// SUB and XSUB subscribe: other types fail with [`Error::Unsupported`].
+    pub fn subscribe(&self, topic: impl AsRef<[u8]>) -> Result<(), Error> {
+        self.inner.with(|core| {
+            if !core.socket.socket_type().subscribes() {
+                return Err(Error::Unsupported);
+            }
+            core.socket.subscribe(topic.as_ref());
+            Ok(())
+        })
     }
 
-    /// Cancel one subscription to a topic (SUB, XSUB).
-    pub fn unsubscribe(&self, topic: impl AsRef<[u8]>) {
-        self.inner
-            .with(|core| core.socket.unsubscribe(topic.as_ref()));
+    /// Cancel one subscription to a topic (`ZMQ_UNSUBSCRIBE`); a topic not subscribed is
+    /// no error, as in libzmq. Only SUB and XSUB subscribe: other types fail with
+    /// [`Error::Unsupported`].
+    pub fn unsubscribe(&self, topic: impl AsRef<[u8]>) -> Result<(), Error> {
+        self.inner.with(|core| {
+            if !core.socket.socket_type().subscribes() {
+                return Err(Error::Unsupported);
+            }
+            core.socket.unsubscribe(topic.as_ref());
+            Ok(())
+        })
     }
 
     /// Send a message, waiting while the socket would block (HWM, no peer yet).
@@ -219,16 +251,27 @@ impl<R: Runtime> Socket<R> {
     }
 
     /// Receive the next message, waiting for one. Cancel-safe: dropped before it
-    /// completes, the future has taken no message.
+    /// completes, the future has taken no message. A type that never receives (PUB,
+    /// PUSH: see [`SocketType::receives`]) fails at once with [`Error::Unsupported`].
     pub fn recv(&self) -> RecvFuture<'_, R> {
         RecvFuture::new(self)
     }
 
-    /// The next message if one is ready.
+    /// Receive a single-frame text message as a `String` (pyzmq's `recv_string`), waiting
+    /// for it as [`recv`](Self::recv) does. A message that is not text (several frames, or
+    /// not UTF-8: see [`Message::to_str`]) is taken all the same, and handed over in
+    /// [`Error::NotText`]. Cancel-safe like `recv`.
+    pub async fn recv_string(&self) -> Result<String, Error> {
+        Error::text_of(self.recv().await?)
+    }
+
+    /// The next message if one is ready; [`Error::Unsupported`] on a type that never
+    /// receives (PUB, PUSH).
     pub fn try_recv(&self) -> Result<Option<Message>, Error> {
         self.inner
             .with(|core| match core.socket.recv(|| self.inner.now()) {
                 Some(m) => Ok(Some(m)),
+                None if !core.socket.socket_type().receives() => Err(Error::Unsupported),
                 None if core.closed => Err(Error::Closed),
                 None => Ok(None),
             })
@@ -296,7 +339,8 @@ impl FuturesStream for Monitor {
     }
 }
 
-/// Messages of a socket as a `Stream`, and a `Sink` of messages into it.
+/// Messages of a socket as a `Stream`, and a `Sink` of messages into it. The stream ends
+/// when the socket is closed, and at once on a type that never receives (PUB, PUSH).
 pub struct MessageStream<'a, R: Runtime> {
     socket: &'a Socket<R>,
     recv: RecvFuture<'a, R>,

@@ -23,6 +23,26 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Options
+//! Options are given when a socket is made ([`Context::socket_with`], built one at a time
+//! with `Options`' `with_*` methods), or changed one at a time on a live socket with its
+//! setter, named after the libzmq option (`set_sndhwm` for `ZMQ_SNDHWM`); each says when
+//! the change applies.
+//!
+//! ```
+//! use std::time::Duration;
+//! use zmtp_mio::{Context, Options, SocketType};
+//!
+//! # fn main() -> Result<(), zmtp_mio::Error> {
+//! let ctx = Context::new()?;
+//! let options = Options::default().with_sndhwm(10).with_linger(Some(Duration::ZERO));
+//! let push = ctx.socket_with(SocketType::Push, options)?;
+//! push.set_linger(Some(Duration::from_millis(500)))?;
+//! assert_eq!(push.options().linger, Some(Duration::from_millis(500)));
+//! assert_eq!(push.options().sndhwm, 10);
+//! # Ok(()) }
+//! ```
+//!
 //! Writes are batched as libzmq does: a send hands the message to the socket and wakes the
 //! I/O thread only if it is idle; the I/O thread writes everything queued by then in one
 //! vectored write, without holding the sockets' lock, while the application goes on
@@ -32,7 +52,7 @@
 
 mod reactor;
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant as StdInstant};
 
@@ -42,8 +62,8 @@ pub use zmtp_driver::Error;
 pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey};
 pub use zmtp_proto::mechanism::Security;
 pub use zmtp_proto::socket::{
-    AuthReply, Authenticator, CloseReport, EndpointError, Message, MonitorEvent, MonitorEventKind,
-    Options, PeerProperties, SendError, Sent, ZapRequest,
+    AuthReply, Authenticator, CloseReport, EndpointError, Message, MonitorEvent, MonitorEventKind, Options,
+    PeerProperties, SendError, Sent, TextError, ZapRequest,
 };
 pub use zmtp_proto::{z85, Bytes, SocketType};
 
@@ -148,8 +168,8 @@ impl Context {
         Ok(Socket {
             shared: self.shared.clone(),
             id,
-            rcvtimeo: None,
-            sndtimeo: None,
+            rcvtimeo: Timeout::default(),
+            sndtimeo: Timeout::default(),
         })
     }
 }
@@ -161,8 +181,35 @@ impl Context {
 pub struct Socket {
     shared: Arc<Shared>,
     id: usize,
-    rcvtimeo: Option<Duration>,
-    sndtimeo: Option<Duration>,
+    rcvtimeo: Timeout,
+    sndtimeo: Timeout,
+}
+
+/// A timeout that `&self` can change: nanoseconds, with `u64::MAX` for none (wait
+/// forever). Longer timeouts are as good as none (over 584 years).
+#[derive(Debug)]
+struct Timeout(AtomicU64);
+
+impl Default for Timeout {
+    fn default() -> Timeout {
+        Timeout(AtomicU64::new(u64::MAX))
+    }
+}
+
+impl Timeout {
+    fn get(&self) -> Option<Duration> {
+        match self.0.load(Ordering::Relaxed) {
+            u64::MAX => None,
+            nanos => Some(Duration::from_nanos(nanos)),
+        }
+    }
+
+    fn set(&self, timeout: Option<Duration>) {
+        let nanos = timeout.map_or(u64::MAX, |t| {
+            u64::try_from(t.as_nanos()).unwrap_or(u64::MAX)
+        });
+        self.0.store(nanos, Ordering::Relaxed);
+    }
 }
 
 impl std::fmt::Debug for Socket {
@@ -196,20 +243,46 @@ impl Socket {
     }
 
     /// Change options; they apply to connections made afterwards (HWMs and pattern
-    /// options at once).
+    /// options at once). To change one option, use its setter (`set_sndhwm`, …).
     pub fn set_options(&self, options: Options) -> Result<(), Error> {
         self.with(true, |s| s.core.set_options(options))?
             .map_err(Error::Options)
     }
 
+    /// Change some options in one step: `change` edits a copy of the options in force,
+    /// which replaces them if valid ([`Error::Options`] otherwise, changing nothing).
+    /// Each option's setter (`set_sndhwm`, `set_linger`, …) is a call of this.
+    pub fn update_options(&self, change: impl FnOnce(&mut Options)) -> Result<(), Error> {
+        self.with(true, |s| {
+            let mut options = s.core.options().clone();
+            change(&mut options);
+            s.core.set_options(options)
+        })?
+        .map_err(Error::Options)
+    }
+
+    zmtp_driver::option_setters!();
+
     /// How long [`recv`](Self::recv) waits (`ZMQ_RCVTIMEO`); `None` = forever (default).
-    pub fn set_rcvtimeo(&mut self, timeout: Option<Duration>) {
-        self.rcvtimeo = timeout;
+    /// Applies to calls made afterwards, from any thread.
+    pub fn set_rcvtimeo(&self, timeout: Option<Duration>) {
+        self.rcvtimeo.set(timeout);
+    }
+
+    /// How long [`recv`](Self::recv) waits (`ZMQ_RCVTIMEO`); `None` = forever.
+    pub fn rcvtimeo(&self) -> Option<Duration> {
+        self.rcvtimeo.get()
     }
 
     /// How long [`send`](Self::send) waits (`ZMQ_SNDTIMEO`); `None` = forever (default).
-    pub fn set_sndtimeo(&mut self, timeout: Option<Duration>) {
-        self.sndtimeo = timeout;
+    /// Applies to calls made afterwards, from any thread.
+    pub fn set_sndtimeo(&self, timeout: Option<Duration>) {
+        self.sndtimeo.set(timeout);
+    }
+
+    /// How long [`send`](Self::send) waits (`ZMQ_SNDTIMEO`); `None` = forever.
+    pub fn sndtimeo(&self) -> Option<Duration> {
+        self.sndtimeo.get()
     }
 
     /// Decide authentication requests (ZAP) in code; `None`: libzmq's rules without a
@@ -267,14 +340,30 @@ impl Socket {
             .unwrap_or_default()
     }
 
-    /// Subscribe to a topic prefix (SUB, XSUB).
-    pub fn subscribe(&self, topic: impl AsRef<[u8]>) {
-        let _ = self.with(false, |s| s.core.subscribe(topic.as_ref()));
+    /// Subscribe to a topic prefix (`ZMQ_SUBSCRIBE`); the empty topic matches everything.
+    /// Subscriptions count: each needs its own [`unsubscribe`](Self::unsubscribe). Only
+    /// SUB and XSUB subscribe: other types fail with [`Error::Unsupported`].
+    pub fn subscribe(&self, topic: impl AsRef<[u8]>) -> Result<(), Error> {
+        self.with(false, |s| {
+            if !s.core.socket_type().subscribes() {
+                return Err(Error::Unsupported);
+            }
+            s.core.subscribe(topic.as_ref());
+            Ok(())
+        })?
     }
 
-    /// Cancel one subscription (SUB, XSUB).
-    pub fn unsubscribe(&self, topic: impl AsRef<[u8]>) {
-        let _ = self.with(false, |s| s.core.unsubscribe(topic.as_ref()));
+    /// Cancel one subscription (`ZMQ_UNSUBSCRIBE`); a topic not subscribed is no error, as
+    /// in libzmq. Only SUB and XSUB subscribe: other types fail with
+    /// [`Error::Unsupported`].
+    pub fn unsubscribe(&self, topic: impl AsRef<[u8]>) -> Result<(), Error> {
+        self.with(false, |s| {
+            if !s.core.socket_type().subscribes() {
+                return Err(Error::Unsupported);
+            }
+            s.core.unsubscribe(topic.as_ref());
+            Ok(())
+        })?
     }
 
     /// Monitor events from now on, on a channel.
@@ -293,7 +382,7 @@ impl Socket {
     /// [`Error::Send`] with its reason and the message (a REQ sending twice: `InvalidState`),
     /// or [`Error::Closed`].
     pub fn send(&self, msg: impl Into<Message>) -> Result<Sent, Error> {
-        self.send_timeout(msg, self.sndtimeo)
+        self.send_timeout(msg, self.sndtimeo.get())
     }
 
     /// [`send`](Self::send) with an explicit timeout (`None` = forever).
@@ -326,7 +415,7 @@ impl Socket {
     /// can go at once (PUSH, DEALER, PAIR with room), with no message allocated.
     pub fn send_slice(&self, body: &[u8]) -> Result<Sent, Error> {
         match self.try_send_slice(body) {
-            Err(SendError::WouldBlock(msg)) => self.send_timeout(msg, self.sndtimeo),
+            Err(SendError::WouldBlock(msg)) => self.send_timeout(msg, self.sndtimeo.get()),
             Ok(sent) => Ok(sent),
             Err(refused) => Err(refused.into()),
         }
@@ -358,9 +447,19 @@ impl Socket {
         }
     }
 
-    /// Receive a message, waiting at most RCVTIMEO ([`Error::Timeout`]).
+    /// Receive a message, waiting at most RCVTIMEO ([`Error::Timeout`]). A type that never
+    /// receives (PUB, PUSH: see [`SocketType::receives`]) fails at once with
+    /// [`Error::Unsupported`].
     pub fn recv(&self) -> Result<Message, Error> {
-        self.recv_timeout(self.rcvtimeo)
+        self.recv_timeout(self.rcvtimeo.get())
+    }
+
+    /// Receive a single-frame text message as a `String` (pyzmq's `recv_string`), waiting
+    /// as [`recv`](Self::recv) does, at most RCVTIMEO. A message that is not text (several
+    /// frames, or not UTF-8: see [`Message::to_str`]) is taken all the same, and handed
+    /// over in [`Error::NotText`].
+    pub fn recv_string(&self) -> Result<String, Error> {
+        Error::text_of(self.recv()?)
     }
 
     /// [`recv`](Self::recv) with an explicit timeout (`None` = forever).
@@ -381,10 +480,12 @@ impl Socket {
         }
     }
 
-    /// The next message if one is ready.
+    /// The next message if one is ready; [`Error::Unsupported`] on a type that never
+    /// receives (PUB, PUSH).
     pub fn try_recv(&self) -> Result<Option<Message>, Error> {
         self.with(false, |s| match s.core.recv(|| self.shared.now()) {
             Some(m) => Ok(Some(m)),
+            None if !s.core.socket_type().receives() => Err(Error::Unsupported),
             None if s.closed => Err(Error::Closed),
             None => Ok(None),
         })?

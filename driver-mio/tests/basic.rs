@@ -103,7 +103,7 @@ fn pub_sub_filters_by_prefix() {
     let publisher = ctx.socket(SocketType::Pub).unwrap();
     let ep = publisher.bind("tcp://127.0.0.1:*").unwrap();
     let sub = ctx.socket(SocketType::Sub).unwrap();
-    sub.subscribe("a");
+    sub.subscribe("a").unwrap();
     sub.connect(&ep).unwrap();
     // Publish until the subscription has arrived.
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -121,7 +121,7 @@ fn pub_sub_filters_by_prefix() {
 #[test]
 fn blocking_recv_times_out_on_time() {
     let ctx = Context::new().unwrap();
-    let mut pull = ctx.socket(SocketType::Pull).unwrap();
+    let pull = ctx.socket(SocketType::Pull).unwrap();
     pull.bind("tcp://127.0.0.1:*").unwrap();
     pull.set_rcvtimeo(Some(Duration::from_millis(200)));
     let start = Instant::now();
@@ -261,7 +261,7 @@ fn sender_at_sndhwm_blocks_times_out_and_resumes() {
     opts.rcvhwm = 10;
     let pull = ctx.socket_with(SocketType::Pull, opts.clone()).unwrap();
     let ep = pull.bind("tcp://127.0.0.1:*").unwrap();
-    let mut push = ctx.socket_with(SocketType::Push, opts).unwrap();
+    let push = ctx.socket_with(SocketType::Push, opts).unwrap();
     push.connect(&ep).unwrap();
     let body = vec![1u8; 64 * 1024];
     let mut sent = 0u32;
@@ -354,7 +354,6 @@ fn peer_going_away_is_noticed_and_reconnected() {
         assert!(Instant::now() < deadline, "could not bind {ep} again");
         std::thread::sleep(Duration::from_millis(10));
     }
-    let mut push = push;
     push.set_sndtimeo(Some(Duration::from_millis(100)));
     // Messages sent before the old stream's end was noticed may be lost with it; one
     // sent afterwards arrives.

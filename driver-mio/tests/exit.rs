@@ -13,9 +13,7 @@ use zmtp_mio::{Context, Error, Options, SendError, SocketType};
 const T: Option<Duration> = Some(Duration::from_secs(5));
 
 fn options_with_linger(linger: Option<Duration>) -> Options {
-    let mut options = Options::default();
-    options.linger = linger;
-    options
+    Options::default().with_linger(linger)
 }
 
 #[test]

@@ -33,7 +33,7 @@ fn send_slice_at_the_hwm_hands_back_a_copy_then_times_out() {
     options.sndhwm = 1;
     // What stays queued is dropped at the end, not waited for by the context.
     options.linger = Some(Duration::ZERO);
-    let mut push = ctx.socket_with(SocketType::Push, options).unwrap();
+    let push = ctx.socket_with(SocketType::Push, options).unwrap();
     // Nobody listens there: the connect queue holds SNDHWM = 1 message.
     push.connect("tcp://127.0.0.1:1").unwrap();
     assert_eq!(push.try_send_slice(b"first"), Ok(Sent::Queued));

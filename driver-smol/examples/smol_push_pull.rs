@@ -9,7 +9,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let pull = Socket::new(SocketType::Pull)?;
         let endpoint = pull.bind("tcp://127.0.0.1:*").await?;
         let push = Socket::new(SocketType::Push)?;
-        push.connect(&endpoint).await?;
+        push.connect(&endpoint)?;
         push.send("task").await?;
         println!("{:?}", pull.recv().await?);
 
@@ -17,7 +17,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let rep = Socket::new(SocketType::Rep)?;
         let endpoint = rep.bind("inproc://smol-quick-start").await?;
         let req = Socket::new(SocketType::Req)?;
-        req.connect(&endpoint).await?;
+        req.connect(&endpoint)?;
         req.send("ping").await?;
         let request = rep.recv().await?;
         rep.send(request).await?;

@@ -15,7 +15,7 @@ fn main() -> Result<(), zmtp_smol::Error> {
     let report = zmtp_smol::block_on(async {
         let ctx = Context::new()?;
         let push = ctx.socket(SocketType::Push)?;
-        push.connect(&endpoint).await?;
+        push.connect(&endpoint)?;
         for i in 0..count {
             push.send(i.to_string()).await?;
         }

@@ -17,7 +17,7 @@
 //!     let pull = Socket::new(SocketType::Pull)?;
 //!     let endpoint = pull.bind("tcp://127.0.0.1:*").await?;
 //!     let push = Socket::new(SocketType::Push)?;
-//!     push.connect(&endpoint).await?;
+//!     push.connect(&endpoint)?;
 //!     push.send("hello").await?;
 //!     let msg = pull.recv().await?;
 //!     assert_eq!(&msg.frames()[0][..], b"hello");
@@ -44,9 +44,9 @@ pub use runtime::{
     SmolUnixListener,
 };
 pub use zmtp_async::{
-    curve_keypair, z85, AuthReply, Authenticator, Bytes, CloseReport, EndpointError, Error,
-    KeyPair, Message, Monitor, MonitorEvent, MonitorEventKind, Options, PeerProperties, PublicKey,
-    Security, SendError, Sent, SocketType, ZapRequest,
+    curve_keypair, z85, AuthReply, Authenticator, Bytes, CloseReport, EndpointError, Error, KeyPair, Message,
+    Monitor, MonitorEvent, MonitorEventKind, Options, PeerProperties, PublicKey, Security,
+    SendError, Sent, SocketType, TextError, ZapRequest,
 };
 
 /// A ZeroMQ socket. Its tasks run on the executor of the enclosing [`block_on`], or on

@@ -6,7 +6,7 @@
 use std::fmt;
 use std::io;
 
-use zmtp_proto::socket::{EndpointError, SendError};
+use zmtp_proto::socket::{EndpointError, Message, SendError, TextError};
 use zmtp_proto::ConfigError;
 
 /// Why an operation of a driver's socket failed.
@@ -32,8 +32,10 @@ pub enum Error {
     /// RCVTIMEO). Blocking driver (`zmtp-mio`) only: the async drivers leave timeouts to
     /// the runtime.
     Timeout,
-    /// The transport is not offered by this driver (`inproc://` in `zmtp-mio`, whose
-    /// sockets belong to no async runtime). Blocking driver (`zmtp-mio`) only.
+    /// The operation is not offered (libzmq's `ENOTSUP`): by this socket type (`recv` on
+    /// a PUB or PUSH, which never receive; `subscribe` on a type other than SUB and
+    /// XSUB), or by this driver (`inproc://` in `zmtp-mio`, whose sockets belong to no
+    /// async runtime). Returned at once, whatever the socket's state.
     Unsupported,
     /// The socket refused a message, for the reason given, with the message handed back
     /// ([`SendError::into_message`]): a REQ sending before its reply came (`EFSM`), a
@@ -41,6 +43,15 @@ pub enum Error {
     /// not send (`ENOTSUP`), no peer with room (`EAGAIN`). What `?` makes of a refused
     /// `send` in a function returning this type.
     Send(SendError),
+    /// A message received as text (`recv_string`) is not: it has several frames, or its
+    /// frame is not UTF-8 ([`Message::to_str`]). The message is handed over, taken from
+    /// the socket all the same.
+    NotText {
+        /// Why it is not text.
+        reason: TextError,
+        /// The message received.
+        message: Message,
+    },
 }
 
 impl fmt::Display for Error {
@@ -53,8 +64,9 @@ impl fmt::Display for Error {
             Error::NoRuntime => f.write_str("sockets must be created inside an async runtime"),
             Error::Closed => f.write_str("socket closed"),
             Error::Timeout => f.write_str("timed out"),
-            Error::Unsupported => f.write_str("transport not offered by this driver"),
+            Error::Unsupported => f.write_str("operation not supported"),
             Error::Send(e) => write!(f, "send refused: {e}"),
+            Error::NotText { reason, .. } => write!(f, "not a text message: {reason}"),
         }
     }
 }
@@ -64,7 +76,19 @@ impl std::error::Error for Error {
         match self {
             Error::Io(e) => Some(e),
             Error::Send(e) => Some(e),
+            Error::NotText { reason, .. } => Some(reason),
             _ => None,
+        }
+    }
+}
+
+impl Error {
+    /// The text of a received message, owned, or [`Error::NotText`] with the message: what
+    /// the drivers' `recv_string` makes of what `recv` gives.
+    pub fn text_of(message: Message) -> Result<String, Error> {
+        match message.to_str() {
+            Ok(text) => Ok(text.to_owned()),
+            Err(reason) => Err(Error::NotText { reason, message }),
         }
     }
 }
@@ -130,5 +154,23 @@ mod tests {
         }
         let closed = send_then_fail(SendError::Closed(Message::new())).unwrap_err();
         assert!(matches!(closed, Error::Closed));
+    }
+
+    #[test]
+    fn text_of_a_message_or_the_message_back() {
+        use zmtp_proto::socket::{Message, TextError};
+        assert_eq!(Error::text_of(Message::from("hi")).unwrap(), "hi");
+        let two = Message::from(["a", "b"]);
+        match Error::text_of(two.clone()).unwrap_err() {
+            Error::NotText { reason, message } => {
+                assert_eq!(reason, TextError::Frames(2));
+                assert_eq!(message, two);
+            }
+            other => panic!("{other:?}"),
+        }
+        let e = Error::text_of(Message::from(&b"\xff"[..])).unwrap_err();
+        assert!(e.to_string().starts_with("not a text message: "), "{e}");
+        assert!(std::error::Error::source(&e).is_some());
+        assert_eq!(Error::Unsupported.to_string(), "operation not supported");
     }
 }

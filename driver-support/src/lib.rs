@@ -12,7 +12,9 @@
 //!   self-connects, `TCP_NODELAY`);
 //! - [`entropy`]: a socket's seed and CURVE entropy from the operating system;
 //! - [`commands`]: the command loop: [`run_commands`] drains a socket's monitor events and
-//!   commands into the driver's [`CommandHandler`].
+//!   commands into the driver's [`CommandHandler`];
+//! - [`setters`]: [`option_setters!`] writes a driver socket's `set_sndhwm`, `set_linger`,
+//!   … (one per option) from the core's table of options.
 //!
 //! # Platforms
 //! Unix only. Linux has everything; elsewhere `ipc://@name` (Linux abstract names) fails
@@ -24,6 +26,7 @@ pub mod commands;
 pub mod entropy;
 mod error;
 pub mod resolve;
+pub mod setters;
 pub mod transport;
 
 pub use commands::{run_commands, CommandHandler};
@@ -36,3 +39,5 @@ pub use transport::{
     listen_ipc, listen_tcp, peer_ip, tcp_accepted, tcp_connected, Listening, SocketFile,
     StdListener, StdTransport, TcpSetup,
 };
+#[doc(hidden)]
+pub use zmtp_proto::__options_table;

@@ -11,7 +11,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("PULL bound to {endpoint}");
 
     let push = Socket::new(SocketType::Push)?;
-    push.connect(&endpoint).await?;
+    push.connect(&endpoint)?;
     for i in 0..5 {
         push.send(format!("task {i}")).await?;
     }

@@ -17,7 +17,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
 
     let req = Socket::new(SocketType::Req)?;
-    req.connect(&endpoint).await?;
+    req.connect(&endpoint)?;
     for word in ["hello", "zero", "mq"] {
         req.send(word).await?;
         let reply = req.recv().await?;

@@ -15,7 +15,7 @@ async fn main() -> Result<(), zmtp_tokio::Error> {
 
     let ctx = Context::new()?;
     let push = ctx.socket(SocketType::Push)?;
-    push.connect(&endpoint).await?;
+    push.connect(&endpoint)?;
     for i in 0..count {
         push.send(i.to_string()).await?;
     }

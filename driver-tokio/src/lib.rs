@@ -14,10 +14,30 @@
 //! let pull = Socket::new(SocketType::Pull)?;
 //! let endpoint = pull.bind("tcp://127.0.0.1:*").await?;
 //! let push = Socket::new(SocketType::Push)?;
-//! push.connect(&endpoint).await?;
+//! push.connect(&endpoint)?;
 //! push.send("hello").await?;
 //! let msg = pull.recv().await?;
 //! assert_eq!(&msg.frames()[0][..], b"hello");
+//! # Ok(()) }
+//! ```
+//!
+//! # Options
+//! Options are given when a socket is made (`Socket::with_options`, built one at a time
+//! with `Options`' `with_*` methods), or changed one at a time on a live socket with its
+//! setter, named after the libzmq option (`set_sndhwm` for `ZMQ_SNDHWM`); each says when
+//! the change applies.
+//!
+//! ```
+//! use std::time::Duration;
+//! use zmtp_tokio::{Options, Socket, SocketType};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), zmtp_tokio::Error> {
+//! let options = Options::default().with_sndhwm(10).with_linger(Some(Duration::ZERO));
+//! let push = Socket::with_options(SocketType::Push, options)?;
+//! push.set_linger(Some(Duration::from_millis(500)))?;
+//! assert_eq!(push.options().linger, Some(Duration::from_millis(500)));
+//! assert_eq!(push.options().sndhwm, 10);
 //! # Ok(()) }
 //! ```
 //!
@@ -36,9 +56,9 @@ mod runtime;
 
 pub use runtime::{Tokio, TokioTask, TokioTcp, TokioTcpListener, TokioUnix, TokioUnixListener};
 pub use zmtp_async::{
-    curve_keypair, z85, AuthReply, Authenticator, Bytes, CloseReport, EndpointError, Error,
-    KeyPair, Message, Monitor, MonitorEvent, MonitorEventKind, Options, PeerProperties, PublicKey,
-    Security, SendError, Sent, SocketType, ZapRequest,
+    curve_keypair, z85, AuthReply, Authenticator, Bytes, CloseReport, EndpointError, Error, KeyPair, Message,
+    Monitor, MonitorEvent, MonitorEventKind, Options, PeerProperties, PublicKey, Security,
+    SendError, Sent, SocketType, TextError, ZapRequest,
 };
 
 /// A ZeroMQ socket. Its I/O runs on tasks of the tokio runtime it was created in

@@ -95,7 +95,6 @@ async fn pair(
         .map_err(|e| failed(format!("cannot bind {ep}"), e))?;
     let c = socket(client)?;
     c.connect(&resolved)
-        .await
         .map_err(|e| failed(format!("cannot connect to {resolved}"), e))?;
     Ok((s, c))
 }

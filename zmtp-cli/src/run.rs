@@ -255,17 +255,18 @@ async fn open(args: &SocketArgs) -> Result<(Socket, Monitor, Watch), Failure> {
         _ => None,
     });
     let monitor = socket.monitor();
+    let subscribed = |e: Error| Failure::Usage(format!("cannot subscribe: {e}"));
     if args.ty == SocketType::Sub && args.subscribe.is_empty() {
-        socket.subscribe(b"");
+        socket.subscribe(b"").map_err(subscribed)?;
     }
     for prefix in &args.subscribe {
-        socket.subscribe(prefix);
+        socket.subscribe(prefix).map_err(subscribed)?;
     }
     let mut bound = Vec::new();
     for (direction, endpoint) in &args.endpoints {
         let result = match direction {
             Direction::Bind => socket.bind(endpoint).await.map(Some),
-            Direction::Connect => socket.connect(endpoint).await.map(|()| None),
+            Direction::Connect => socket.connect(endpoint).map(|()| None),
         };
         let verb = match direction {
             Direction::Bind => "bind",

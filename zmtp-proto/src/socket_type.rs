@@ -138,6 +138,42 @@ impl SocketType {
         )
     }
 
+    /// Whether this type receives messages. PUB and PUSH never do (nor the draft RADIO
+    /// and SCATTER): libzmq refuses their `recv` with `ENOTSUP`, and so do the drivers, at
+    /// once, rather than wait for a message that cannot come.
+    ///
+    /// ```
+    /// use zmtp_proto::SocketType;
+    /// assert!(SocketType::Sub.receives() && !SocketType::Pub.receives());
+    /// ```
+    pub const fn receives(self) -> bool {
+        !matches!(
+            self,
+            SocketType::Pub | SocketType::Push | SocketType::Radio | SocketType::Scatter
+        )
+    }
+
+    /// Whether this type sends messages. SUB and PULL never do (nor the draft DISH and
+    /// GATHER): their `send` is refused with `ENOTSUP`.
+    ///
+    /// ```
+    /// use zmtp_proto::SocketType;
+    /// assert!(SocketType::Push.sends() && !SocketType::Pull.sends());
+    /// ```
+    pub const fn sends(self) -> bool {
+        !matches!(
+            self,
+            SocketType::Sub | SocketType::Pull | SocketType::Dish | SocketType::Gather
+        )
+    }
+
+    /// Whether this type has subscriptions of its own (`ZMQ_SUBSCRIBE`,
+    /// `ZMQ_UNSUBSCRIBE`): SUB, and XSUB, where libzmq takes subscriptions as messages and
+    /// this library takes both. Other types refuse them (`Unsupported` in the drivers).
+    pub const fn subscribes(self) -> bool {
+        matches!(self, SocketType::Sub | SocketType::XSub)
+    }
+
     /// Whether this type receives subscriptions (PUB, XPUB), so that `0x01`/`0x00`
     /// prefixed single-frame messages from a peer are subscriptions.
     pub fn accepts_subscriptions(self) -> bool {
@@ -166,5 +202,28 @@ mod tests {
         assert_eq!(SocketType::from_name(b"dealer"), None);
         assert!(SocketType::Dealer.is_compatible(SocketType::Router));
         assert!(!SocketType::Push.is_compatible(SocketType::Push));
+    }
+
+    #[test]
+    fn who_sends_receives_and_subscribes() {
+        use SocketType::*;
+        let receive_only = [Sub, Pull, Dish, Gather];
+        let send_only = [Pub, Push, Radio, Scatter];
+        for &t in SocketType::ALL {
+            assert_eq!(t.sends(), !receive_only.contains(&t), "{t}");
+            assert_eq!(t.receives(), !send_only.contains(&t), "{t}");
+            assert_eq!(t.subscribes(), matches!(t, Sub | XSub), "{t}");
+            // Every type does one or the other, and its peers do the opposite.
+            assert!(t.sends() || t.receives(), "{t}");
+        }
+    }
+
+    #[cfg(feature = "alloc")]
+    #[test]
+    fn the_core_takes_subscriptions_where_the_type_says() {
+        for &t in SocketType::ALL {
+            let mut s = crate::socket::Socket::new(t, Default::default(), 1).unwrap();
+            assert_eq!(s.subscribe(b"topic"), t.subscribes(), "{t}");
+        }
     }
 }

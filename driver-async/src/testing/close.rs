@@ -6,19 +6,19 @@ use super::{text, within};
 use crate::{Context, Error, Options, Runtime, Socket, SocketType};
 
 /// A PUSH connected to a port where nobody listens, with `linger`.
-async fn push_to_nowhere<R: Runtime>(ctx: &Context<R>, linger: Option<Duration>) -> Socket<R> {
-    let mut options = Options::default();
-    options.linger = linger;
-    let push = ctx.socket_with(SocketType::Push, options).unwrap();
+fn push_to_nowhere<R: Runtime>(ctx: &Context<R>, linger: Option<Duration>) -> Socket<R> {
+    let push = ctx
+        .socket_with(SocketType::Push, Options::default().with_linger(linger))
+        .unwrap();
     // The discard port: nothing listens there on a test machine.
-    push.connect("tcp://127.0.0.1:9").await.unwrap();
+    push.connect("tcp://127.0.0.1:9").unwrap();
     push
 }
 
 /// `close` reports what LINGER cut off, and nothing when everything was written.
 pub async fn close_reports_what_linger_cut_off<R: Runtime>() {
     let ctx = Context::<R>::new().unwrap();
-    let push = push_to_nowhere(&ctx, Some(Duration::from_millis(50))).await;
+    let push = push_to_nowhere(&ctx, Some(Duration::from_millis(50)));
     for i in 0..3u32 {
         push.send(i.to_string()).await.unwrap();
     }
@@ -29,7 +29,7 @@ pub async fn close_reports_what_linger_cut_off<R: Runtime>() {
     let pull = ctx.socket(SocketType::Pull).unwrap();
     let ep = pull.bind("tcp://127.0.0.1:*").await.unwrap();
     let push = ctx.socket(SocketType::Push).unwrap();
-    push.connect(&ep).await.unwrap();
+    push.connect(&ep).unwrap();
     push.send("all of it").await.unwrap();
     let report = within::<R, _>(push.close()).await;
     assert!(report.delivered_all(), "{report}");
@@ -48,13 +48,13 @@ pub async fn context_term_flushes_dropped_sockets_and_closes_the_rest<R: Runtime
 
     let ctx = Context::<R>::new().unwrap();
     let dropped = ctx.socket(SocketType::Push).unwrap();
-    dropped.connect(&ep).await.unwrap();
+    dropped.connect(&ep).unwrap();
     for i in 0..2000u32 {
         dropped.send(i.to_string()).await.unwrap();
     }
     drop(dropped);
     let kept = ctx.socket(SocketType::Pull).unwrap();
-    let stuck = push_to_nowhere(&ctx, Some(Duration::from_millis(50))).await;
+    let stuck = push_to_nowhere(&ctx, Some(Duration::from_millis(50)));
     stuck.send("never").await.unwrap();
 
     let report = within::<R, _>(ctx.term()).await;

@@ -17,9 +17,11 @@ use zmtp_proto::Bytes;
 
 use crate::core::{first, Either};
 
+mod api;
 mod close;
 pub mod security;
 use crate::{Message, MonitorEventKind, Options, Runtime, SendError, Sent, Socket, SocketType};
+pub use api::*;
 pub use close::*;
 
 /// Upper bound of every wait.
@@ -50,6 +52,10 @@ macro_rules! driver_tests {
             stream_and_sink,
             dealer_router_many_peers,
             inproc_hands_large_bodies_over_without_copying,
+            recv_string_gives_text_and_hands_back_what_is_not,
+            recv_on_a_type_that_never_receives_fails_at_once,
+            subscriptions_only_on_sub_and_xsub,
+            option_setters_change_a_live_socket,
         );
     };
     (@each $runtime:ty, $block_on:path; $($name:ident,)*) => {$(
@@ -98,7 +104,7 @@ async fn push_pull_over<R: Runtime>(endpoint: &str) {
     let pull = Socket::<R>::new(SocketType::Pull).unwrap();
     let ep = pull.bind(endpoint).await.unwrap();
     let push = Socket::<R>::new(SocketType::Push).unwrap();
-    push.connect(&ep).await.unwrap();
+    push.connect(&ep).unwrap();
     let big = vec![7u8; 4 << 20];
     for i in 0..100u32 {
         push.send(i.to_string()).await.unwrap();
@@ -150,9 +156,7 @@ pub async fn host_names_are_resolved_for_bind_and_connect<R: Runtime>() {
     let port = ep.rsplit(':').next().unwrap();
     assert_ne!(port, "0");
     let push = Socket::<R>::new(SocketType::Push).unwrap();
-    push.connect(&format!("tcp://localhost:{port}"))
-        .await
-        .unwrap();
+    push.connect(&format!("tcp://localhost:{port}")).unwrap();
     push.send("by name").await.unwrap();
     assert_eq!(
         text(&within::<R, _>(pull.recv()).await.unwrap()),
@@ -171,13 +175,13 @@ pub async fn ipc_wildcard_binds_a_fresh_file_removed_on_unbind<R: Runtime>() {
     let path = std::path::PathBuf::from(a.strip_prefix("ipc://").unwrap());
     assert!(path.exists());
     let push = Socket::<R>::new(SocketType::Push).unwrap();
-    push.connect(&a).await.unwrap();
+    push.connect(&a).unwrap();
     push.send("over ipc").await.unwrap();
     assert_eq!(
         text(&within::<R, _>(pull.recv()).await.unwrap()),
         ["over ipc"]
     );
-    pull.unbind(&a).await.unwrap();
+    pull.unbind(&a).unwrap();
     assert!(!path.exists());
 }
 
@@ -187,7 +191,7 @@ pub async fn push_pull_inproc_bind_first_and_connect_first<R: Runtime>() {
     // Connect before bind: the connection is made once the name exists.
     let name = format!("inproc://{}", unique("connect-first"));
     let push = Socket::<R>::new(SocketType::Push).unwrap();
-    push.connect(&name).await.unwrap();
+    push.connect(&name).unwrap();
     push.send("early").await.unwrap();
     let pull = Socket::<R>::new(SocketType::Pull).unwrap();
     pull.bind(&name).await.unwrap();
@@ -201,7 +205,7 @@ pub async fn question_mark_across_send_and_recv<R: Runtime>() {
         let rep = Socket::<R>::new(SocketType::Rep)?;
         let ep = rep.bind("tcp://127.0.0.1:*").await?;
         let req = Socket::<R>::new(SocketType::Req)?;
-        req.connect(&ep).await?;
+        req.connect(&ep)?;
         let line = String::from("ping");
         req.send(line.as_str()).await?;
         let request = within::<R, _>(rep.recv()).await?;
@@ -226,7 +230,7 @@ pub async fn req_rep_round_trips<R: Runtime>() {
     let ep = rep.bind("tcp://127.0.0.1:*").await.unwrap();
     assert_eq!(rep.last_endpoint(), ep);
     let req = Socket::<R>::new(SocketType::Req).unwrap();
-    req.connect(&ep).await.unwrap();
+    req.connect(&ep).unwrap();
     let (done_tx, done) = tokio::sync::oneshot::channel();
     let _server = runtime::<R>().spawn(async move {
         for _ in 0..10 {
@@ -256,8 +260,8 @@ pub async fn pub_sub_filters_by_prefix<R: Runtime>() {
     let publisher = Socket::<R>::new(SocketType::Pub).unwrap();
     let ep = publisher.bind("tcp://127.0.0.1:*").await.unwrap();
     let sub = Socket::<R>::new(SocketType::Sub).unwrap();
-    sub.subscribe("a");
-    sub.connect(&ep).await.unwrap();
+    sub.subscribe("a").unwrap();
+    sub.connect(&ep).unwrap();
     // Publish until the subscription has arrived.
     let got = within::<R, _>(async {
         loop {
@@ -280,7 +284,7 @@ pub async fn cancelled_recv_loses_no_message<R: Runtime>() {
         .await
         .unwrap();
     let push = Socket::<R>::new(SocketType::Push).unwrap();
-    push.connect(&ep).await.unwrap();
+    push.connect(&ep).unwrap();
     let mut received = Vec::new();
     let mut sent = 0u32;
     while received.len() < 200 {
@@ -304,7 +308,7 @@ pub async fn cancelled_send_queues_all_or_nothing<R: Runtime>() {
     options.sndhwm = 2;
     let push = Socket::<R>::with_options(SocketType::Push, options).unwrap();
     // No peer: the HWM applies to the connect queue; the third send waits.
-    push.connect("tcp://127.0.0.1:1").await.unwrap();
+    push.connect("tcp://127.0.0.1:1").unwrap();
     assert_eq!(push.try_send("1"), Ok(Sent::Queued));
     assert_eq!(push.try_send("2"), Ok(Sent::Queued));
     let waited = timeout::<R, _>(Duration::from_millis(50), push.send("3")).await;
@@ -320,7 +324,7 @@ pub async fn send_slice_copies_and_waits<R: Runtime>() {
     let mut options = Options::default();
     options.sndhwm = 1;
     let push = Socket::<R>::with_options(SocketType::Push, options).unwrap();
-    push.connect(&name).await.unwrap();
+    push.connect(&name).unwrap();
     let mut buf = *b"first";
     assert_eq!(push.try_send_slice(&buf), Ok(Sent::Queued));
     buf.copy_from_slice(b"other");
@@ -342,7 +346,7 @@ pub async fn send_slice_copies_and_waits<R: Runtime>() {
     let pull = Socket::<R>::new(SocketType::Pull).unwrap();
     let ep = pull.bind("tcp://127.0.0.1:*").await.unwrap();
     let push = Socket::<R>::new(SocketType::Push).unwrap();
-    push.connect(&ep).await.unwrap();
+    push.connect(&ep).unwrap();
     let mut buf = [0u8; 64];
     for i in 0..3000u32 {
         buf[..4].copy_from_slice(&i.to_le_bytes());
@@ -362,7 +366,7 @@ pub async fn monitor_stream_reports_connection_events<R: Runtime>() {
     let mut monitor = pull.monitor();
     let ep = pull.bind("tcp://127.0.0.1:*").await.unwrap();
     let push = Socket::<R>::new(SocketType::Push).unwrap();
-    push.connect(&ep).await.unwrap();
+    push.connect(&ep).unwrap();
     push.send("x").await.unwrap();
     within::<R, _>(pull.recv()).await.unwrap();
     let mut kinds = Vec::new();
@@ -381,7 +385,7 @@ pub async fn close_lingers_until_messages_are_written<R: Runtime>() {
     let pull = Socket::<R>::new(SocketType::Pull).unwrap();
     let ep = pull.bind("tcp://127.0.0.1:*").await.unwrap();
     let push = Socket::<R>::new(SocketType::Push).unwrap();
-    push.connect(&ep).await.unwrap();
+    push.connect(&ep).unwrap();
     for i in 0..1000u32 {
         push.send(i.to_string()).await.unwrap();
     }
@@ -402,7 +406,7 @@ pub async fn stream_and_sink<R: Runtime>() {
         .await
         .unwrap();
     let push = Socket::<R>::new(SocketType::Push).unwrap();
-    push.connect(&ep).await.unwrap();
+    push.connect(&ep).unwrap();
     let mut sink = push.stream();
     for i in 0..5u32 {
         within::<R, _>(poll_fn(|cx| Pin::new(&mut sink).poll_ready(cx)))
@@ -431,7 +435,7 @@ pub async fn dealer_router_many_peers<R: Runtime>() {
         let mut o = Options::default();
         o.routing_id = format!("d{i}").into_bytes().into();
         let d = Socket::<R>::with_options(SocketType::Dealer, o).unwrap();
-        d.connect(&ep).await.unwrap();
+        d.connect(&ep).unwrap();
         dealers.push(d);
     }
     for d in &dealers {
@@ -465,7 +469,7 @@ pub async fn inproc_hands_large_bodies_over_without_copying<R: Runtime>() {
     let pull = Socket::<R>::new(SocketType::Pull).unwrap();
     pull.bind(&name).await.unwrap();
     let push = Socket::<R>::new(SocketType::Push).unwrap();
-    push.connect(&name).await.unwrap();
+    push.connect(&name).unwrap();
     for round in 0..3u8 {
         let body = Bytes::from(vec![round; 1 << 20]);
         let sent_at = body.as_ptr();

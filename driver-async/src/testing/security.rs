@@ -83,7 +83,7 @@ async fn plain_pair<R: Runtime>(password: &[u8]) -> (Socket<R>, Socket<R>, Strin
 /// Shared security test `plain_with_the_in_code_authenticator`.
 pub async fn plain_with_the_in_code_authenticator<R: Runtime>() {
     let (server, client, ep) = plain_pair::<R>(b"secret").await;
-    client.connect(&ep).await.unwrap();
+    client.connect(&ep).unwrap();
     client.send("hello").await.unwrap();
     let got = within::<R, _>(server.recv()).await.unwrap();
     assert_eq!(&got.frames()[0][..], b"hello");
@@ -96,7 +96,7 @@ pub async fn plain_wrong_password_is_refused_with_400<R: Runtime>() {
     let (server, client, ep) = plain_pair::<R>(b"wrong").await;
     let mut server_monitor = server.monitor();
     let mut client_monitor = client.monitor();
-    client.connect(&ep).await.unwrap();
+    client.connect(&ep).unwrap();
     let _ = client.try_send("never");
     assert_eq!(
         wait_event::<R>(&mut client_monitor, MonitorEventKind::HandshakeFailedAuth).await,
@@ -136,7 +136,7 @@ pub async fn curve_allowed_and_refused_keys<R: Runtime>() {
         )
         .unwrap();
         let mut monitor = client.monitor();
-        client.connect(&ep).await.unwrap();
+        client.connect(&ep).unwrap();
         client
             .send(Message::from(vec![
                 Bytes::from_static(b"ping"),
@@ -178,7 +178,7 @@ pub async fn curve_without_any_handler_encrypts_for_every_client<R: Runtime>() {
         with_security(Security::curve_client_z85(SERVER_PUBLIC, CLIENT_SECRET).unwrap()),
     )
     .unwrap();
-    client.connect(&ep).await.unwrap();
+    client.connect(&ep).unwrap();
     client.send("sealed").await.unwrap();
     let got = within::<R, _>(server.recv()).await.unwrap();
     assert_eq!(&got.frames()[0][..], b"sealed");
@@ -234,7 +234,7 @@ pub async fn a_zap_handler_at_inproc_decides<R: Runtime>() {
             with_security(Security::plain_client(b"admin", password).unwrap()),
         )
         .unwrap();
-        client.connect(&ep).await.unwrap();
+        client.connect(&ep).unwrap();
         let _ = client.try_send("through zap");
         let req = within::<R, _>(seen.recv()).await.unwrap();
         let req: Vec<&[u8]> = req.iter().map(|f| &f[..]).collect();

@@ -173,6 +173,89 @@ impl Message {
     }
 }
 
+impl Message {
+    /// The text of a single-frame message: its one frame as `&str`, borrowed (no copy).
+    ///
+    /// Only a message of exactly one frame is text: a multipart message (or one with no
+    /// frames) fails with [`TextError::Frames`], whatever its frames hold, and a frame that
+    /// is not UTF-8 with [`TextError::Utf8`]. Read the frames of a multipart message one by
+    /// one with [`frames`](Self::frames) and [`core::str::from_utf8`], or print them all
+    /// with the [`Display`](core::fmt::Display) form.
+    ///
+    /// ```
+    /// use zmtp_proto::socket::{Message, TextError};
+    /// assert_eq!(Message::from("hello").to_str(), Ok("hello"));
+    /// assert_eq!(Message::from(["a", "b"]).to_str(), Err(TextError::Frames(2)));
+    /// assert!(matches!(Message::from(b"\xff").to_str(), Err(TextError::Utf8(_))));
+    /// ```
+    pub fn to_str(&self) -> Result<&str, TextError> {
+        match self.frames() {
+            [one] => core::str::from_utf8(one).map_err(TextError::Utf8),
+            frames => Err(TextError::Frames(frames.len())),
+        }
+    }
+}
+
+/// Why a message is not text ([`Message::to_str`]).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextError {
+    /// The message has this many frames, not one.
+    Frames(usize),
+    /// The frame is not valid UTF-8.
+    Utf8(core::str::Utf8Error),
+}
+
+impl core::fmt::Display for TextError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            TextError::Frames(n) => write!(f, "a message of {n} frames is not one text"),
+            TextError::Utf8(e) => write!(f, "the frame is not UTF-8: {e}"),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for TextError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            TextError::Utf8(e) => Some(e),
+            TextError::Frames(_) => None,
+        }
+    }
+}
+
+/// The frames as text, for people (logs, printing): each frame as UTF-8, with bytes that
+/// are not UTF-8 shown as U+FFFD (`�`), as [`String::from_utf8_lossy`] does; frames are
+/// separated by `" | "`. A single-frame message prints as its text alone, a message with
+/// no frames as nothing. The form is not meant to be parsed back (a frame may hold
+/// `" | "` itself); use [`frames`](Message::frames) for the exact bytes.
+///
+/// [`String::from_utf8_lossy`]: alloc::string::String::from_utf8_lossy
+///
+/// ```
+/// use zmtp_proto::socket::Message;
+/// assert_eq!(Message::from("hello").to_string(), "hello");
+/// assert_eq!(Message::from(["worker-1", "", "job"]).to_string(), "worker-1 |  | job");
+/// assert_eq!(Message::from(&b"ok\xff"[..]).to_string(), "ok\u{FFFD}");
+/// ```
+impl core::fmt::Display for Message {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        for (i, frame) in self.frames().iter().enumerate() {
+            if i > 0 {
+                f.write_str(" | ")?;
+            }
+            for chunk in frame.utf8_chunks() {
+                f.write_str(chunk.valid())?;
+                if !chunk.invalid().is_empty() {
+                    f.write_str("\u{FFFD}")?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 impl From<Vec<Bytes>> for Message {
     fn from(mut frames: Vec<Bytes>) -> Message {
         if frames.len() == 1 {
@@ -363,5 +446,40 @@ mod tests {
             1
         );
         assert_eq!(Message::from(Bytes::from_static(b"xy")).byte_len(), 2);
+    }
+
+    #[test]
+    fn text_of_one_frame_and_of_several() {
+        assert_eq!(Message::from("héllo").to_str(), Ok("héllo"));
+        assert_eq!(Message::from("").to_str(), Ok(""));
+        assert_eq!(Message::new().to_str(), Err(TextError::Frames(0)));
+        assert_eq!(
+            Message::from(["a", "b", "c"]).to_str(),
+            Err(TextError::Frames(3))
+        );
+        let bad = Message::from(&b"a\xffb"[..]).to_str().unwrap_err();
+        assert!(matches!(bad, TextError::Utf8(e) if e.valid_up_to() == 1));
+        assert_eq!(
+            alloc::format!("{}", TextError::Frames(2)),
+            "a message of 2 frames is not one text"
+        );
+    }
+
+    #[test]
+    fn display_is_lossy_text_with_separated_frames() {
+        use alloc::string::ToString;
+        assert_eq!(Message::new().to_string(), "");
+        assert_eq!(Message::from("hello").to_string(), "hello");
+        assert_eq!(Message::from(["a", "", "c"]).to_string(), "a |  | c");
+        // Each invalid sequence becomes one replacement character, as from_utf8_lossy.
+        let raw: &[u8] = b"x\xff\xfey\xe2\x82";
+        assert_eq!(
+            Message::from(raw).to_string(),
+            alloc::string::String::from_utf8_lossy(raw)
+        );
+        assert_eq!(
+            Message::from([&b"\xff"[..], b"ok"]).to_string(),
+            "\u{FFFD} | ok"
+        );
     }
 }

@@ -60,7 +60,7 @@ use bytes::Bytes;
 pub use auth::{AuthReply, Authenticator, PeerProperties, ZapRequest};
 pub use close::CloseReport;
 pub use endpoint::{Endpoint, EndpointError};
-pub use message::Message;
+pub use message::{Message, TextError};
 pub use monitor::{MonitorEvent, MonitorEventKind};
 pub use options::Options;
 

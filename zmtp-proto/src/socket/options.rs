@@ -109,3 +109,221 @@ impl Default for Options {
         }
     }
 }
+
+/// The table of options, written once: each field of [`Options`] with its builder method
+/// (`with_*`, on `Options`), its setter on a live driver socket (`set_*`, generated in
+/// each driver by `zmtp_driver::option_setters!`), the argument both take and the value
+/// it becomes, and when a change on a live socket takes effect.
+///
+/// `__options_table!(callback)` expands to `callback! { entries }`, one entry per option:
+/// `/// docs  field, with_field, set_field, (arg: Type) => value, "when it applies";`.
+/// Types are written with `$crate` paths so that the table expands in any crate.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __options_table {
+    ($($callback:tt)+) => {
+        $($callback)+! {
+            /// `ZMQ_SNDHWM`: most messages queued per peer for sending (0 = unlimited).
+            /// Default 1000.
+            sndhwm, with_sndhwm, set_sndhwm, (hwm: usize) => hwm,
+                "at once: every send from then on is counted against it";
+            /// `ZMQ_RCVHWM`: most messages queued per peer for receiving (0 = unlimited).
+            /// Default 1000.
+            rcvhwm, with_rcvhwm, set_rcvhwm, (hwm: usize) => hwm,
+                "at once, to what is read from peers from then on";
+            /// `ZMQ_LINGER`: how long closing waits for queued messages to be written;
+            /// `None` = forever (default), `Some(Duration::ZERO)` = not at all.
+            linger, with_linger, set_linger, (linger: Option<::core::time::Duration>) => linger,
+                "at once: closing reads it";
+            /// `ZMQ_ROUTING_ID`: our identity, sent by REQ, DEALER and ROUTER (at most 255
+            /// bytes). Default empty.
+            routing_id, with_routing_id, set_routing_id, (id: impl Into<$crate::Bytes>) => id.into(),
+                "to connections made afterwards";
+            /// `ZMQ_CONNECT_ROUTING_ID` (ROUTER): the routing id given to the peer of the
+            /// next `connect` (at most 255 bytes), used up by that `connect`.
+            connect_routing_id, with_connect_routing_id, set_connect_routing_id,
+                (id: impl Into<$crate::Bytes>) => Some(id.into()),
+                "to the next `connect`";
+            /// `ZMQ_RECONNECT_IVL`: wait before reconnecting; `None` = never reconnect.
+            /// Default 100 ms.
+            reconnect_ivl, with_reconnect_ivl, set_reconnect_ivl,
+                (ivl: Option<::core::time::Duration>) => ivl,
+                "to reconnections scheduled afterwards";
+            /// `ZMQ_RECONNECT_IVL_MAX`: when above the reconnect interval, each failed
+            /// attempt doubles the wait up to this. Default zero: no backoff.
+            reconnect_ivl_max, with_reconnect_ivl_max, set_reconnect_ivl_max,
+                (max: ::core::time::Duration) => max,
+                "to reconnections scheduled afterwards";
+            /// `ZMQ_HANDSHAKE_IVL`: handshake deadline; `None` = none. Default 30 s.
+            handshake_ivl, with_handshake_ivl, set_handshake_ivl,
+                (ivl: Option<::core::time::Duration>) => ivl,
+                "to connections made afterwards";
+            /// `ZMQ_HEARTBEAT_IVL`: send a PING this often; `None` = never (default).
+            heartbeat_ivl, with_heartbeat_ivl, set_heartbeat_ivl,
+                (ivl: Option<::core::time::Duration>) => ivl,
+                "to connections made afterwards";
+            /// `ZMQ_HEARTBEAT_TTL`: the time to live announced in our PINGs. Default none.
+            heartbeat_ttl, with_heartbeat_ttl, set_heartbeat_ttl,
+                (ttl: Option<::core::time::Duration>) => ttl,
+                "to connections made afterwards";
+            /// `ZMQ_HEARTBEAT_TIMEOUT`: close a peer silent this long after a PING.
+            /// Default: the heartbeat interval.
+            heartbeat_timeout, with_heartbeat_timeout, set_heartbeat_timeout,
+                (timeout: Option<::core::time::Duration>) => timeout,
+                "to connections made afterwards";
+            /// `ZMQ_IMMEDIATE`: queue messages only to peers whose handshake is done.
+            /// Default false.
+            immediate, with_immediate, set_immediate, (immediate: bool) => immediate,
+                "to `connect`s made afterwards";
+            /// `ZMQ_CONFLATE`: keep only the last message (DEALER, PULL, PUSH, PUB and
+            /// SUB; ignored elsewhere). Default false.
+            conflate, with_conflate, set_conflate, (conflate: bool) => conflate,
+                "at once";
+            /// `ZMQ_MAXMSGSIZE`: largest inbound message in bytes; `None` = no limit
+            /// (default).
+            maxmsgsize, with_maxmsgsize, set_maxmsgsize, (max: Option<u64>) => max,
+                "to connections made afterwards";
+            /// Most frames an inbound message may have (not a libzmq option); `None` = no
+            /// limit. Default 65536.
+            max_message_frames, with_max_message_frames, set_max_message_frames,
+                (max: Option<usize>) => max,
+                "to connections made afterwards";
+            /// `ZMQ_ROUTER_MANDATORY`: unroutable sends fail instead of being dropped.
+            router_mandatory, with_router_mandatory, set_router_mandatory, (on: bool) => on,
+                "at once";
+            /// `ZMQ_ROUTER_HANDOVER`: a new peer with a routing id in use takes it over.
+            router_handover, with_router_handover, set_router_handover, (on: bool) => on,
+                "at once";
+            /// `ZMQ_PROBE_ROUTER` (ROUTER, DEALER, REQ): send an empty message to each new
+            /// peer.
+            probe_router, with_probe_router, set_probe_router, (on: bool) => on,
+                "to peers that connect afterwards";
+            /// `ZMQ_REQ_CORRELATE`: prefix requests with an id and accept only the
+            /// matching reply.
+            req_correlate, with_req_correlate, set_req_correlate, (on: bool) => on,
+                "at once";
+            /// `ZMQ_REQ_RELAXED`: allow a new request before the reply to the last one.
+            req_relaxed, with_req_relaxed, set_req_relaxed, (on: bool) => on,
+                "at once";
+            /// `ZMQ_XPUB_VERBOSE`: pass every subscription to the application, not only
+            /// the first.
+            xpub_verbose, with_xpub_verbose, set_xpub_verbose, (on: bool) => on,
+                "at once";
+            /// `ZMQ_XPUB_VERBOSER`: also pass every unsubscription, not only the last.
+            xpub_verboser, with_xpub_verboser, set_xpub_verboser, (on: bool) => on,
+                "at once";
+            /// `ZMQ_XPUB_NODROP`: at HWM, `send` would block instead of dropping.
+            xpub_nodrop, with_xpub_nodrop, set_xpub_nodrop, (on: bool) => on,
+                "at once";
+            /// `ZMQ_XPUB_WELCOME_MSG`: a message sent to each new subscriber; an empty one
+            /// means none, as in libzmq.
+            xpub_welcome_msg, with_xpub_welcome_msg, set_xpub_welcome_msg,
+                (msg: impl Into<$crate::Bytes>) => {
+                    let msg: $crate::Bytes = msg.into();
+                    (!msg.is_empty()).then_some(msg)
+                },
+                "to subscribers that connect afterwards";
+            /// The security mechanism and our role in it (`ZMQ_PLAIN_SERVER`,
+            /// `ZMQ_PLAIN_USERNAME`, `ZMQ_CURVE_SERVER`, `ZMQ_CURVE_SERVERKEY`, …, as one
+            /// value). Default NULL.
+            security, with_security, set_security,
+                (security: $crate::mechanism::Security) => security,
+                "to connections made afterwards";
+            /// `ZMQ_ZAP_DOMAIN`: the domain sent to the ZAP handler; a non-empty domain
+            /// makes NULL connections ask ZAP too. Default empty.
+            zap_domain, with_zap_domain, set_zap_domain,
+                (domain: impl Into<$crate::Bytes>) => domain.into(),
+                "to connections made afterwards";
+            /// `ZMQ_ZAP_ENFORCE_DOMAIN`: with CURVE, skip ZAP when the domain is empty and
+            /// refuse clients when a domain is set but no handler is there.
+            zap_enforce_domain, with_zap_enforce_domain, set_zap_enforce_domain,
+                (on: bool) => on,
+                "to connections made afterwards";
+        }
+    };
+}
+
+/// Expands the table into `Options`' builder methods.
+macro_rules! builder_methods {
+    ($(
+        $(#[$doc:meta])*
+        $field:ident, $with:ident, $set:ident, ($arg:ident : $ty:ty) => $value:expr, $applies:literal;
+    )*) => {
+        /// Builder methods, one per option, named after libzmq's (`with_sndhwm` for
+        /// `ZMQ_SNDHWM`), so that options can be given one at a time from any crate (the
+        /// struct is `#[non_exhaustive]`: it cannot be written as a literal outside this
+        /// crate):
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// use zmtp_proto::socket::Options;
+        ///
+        /// let options = Options::default()
+        ///     .with_linger(Some(Duration::ZERO))
+        ///     .with_sndhwm(10)
+        ///     .with_routing_id("worker-1");
+        /// assert_eq!(options.sndhwm, 10);
+        /// assert_eq!(options.linger, Some(Duration::ZERO));
+        /// assert_eq!(&options.routing_id[..], b"worker-1");
+        /// ```
+        ///
+        /// Values are checked when the options are given to a socket (a routing id over
+        /// 255 bytes is refused there). On a live socket, the drivers' `set_*` methods
+        /// change one option each.
+        impl Options {
+            $(
+                $(#[$doc])*
+                #[doc = ""]
+                #[doc = concat!(
+                    "Sets [`", stringify!($field), "`](Options::", stringify!($field),
+                    "); on a live socket it applies ", $applies, "."
+                )]
+                #[must_use]
+                pub fn $with(mut self, $arg: $ty) -> Options {
+                    self.$field = $value;
+                    self
+                }
+            )*
+        }
+    };
+}
+
+crate::__options_table!(builder_methods);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builder_sets_each_field_and_only_that_field() {
+        let d = Options::default();
+        let o = Options::default()
+            .with_sndhwm(7)
+            .with_rcvhwm(8)
+            .with_linger(Some(Duration::ZERO))
+            .with_routing_id("me")
+            .with_connect_routing_id(Bytes::from_static(b"peer"))
+            .with_reconnect_ivl(None)
+            .with_reconnect_ivl_max(Duration::from_secs(1))
+            .with_immediate(true)
+            .with_maxmsgsize(Some(64))
+            .with_xpub_welcome_msg("hi")
+            .with_zap_domain("global");
+        assert_eq!((o.sndhwm, o.rcvhwm), (7, 8));
+        assert_eq!(o.linger, Some(Duration::ZERO));
+        assert_eq!(&o.routing_id[..], b"me");
+        assert_eq!(o.connect_routing_id.as_deref(), Some(&b"peer"[..]));
+        assert_eq!(o.reconnect_ivl, None);
+        assert_eq!(o.reconnect_ivl_max, Duration::from_secs(1));
+        assert!(o.immediate);
+        assert_eq!(o.maxmsgsize, Some(64));
+        assert_eq!(o.xpub_welcome_msg.as_deref(), Some(&b"hi"[..]));
+        assert_eq!(&o.zap_domain[..], b"global");
+        // Untouched fields keep their defaults.
+        assert_eq!(o.handshake_ivl, d.handshake_ivl);
+        assert_eq!(o.security, d.security);
+        assert_eq!(o.max_message_frames, d.max_message_frames);
+        // An empty welcome message is none, as in libzmq.
+        assert_eq!(d.with_xpub_welcome_msg("").xpub_welcome_msg, None);
+    }
+}
