@@ -40,7 +40,7 @@ use crate::wait::Waiter;
 pub use crate::wait::{RecvFuture, SendFuture};
 /// Why an operation failed: the error type shared by every driver's sockets.
 pub use zmtp_driver::Error;
-pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey};
+pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey, SecretKey};
 pub use zmtp_proto::mechanism::Security;
 pub use zmtp_proto::socket::{
     AuthReply, Authenticator, EndpointError, Message, MonitorEvent, MonitorEventKind, Options,
@@ -59,7 +59,14 @@ pub struct Socket<R: Runtime> {
 }
 
 /// A new CURVE key pair from the operating system's random generator (`zmq_curve_keypair`).
-/// Print the keys with [`z85::encode_key`].
+/// Each key prints as its 40 characters of Z85, as libzmq and pyzmq give them:
+///
+/// ```
+/// let keys = zmtp_async::curve_keypair()?;
+/// println!("public {}, secret {}", keys.public, keys.secret.to_z85());
+/// assert_eq!(keys.public.to_z85().len(), 40);
+/// # Ok::<(), zmtp_async::Error>(())
+/// ```
 pub fn curve_keypair() -> Result<KeyPair, Error> {
     zmtp_driver::curve_keypair()
 }

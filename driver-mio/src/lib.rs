@@ -36,9 +36,12 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant as StdInstant};
 
 use reactor::Shared;
+/// A new CURVE key pair from the operating system's random generator (`zmq_curve_keypair`);
+/// each key prints as Z85 (`keys.public` in a format string, `keys.secret.to_z85()`).
+pub use zmtp_driver::curve_keypair;
 /// Why an operation failed: the error type shared by every driver's sockets.
 pub use zmtp_driver::Error;
-pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey};
+pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey, SecretKey};
 pub use zmtp_proto::mechanism::Security;
 pub use zmtp_proto::socket::{
     AuthReply, Authenticator, EndpointError, Message, MonitorEvent, MonitorEventKind, Options,

@@ -45,8 +45,8 @@ pub use runtime::{
 };
 pub use zmtp_async::{
     curve_keypair, z85, AuthReply, Authenticator, Bytes, EndpointError, Error, KeyPair, Message,
-    Monitor, MonitorEvent, MonitorEventKind, Options, PeerProperties, PublicKey, Security,
-    SendError, Sent, SocketType, ZapRequest,
+    Monitor, MonitorEvent, MonitorEventKind, Options, PeerProperties, PublicKey, SecretKey,
+    Security, SendError, Sent, SocketType, ZapRequest,
 };
 
 /// A ZeroMQ socket. Its tasks run on the executor of the enclosing [`block_on`], or on

@@ -37,8 +37,8 @@ mod runtime;
 pub use runtime::{Tokio, TokioTask, TokioTcp, TokioTcpListener, TokioUnix, TokioUnixListener};
 pub use zmtp_async::{
     curve_keypair, z85, AuthReply, Authenticator, Bytes, EndpointError, Error, KeyPair, Message,
-    Monitor, MonitorEvent, MonitorEventKind, Options, PeerProperties, PublicKey, Security,
-    SendError, Sent, SocketType, ZapRequest,
+    Monitor, MonitorEvent, MonitorEventKind, Options, PeerProperties, PublicKey, SecretKey,
+    Security, SendError, Sent, SocketType, ZapRequest,
 };
 
 /// A ZeroMQ socket. Its I/O runs on tasks of the tokio runtime it was created in
