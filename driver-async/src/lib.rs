@@ -20,6 +20,7 @@
 #![warn(missing_docs)]
 
 mod core;
+mod poll;
 pub mod runtime;
 #[cfg(feature = "testing")]
 #[doc(hidden)]
@@ -35,6 +36,7 @@ use futures_core::Stream as FuturesStream;
 use tokio::sync::mpsc;
 
 use crate::core::Inner;
+pub use crate::poll::{poll, PollItem, POLLIN, POLLOUT};
 pub use crate::runtime::Runtime;
 use crate::wait::Waiter;
 pub use crate::wait::{RecvFuture, SendFuture};
@@ -47,6 +49,9 @@ pub use zmtp_proto::socket::{
     PeerProperties, SendError, Sent, ZapRequest,
 };
 pub use zmtp_proto::{z85, Bytes, SocketType};
+/// The traits of [`MessageStream`] and [`Monitor`], re-exported so that naming them needs
+/// no dependency on the `futures` crates.
+pub use {futures_core::Stream, futures_sink::Sink};
 
 /// A ZeroMQ socket. Its I/O runs on tasks of the runtime `R` it was created in.
 ///
@@ -316,6 +321,14 @@ pub struct MessageStream<'a, R: Runtime> {
 impl<R: Runtime> std::fmt::Debug for MessageStream<'_, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MessageStream").finish_non_exhaustive()
+    }
+}
+
+impl<R: Runtime> MessageStream<'_, R> {
+    /// The next message, as [`Socket::recv`] gives it (`None` once the socket is closed),
+    /// without a `StreamExt` import. Cancel-safe.
+    pub async fn next(&mut self) -> Option<Message> {
+        std::future::poll_fn(|cx| Pin::new(&mut *self).poll_next(cx)).await
     }
 }
 

@@ -59,3 +59,10 @@ pub type Socket = zmtp_async::Socket<Smol>;
 
 /// Messages of a socket as a `Stream`, and a `Sink` of messages into it.
 pub type MessageStream<'a> = zmtp_async::MessageStream<'a, Smol>;
+
+/// One socket to [`poll`]: what to wait for, and (after the call) what is ready. The names
+/// are `zmtp-mio`'s: a program moves between the drivers by an import (and `.await`).
+pub type PollItem<'a> = zmtp_async::PollItem<'a, Smol>;
+/// Waiting on several sockets at once, and the traits of [`MessageStream`] and [`Monitor`]
+/// (so that naming them needs no `futures` dependency).
+pub use zmtp_async::{poll, Sink, Stream, POLLIN, POLLOUT};

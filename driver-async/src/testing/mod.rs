@@ -17,6 +17,7 @@ use zmtp_proto::Bytes;
 
 use crate::core::{first, Either};
 
+pub mod poll;
 pub mod security;
 use crate::{Message, MonitorEventKind, Options, Runtime, SendError, Sent, Socket, SocketType};
 
