@@ -428,8 +428,12 @@ fn plain_empty_credentials_are_presented() {
         Err(ConfigError::PasswordTooLong)
     );
     assert!(Security::plain_client([b'u'; 255], [b'p'; 255]).is_ok());
-    assert!(ConfigError::UsernameTooLong.to_string().contains("user name"));
-    assert!(ConfigError::PasswordTooLong.to_string().contains("password"));
+    assert!(ConfigError::UsernameTooLong
+        .to_string()
+        .contains("user name"));
+    assert!(ConfigError::PasswordTooLong
+        .to_string()
+        .contains("password"));
     // Text and bytes make the same client.
     assert_eq!(
         Security::plain_client("admin", String::from("secret")),
