@@ -36,16 +36,6 @@ impl<'a, R: Runtime> PollItem<'a, R> {
             revents: 0,
         }
     }
-
-    /// Whether the last [`poll`] found [`POLLIN`] ready on this socket.
-    pub fn is_readable(&self) -> bool {
-        self.revents & POLLIN != 0
-    }
-
-    /// Whether the last [`poll`] found [`POLLOUT`] ready on this socket.
-    pub fn is_writable(&self) -> bool {
-        self.revents & POLLOUT != 0
-    }
 }
 
 impl<R: Runtime> std::fmt::Debug for PollItem<'_, R> {
@@ -77,7 +67,7 @@ impl<R: Runtime> std::fmt::Debug for PollItem<'_, R> {
 ///     let mut items = [PollItem::new(&a, POLLIN), PollItem::new(&b, POLLIN)];
 ///     poll(&mut items, None).await?;
 ///     for item in &items {
-///         if item.is_readable() {
+///         if item.revents & POLLIN != 0 {
 ///             if let Some(msg) = item.socket.try_recv()? {
 ///                 println!("{msg:?}");
 ///             }

@@ -441,3 +441,102 @@ impl Authenticator {
         }
     }
 }
+
+#[cfg(all(test, feature = "std"))]
+mod tests {
+    use super::{AuthReply, Authenticator, ZapRequest};
+    use crate::codec::Mechanism;
+    use crate::PublicKey;
+    use alloc::vec;
+    use alloc::vec::Vec;
+    use bytes::Bytes;
+
+    const CLIENT: &str = "Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID";
+    const OTHER: &str = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
+
+    fn request(mechanism: Mechanism, credentials: Vec<Bytes>) -> ZapRequest {
+        ZapRequest {
+            domain: Bytes::new(),
+            address: "127.0.0.1".into(),
+            identity: Bytes::new(),
+            mechanism,
+            credentials,
+        }
+    }
+
+    fn curve(key: &[u8]) -> ZapRequest {
+        request(Mechanism::CURVE, vec![Bytes::copy_from_slice(key)])
+    }
+
+    fn status(reply: &AuthReply) -> u16 {
+        match reply {
+            AuthReply::Verdict { status, .. } => *status,
+            AuthReply::NoHandler => 0,
+        }
+    }
+
+    #[test]
+    fn zap_request_gives_typed_credentials() {
+        let key = PublicKey::from_z85(CLIENT).unwrap();
+        let req = curve(key.as_bytes());
+        assert_eq!(req.curve_public_key(), Some(key));
+        assert_eq!(req.plain_credentials(), None);
+        assert_eq!(curve(&key.as_bytes()[..31]).curve_public_key(), None);
+        let plain = request(
+            Mechanism::PLAIN,
+            vec![Bytes::from_static(b"admin"), Bytes::from_static(b"secret")],
+        );
+        assert_eq!(
+            plain.plain_credentials(),
+            Some((&b"admin"[..], &b"secret"[..]))
+        );
+        assert_eq!(plain.curve_public_key(), None);
+        assert_eq!(request(Mechanism::NULL, vec![]).plain_credentials(), None);
+    }
+
+    #[test]
+    fn curve_keys_allowed_as_keys_or_text() {
+        let client = PublicKey::from_z85(CLIENT).unwrap();
+        let other = PublicKey::from_z85(OTHER).unwrap();
+        for auth in [
+            Authenticator::new().curve_allow(client),
+            Authenticator::new().curve_allow_z85(CLIENT).unwrap(),
+        ] {
+            let reply = auth.check(&curve(client.as_bytes()));
+            let AuthReply::Verdict {
+                status, user_id, ..
+            } = reply
+            else {
+                panic!("a verdict: {reply:?}");
+            };
+            // The user id is the key in Z85.
+            assert_eq!((status, &user_id[..]), (200, CLIENT.as_bytes()));
+            assert_eq!(status_of(&auth, other.as_bytes()), 400);
+            assert_eq!(status_of(&auth, &client.as_bytes()[..31]), 400);
+        }
+        assert!(Authenticator::new().curve_allow_z85(&CLIENT[1..]).is_err());
+        let any = Authenticator::new().curve_allow_any();
+        assert_eq!(status_of(&any, other.as_bytes()), 200);
+    }
+
+    fn status_of(auth: &Authenticator, key: &[u8]) -> u16 {
+        status(&auth.check(&curve(key)))
+    }
+
+    #[test]
+    fn plain_users_from_text_or_bytes() {
+        let auth = Authenticator::new()
+            .plain_user("admin", "secret")
+            .plain_user(b"root", alloc::string::String::from("toor"));
+        let plain = |user: &'static [u8], pass: &'static [u8]| {
+            let req = request(
+                Mechanism::PLAIN,
+                vec![Bytes::from_static(user), Bytes::from_static(pass)],
+            );
+            status(&auth.check(&req))
+        };
+        assert_eq!(plain(b"admin", b"secret"), 200);
+        assert_eq!(plain(b"root", b"toor"), 200);
+        assert_eq!(plain(b"admin", b"toor"), 400);
+    }
+}
