@@ -86,7 +86,10 @@ pub async fn poll_times_out_and_looks_without_waiting<R: Runtime>() {
     let (a, _push) = pull_push::<R>().await;
     let mut items = [PollItem::new(&a, POLLIN)];
     let start = Instant::now();
-    assert_eq!(poll(&mut items, Some(Duration::ZERO)).await.unwrap(), 0);
+    // The future may move between threads (`tokio::spawn`).
+    let look = poll(&mut items, Some(Duration::ZERO));
+    is_send(&look);
+    assert_eq!(look.await.unwrap(), 0);
     let limit = Duration::from_millis(60);
     let ready = within::<R, _>(poll(&mut items, Some(limit))).await.unwrap();
     assert_eq!(ready, 0);
@@ -195,7 +198,9 @@ pub async fn message_stream_next_without_stream_ext<R: Runtime>() {
     let (pull, push) = pull_push::<R>().await;
     let mut stream = pull.stream();
     let _sender = send_later(push, Duration::from_millis(20), "one");
-    let got = within::<R, _>(stream.next()).await.expect("a message");
+    let next = stream.next();
+    is_send(&next);
+    let got = within::<R, _>(next).await.expect("a message");
     assert_eq!(&got.frames()[0][..], b"one");
     // With nothing more sent, it waits.
     assert!(timeout::<R, _>(Duration::from_millis(20), stream.next())
@@ -205,3 +210,5 @@ pub async fn message_stream_next_without_stream_ext<R: Runtime>() {
     fn is_stream_and_sink<S: crate::Stream + crate::Sink<crate::Message>>(_: &S) {}
     is_stream_and_sink(&stream);
 }
+
+fn is_send<T: Send>(_: &T) {}
