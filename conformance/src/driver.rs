@@ -125,8 +125,8 @@ pub enum PeerCredentials {
     },
     /// CURVE: the client's long-term public key.
     Curve {
-        /// The key (raw).
-        public_key: [u8; 32],
+        /// The key.
+        public_key: zmtp_proto::PublicKey,
     },
     /// A kind of credentials this driver does not know.
     Other,
@@ -152,9 +152,7 @@ impl AuthRecord {
                 username: username.to_vec(),
                 password: password.to_vec(),
             },
-            Credentials::Curve { public_key } => PeerCredentials::Curve {
-                public_key: *public_key,
-            },
+            Credentials::Curve { public_key } => PeerCredentials::Curve { public_key },
             _ => PeerCredentials::Other,
         };
         AuthRecord {

@@ -204,9 +204,9 @@ fn curve_in_code<R: MatrixRuntime>(dir: Direction, allowed: bool) {
         }),
     );
     let allow = if allowed {
-        key(CLIENT_PUBLIC)
+        client_keys().public
     } else {
-        stranger_keys().public.0
+        stranger_keys().public
     };
     ours.set_authenticator(Some(Authenticator::new().curve_allow(allow)));
     let ctx = Ctx::new();

@@ -59,16 +59,11 @@ fn our_plain_client(username: &[u8], password: &[u8]) -> Security {
 }
 
 fn our_curve_client(server_key: PublicKey) -> Security {
-    Security::CurveClient {
-        server_key,
-        keys: client_keys(),
-    }
+    Security::curve_client(server_key, client_keys())
 }
 
 fn our_curve_server() -> Security {
-    Security::CurveServer {
-        keys: server_keys(),
-    }
+    Security::curve_server(server_keys())
 }
 
 fn config(kind: SocketType, security: Security) -> Config {
@@ -477,7 +472,7 @@ fn curve_ours_server(dir: Direction, transport: Transport) {
         [AuthRecord {
             mechanism: "CURVE".into(),
             credentials: PeerCredentials::Curve {
-                public_key: key(CLIENT_PUBLIC),
+                public_key: PublicKey(key(CLIENT_PUBLIC)),
             },
             verdict: Some(200),
         }]
@@ -508,7 +503,7 @@ fn curve_ours_server_refuses(dir: Direction) {
     assert_eq!(
         us.auth_requests()[0].credentials,
         PeerCredentials::Curve {
-            public_key: key(CLIENT_PUBLIC)
+            public_key: PublicKey(key(CLIENT_PUBLIC))
         }
     );
     assert_no_message(&z, &mut us);

@@ -21,6 +21,7 @@
 
 mod context;
 mod core;
+mod poll;
 pub mod runtime;
 #[cfg(feature = "testing")]
 #[doc(hidden)]
@@ -37,18 +38,22 @@ use tokio::sync::mpsc;
 
 pub use crate::context::Context;
 use crate::core::Inner;
+pub use crate::poll::{poll, PollItem, POLLIN, POLLOUT};
 pub use crate::runtime::Runtime;
 use crate::wait::Waiter;
 pub use crate::wait::{RecvFuture, SendFuture};
 /// Why an operation failed: the error type shared by every driver's sockets.
 pub use zmtp_driver::Error;
-pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey};
+pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey, SecretKey};
 pub use zmtp_proto::mechanism::Security;
 pub use zmtp_proto::socket::{
-    AuthReply, Authenticator, CloseReport, EndpointError, Message, MonitorEvent, MonitorEventKind, Options,
-    PeerProperties, SendError, Sent, TextError, ZapRequest,
+    AuthReply, Authenticator, CloseReport, EndpointError, Message, MonitorEvent, MonitorEventKind,
+    Options, PeerProperties, SendError, Sent, TextError, ZapRequest,
 };
 pub use zmtp_proto::{z85, Bytes, SocketType};
+/// The traits of [`MessageStream`] and [`Monitor`], re-exported so that naming them needs
+/// no dependency on the `futures` crates.
+pub use {futures_core::Stream, futures_sink::Sink};
 
 /// A ZeroMQ socket. Its I/O runs on tasks of the runtime `R` it was created in.
 ///
@@ -67,7 +72,14 @@ pub struct Socket<R: Runtime> {
 }
 
 /// A new CURVE key pair from the operating system's random generator (`zmq_curve_keypair`).
-/// Print the keys with [`z85::encode_key`].
+/// Each key prints as its 40 characters of Z85, as libzmq and pyzmq give them:
+///
+/// ```
+/// let keys = zmtp_async::curve_keypair()?;
+/// println!("public {}, secret {}", keys.public, keys.secret.to_z85());
+/// assert_eq!(keys.public.to_z85().len(), 40);
+/// # Ok::<(), zmtp_async::Error>(())
+/// ```
 pub fn curve_keypair() -> Result<KeyPair, Error> {
     zmtp_driver::curve_keypair()
 }
@@ -350,6 +362,14 @@ pub struct MessageStream<'a, R: Runtime> {
 impl<R: Runtime> std::fmt::Debug for MessageStream<'_, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MessageStream").finish_non_exhaustive()
+    }
+}
+
+impl<R: Runtime> MessageStream<'_, R> {
+    /// The next message, as [`Socket::recv`] gives it (`None` once the socket is closed),
+    /// without a `StreamExt` import. Cancel-safe.
+    pub async fn next(&mut self) -> Option<Message> {
+        std::future::poll_fn(|cx| Pin::new(&mut *self).poll_next(cx)).await
     }
 }
 

@@ -57,13 +57,16 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant as StdInstant};
 
 use reactor::Shared;
+/// A new CURVE key pair from the operating system's random generator (`zmq_curve_keypair`);
+/// each key prints as Z85 (`keys.public` in a format string, `keys.secret.to_z85()`).
+pub use zmtp_driver::curve_keypair;
 /// Why an operation failed: the error type shared by every driver's sockets.
 pub use zmtp_driver::Error;
-pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey};
+pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey, SecretKey};
 pub use zmtp_proto::mechanism::Security;
 pub use zmtp_proto::socket::{
-    AuthReply, Authenticator, CloseReport, EndpointError, Message, MonitorEvent, MonitorEventKind, Options,
-    PeerProperties, SendError, Sent, TextError, ZapRequest,
+    AuthReply, Authenticator, CloseReport, EndpointError, Message, MonitorEvent, MonitorEventKind,
+    Options, PeerProperties, SendError, Sent, TextError, ZapRequest,
 };
 pub use zmtp_proto::{z85, Bytes, SocketType};
 

@@ -58,6 +58,19 @@ pub fn new_socket(ty: SocketType, options: Options) -> Result<Socket, Error> {
 }
 
 /// A new CURVE key pair from the operating system's generator (`zmq_curve_keypair`).
+///
+/// Each key prints as its 40 characters of Z85, the form libzmq and pyzmq give:
+///
+/// ```
+/// let keys = zmtp_driver::curve_keypair()?;
+/// let public = keys.public.to_string();
+/// let secret = keys.secret.to_z85();
+/// assert_eq!((public.len(), secret.len()), (40, 40));
+/// println!("public {public}, secret {secret}");
+/// // And back.
+/// assert_eq!(public.parse::<zmtp_proto::PublicKey>()?, keys.public);
+/// # Ok::<(), zmtp_driver::Error>(())
+/// ```
 #[cfg(feature = "curve")]
 pub fn curve_keypair() -> Result<KeyPair, Error> {
     let mut secret = [0u8; 32];

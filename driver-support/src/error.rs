@@ -7,6 +7,7 @@ use std::fmt;
 use std::io;
 
 use zmtp_proto::socket::{EndpointError, Message, SendError, TextError};
+use zmtp_proto::z85::Z85Error;
 use zmtp_proto::ConfigError;
 
 /// Why an operation of a driver's socket failed.
@@ -77,6 +78,7 @@ impl std::error::Error for Error {
             Error::Io(e) => Some(e),
             Error::Send(e) => Some(e),
             Error::NotText { reason, .. } => Some(reason),
+            Error::Options(e) => Some(e),
             _ => None,
         }
     }
@@ -122,6 +124,14 @@ impl From<ConfigError> for Error {
     }
 }
 
+/// A CURVE key in Z85 text that is not one: an option value that cannot be used
+/// ([`Error::Options`] with [`ConfigError::BadKey`]).
+impl From<Z85Error> for Error {
+    fn from(e: Z85Error) -> Error {
+        Error::Options(ConfigError::BadKey(e))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::Error;
@@ -136,6 +146,31 @@ mod tests {
         assert_eq!(Error::Closed.to_string(), "socket closed");
         let boxed: Box<dyn std::error::Error> = Box::new(Error::NotFound);
         assert_eq!(boxed.to_string(), "no such endpoint");
+    }
+
+    #[test]
+    fn bad_keys_and_credentials_are_option_errors() {
+        use zmtp_proto::mechanism::Security;
+        use zmtp_proto::z85::Z85Error;
+        use zmtp_proto::{ConfigError, PublicKey};
+        fn configure(user: &str, key: &str) -> Result<(Security, PublicKey), Error> {
+            Ok((
+                Security::plain_client(user, "pw")?,
+                key.parse::<PublicKey>()?,
+            ))
+        }
+        let key = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
+        assert!(configure("admin", key).is_ok());
+        let e = configure(&"u".repeat(256), key).unwrap_err();
+        assert!(matches!(e, Error::Options(ConfigError::UsernameTooLong)));
+        let e = configure("admin", &key[1..]).unwrap_err();
+        assert!(matches!(
+            e,
+            Error::Options(ConfigError::BadKey(Z85Error::BadLength))
+        ));
+        assert!(e.to_string().contains("bad CURVE key"), "{e}");
+        let source = std::error::Error::source(&e).expect("the option error");
+        assert!(source.source().is_some(), "the Z85 error under it");
     }
 
     #[test]

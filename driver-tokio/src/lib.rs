@@ -56,9 +56,9 @@ mod runtime;
 
 pub use runtime::{Tokio, TokioTask, TokioTcp, TokioTcpListener, TokioUnix, TokioUnixListener};
 pub use zmtp_async::{
-    curve_keypair, z85, AuthReply, Authenticator, Bytes, CloseReport, EndpointError, Error, KeyPair, Message,
-    Monitor, MonitorEvent, MonitorEventKind, Options, PeerProperties, PublicKey, Security,
-    SendError, Sent, SocketType, TextError, ZapRequest,
+    curve_keypair, z85, AuthReply, Authenticator, Bytes, CloseReport, EndpointError, Error,
+    KeyPair, Message, Monitor, MonitorEvent, MonitorEventKind, Options, PeerProperties, PublicKey,
+    SecretKey, Security, SendError, Sent, SocketType, TextError, ZapRequest,
 };
 
 /// A ZeroMQ socket. Its I/O runs on tasks of the tokio runtime it was created in
@@ -78,3 +78,10 @@ pub type Context = zmtp_async::Context<Tokio>;
 
 /// Messages of a socket as a `Stream`, and a `Sink` of messages into it.
 pub type MessageStream<'a> = zmtp_async::MessageStream<'a, Tokio>;
+
+/// One socket to [`poll`]: what to wait for, and (after the call) what is ready. The names
+/// are `zmtp-mio`'s: a program moves between the drivers by an import (and `.await`).
+pub type PollItem<'a> = zmtp_async::PollItem<'a, Tokio>;
+/// Waiting on several sockets at once, and the traits of [`MessageStream`] and [`Monitor`]
+/// (so that naming them needs no `futures` dependency).
+pub use zmtp_async::{poll, Sink, Stream, POLLIN, POLLOUT};

@@ -165,13 +165,10 @@ pub fn output_error(e: std::io::Error) -> Failure {
 fn keygen() -> Result<(), Failure> {
     let keys = zmtp_tokio::curve_keypair()
         .map_err(|e| Failure::Runtime(format!("cannot generate a key pair: {e}")))?;
-    let public = zmtp_tokio::z85::encode_key(&keys.public.0);
-    let secret = zmtp_tokio::z85::encode_key(keys.secret.as_bytes());
-    let mut text = Vec::with_capacity(100);
-    text.extend_from_slice(b"public: ");
-    text.extend_from_slice(&public);
-    text.extend_from_slice(b"\nsecret: ");
-    text.extend_from_slice(&secret);
-    text.push(b'\n');
-    print_stdout(&text)
+    let text = format!(
+        "public: {}\nsecret: {}\n",
+        keys.public,
+        keys.secret.to_z85()
+    );
+    print_stdout(text.as_bytes())
 }

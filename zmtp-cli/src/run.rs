@@ -219,20 +219,18 @@ async fn open(args: &SocketArgs) -> Result<(Socket, Monitor, Watch), Failure> {
     options.security = match &args.role {
         Role::Null => Security::Null,
         Role::PlainClient { user, password } => Security::plain_client(user, password)
-            .ok_or_else(|| Failure::Usage("PLAIN user name or password too long".into()))?,
+            .map_err(|e| Failure::Usage(format!("bad option: {e}")))?,
         Role::PlainServer { .. } => Security::PlainServer,
-        Role::CurveServer { secret, .. } => Security::CurveServer {
-            keys: KeyPair::from_secret(*secret),
-        },
-        Role::CurveClient { server_key, secret } => Security::CurveClient {
-            server_key: PublicKey(*server_key),
-            keys: match secret {
+        Role::CurveServer { secret, .. } => Security::curve_server(KeyPair::from_secret(*secret)),
+        Role::CurveClient { server_key, secret } => Security::curve_client(
+            PublicKey::from_bytes(*server_key),
+            match secret {
                 Some(secret) => KeyPair::from_secret(*secret),
                 None => zmtp_tokio::curve_keypair().map_err(|e| {
                     Failure::Runtime(format!("cannot generate a CURVE key pair: {e}"))
                 })?,
             },
-        },
+        ),
     };
     let socket = Socket::with_options(args.ty, options).map_err(|e| match e {
         Error::Options(e) => Failure::Usage(format!("bad option: {e}")),
@@ -247,11 +245,11 @@ async fn open(args: &SocketArgs) -> Result<(Socket, Monitor, Watch), Failure> {
         Role::CurveServer { clients, .. } if clients.is_empty() => {
             Some(Authenticator::new().curve_allow_any())
         }
-        Role::CurveServer { clients, .. } => Some(
-            clients
-                .iter()
-                .fold(Authenticator::new(), |a, key| a.curve_allow(*key)),
-        ),
+        Role::CurveServer { clients, .. } => {
+            Some(clients.iter().fold(Authenticator::new(), |a, key| {
+                a.curve_allow(PublicKey::from_bytes(*key))
+            }))
+        }
         _ => None,
     });
     let monitor = socket.monitor();

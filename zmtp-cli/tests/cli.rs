@@ -19,7 +19,7 @@ use zmtp_conformance::security::{
     zplain_server, zsock, CLIENT_PUBLIC, CLIENT_SECRET, SERVER_PUBLIC, SERVER_SECRET,
 };
 use zmtp_conformance::zap::ZapHandler;
-use zmtp_tokio::{z85, KeyPair};
+use zmtp_tokio::{KeyPair, PublicKey, SecretKey};
 
 const ZMTP: &str = env!("CARGO_BIN_EXE_zmtp");
 
@@ -695,10 +695,10 @@ fn curve_client_with_an_unknown_ephemeral_key_exits_2() {
 
 #[test]
 fn curve_client_with_the_wrong_server_key_exits_2() {
-    let stranger = z85::encode_key(&stranger_keys().public.0);
+    let stranger = stranger_keys().public.to_string();
     let (got, out) = curve_client_against_libzmq(&[
         "--curve-server-key",
-        text(&stranger),
+        &stranger,
         "--curve-secret",
         text(CLIENT_SECRET),
     ]);
@@ -803,9 +803,9 @@ fn keygen_prints_a_valid_key_pair() {
     assert_eq!(lines.len(), 2, "{stdout:?}");
     let public = lines[0].strip_prefix("public: ").expect("public line");
     let secret = lines[1].strip_prefix("secret: ").expect("secret line");
-    let public = z85::decode_key(public.as_bytes()).expect("public key in Z85");
-    let secret = z85::decode_key(secret.as_bytes()).expect("secret key in Z85");
-    assert_eq!(KeyPair::from_secret(secret).public.0, public);
+    let public: PublicKey = public.parse().expect("public key in Z85");
+    let secret: SecretKey = secret.parse().expect("secret key in Z85");
+    assert_eq!(KeyPair::from_secret(secret).public, public);
     let again = run(&["keygen"], None);
     assert_ne!(again.stdout, out.stdout, "a fresh key pair each time");
 }

@@ -12,8 +12,9 @@ use crate::codec::{
     Writer,
 };
 #[cfg(feature = "curve")]
-use crate::curve_crypto::{KeyPair, PublicKey};
+use crate::curve_crypto::{KeyPair, PublicKey, SecretKey};
 use crate::socket_type::SocketType;
+use crate::z85::Z85Error;
 
 /// A routing identity: at most 255 bytes.
 pub type Identity = heapless::Vec<u8, 255>;
@@ -40,6 +41,18 @@ pub enum ConfigError {
     BadPropertyName,
     /// The encoded application properties exceed [`MAX_PROPERTIES_LEN`].
     PropertiesFull,
+    /// A PLAIN user name is longer than 255 bytes.
+    UsernameTooLong,
+    /// A PLAIN password is longer than 255 bytes.
+    PasswordTooLong,
+    /// A CURVE key given as Z85 text is not one (40 characters of the Z85 alphabet).
+    BadKey(Z85Error),
+}
+
+impl From<Z85Error> for ConfigError {
+    fn from(e: Z85Error) -> ConfigError {
+        ConfigError::BadKey(e)
+    }
 }
 
 impl core::fmt::Display for ConfigError {
@@ -48,12 +61,22 @@ impl core::fmt::Display for ConfigError {
             ConfigError::IdentityTooLong => "identity longer than 255 bytes",
             ConfigError::BadPropertyName => "property names must start with \"X-\"",
             ConfigError::PropertiesFull => "application properties too large",
+            ConfigError::UsernameTooLong => "PLAIN user name longer than 255 bytes",
+            ConfigError::PasswordTooLong => "PLAIN password longer than 255 bytes",
+            ConfigError::BadKey(e) => return write!(f, "bad CURVE key: {e}"),
         })
     }
 }
 
 #[cfg(feature = "std")]
-impl std::error::Error for ConfigError {}
+impl std::error::Error for ConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ConfigError::BadKey(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// Everything a [`Connection`](crate::Connection) needs to know about the local side.
 #[derive(Debug, Clone)]
@@ -195,35 +218,124 @@ pub enum Security {
     },
 }
 
+/// Every constructor of a mechanism that takes text or bytes returns a `Result` with a
+/// [`ConfigError`], which converts into the drivers' error with `?`; constructors that take
+/// typed keys cannot fail.
+///
+/// ```
+/// use zmtp_proto::mechanism::Security;
+/// use zmtp_proto::ConfigError;
+///
+/// let client = Security::plain_client("admin", "secret")?;
+/// let same = Security::plain_client(b"admin", String::from("secret"))?;
+/// assert_eq!(client, same);
+/// assert_eq!(
+///     Security::plain_client("x".repeat(256), "secret"),
+///     Err(ConfigError::UsernameTooLong)
+/// );
+/// # Ok::<(), ConfigError>(())
+/// ```
 impl Security {
-    /// A PLAIN client; `None` if the user name or password is longer than 255 bytes.
-    pub fn plain_client(username: &[u8], password: &[u8]) -> Option<Security> {
-        Some(Security::PlainClient {
-            username: Credential::from_slice(username).ok()?,
-            password: Credential::from_slice(password).ok()?,
+    /// A PLAIN client (`ZMQ_PLAIN_USERNAME`, `ZMQ_PLAIN_PASSWORD`); each is `&str`,
+    /// `String`, `&[u8]` or any other bytes.
+    ///
+    /// # Errors
+    /// [`ConfigError::UsernameTooLong`] or [`ConfigError::PasswordTooLong`] for more than
+    /// 255 bytes.
+    pub fn plain_client(
+        username: impl AsRef<[u8]>,
+        password: impl AsRef<[u8]>,
+    ) -> Result<Security, ConfigError> {
+        Ok(Security::PlainClient {
+            username: Credential::from_slice(username.as_ref())
+                .map_err(|_| ConfigError::UsernameTooLong)?,
+            password: Credential::from_slice(password.as_ref())
+                .map_err(|_| ConfigError::PasswordTooLong)?,
         })
+    }
+
+    /// A PLAIN server (`ZMQ_PLAIN_SERVER`): [`Security::PlainServer`].
+    pub const fn plain_server() -> Security {
+        Security::PlainServer
+    }
+
+    /// A CURVE client (`ZMQ_CURVE_SERVERKEY`, `ZMQ_CURVE_PUBLICKEY`,
+    /// `ZMQ_CURVE_SECRETKEY`) of the server with public key `server_key`, with our
+    /// long-term `keys`.
+    ///
+    /// ```
+    /// use zmtp_proto::curve_crypto::{KeyPair, SecretKey};
+    /// use zmtp_proto::mechanism::Security;
+    ///
+    /// let server_key = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7".parse()?;
+    /// let secret: SecretKey = "D:)Q[IlAW!ahhC2ac:9*A}h:p?([4%wOTJ%JR%cs".parse()?;
+    /// let keys = KeyPair::from_secret(secret);
+    /// let client = Security::curve_client(server_key, keys);
+    /// assert!(!client.is_server());
+    /// # Ok::<(), zmtp_proto::z85::Z85Error>(())
+    /// ```
+    #[cfg(feature = "curve")]
+    pub fn curve_client(server_key: PublicKey, keys: KeyPair) -> Security {
+        Security::CurveClient { server_key, keys }
+    }
+
+    /// A CURVE server (`ZMQ_CURVE_SERVER`) with our long-term `keys`.
+    #[cfg(feature = "curve")]
+    pub fn curve_server(keys: KeyPair) -> Security {
+        Security::CurveServer { keys }
     }
 
     /// A CURVE server (`ZMQ_CURVE_SERVER` with `ZMQ_CURVE_SECRETKEY`) from its secret key
     /// in Z85 (40 characters); the public key is derived from it.
+    ///
+    /// ```
+    /// use zmtp_proto::mechanism::Security;
+    /// use zmtp_proto::{z85::Z85Error, ConfigError};
+    ///
+    /// let server = Security::curve_server_z85("JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6")?;
+    /// assert!(server.is_server());
+    /// assert_eq!(
+    ///     Security::curve_server_z85("JTKVSB"),
+    ///     Err(ConfigError::BadKey(Z85Error::BadLength))
+    /// );
+    /// # Ok::<(), ConfigError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`ConfigError::BadKey`] if the text is not a Z85 key.
     #[cfg(feature = "curve")]
-    pub fn curve_server_z85(secret: &str) -> Result<Security, crate::z85::Z85Error> {
-        Ok(Security::CurveServer {
-            keys: KeyPair::from_secret(crate::z85::decode_key(secret.as_bytes())?),
-        })
+    pub fn curve_server_z85(secret: impl AsRef<[u8]>) -> Result<Security, ConfigError> {
+        Ok(Security::curve_server(KeyPair::from_secret(
+            SecretKey::from_z85(secret)?,
+        )))
     }
 
     /// A CURVE client (`ZMQ_CURVE_SERVERKEY`, `ZMQ_CURVE_SECRETKEY`) from the server's
-    /// public key and our secret key, both in Z85.
+    /// public key and our secret key, both in Z85 (40 characters); our public key is
+    /// derived from the secret.
+    ///
+    /// ```
+    /// use zmtp_proto::mechanism::Security;
+    ///
+    /// let client = Security::curve_client_z85(
+    ///     "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7",
+    ///     "D:)Q[IlAW!ahhC2ac:9*A}h:p?([4%wOTJ%JR%cs",
+    /// )?;
+    /// assert!(!client.is_server());
+    /// # Ok::<(), zmtp_proto::ConfigError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`ConfigError::BadKey`] if either text is not a Z85 key.
     #[cfg(feature = "curve")]
     pub fn curve_client_z85(
-        server_public: &str,
-        secret: &str,
-    ) -> Result<Security, crate::z85::Z85Error> {
-        Ok(Security::CurveClient {
-            server_key: PublicKey(crate::z85::decode_key(server_public.as_bytes())?),
-            keys: KeyPair::from_secret(crate::z85::decode_key(secret.as_bytes())?),
-        })
+        server_public: impl AsRef<[u8]>,
+        secret: impl AsRef<[u8]>,
+    ) -> Result<Security, ConfigError> {
+        Ok(Security::curve_client(
+            PublicKey::from_z85(server_public)?,
+            KeyPair::from_secret(SecretKey::from_z85(secret)?),
+        ))
     }
 
     /// The mechanism's name, as in the greeting.

@@ -75,13 +75,25 @@ impl core::fmt::Display for CryptoError {
 #[cfg(feature = "std")]
 impl std::error::Error for CryptoError {}
 
-/// An X25519 public key: 32 raw bytes, as on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct PublicKey(pub [u8; KEY_LEN]);
+pub use crate::key::PublicKey;
+use crate::z85::{self, KeyText, Z85Error};
 
 /// An X25519 secret key: 32 raw bytes (unclamped, as libsodium and libzmq store them).
 ///
-/// Wiped on drop, also in clones; its [`Debug`] output does not show the key.
+/// Wiped on drop, also in clones; its [`Debug`] output does not show the key. It reads and
+/// writes Z85 text as [`PublicKey`] does ([`from_z85`](Self::from_z85), [`str::parse`],
+/// [`to_z85`](Self::to_z85)) but has no `Display`, so that it is never printed by
+/// accident.
+///
+/// ```
+/// use zmtp_proto::curve_crypto::{KeyPair, SecretKey};
+///
+/// let secret: SecretKey = "JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6".parse()?;
+/// assert_eq!(secret.to_z85(), "JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6");
+/// let keys = KeyPair::from_secret(secret);
+/// assert_eq!(keys.public.to_string(), "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7");
+/// # Ok::<(), zmtp_proto::z85::Z85Error>(())
+/// ```
 #[derive(Clone)]
 pub struct SecretKey([u8; KEY_LEN]);
 
@@ -89,6 +101,20 @@ impl SecretKey {
     /// Wraps raw secret key bytes.
     pub const fn from_bytes(bytes: [u8; KEY_LEN]) -> SecretKey {
         SecretKey(bytes)
+    }
+
+    /// The key from its 40 characters of Z85 text (`&str`, `String` or bytes).
+    ///
+    /// # Errors
+    /// As [`PublicKey::from_z85`].
+    pub fn from_z85(text: impl AsRef<[u8]>) -> Result<SecretKey, Z85Error> {
+        z85::decode_key(text).map(SecretKey)
+    }
+
+    /// The key as 40 characters of Z85 text, as `zmq_curve_keypair` gives it. The text is
+    /// as secret as the key.
+    pub fn to_z85(&self) -> KeyText {
+        z85::encode_key(&self.0)
     }
 
     /// The raw secret key bytes (the server puts its short-term secret in the cookie).
@@ -109,6 +135,15 @@ impl SecretKey {
 impl From<[u8; KEY_LEN]> for SecretKey {
     fn from(bytes: [u8; KEY_LEN]) -> SecretKey {
         SecretKey(bytes)
+    }
+}
+
+impl core::str::FromStr for SecretKey {
+    type Err = Z85Error;
+
+    /// As [`SecretKey::from_z85`].
+    fn from_str(text: &str) -> Result<SecretKey, Z85Error> {
+        SecretKey::from_z85(text)
     }
 }
 
@@ -133,6 +168,19 @@ impl Drop for SecretKey {
 impl ZeroizeOnDrop for SecretKey {}
 
 /// A public key and its secret key.
+///
+/// Each half converts to and from Z85 text on its own: `keys.public.to_z85()` (or
+/// `keys.public` in a format string) and `keys.secret.to_z85()`.
+///
+/// ```
+/// use zmtp_proto::curve_crypto::{KeyPair, SecretKey};
+///
+/// let keys = KeyPair::from_secret(SecretKey::from_z85("D:)Q[IlAW!ahhC2ac:9*A}h:p?([4%wOTJ%JR%cs")?);
+/// assert_eq!(keys.public.to_z85(), "Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID");
+/// assert_eq!(format!("{}", keys.public), "Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID");
+/// assert_eq!(keys.secret.to_z85(), "D:)Q[IlAW!ahhC2ac:9*A}h:p?([4%wOTJ%JR%cs");
+/// # Ok::<(), zmtp_proto::z85::Z85Error>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct KeyPair {
     /// The public half, given to peers.
@@ -142,9 +190,10 @@ pub struct KeyPair {
 }
 
 impl KeyPair {
-    /// The key pair of `secret`; the public key is derived with X25519 from the base point.
-    pub fn from_secret(secret: [u8; KEY_LEN]) -> KeyPair {
-        let secret = SecretKey(secret);
+    /// The key pair of `secret` (a [`SecretKey`] or its raw bytes); the public key is
+    /// derived with X25519 from the base point.
+    pub fn from_secret(secret: impl Into<SecretKey>) -> KeyPair {
+        let secret = secret.into();
         KeyPair {
             public: secret.public_key(),
             secret,
@@ -250,7 +299,7 @@ pub struct CryptoBox(crypto_box::SalsaBox);
 impl CryptoBox {
     /// The box between `their_public` and `our_secret` (libsodium's `crypto_box_beforenm`).
     pub fn new(their_public: &PublicKey, our_secret: &SecretKey) -> CryptoBox {
-        let public = crypto_box::PublicKey::from_bytes(their_public.0);
+        let public = crypto_box::PublicKey::from_bytes(*their_public.as_bytes());
         let secret = crypto_box::SecretKey::from_bytes(our_secret.0);
         CryptoBox(crypto_box::SalsaBox::new(&public, &secret))
     }

@@ -118,6 +118,7 @@ mod connection;
 #[cfg(feature = "curve")]
 pub mod curve_crypto;
 mod error;
+mod key;
 pub mod mechanism;
 #[cfg(feature = "alloc")]
 pub mod socket;
@@ -135,6 +136,9 @@ pub use config::{
     DEFAULT_MAX_MESSAGE_FRAMES, MAX_PROPERTIES_LEN,
 };
 pub use connection::{Connection, Event, Input, Item, MAX_FRAME_SIZE};
+#[cfg(feature = "curve")]
+pub use curve_crypto::{KeyPair, SecretKey};
 pub use error::{EncodeError, Error, Reason, MAX_REASON_LEN};
+pub use key::PublicKey;
 pub use socket_type::SocketType;
 pub use time::{Clock, Instant};

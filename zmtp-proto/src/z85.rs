@@ -3,9 +3,12 @@
 //! Every 4 bytes of binary data, read as a big-endian `u32`, become 5 characters of the
 //! 85-character [`ALPHABET`], most significant digit first. There is no padding: binary
 //! input must be a multiple of 4 bytes long and text a multiple of 5 characters. A
-//! 32-byte CURVE key is 40 characters of text ([`encode_key`], [`decode_key`]).
+//! 32-byte CURVE key is 40 characters of text ([`encode_key`], [`decode_key`]); the text
+//! of a key is a [`KeyText`], which reads as a `&str` without a copy or a UTF-8 check.
+//! Keys themselves convert with [`PublicKey::from_z85`](crate::PublicKey::from_z85) and
+//! [`PublicKey::to_z85`](crate::PublicKey::to_z85) (and the same on the secret key).
 //!
-//! Everything works on caller buffers; nothing allocates.
+//! Everything works on caller buffers or inline arrays; nothing allocates.
 //!
 //! ```
 //! use zmtp_proto::z85;
@@ -123,24 +126,137 @@ pub fn decode(input: &[u8], out: &mut [u8]) -> Result<usize, Z85Error> {
 }
 
 /// Encodes a 32-byte key as its 40 characters of Z85 text.
-pub fn encode_key(key: &[u8; 32]) -> [u8; KEY_TEXT_LEN] {
+///
+/// ```
+/// use zmtp_proto::z85;
+///
+/// let text = z85::encode_key(&[0; 32]);
+/// assert_eq!(text.as_str(), "0000000000000000000000000000000000000000");
+/// assert_eq!(text.len(), z85::KEY_TEXT_LEN); // a `&str` through `Deref`
+/// println!("{text}");
+/// ```
+pub fn encode_key(key: &[u8; 32]) -> KeyText {
     let mut text = [0u8; KEY_TEXT_LEN];
     encode_groups(key.as_chunks::<4>().0, text.as_chunks_mut::<5>().0);
-    text
+    KeyText(text)
 }
 
-/// Decodes a 32-byte key from exactly 40 characters of Z85 text.
+/// Decodes a 32-byte key from exactly 40 characters of Z85 text, given as `&str`, `String`,
+/// `&[u8]` or a [`KeyText`].
+///
+/// ```
+/// use zmtp_proto::z85::{self, Z85Error};
+///
+/// let key = z85::decode_key("rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7")?;
+/// assert_eq!(z85::encode_key(&key), "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7");
+/// assert_eq!(z85::decode_key("too short"), Err(Z85Error::BadLength));
+/// # Ok::<(), Z85Error>(())
+/// ```
 ///
 /// # Errors
 /// [`Z85Error::BadLength`] unless `text` is exactly 40 bytes long; otherwise as
 /// [`decode`].
-pub fn decode_key(text: &[u8]) -> Result<[u8; 32], Z85Error> {
+pub fn decode_key(text: impl AsRef<[u8]>) -> Result<[u8; 32], Z85Error> {
+    let text = text.as_ref();
     if text.len() != KEY_TEXT_LEN {
         return Err(Z85Error::BadLength);
     }
     let mut key = [0u8; 32];
     decode(text, &mut key)?;
     Ok(key)
+}
+
+/// The Z85 text of a 32-byte key: 40 characters held inline, so it needs no allocator.
+///
+/// It dereferences to `&str` (and prints as the text), so it goes wherever text does:
+/// `key.to_z85().as_str()`, `format!("{}", key.to_z85())`, `String::from(text)`. Built only
+/// by [`encode_key`] (and the keys' `to_z85`), so it always holds 40 Z85 characters.
+///
+/// The text of a secret key is as secret as the key, and this type is not wiped on drop:
+/// keep it no longer than needed.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KeyText([u8; KEY_TEXT_LEN]);
+
+impl KeyText {
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        // Z85 characters are ASCII, so this never falls back.
+        core::str::from_utf8(&self.0).unwrap_or_default()
+    }
+
+    /// The text as bytes.
+    pub const fn as_bytes(&self) -> &[u8; KEY_TEXT_LEN] {
+        &self.0
+    }
+}
+
+impl core::ops::Deref for KeyText {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl AsRef<str> for KeyText {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl AsRef<[u8]> for KeyText {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl core::borrow::Borrow<str> for KeyText {
+    fn borrow(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl core::fmt::Display for KeyText {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl core::fmt::Debug for KeyText {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl PartialEq<str> for KeyText {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for KeyText {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<KeyText> for str {
+    fn eq(&self, other: &KeyText) -> bool {
+        self == other.as_str()
+    }
+}
+
+impl PartialEq<KeyText> for &str {
+    fn eq(&self, other: &KeyText) -> bool {
+        *self == other.as_str()
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl From<KeyText> for alloc::string::String {
+    fn from(text: KeyText) -> alloc::string::String {
+        text.as_str().into()
+    }
 }
 
 /// Encodes whole groups; `groups` and `out` are zipped, so equal counts are the caller's

@@ -76,8 +76,35 @@ fn test_keys_public_from_secret() {
     let secret = z85::decode_key(b"JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6").expect("z85");
     assert_eq!(
         z85::encode_key(&KeyPair::from_secret(secret).public.0),
-        *b"rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"
+        "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"
     );
+    // The same with the keys' own conversions.
+    let secret: SecretKey = "JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6"
+        .parse()
+        .expect("z85");
+    let pair = KeyPair::from_secret(secret);
+    assert_eq!(
+        pair.public.to_string(),
+        "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"
+    );
+    assert_eq!(
+        pair.secret.to_z85(),
+        "JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6"
+    );
+    assert_eq!(pair.public, PublicKey(key(SERVER_PUBLIC)));
+}
+
+#[test]
+fn secret_key_z85_errors() {
+    use zmtp_proto::z85::Z85Error;
+    assert!(matches!(
+        SecretKey::from_z85("JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh"),
+        Err(Z85Error::BadLength)
+    ));
+    assert!(matches!(
+        "JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh ".parse::<SecretKey>(),
+        Err(Z85Error::BadCharacter { at: 39 })
+    ));
 }
 
 #[test]
@@ -91,6 +118,9 @@ fn secret_key_debug_hides_the_key() {
         "{shown}"
     );
     assert!(shown.contains("SecretKey(..)"), "{shown}");
+    assert!(!shown.contains(pair.secret.to_z85().as_str()), "{shown}");
+    // The public half shows as Z85.
+    assert!(shown.contains(pair.public.to_z85().as_str()), "{shown}");
     let rng = Drbg::new([1; 32]);
     assert_eq!(format!("{rng:?}"), "Drbg(..)");
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use zmtp_proto::codec::{CodecError, Mechanism, Version};
 use zmtp_proto::mechanism::{AuthRequest, Credentials, Security};
-use zmtp_proto::{Config, Error, Event, OwnedItem, Reason, SocketType};
+use zmtp_proto::{Config, ConfigError, Error, Event, OwnedItem, Reason, SocketType};
 use zmtp_testkit::pair::{Dir, End, Pair};
 
 // ----- wire helpers -------------------------------------------------------------------------
@@ -419,9 +419,26 @@ fn plain_empty_credentials_are_presented() {
     );
     assert_eq!(judge(&request), 400);
     // Too long for the wire: refused when configured.
-    assert!(Security::plain_client(&[b'u'; 256], b"p").is_none());
-    assert!(Security::plain_client(b"u", &[b'p'; 256]).is_none());
-    assert!(Security::plain_client(&[b'u'; 255], &[b'p'; 255]).is_some());
+    assert_eq!(
+        Security::plain_client([b'u'; 256], b"p"),
+        Err(ConfigError::UsernameTooLong)
+    );
+    assert_eq!(
+        Security::plain_client("u", "p".repeat(256)),
+        Err(ConfigError::PasswordTooLong)
+    );
+    assert!(Security::plain_client([b'u'; 255], [b'p'; 255]).is_ok());
+    assert!(ConfigError::UsernameTooLong
+        .to_string()
+        .contains("user name"));
+    assert!(ConfigError::PasswordTooLong
+        .to_string()
+        .contains("password"));
+    // Text and bytes make the same client.
+    assert_eq!(
+        Security::plain_client("admin", String::from("secret")),
+        Security::plain_client(b"admin", &b"secret"[..])
+    );
 }
 
 /// A refused PLAIN client: the server's frames after its greeting, and both errors.
@@ -1144,7 +1161,7 @@ mod curve {
         assert_eq!(
             request.credentials,
             Credentials::Curve {
-                public_key: &key(CLIENT_PUBLIC)
+                public_key: PublicKey(key(CLIENT_PUBLIC))
             }
         );
         // INITIATE's metadata is handed out before the verdict; no READY yet.

@@ -74,7 +74,7 @@ fn extremes() {
 fn libzmq_test_keys() {
     for (name, hex_key, text) in TEST_KEYS {
         let binary = key(hex_key);
-        assert_eq!(&z85::encode_key(&binary), text.as_bytes(), "{name}");
+        assert_eq!(z85::encode_key(&binary), *text, "{name}");
         assert_eq!(z85::decode_key(text.as_bytes()), Ok(binary), "{name}");
 
         let mut out = [0u8; 40];
@@ -190,7 +190,8 @@ fn decode_errors() {
 fn decode_key_errors() {
     let text = TEST_KEYS[0].2.as_bytes();
     assert_eq!(z85::decode_key(&text[..35]), Err(Z85Error::BadLength));
-    assert_eq!(z85::decode_key(&[]), Err(Z85Error::BadLength));
+    assert_eq!(z85::decode_key([0u8; 0]), Err(Z85Error::BadLength));
+    assert_eq!(z85::decode_key(""), Err(Z85Error::BadLength));
     let mut longer = text.to_vec();
     longer.extend_from_slice(b"00000");
     assert_eq!(z85::decode_key(&longer), Err(Z85Error::BadLength));
@@ -207,6 +208,24 @@ fn decode_key_errors() {
         z85::decode_key(&overflow),
         Err(Z85Error::Overflow { at: 20 })
     );
+}
+
+#[test]
+fn key_text_reads_as_str() {
+    for (_, hex_key, text) in TEST_KEYS {
+        let encoded = z85::encode_key(&key(hex_key));
+        // Text without a UTF-8 check or a copy, printed as is, and owned on request.
+        assert_eq!(encoded.as_str(), text);
+        assert_eq!(&encoded.as_bytes()[..], text.as_bytes());
+        assert_eq!(format!("{encoded}"), text);
+        assert_eq!(format!("{encoded:?}"), format!("{text:?}"));
+        assert_eq!(String::from(encoded.clone()), text);
+        assert!(encoded.starts_with(&text[..5]), "Deref to str");
+        // Decodes from itself, from &str and from String.
+        assert_eq!(z85::decode_key(&encoded), Ok(key(hex_key)));
+        let owned: String = text.into();
+        assert_eq!(z85::decode_key(owned), Ok(key(hex_key)));
+    }
 }
 
 #[test]

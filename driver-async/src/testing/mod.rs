@@ -19,6 +19,7 @@ use crate::core::{first, Either};
 
 mod api;
 mod close;
+pub mod poll;
 pub mod security;
 use crate::{Message, MonitorEventKind, Options, Runtime, SendError, Sent, Socket, SocketType};
 pub use api::*;

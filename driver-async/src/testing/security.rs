@@ -11,8 +11,8 @@ use zmtp_proto::Bytes;
 
 use super::{runtime, timeout, unique, within};
 use crate::{
-    z85, Authenticator, KeyPair, Message, Monitor, MonitorEventKind, Options, Runtime, Security,
-    Socket, SocketType,
+    Authenticator, KeyPair, Message, Monitor, MonitorEventKind, Options, PublicKey, Runtime,
+    SecretKey, Security, Socket, SocketType,
 };
 
 /// Declare one `#[test]` per shared security test for `$runtime`, each run by `$block_on`.
@@ -67,14 +67,14 @@ async fn wait_event<R: Runtime>(monitor: &mut Monitor, kind: MonitorEventKind) -
     }
 }
 
-async fn plain_pair<R: Runtime>(password: &[u8]) -> (Socket<R>, Socket<R>, String) {
+async fn plain_pair<R: Runtime>(password: &str) -> (Socket<R>, Socket<R>, String) {
     let server =
         Socket::<R>::with_options(SocketType::Pull, with_security(Security::PlainServer)).unwrap();
-    server.set_authenticator(Some(Authenticator::new().plain_user(b"admin", b"secret")));
+    server.set_authenticator(Some(Authenticator::new().plain_user("admin", "secret")));
     let ep = server.bind("tcp://127.0.0.1:*").await.unwrap();
     let client = Socket::<R>::with_options(
         SocketType::Push,
-        with_security(Security::plain_client(b"admin", password).unwrap()),
+        with_security(Security::plain_client("admin", password).unwrap()),
     )
     .unwrap();
     (server, client, ep)
@@ -82,7 +82,7 @@ async fn plain_pair<R: Runtime>(password: &[u8]) -> (Socket<R>, Socket<R>, Strin
 
 /// Shared security test `plain_with_the_in_code_authenticator`.
 pub async fn plain_with_the_in_code_authenticator<R: Runtime>() {
-    let (server, client, ep) = plain_pair::<R>(b"secret").await;
+    let (server, client, ep) = plain_pair::<R>("secret").await;
     client.connect(&ep).unwrap();
     client.send("hello").await.unwrap();
     let got = within::<R, _>(server.recv()).await.unwrap();
@@ -93,7 +93,7 @@ pub async fn plain_with_the_in_code_authenticator<R: Runtime>() {
 
 /// Shared security test `plain_wrong_password_is_refused_with_400`.
 pub async fn plain_wrong_password_is_refused_with_400<R: Runtime>() {
-    let (server, client, ep) = plain_pair::<R>(b"wrong").await;
+    let (server, client, ep) = plain_pair::<R>("wrong").await;
     let mut server_monitor = server.monitor();
     let mut client_monitor = client.monitor();
     client.connect(&ep).unwrap();
@@ -112,11 +112,8 @@ pub async fn plain_wrong_password_is_refused_with_400<R: Runtime>() {
 
 /// Shared security test `curve_allowed_and_refused_keys`.
 pub async fn curve_allowed_and_refused_keys<R: Runtime>() {
-    let client_keys = KeyPair::from_secret(z85::decode_key(CLIENT_SECRET.as_bytes()).unwrap());
-    assert_eq!(
-        &z85::encode_key(&client_keys.public.0),
-        CLIENT_PUBLIC.as_bytes()
-    );
+    let client_keys = KeyPair::from_secret(SecretKey::from_z85(CLIENT_SECRET).unwrap());
+    assert_eq!(client_keys.public.to_string(), CLIENT_PUBLIC);
     for (allowed, delivered) in [(true, true), (false, false)] {
         let server = Socket::<R>::with_options(
             SocketType::Rep,
@@ -124,9 +121,9 @@ pub async fn curve_allowed_and_refused_keys<R: Runtime>() {
         )
         .unwrap();
         let auth = if allowed {
-            Authenticator::new().curve_allow(client_keys.public.0)
+            Authenticator::new().curve_allow(client_keys.public)
         } else {
-            Authenticator::new().curve_allow([7; 32])
+            Authenticator::new().curve_allow(PublicKey::from_bytes([7; 32]))
         };
         server.set_authenticator(Some(auth));
         let ep = server.bind("tcp://127.0.0.1:*").await.unwrap();

@@ -195,7 +195,7 @@ pub fn metadata(data: &[u8]) {
 /// refused one is refused for the right reason at the right offset) and as bytes to
 /// encode (the longest multiple-of-4 prefix, which decodes back).
 pub fn z85(data: &[u8]) {
-    use zmtp_proto::z85::{decode, decode_key, encode, encode_key, Z85Error, ALPHABET};
+    use zmtp_proto::z85::{self, decode, decode_key, encode, encode_key, Z85Error, ALPHABET};
 
     let mut binary = vec![0u8; data.len() / 5 * 4];
     match decode(data, &mut binary) {
@@ -267,5 +267,17 @@ pub fn z85(data: &[u8]) {
     if let Some(key) = data.get(..32).and_then(|k| <[u8; 32]>::try_from(k).ok()) {
         let text = encode_key(&key);
         assert!(decode_key(&text) == Ok(key), "key round trip");
+        assert!(
+            text.as_str().as_bytes() == text.as_bytes(),
+            "key text is its bytes"
+        );
+    }
+    // As a key's Z85 text: accepted exactly when it decodes, and printed back the same.
+    match zmtp_proto::PublicKey::from_z85(data) {
+        Ok(key) => assert!(key.to_z85().as_bytes() == data, "key text round trip"),
+        Err(_) => assert!(
+            data.len() != z85::KEY_TEXT_LEN || decode(data, &mut [0u8; 32]).is_err(),
+            "key text refused only when it is not Z85"
+        ),
     }
 }

@@ -176,7 +176,11 @@ pub fn seed_corpus() -> Vec<Seed> {
         "client_public",
         b"Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID".to_vec(),
     );
-    add("z85", "server_secret", SERVER_SECRET_Z85.to_vec());
+    add(
+        "z85",
+        "server_secret",
+        SERVER_SECRET_Z85.as_bytes().to_vec(),
+    );
     add(
         "z85",
         "binary",

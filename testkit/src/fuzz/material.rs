@@ -1,6 +1,6 @@
 //! Fixed test material: clocks, entropy, keys and credentials shared by the bodies.
 
-use zmtp_proto::curve_crypto::{KeyPair, PublicKey};
+use zmtp_proto::curve_crypto::{KeyPair, SecretKey};
 use zmtp_proto::mechanism::Security;
 use zmtp_proto::{Instant, SocketType};
 
@@ -11,34 +11,32 @@ pub(crate) const LOCAL_ENTROPY: [u8; 32] = [0x11; 32];
 /// Entropy of the other end of a pair.
 pub(crate) const PEER_ENTROPY: [u8; 32] = [0x22; 32];
 /// The `zmq_curve` test keys (libzmq `doc/zmq_curve.txt`), secret halves in Z85.
-pub(crate) const CLIENT_SECRET_Z85: &[u8] = b"D:)Q[IlAW!ahhC2ac:9*A}h:p?([4%wOTJ%JR%cs";
-pub(crate) const SERVER_SECRET_Z85: &[u8] = b"JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6";
+pub(crate) const CLIENT_SECRET_Z85: &str = "D:)Q[IlAW!ahhC2ac:9*A}h:p?([4%wOTJ%JR%cs";
+pub(crate) const SERVER_SECRET_Z85: &str = "JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6";
 pub(crate) const PLAIN_USER: &[u8] = b"admin";
 pub(crate) const PLAIN_PASSWORD: &[u8] = b"secret";
 
 pub(crate) fn client_keys() -> Option<KeyPair> {
     Some(KeyPair::from_secret(
-        zmtp_proto::z85::decode_key(CLIENT_SECRET_Z85).ok()?,
+        SecretKey::from_z85(CLIENT_SECRET_Z85).ok()?,
     ))
 }
 
 pub(crate) fn server_keys() -> Option<KeyPair> {
     Some(KeyPair::from_secret(
-        zmtp_proto::z85::decode_key(SERVER_SECRET_Z85).ok()?,
+        SecretKey::from_z85(SERVER_SECRET_Z85).ok()?,
     ))
 }
 
 pub(crate) fn curve_client() -> Option<Security> {
-    Some(Security::CurveClient {
-        server_key: PublicKey(server_keys()?.public.0),
-        keys: client_keys()?,
-    })
+    Some(Security::curve_client(
+        server_keys()?.public,
+        client_keys()?,
+    ))
 }
 
 pub(crate) fn curve_server() -> Option<Security> {
-    Some(Security::CurveServer {
-        keys: server_keys()?,
-    })
+    Some(Security::curve_server(server_keys()?))
 }
 
 /// Socket types for the connection and socket bodies, chosen from the input.

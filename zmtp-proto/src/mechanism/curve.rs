@@ -184,7 +184,7 @@ impl Curve {
         match &self.role {
             Role::Server {
                 client: Some(c), ..
-            } => Some(Credentials::Curve { public_key: &c.0 }),
+            } => Some(Credentials::Curve { public_key: *c }),
             _ => None,
         }
     }

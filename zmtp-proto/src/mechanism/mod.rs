@@ -30,6 +30,7 @@ pub use crate::error::CurveError;
 use crate::codec::{FrameHeader, InsufficientSize, Mechanism as MechanismName, Metadata, Writer};
 use crate::config::Config;
 use crate::error::{EncodeError, Error};
+use crate::PublicKey;
 
 /// What a peer presented, for the authenticator to judge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,10 +45,10 @@ pub enum Credentials<'a> {
         /// The password.
         password: &'a [u8],
     },
-    /// CURVE: the client's long-term public key (raw, 32 bytes).
+    /// CURVE: the client's long-term public key.
     Curve {
         /// The client's public key.
-        public_key: &'a [u8; 32],
+        public_key: PublicKey,
     },
 }
 

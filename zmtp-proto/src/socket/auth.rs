@@ -11,7 +11,8 @@ use bytes::Bytes;
 use super::{Command, Ending, PeerId, Socket};
 use crate::codec::{Mechanism, Metadata};
 use crate::mechanism::{Credentials, Security};
-use crate::{Error, Instant};
+use crate::z85::Z85Error;
+use crate::{Error, Instant, PublicKey};
 
 /// How long a refused peer is given to read our ERROR before its stream is closed anyway.
 const FAREWELL: core::time::Duration = core::time::Duration::from_secs(1);
@@ -34,6 +35,23 @@ pub struct ZapRequest {
 }
 
 impl ZapRequest {
+    /// The CURVE client's long-term public key, for a CURVE request (`None` for other
+    /// mechanisms, or for credentials that are not one 32-byte key).
+    pub fn curve_public_key(&self) -> Option<PublicKey> {
+        match (self.mechanism, &self.credentials[..]) {
+            (Mechanism::CURVE, [key]) => <[u8; 32]>::try_from(&key[..]).ok().map(PublicKey),
+            _ => None,
+        }
+    }
+
+    /// The PLAIN client's user name and password, for a PLAIN request.
+    pub fn plain_credentials(&self) -> Option<(&[u8], &[u8])> {
+        match (self.mechanism, &self.credentials[..]) {
+            (Mechanism::PLAIN, [username, password]) => Some((username, password)),
+            _ => None,
+        }
+    }
+
     /// The mechanism name as text (`"NULL"`, `"PLAIN"`, `"CURVE"`).
     pub fn mechanism_name(&self) -> &str {
         core::str::from_utf8(self.mechanism.name()).unwrap_or_default()
@@ -159,7 +177,9 @@ impl Socket {
                 Bytes::copy_from_slice(username),
                 Bytes::copy_from_slice(password)
             ],
-            Credentials::Curve { public_key } => alloc::vec![Bytes::copy_from_slice(public_key)],
+            Credentials::Curve { public_key } => {
+                alloc::vec![Bytes::copy_from_slice(public_key.as_bytes())]
+            }
         };
         let address = self
             .peers
@@ -315,7 +335,7 @@ pub struct Authenticator {
     deny: Vec<String>,
     users: BTreeMap<Bytes, Bytes>,
     curve_any: bool,
-    curve_keys: BTreeSet<[u8; 32]>,
+    curve_keys: BTreeSet<PublicKey>,
 }
 
 impl Authenticator {
@@ -336,19 +356,51 @@ impl Authenticator {
         self
     }
 
-    /// Accept PLAIN clients presenting this user name and password.
-    pub fn plain_user(mut self, username: &[u8], password: &[u8]) -> Authenticator {
+    /// Accept PLAIN clients presenting this user name and password (each `&str`, `String`,
+    /// `&[u8]` or any other bytes).
+    pub fn plain_user(
+        mut self,
+        username: impl AsRef<[u8]>,
+        password: impl AsRef<[u8]>,
+    ) -> Authenticator {
         self.users.insert(
-            Bytes::copy_from_slice(username),
-            Bytes::copy_from_slice(password),
+            Bytes::copy_from_slice(username.as_ref()),
+            Bytes::copy_from_slice(password.as_ref()),
         );
         self
     }
 
     /// Accept CURVE clients with this public key.
-    pub fn curve_allow(mut self, public_key: [u8; 32]) -> Authenticator {
+    ///
+    /// ```
+    /// use zmtp_proto::socket::Authenticator;
+    /// use zmtp_proto::PublicKey;
+    ///
+    /// let client: PublicKey = "Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID".parse()?;
+    /// let auth = Authenticator::new().curve_allow(client);
+    /// # Ok::<(), zmtp_proto::z85::Z85Error>(())
+    /// ```
+    pub fn curve_allow(mut self, public_key: PublicKey) -> Authenticator {
         self.curve_keys.insert(public_key);
         self
+    }
+
+    /// Accept CURVE clients with this public key, given as 40 characters of Z85 text.
+    ///
+    /// ```
+    /// use zmtp_proto::socket::Authenticator;
+    ///
+    /// let auth = Authenticator::new()
+    ///     .curve_allow_z85("Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID")?
+    ///     .curve_allow_z85("rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7")?;
+    /// assert!(Authenticator::new().curve_allow_z85("not a key").is_err());
+    /// # Ok::<(), zmtp_proto::z85::Z85Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`PublicKey::from_z85`].
+    pub fn curve_allow_z85(self, public_key: impl AsRef<[u8]>) -> Result<Authenticator, Z85Error> {
+        Ok(self.curve_allow(PublicKey::from_z85(public_key)?))
     }
 
     /// Accept every CURVE client (encryption without authentication of the client).
@@ -379,18 +431,112 @@ impl Authenticator {
             (Mechanism::PLAIN, [user, pass]) if self.users.get(user) == Some(pass) => {
                 accept(user.clone())
             }
-            (Mechanism::CURVE, [key]) => {
-                let Ok(key) = <[u8; 32]>::try_from(&key[..]) else {
-                    return AuthReply::status(400);
-                };
-                if self.curve_any || self.curve_keys.contains(&key) {
-                    let text = crate::z85::encode_key(&key);
-                    accept(Bytes::copy_from_slice(&text))
-                } else {
-                    AuthReply::status(400)
+            (Mechanism::CURVE, _) => match request.curve_public_key() {
+                Some(key) if self.curve_any || self.curve_keys.contains(&key) => {
+                    accept(Bytes::copy_from_slice(key.to_z85().as_bytes()))
                 }
-            }
+                _ => AuthReply::status(400),
+            },
             _ => AuthReply::status(400),
         }
+    }
+}
+
+#[cfg(all(test, feature = "std"))]
+mod tests {
+    use super::{AuthReply, Authenticator, ZapRequest};
+    use crate::codec::Mechanism;
+    use crate::PublicKey;
+    use alloc::vec;
+    use alloc::vec::Vec;
+    use bytes::Bytes;
+
+    const CLIENT: &str = "Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID";
+    const OTHER: &str = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
+
+    fn request(mechanism: Mechanism, credentials: Vec<Bytes>) -> ZapRequest {
+        ZapRequest {
+            domain: Bytes::new(),
+            address: "127.0.0.1".into(),
+            identity: Bytes::new(),
+            mechanism,
+            credentials,
+        }
+    }
+
+    fn curve(key: &[u8]) -> ZapRequest {
+        request(Mechanism::CURVE, vec![Bytes::copy_from_slice(key)])
+    }
+
+    fn status(reply: &AuthReply) -> u16 {
+        match reply {
+            AuthReply::Verdict { status, .. } => *status,
+            AuthReply::NoHandler => 0,
+        }
+    }
+
+    #[test]
+    fn zap_request_gives_typed_credentials() {
+        let key = PublicKey::from_z85(CLIENT).unwrap();
+        let req = curve(key.as_bytes());
+        assert_eq!(req.curve_public_key(), Some(key));
+        assert_eq!(req.plain_credentials(), None);
+        assert_eq!(curve(&key.as_bytes()[..31]).curve_public_key(), None);
+        let plain = request(
+            Mechanism::PLAIN,
+            vec![Bytes::from_static(b"admin"), Bytes::from_static(b"secret")],
+        );
+        assert_eq!(
+            plain.plain_credentials(),
+            Some((&b"admin"[..], &b"secret"[..]))
+        );
+        assert_eq!(plain.curve_public_key(), None);
+        assert_eq!(request(Mechanism::NULL, vec![]).plain_credentials(), None);
+    }
+
+    #[test]
+    fn curve_keys_allowed_as_keys_or_text() {
+        let client = PublicKey::from_z85(CLIENT).unwrap();
+        let other = PublicKey::from_z85(OTHER).unwrap();
+        for auth in [
+            Authenticator::new().curve_allow(client),
+            Authenticator::new().curve_allow_z85(CLIENT).unwrap(),
+        ] {
+            let reply = auth.check(&curve(client.as_bytes()));
+            let AuthReply::Verdict {
+                status, user_id, ..
+            } = reply
+            else {
+                panic!("a verdict: {reply:?}");
+            };
+            // The user id is the key in Z85.
+            assert_eq!((status, &user_id[..]), (200, CLIENT.as_bytes()));
+            assert_eq!(status_of(&auth, other.as_bytes()), 400);
+            assert_eq!(status_of(&auth, &client.as_bytes()[..31]), 400);
+        }
+        assert!(Authenticator::new().curve_allow_z85(&CLIENT[1..]).is_err());
+        let any = Authenticator::new().curve_allow_any();
+        assert_eq!(status_of(&any, other.as_bytes()), 200);
+    }
+
+    fn status_of(auth: &Authenticator, key: &[u8]) -> u16 {
+        status(&auth.check(&curve(key)))
+    }
+
+    #[test]
+    fn plain_users_from_text_or_bytes() {
+        let auth = Authenticator::new()
+            .plain_user("admin", "secret")
+            .plain_user(b"root", alloc::string::String::from("toor"));
+        let plain = |user: &'static [u8], pass: &'static [u8]| {
+            let req = request(
+                Mechanism::PLAIN,
+                vec![Bytes::from_static(user), Bytes::from_static(pass)],
+            );
+            status(&auth.check(&req))
+        };
+        assert_eq!(plain(b"admin", b"secret"), 200);
+        assert_eq!(plain(b"root", b"toor"), 200);
+        assert_eq!(plain(b"admin", b"toor"), 400);
     }
 }
