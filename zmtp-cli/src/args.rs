@@ -84,13 +84,15 @@ pub enum CliCommand {
 /// Options of `send` and `recv`.
 #[derive(Debug, Args)]
 pub struct CommonCli {
-    /// The socket type (any case)
+    /// The socket type, in any case: pair, pub, sub, xpub, xsub, push, pull, req, rep,
+    /// dealer, router
     #[arg(
         short = 't',
         long = "type",
         value_name = "TYPE",
         value_enum,
-        ignore_case = true
+        ignore_case = true,
+        hide_possible_values = true
     )]
     pub ty: TypeArg,
     /// Listen on EP (repeatable)
@@ -118,15 +120,12 @@ pub struct CommonCli {
     /// Print frames as lowercase hex (recv's messages, send -t req's replies)
     #[arg(long, conflicts_with = "raw")]
     pub hex: bool,
-    /// Print frames as the raw bytes received, unescaped (a TAB or newline inside a frame
-    /// then breaks the one-line-per-message format)
+    /// Print frames as the bytes received, unescaped (one message may then span lines)
     #[arg(long)]
     pub raw: bool,
     /// Print bound endpoints and connection events on standard error
     #[arg(short = 'v', long = "verbose")]
     pub verbose: bool,
-    #[command(flatten)]
-    pub security: SecurityCli,
 }
 
 /// The security options of `send` and `recv`.
@@ -171,16 +170,18 @@ pub struct SendCli {
     /// Wait MS milliseconds after binding and connecting before the first send
     #[arg(long, value_name = "MS", value_parser = millis)]
     pub delay: Option<Duration>,
-    /// pub, xpub: wait until N subscriptions have arrived before the first send (a SUB
+    /// pub, xpub: before the first send, wait until N subscriptions have arrived (a SUB
     /// without --subscribe makes one)
     #[arg(long, value_name = "N", value_parser = positive)]
     pub wait_subscribers: Option<u64>,
     /// FRAME arguments and input lines are hex
     #[arg(long, conflicts_with = "unescape")]
     pub hex_frames: bool,
-    /// FRAME arguments and input lines use recv's escapes (\\t, \\n, \\r, \\\\, \\xHH)
+    /// FRAME arguments and input lines use recv's escapes (\t \n \r \\ \xHH)
     #[arg(long)]
     pub unescape: bool,
+    #[command(flatten)]
+    pub security: SecurityCli,
     /// The frames of one message; none: read messages from standard input
     #[arg(value_name = "FRAME", value_parser = clap::value_parser!(OsString))]
     pub frames: Vec<OsString>,
@@ -201,6 +202,8 @@ pub struct RecvCli {
     /// Subscribe to PREFIX (repeatable; a SUB without any gets everything)
     #[arg(long, value_name = "PREFIX", value_parser = clap::value_parser!(OsString))]
     pub subscribe: Vec<OsString>,
+    #[command(flatten)]
+    pub security: SecurityCli,
 }
 
 /// `zmtp bench`'s options.
@@ -542,7 +545,14 @@ fn one_line(e: &clap::Error) -> String {
             parts.push(line.strip_prefix("error: ").unwrap_or(line));
         }
     }
-    parts.join(" ")
+    let mut line = String::new();
+    for part in parts {
+        if !line.is_empty() {
+            line.push_str(if line.ends_with(':') { " " } else { "; " });
+        }
+        line.push_str(part);
+    }
+    line
 }
 
 /// Parse the arguments after the program name.
@@ -550,6 +560,14 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, Failure> {
     if args.is_empty() {
         return Err(Failure::NoArguments);
     }
+    // Usage errors point at the help of the subcommand they concern.
+    let see = match args.first().and_then(|a| a.to_str()) {
+        Some(c @ ("send" | "recv" | "keygen" | "bench" | "completions")) => {
+            format!(" (see 'zmtp {c} --help')")
+        }
+        _ => " (see 'zmtp --help')".to_string(),
+    };
+    let usage = |message: String| usage(message + &see);
     let argv = std::iter::once(OsString::from("zmtp")).chain(args);
     let matches = match Cli::command().try_get_matches_from(argv) {
         Ok(m) => m,
@@ -582,6 +600,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, Failure> {
             let sub = sub_matches(&matches, "send");
             let SendCli {
                 common,
+                security,
                 count,
                 delay,
                 wait_subscribers,
@@ -597,13 +616,16 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, Failure> {
                 unescape,
                 frames,
             };
-            socket_args(sub, common, SendOrRecv::Send(rest)).map(Command::Send)
+            socket_args(sub, common, security, SendOrRecv::Send(rest))
+                .map(Command::Send)
+                .map_err(|e| see_also(e, &see))
         }
         CliCommand::Recv(r) => {
             let sub = sub_matches(&matches, "recv");
             socket_args(
                 sub,
                 r.common,
+                r.security,
                 SendOrRecv::Recv {
                     count: r.count,
                     echo: r.echo,
@@ -611,7 +633,16 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, Failure> {
                 },
             )
             .map(Command::Recv)
+            .map_err(|e| see_also(e, &see))
         }
+    }
+}
+
+/// A usage error with where to read more.
+fn see_also(e: Failure, see: &str) -> Failure {
+    match e {
+        Failure::Usage(m) => Failure::Usage(m + see),
+        e => e,
     }
 }
 
@@ -669,6 +700,7 @@ fn endpoints_in_order(
 fn socket_args(
     matches: Option<&ArgMatches>,
     common: CommonCli,
+    security: SecurityCli,
     specific: SendOrRecv,
 ) -> Result<SocketArgs, Failure> {
     let ty = SocketType::from(common.ty);
@@ -684,7 +716,7 @@ fn socket_args(
         (false, true) => Output::Raw,
         (false, false) => Output::Escaped,
     };
-    let role = security_role(common.security)?;
+    let role = security_role(security)?;
     let mut args = SocketArgs {
         ty,
         endpoints,

@@ -52,6 +52,8 @@ impl Failure {
         let mut err = std::io::stderr().lock();
         // Nothing sensible is left to do if standard error itself fails.
         let _ = match self {
+            // Usage errors from the command line already say which help to read.
+            Failure::Usage(m) if m.ends_with("--help')") => writeln!(err, "zmtp: {m}"),
             Failure::Usage(m) => writeln!(err, "zmtp: {m} (see 'zmtp --help')"),
             Failure::NoArguments => err.write_all(args::help_text().as_bytes()),
             Failure::Runtime(m) | Failure::Timeout(m) | Failure::Undelivered(m) => {

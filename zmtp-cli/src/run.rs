@@ -99,10 +99,10 @@ impl Tally {
         }
         let why = match ty {
             SocketType::Pub | SocketType::XPub => {
-                "no subscriber wanted them (a PUB sends only to subscribers that have \
-                 already joined: see --wait-subscribers and --delay)"
+                "no subscriber had subscribed to them (a PUB sends only to subscribers that \
+                 have already joined: see --wait-subscribers and --delay)"
             }
-            SocketType::Router => "no connected peer has that routing id (the first frame)",
+            SocketType::Router => "no connected peer has their routing id (the first frame)",
             _ => "the socket had no peer to take them",
         };
         Err(Failure::Undelivered(format!(
@@ -471,8 +471,9 @@ struct Watch {
 impl Watch {
     /// `Err` when the event ends the command (exit 2).
     fn judge(&self, e: &MonitorEvent) -> Result<(), Failure> {
-        if self.verbose {
-            note(&format!("{} {} (value {})", e.kind, e.endpoint, e.value));
+        if self.verbose && e.kind != MonitorEventKind::MonitorStopped {
+            let inbound = self.bound.iter().any(|b| *b == e.endpoint);
+            note(&format!("{} [{}]", event_text(e, inbound), e.kind));
         }
         let kind = e.kind;
         if !matches!(
@@ -502,11 +503,11 @@ impl Watch {
             }
             if kind == MonitorEventKind::HandshakeFailedAuth {
                 note(&format!(
-                    "refused a client on {endpoint}: authentication failed ({detail})"
+                    "refused a client connected on {endpoint}: authentication failed ({detail})"
                 ));
             } else {
                 note(&format!(
-                    "a client on {endpoint} failed the handshake: {detail}"
+                    "a client connected on {endpoint} failed the handshake: {detail}"
                 ));
             }
             return Ok(());
@@ -521,7 +522,7 @@ impl Watch {
         if kind == MonitorEventKind::HandshakeFailedProtocol {
             if inbound {
                 note(&format!(
-                    "a peer on {endpoint} failed the handshake: {detail}"
+                    "a peer connected on {endpoint} failed the handshake: {detail}"
                 ));
             } else {
                 // Nothing reconnects after a protocol error: give up.
@@ -532,6 +533,39 @@ impl Watch {
         }
         // Without detail, on a NULL socket: transient (the peer went away); reconnects.
         Ok(())
+    }
+}
+
+/// A monitor event in words. Events carry our endpoint, not the peer's address: on a bound
+/// (`inbound`) endpoint they say "a peer connected on" it.
+fn event_text(e: &MonitorEvent, inbound: bool) -> String {
+    let ep = &e.endpoint;
+    let peer = if inbound {
+        format!("a peer connected on {ep}")
+    } else {
+        ep.clone()
+    };
+    let v = e.value;
+    match e.kind {
+        MonitorEventKind::Listening => format!("listening on {ep}"),
+        MonitorEventKind::BindFailed => format!("cannot bind {ep} (error {v})"),
+        MonitorEventKind::Accepted => format!("accepted a connection on {ep}"),
+        MonitorEventKind::AcceptFailed => format!("cannot accept a connection on {ep} (error {v})"),
+        MonitorEventKind::Connected => format!("connected to {ep}"),
+        MonitorEventKind::ConnectDelayed => format!("connecting to {ep}"),
+        MonitorEventKind::ConnectRetried => {
+            format!("cannot connect to {ep} yet; retrying in {v} ms")
+        }
+        MonitorEventKind::Closed => format!("closed {ep}"),
+        MonitorEventKind::Disconnected if inbound => format!("{peer} went away"),
+        MonitorEventKind::Disconnected => format!("disconnected from {ep}"),
+        MonitorEventKind::HandshakeSucceeded => format!("handshake with {peer} succeeded"),
+        MonitorEventKind::HandshakeFailedNoDetail
+        | MonitorEventKind::HandshakeFailedProtocol
+        | MonitorEventKind::HandshakeFailedAuth => {
+            format!("handshake with {peer} failed: {}", describe(e))
+        }
+        _ => format!("{} on {ep} (value {v})", e.kind),
     }
 }
 
