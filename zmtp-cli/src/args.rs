@@ -780,14 +780,6 @@ fn socket_args(
             echo,
             subscribe,
         } => {
-            if matches!(ty, SocketType::Push | SocketType::Pub) {
-                return Err(usage(format!("a {name} socket cannot receive")));
-            }
-            if ty == SocketType::Req {
-                return Err(usage(
-                    "a REQ socket must send first (use 'send -t req', which prints the replies)",
-                ));
-            }
             if echo
                 && !matches!(
                     ty,
@@ -797,6 +789,14 @@ fn socket_args(
                 return Err(usage(format!(
                     "--echo needs a socket that can answer (rep, router, dealer, pair), not {name}"
                 )));
+            }
+            if matches!(ty, SocketType::Push | SocketType::Pub) {
+                return Err(usage(format!("a {name} socket cannot receive")));
+            }
+            if ty == SocketType::Req {
+                return Err(usage(
+                    "a REQ socket must send first (use 'send -t req', which prints the replies)",
+                ));
             }
             if !subscribe.is_empty() && !matches!(ty, SocketType::Sub | SocketType::XSub) {
                 return Err(usage(format!(
