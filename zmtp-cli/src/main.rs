@@ -3,8 +3,8 @@
 //! usage.
 //!
 //! Exit status: 0 done, 1 bad usage or configuration, 2 a runtime failure (bind failed,
-//! authentication refused, I/O), 3 timeout, 4 messages not delivered (dropped, or still
-//! queued when LINGER ran out). Nothing a user types may panic: every argument and every
+//! authentication refused, I/O), 3 timeout, 4 messages not delivered (dropped for want of a
+//! subscriber or a peer). Nothing a user types may panic: every argument and every
 //! I/O result is checked.
 
 mod args;
@@ -31,7 +31,7 @@ pub enum Failure {
     /// The command did not complete within `--timeout` (exit 3).
     Timeout(String),
     /// Messages were not delivered (exit 4): dropped by the socket (no subscriber, no peer
-    /// with that routing id) or still queued when LINGER ran out.
+    /// with that routing id).
     Undelivered(String),
     /// Standard output was closed by its reader: stop quietly (exit 0).
     OutputClosed,

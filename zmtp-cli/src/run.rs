@@ -97,13 +97,20 @@ impl Tally {
         if self.dropped == 0 {
             return Ok(());
         }
+        let (them, its) = if self.dropped == 1 {
+            ("it", "its")
+        } else {
+            ("them", "their")
+        };
         let why = match ty {
-            SocketType::Pub | SocketType::XPub => {
-                "no subscriber had subscribed to them (a PUB sends only to subscribers that \
-                 have already joined: see --wait-subscribers and --delay)"
+            SocketType::Pub | SocketType::XPub => format!(
+                "no subscriber had subscribed to {them} (a PUB sends only to subscribers \
+                 that have already joined: see --wait-subscribers and --delay)"
+            ),
+            SocketType::Router => {
+                format!("no connected peer has {its} routing id (the first frame)")
             }
-            SocketType::Router => "no connected peer has their routing id (the first frame)",
-            _ => "the socket had no peer to take them",
+            _ => format!("the socket had no peer to take {them}"),
         };
         Err(Failure::Undelivered(format!(
             "{} of {} message{} not delivered: {why}",
@@ -471,8 +478,14 @@ struct Watch {
 impl Watch {
     /// `Err` when the event ends the command (exit 2).
     fn judge(&self, e: &MonitorEvent) -> Result<(), Failure> {
-        if self.verbose && e.kind != MonitorEventKind::MonitorStopped {
-            let inbound = self.bound.iter().any(|b| *b == e.endpoint);
+        // CONNECT_DELAYED repeats the "connecting to" noted at connect.
+        if self.verbose
+            && !matches!(
+                e.kind,
+                MonitorEventKind::MonitorStopped | MonitorEventKind::ConnectDelayed
+            )
+        {
+            let inbound = self.bound.contains(&e.endpoint);
             note(&format!("{} [{}]", event_text(e, inbound), e.kind));
         }
         let kind = e.kind;
