@@ -1,20 +1,283 @@
-//! Command-line parsing, by hand: every mistake becomes a one-line [`Failure::Usage`].
+//! Command-line parsing with clap: every subcommand has its own help, and every mistake
+//! becomes a one-line [`Failure::Usage`].
 
 use std::ffi::{OsStr, OsString};
 use std::time::Duration;
 
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use zmtp_tokio::{z85, SocketType};
 
 use crate::hex;
 use crate::Failure;
 
+/// The text after the options list of `zmtp --help`.
+const MAIN_AFTER: &str = "\
+Endpoints (EP): tcp://HOST:PORT (bind tcp://*:PORT, or tcp://127.0.0.1:* for any free port),
+ipc:///path, ipc://@abstract-name, inproc://name.
+
+Exit status: 0 done, 1 bad usage or configuration, 2 runtime failure (bind failed,
+authentication refused, I/O error), 3 --timeout expired, 4 messages not delivered (send:
+dropped for want of a subscriber or of a peer with that routing id).";
+
+/// The text after the options list of `zmtp send --help`.
+const SEND_AFTER: &str = "\
+The FRAME arguments are the frames of one message; without any, each line of standard
+input is one message, its frames separated by a TAB. With -t req, each request waits for
+its reply, printed as recv prints it. A ROUTER's first frame is the routing id of the peer
+to send to.
+
+A PUB sends only to subscribers that have joined: start them first, or use
+--wait-subscribers N (or --delay MS) so that early messages are not dropped.
+
+Exit status: 0 every message sent and written, 1 bad usage, 2 runtime failure, 3 --timeout
+expired, 4 messages not delivered: dropped by a PUB or XPUB without a subscriber for them,
+or by a ROUTER without a peer of that routing id. Standard error counts them.";
+
+/// The text after the options list of `zmtp recv --help`.
+const RECV_AFTER: &str = "\
+Prints one line per message, its frames separated by a TAB. Frames are escaped so that
+every message stays on one line: a backslash is written \\\\, TAB \\t, newline \\n, carriage
+return \\r, and any other control character or byte that is not UTF-8 \\xHH. Text without
+these prints as it is. --hex prints every frame in hex instead, --raw the bytes as they came.
+send --unescape (or --hex-frames for --hex output) reads the lines back.
+
+Exit status: 0 done, 1 bad usage, 2 runtime failure, 3 --timeout expired.";
+
+/// `zmtp`: ZeroMQ from the command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "zmtp",
+    version,
+    about = "ZeroMQ from the command line (ZMTP 3.x, interoperable with libzmq)",
+    after_help = MAIN_AFTER,
+    subcommand_required = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: CliCommand,
+}
+
+/// The subcommands, as parsed.
+#[derive(Debug, Subcommand)]
+pub enum CliCommand {
+    /// Send messages: the FRAME arguments as one message, or each line of standard input
+    #[command(after_help = SEND_AFTER)]
+    Send(SendCli),
+    /// Receive messages and print one line per message
+    #[command(after_help = RECV_AFTER)]
+    Recv(RecvCli),
+    /// Print a new CURVE key pair in Z85 ("public: ..." and "secret: ...")
+    Keygen,
+    /// Benchmark a driver in one process: PUSH to PULL throughput and REQ/REP latency
+    Bench(BenchCli),
+    /// Print a shell completion script (e.g. zmtp completions bash > /etc/bash_completion.d/zmtp)
+    Completions {
+        /// The shell
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// Options of `send` and `recv`.
+#[derive(Debug, Args)]
+pub struct CommonCli {
+    /// The socket type, in any case: pair, pub, sub, xpub, xsub, push, pull, req, rep,
+    /// dealer, router
+    #[arg(
+        short = 't',
+        long = "type",
+        value_name = "TYPE",
+        value_enum,
+        ignore_case = true,
+        hide_possible_values = true
+    )]
+    pub ty: TypeArg,
+    /// Listen on EP (repeatable)
+    #[arg(short = 'b', long = "bind", value_name = "EP")]
+    pub bind: Vec<String>,
+    /// Connect to EP (repeatable)
+    #[arg(short = 'c', long = "connect", value_name = "EP")]
+    pub connect: Vec<String>,
+    /// Give up after MS milliseconds (exit 3)
+    #[arg(long, value_name = "MS", value_parser = timeout_ms)]
+    pub timeout: Option<Duration>,
+    /// On exit, wait up to MS for queued messages to be written (-1: as long as it takes)
+    #[arg(long, value_name = "MS", default_value = "1000", allow_hyphen_values = true,
+          value_parser = linger_ms)]
+    pub linger: Linger,
+    /// The routing id (ZMQ_ROUTING_ID)
+    #[arg(long, value_name = "ID", value_parser = clap::value_parser!(OsString))]
+    pub identity: Option<OsString>,
+    /// Send and receive high-water marks (0: no limit)
+    #[arg(long, value_name = "N", allow_hyphen_values = true, value_parser = hwm)]
+    pub hwm: Option<usize>,
+    /// Send a heartbeat PING every MS milliseconds
+    #[arg(long, value_name = "MS", value_parser = millis)]
+    pub heartbeat: Option<Duration>,
+    /// Print frames as lowercase hex (recv's messages, send -t req's replies)
+    #[arg(long, conflicts_with = "raw")]
+    pub hex: bool,
+    /// Print frames as the bytes received, unescaped (one message may then span lines)
+    #[arg(long)]
+    pub raw: bool,
+    /// Print bound endpoints and connection events on standard error
+    #[arg(short = 'v', long = "verbose")]
+    pub verbose: bool,
+}
+
+/// The security options of `send` and `recv`.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Security")]
+pub struct SecurityCli {
+    /// Be a PLAIN client with user name U
+    #[arg(long, value_name = "U", value_parser = clap::value_parser!(OsString))]
+    pub plain_user: Option<OsString>,
+    /// The PLAIN client's password
+    #[arg(long, value_name = "P", value_parser = clap::value_parser!(OsString))]
+    pub plain_password: Option<OsString>,
+    /// Be a PLAIN server (with --allow-user)
+    #[arg(long)]
+    pub plain_server: bool,
+    /// Accept the PLAIN user U with password P (repeatable)
+    #[arg(long, value_name = "U:P", value_parser = clap::value_parser!(OsString))]
+    pub allow_user: Vec<OsString>,
+    /// Be a CURVE server with this secret key
+    #[arg(long, value_name = "Z85")]
+    pub curve_server_secret: Option<String>,
+    /// Accept this CURVE client public key (repeatable; default: any client)
+    #[arg(long, value_name = "Z85")]
+    pub allow_client: Vec<String>,
+    /// Be a CURVE client of the server with this public key
+    #[arg(long, value_name = "Z85")]
+    pub curve_server_key: Option<String>,
+    /// Our CURVE secret key (default: an ephemeral key pair)
+    #[arg(long, value_name = "Z85")]
+    pub curve_secret: Option<String>,
+}
+
+/// `zmtp send`'s own options.
+#[derive(Debug, Args)]
+pub struct SendCli {
+    #[command(flatten)]
+    pub common: CommonCli,
+    /// Send the message N times (each line of input N times)
+    #[arg(short = 'n', long = "count", value_name = "N", allow_hyphen_values = true,
+          value_parser = positive)]
+    pub count: Option<u64>,
+    /// Wait MS milliseconds after binding and connecting before the first send
+    #[arg(long, value_name = "MS", value_parser = millis)]
+    pub delay: Option<Duration>,
+    /// pub, xpub: before the first send, wait until N subscriptions have arrived (a SUB
+    /// without --subscribe makes one)
+    #[arg(long, value_name = "N", value_parser = positive)]
+    pub wait_subscribers: Option<u64>,
+    /// FRAME arguments and input lines are hex
+    #[arg(long, conflicts_with = "unescape")]
+    pub hex_frames: bool,
+    /// FRAME arguments and input lines use recv's escapes (\t \n \r \\ \xHH)
+    #[arg(long)]
+    pub unescape: bool,
+    #[command(flatten)]
+    pub security: SecurityCli,
+    /// The frames of one message; none: read messages from standard input
+    #[arg(value_name = "FRAME", value_parser = clap::value_parser!(OsString))]
+    pub frames: Vec<OsString>,
+}
+
+/// `zmtp recv`'s own options.
+#[derive(Debug, Args)]
+pub struct RecvCli {
+    #[command(flatten)]
+    pub common: CommonCli,
+    /// Exit after N messages
+    #[arg(short = 'n', long = "count", value_name = "N", allow_hyphen_values = true,
+          value_parser = positive)]
+    pub count: Option<u64>,
+    /// Send every message back as received (pair, dealer, router, rep)
+    #[arg(long)]
+    pub echo: bool,
+    /// Subscribe to PREFIX (repeatable; a SUB without any gets everything)
+    #[arg(long, value_name = "PREFIX", value_parser = clap::value_parser!(OsString))]
+    pub subscribe: Vec<OsString>,
+    #[command(flatten)]
+    pub security: SecurityCli,
+}
+
+/// `zmtp bench`'s options.
+#[derive(Debug, Args)]
+pub struct BenchCli {
+    /// The driver to measure
+    #[arg(long, value_enum, default_value = "tokio")]
+    pub driver: Driver,
+    /// The transport
+    #[arg(long, value_enum, default_value = "tcp")]
+    pub transport: Transport,
+    /// Bytes per message
+    #[arg(long, value_name = "BYTES", default_value = "64", allow_hyphen_values = true,
+          value_parser = bench_size)]
+    pub size: usize,
+    /// Messages in the throughput run (the latency run makes 10000 round trips, or N if fewer)
+    #[arg(short = 'n', long = "count", value_name = "N", default_value = "1000000",
+          allow_hyphen_values = true, value_parser = positive)]
+    pub count: u64,
+}
+
+/// The socket types `-t` takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TypeArg {
+    /// PAIR
+    Pair,
+    /// PUB
+    Pub,
+    /// SUB
+    Sub,
+    /// XPUB
+    Xpub,
+    /// XSUB
+    Xsub,
+    /// PUSH
+    Push,
+    /// PULL
+    Pull,
+    /// REQ
+    Req,
+    /// REP
+    Rep,
+    /// DEALER
+    Dealer,
+    /// ROUTER
+    Router,
+}
+
+impl From<TypeArg> for SocketType {
+    fn from(t: TypeArg) -> SocketType {
+        match t {
+            TypeArg::Pair => SocketType::Pair,
+            TypeArg::Pub => SocketType::Pub,
+            TypeArg::Sub => SocketType::Sub,
+            TypeArg::Xpub => SocketType::XPub,
+            TypeArg::Xsub => SocketType::XSub,
+            TypeArg::Push => SocketType::Push,
+            TypeArg::Pull => SocketType::Pull,
+            TypeArg::Req => SocketType::Req,
+            TypeArg::Rep => SocketType::Rep,
+            TypeArg::Dealer => SocketType::Dealer,
+            TypeArg::Router => SocketType::Router,
+        }
+    }
+}
+
+/// `--linger`: how long close waits for queued messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Linger(pub Option<Duration>);
+
 /// What to do.
 #[derive(Debug)]
 pub enum Command {
-    /// Print the usage (exit 0).
-    Help,
-    /// Print the version (exit 0).
-    Version,
+    /// Print this text to standard output (help, version, completions; exit 0).
+    Print(String),
     /// Print a new CURVE key pair.
     Keygen,
     /// `zmtp send`.
@@ -67,6 +330,28 @@ impl Role {
     }
 }
 
+/// How frames are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// Escaped text (the default): one line per message whatever the frames hold.
+    Escaped,
+    /// Lowercase hex.
+    Hex,
+    /// The bytes as received.
+    Raw,
+}
+
+/// How frames given to `send` (arguments or input lines) are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Input {
+    /// As they are.
+    Plain,
+    /// Hex.
+    Hex,
+    /// recv's escapes.
+    Escaped,
+}
+
 /// Everything `send` and `recv` take.
 #[derive(Debug)]
 pub struct SocketArgs {
@@ -78,8 +363,8 @@ pub struct SocketArgs {
     pub count: Option<u64>,
     /// `--linger`: `None` waits as long as it takes.
     pub linger: Option<Duration>,
-    /// `--hex`: print frames as hex.
-    pub hex: bool,
+    /// `--hex`, `--raw` or neither.
+    pub output: Output,
     /// `--echo`: send every received message back.
     pub echo: bool,
     /// `--subscribe` prefixes.
@@ -92,8 +377,12 @@ pub struct SocketArgs {
     pub hwm: Option<usize>,
     /// `--heartbeat`.
     pub heartbeat: Option<Duration>,
-    /// `--hex-frames`: frames given (as arguments or lines) are hex.
-    pub hex_frames: bool,
+    /// `--hex-frames`, `--unescape` or neither.
+    pub input: Input,
+    /// `--delay`: wait this long before the first send.
+    pub delay: Option<Duration>,
+    /// `--wait-subscribers`: subscriptions to wait for before the first send.
+    pub wait_subscribers: Option<u64>,
     /// Security options.
     pub role: Role,
     /// `-v`: report endpoints and events on stderr.
@@ -103,13 +392,13 @@ pub struct SocketArgs {
 }
 
 /// The transport `bench` runs over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Transport {
-    /// `tcp://127.0.0.1`.
+    /// tcp://127.0.0.1
     Tcp,
-    /// `ipc://`.
+    /// ipc:// (an abstract name on Linux)
     Ipc,
-    /// `inproc://`.
+    /// inproc://
     Inproc,
 }
 
@@ -124,9 +413,22 @@ impl Transport {
     }
 }
 
+/// The drivers `bench --driver` measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Driver {
+    /// zmtp-tokio on a current-thread runtime
+    Tokio,
+    /// zmtp-smol on smol's block_on
+    Smol,
+    /// zmtp-mio: blocking sockets on a mio reactor thread
+    Mio,
+}
+
 /// Everything `bench` takes.
 #[derive(Debug)]
 pub struct BenchArgs {
+    /// `--driver`.
+    pub driver: Driver,
     /// `--transport`.
     pub transport: Transport,
     /// `--size`: bytes per message.
@@ -134,9 +436,6 @@ pub struct BenchArgs {
     /// `--count`: messages in the throughput run.
     pub count: u64,
 }
-
-/// The drivers `bench --driver` knows.
-const DRIVERS: &[&str] = &["tokio"];
 
 /// The largest millisecond value accepted (libzmq's options are C `int`s).
 const MAX_MS: u64 = i32::MAX as u64;
@@ -161,170 +460,62 @@ fn os_bytes(s: &OsStr) -> Vec<u8> {
     }
 }
 
-/// Parse the arguments after the program name.
-pub fn parse(args: Vec<OsString>) -> Result<Command, Failure> {
-    let mut args = args.into_iter();
-    let Some(first) = args.next() else {
-        return Err(Failure::NoArguments);
-    };
-    let Some(command) = first.to_str() else {
-        return Err(usage(format!(
-            "unknown command '{}'",
-            first.to_string_lossy()
-        )));
-    };
-    let rest: Vec<OsString> = args.collect();
-    let wants_help = rest.iter().any(|a| a == "--help" || a == "-h");
-    match command {
-        "help" | "--help" | "-h" => Ok(Command::Help),
-        "--version" | "-V" => Ok(Command::Version),
-        _ if wants_help => Ok(Command::Help),
-        "keygen" => match rest.first() {
-            None => Ok(Command::Keygen),
-            Some(a) => Err(usage(format!(
-                "keygen takes no arguments, got '{}'",
-                a.to_string_lossy()
-            ))),
-        },
-        "send" => parse_socket(true, rest).map(Command::Send),
-        "recv" => parse_socket(false, rest).map(Command::Recv),
-        "bench" => parse_bench(rest).map(Command::Bench),
-        _ => Err(usage(format!("unknown command '{command}'"))),
-    }
-}
-
-/// One argument, split into an option with its inline `=value` or a positional argument.
-enum Arg {
-    Option {
-        name: String,
-        inline: Option<String>,
-    },
-    Positional(OsString),
-}
-
-/// Walks the arguments: options (`-x`, `--long`, `--long=value`), positional arguments,
-/// and everything after `--` as positional.
-struct Args {
-    args: std::vec::IntoIter<OsString>,
-    positional_only: bool,
-}
-
-impl Args {
-    fn new(args: Vec<OsString>) -> Args {
-        Args {
-            args: args.into_iter(),
-            positional_only: false,
-        }
-    }
-
-    fn next(&mut self) -> Result<Option<Arg>, Failure> {
-        loop {
-            let Some(arg) = self.args.next() else {
-                return Ok(None);
-            };
-            if self.positional_only {
-                return Ok(Some(Arg::Positional(arg)));
-            }
-            let Some(text) = arg.to_str() else {
-                if os_bytes(&arg).starts_with(b"-") {
-                    return Err(usage(format!("unknown option '{}'", arg.to_string_lossy())));
-                }
-                return Ok(Some(Arg::Positional(arg)));
-            };
-            if text == "--" {
-                self.positional_only = true;
-                continue;
-            }
-            if text == "-" || !text.starts_with('-') {
-                return Ok(Some(Arg::Positional(arg)));
-            }
-            let arg = match text.split_once('=') {
-                Some((name, value)) if text.starts_with("--") => Arg::Option {
-                    name: name.to_string(),
-                    inline: Some(value.to_string()),
-                },
-                _ => Arg::Option {
-                    name: text.to_string(),
-                    inline: None,
-                },
-            };
-            return Ok(Some(arg));
-        }
-    }
-
-    /// The value of option `name`: its inline `=value` or the next argument.
-    fn value(&mut self, name: &str, inline: Option<String>) -> Result<OsString, Failure> {
-        match inline {
-            Some(v) => Ok(v.into()),
-            None => self
-                .args
-                .next()
-                .ok_or_else(|| usage(format!("option {name} needs a value"))),
-        }
-    }
-
-    /// The value of option `name` as text.
-    fn text(&mut self, name: &str, inline: Option<String>) -> Result<String, Failure> {
-        let v = self.value(name, inline)?;
-        v.into_string().map_err(|v| {
-            usage(format!(
-                "bad value '{}' for {name}: not UTF-8",
-                v.to_string_lossy()
-            ))
-        })
-    }
-}
-
-/// A flag takes no value.
-fn flag(name: &str, inline: &Option<String>) -> Result<bool, Failure> {
-    match inline {
-        None => Ok(true),
-        Some(_) => Err(usage(format!("option {name} takes no value"))),
-    }
-}
-
-fn number<T: std::str::FromStr>(name: &str, text: &str, what: &str) -> Result<T, Failure> {
-    text.parse()
-        .map_err(|_| usage(format!("bad value '{text}' for {name}: expected {what}")))
-}
-
 /// A count of at least 1.
-fn count(name: &str, text: &str) -> Result<u64, Failure> {
-    match number::<u64>(name, text, "a positive number")? {
-        0 => Err(usage(format!(
-            "bad value '{text}' for {name}: expected a positive number"
-        ))),
-        n => Ok(n),
+fn positive(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err("expected a positive number".into()),
     }
 }
 
 /// Milliseconds, 0 to `MAX_MS`.
-fn millis(name: &str, text: &str) -> Result<Duration, Failure> {
-    let ms: u64 = number(name, text, "milliseconds")?;
+fn millis(text: &str) -> Result<Duration, String> {
+    let ms: u64 = text
+        .parse()
+        .map_err(|_| "expected milliseconds".to_string())?;
     if ms > MAX_MS {
-        return Err(usage(format!(
-            "bad value '{text}' for {name}: at most {MAX_MS} milliseconds"
-        )));
+        return Err(format!("at most {MAX_MS} milliseconds"));
     }
     Ok(Duration::from_millis(ms))
 }
 
-/// A socket type by name, in any case.
-pub fn socket_type(name: &str) -> Option<SocketType> {
-    Some(match name.to_ascii_lowercase().as_str() {
-        "pair" => SocketType::Pair,
-        "pub" => SocketType::Pub,
-        "sub" => SocketType::Sub,
-        "xpub" => SocketType::XPub,
-        "xsub" => SocketType::XSub,
-        "push" => SocketType::Push,
-        "pull" => SocketType::Pull,
-        "req" => SocketType::Req,
-        "rep" => SocketType::Rep,
-        "dealer" => SocketType::Dealer,
-        "router" => SocketType::Router,
-        _ => return None,
-    })
+/// `--timeout`: milliseconds, at least 1.
+fn timeout_ms(text: &str) -> Result<Duration, String> {
+    let t = millis(text)?;
+    if t.is_zero() {
+        return Err("expected at least 1 ms".into());
+    }
+    Ok(t)
+}
+
+/// `--linger`: milliseconds or -1.
+fn linger_ms(text: &str) -> Result<Linger, String> {
+    if text == "-1" {
+        return Ok(Linger(None));
+    }
+    millis(text).map(|d| Linger(Some(d)))
+}
+
+/// `--hwm`: a number of messages.
+fn hwm(text: &str) -> Result<usize, String> {
+    let h: usize = text
+        .parse()
+        .map_err(|_| "expected a number of messages".to_string())?;
+    if h as u64 > MAX_MS {
+        return Err("too large".into());
+    }
+    Ok(h)
+}
+
+/// `bench --size`.
+fn bench_size(text: &str) -> Result<usize, String> {
+    let size: usize = text
+        .parse()
+        .map_err(|_| "expected a number of bytes".to_string())?;
+    if size > MAX_BENCH_SIZE {
+        return Err(format!("at most {MAX_BENCH_SIZE} bytes"));
+    }
+    Ok(size)
 }
 
 fn z85_key(name: &str, text: &str) -> Result<[u8; 32], Failure> {
@@ -335,228 +526,327 @@ fn z85_key(name: &str, text: &str) -> Result<[u8; 32], Failure> {
     })
 }
 
-/// The options of `send` (`sending`) or `recv`, checked for consistency.
-fn parse_socket(sending: bool, args: Vec<OsString>) -> Result<SocketArgs, Failure> {
-    let command = if sending { "send" } else { "recv" };
-    let mut a = Args::new(args);
-    let mut ty = None;
-    let mut endpoints = Vec::new();
-    let mut count_opt = None;
-    let mut linger = Some(Duration::from_millis(1000));
-    let (mut hex_out, mut echo, mut hex_frames, mut verbose) = (false, false, false, false);
-    let mut subscribe = Vec::new();
-    let (mut timeout, mut identity, mut hwm, mut heartbeat) = (None, None, None, None);
-    let (mut plain_user, mut plain_password) = (None, None);
-    let mut plain_server = false;
-    let mut allow_users = Vec::new();
-    let (mut curve_server_secret, mut curve_server_key, mut curve_secret) = (None, None, None);
-    let mut allow_clients = Vec::new();
-    let mut positional = Vec::new();
+/// The help of `zmtp` itself, as text.
+pub fn help_text() -> String {
+    Cli::command().render_help().to_string()
+}
 
-    while let Some(arg) = a.next()? {
-        let (name, inline) = match arg {
-            Arg::Positional(p) => {
-                positional.push(p);
-                continue;
-            }
-            Arg::Option { name, inline } => (name, inline),
-        };
-        let n = name.as_str();
-        match n {
-            "-t" | "--type" => {
-                let v = a.text(n, inline)?;
-                ty = Some(socket_type(&v).ok_or_else(|| {
-                    usage(format!(
-                        "unknown socket type '{v}' (pair, pub, sub, xpub, xsub, push, pull, \
-                         req, rep, dealer, router)"
-                    ))
-                })?);
-            }
-            "-b" | "--bind" => endpoints.push((Direction::Bind, a.text(n, inline)?)),
-            "-c" | "--connect" => endpoints.push((Direction::Connect, a.text(n, inline)?)),
-            "-n" | "--count" => count_opt = Some(count(n, &a.text(n, inline)?)?),
-            "--linger" => {
-                let v = a.text(n, inline)?;
-                linger = if v == "-1" {
-                    None
-                } else {
-                    Some(millis(n, &v)?)
-                };
-            }
-            "--hex" => hex_out = flag(n, &inline)?,
-            "--echo" if sending => {
-                return Err(usage("--echo is an option of recv, not send"));
-            }
-            "--echo" => echo = flag(n, &inline)?,
-            "--subscribe" if sending => {
-                return Err(usage("--subscribe is an option of recv, not send"));
-            }
-            "--subscribe" => subscribe.push(os_bytes(&a.value(n, inline)?)),
-            "--timeout" => {
-                let t = millis(n, &a.text(n, inline)?)?;
-                if t.is_zero() {
-                    return Err(usage("bad value '0' for --timeout: expected at least 1 ms"));
-                }
-                timeout = Some(t);
-            }
-            "--identity" => identity = Some(os_bytes(&a.value(n, inline)?)),
-            "--hwm" => {
-                let v = a.text(n, inline)?;
-                let h: usize = number(n, &v, "a number of messages")?;
-                if h as u64 > MAX_MS {
-                    return Err(usage(format!("bad value '{v}' for --hwm: too large")));
-                }
-                hwm = Some(h);
-            }
-            "--heartbeat" => heartbeat = Some(millis(n, &a.text(n, inline)?)?),
-            "--hex-frames" => hex_frames = flag(n, &inline)?,
-            "-v" | "--verbose" => verbose = flag(n, &inline)?,
-            "--plain-user" => plain_user = Some(os_bytes(&a.value(n, inline)?)),
-            "--plain-password" => plain_password = Some(os_bytes(&a.value(n, inline)?)),
-            "--plain-server" => plain_server = flag(n, &inline)?,
-            "--allow-user" => {
-                let v = os_bytes(&a.value(n, inline)?);
-                let Some(colon) = v.iter().position(|&c| c == b':') else {
-                    return Err(usage(format!(
-                        "bad value '{}' for --allow-user: expected USER:PASSWORD",
-                        String::from_utf8_lossy(&v)
-                    )));
-                };
-                let (user, password) = v.split_at(colon);
-                allow_users.push((user.to_vec(), password.get(1..).unwrap_or(&[]).to_vec()));
-            }
-            "--curve-server-secret" => curve_server_secret = Some(z85_key(n, &a.text(n, inline)?)?),
-            "--allow-client" => allow_clients.push(z85_key(n, &a.text(n, inline)?)?),
-            "--curve-server-key" => curve_server_key = Some(z85_key(n, &a.text(n, inline)?)?),
-            "--curve-secret" => curve_secret = Some(z85_key(n, &a.text(n, inline)?)?),
-            _ => return Err(usage(format!("unknown option '{n}' for {command}"))),
+/// A clap error as one line: the message and its details, without the usage lines.
+fn one_line(e: &clap::Error) -> String {
+    let rendered = e.render().to_string();
+    let mut parts = Vec::new();
+    for line in rendered.lines() {
+        let line = line.trim();
+        if line.starts_with("Usage:") || line.starts_with("For more information") {
+            break;
+        }
+        if !line.is_empty() {
+            parts.push(line.strip_prefix("error: ").unwrap_or(line));
         }
     }
+    let mut line = String::new();
+    for part in parts {
+        if !line.is_empty() {
+            line.push_str(if line.ends_with(':') { " " } else { "; " });
+        }
+        line.push_str(part);
+    }
+    line
+}
 
-    let Some(ty) = ty else {
-        return Err(usage("missing the socket type: -t TYPE"));
+/// Parse the arguments after the program name.
+pub fn parse(args: Vec<OsString>) -> Result<Command, Failure> {
+    if args.is_empty() {
+        return Err(Failure::NoArguments);
+    }
+    // Usage errors point at the help of the subcommand they concern.
+    let see = match args.first().and_then(|a| a.to_str()) {
+        Some(c @ ("send" | "recv" | "keygen" | "bench" | "completions")) => {
+            format!(" (see 'zmtp {c} --help')")
+        }
+        _ => " (see 'zmtp --help')".to_string(),
     };
+    let usage = |message: String| usage(message + &see);
+    let argv = std::iter::once(OsString::from("zmtp")).chain(args);
+    let matches = match Cli::command().try_get_matches_from(argv) {
+        Ok(m) => m,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            return match e.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+                    Ok(Command::Print(e.render().to_string()))
+                }
+                ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => Err(Failure::NoArguments),
+                _ => Err(usage(one_line(&e))),
+            };
+        }
+    };
+    let cli = Cli::from_arg_matches(&matches).map_err(|e| usage(one_line(&e)))?;
+    match cli.command {
+        CliCommand::Keygen => Ok(Command::Keygen),
+        CliCommand::Completions { shell } => {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "zmtp", &mut out);
+            Ok(Command::Print(String::from_utf8_lossy(&out).into_owned()))
+        }
+        CliCommand::Bench(b) => Ok(Command::Bench(BenchArgs {
+            driver: b.driver,
+            transport: b.transport,
+            size: b.size,
+            count: b.count,
+        })),
+        CliCommand::Send(s) => {
+            let sub = sub_matches(&matches, "send");
+            let SendCli {
+                common,
+                security,
+                count,
+                delay,
+                wait_subscribers,
+                hex_frames,
+                unescape,
+                frames,
+            } = s;
+            let rest = SendRest {
+                count,
+                delay,
+                wait_subscribers,
+                hex_frames,
+                unescape,
+                frames,
+            };
+            socket_args(sub, common, security, SendOrRecv::Send(rest))
+                .map(Command::Send)
+                .map_err(|e| see_also(e, &see))
+        }
+        CliCommand::Recv(r) => {
+            let sub = sub_matches(&matches, "recv");
+            socket_args(
+                sub,
+                r.common,
+                r.security,
+                SendOrRecv::Recv {
+                    count: r.count,
+                    echo: r.echo,
+                    subscribe: r.subscribe,
+                },
+            )
+            .map(Command::Recv)
+            .map_err(|e| see_also(e, &see))
+        }
+    }
+}
+
+/// A usage error with where to read more.
+fn see_also(e: Failure, see: &str) -> Failure {
+    match e {
+        Failure::Usage(m) => Failure::Usage(m + see),
+        e => e,
+    }
+}
+
+fn sub_matches<'m>(matches: &'m ArgMatches, name: &str) -> Option<&'m ArgMatches> {
+    matches
+        .subcommand()
+        .and_then(|(n, m)| (n == name).then_some(m))
+}
+
+/// `send`'s options beyond the common ones.
+struct SendRest {
+    count: Option<u64>,
+    delay: Option<Duration>,
+    wait_subscribers: Option<u64>,
+    hex_frames: bool,
+    unescape: bool,
+    frames: Vec<OsString>,
+}
+
+/// The options only one of `send` and `recv` has.
+enum SendOrRecv {
+    Send(SendRest),
+    Recv {
+        count: Option<u64>,
+        echo: bool,
+        subscribe: Vec<OsString>,
+    },
+}
+
+/// `-b` and `-c` in the order given on the command line.
+fn endpoints_in_order(
+    matches: Option<&ArgMatches>,
+    bind: Vec<String>,
+    connect: Vec<String>,
+) -> Vec<(Direction, String)> {
+    let indices = |id: &str| -> Vec<usize> {
+        matches
+            .and_then(|m| m.indices_of(id))
+            .map(|i| i.collect())
+            .unwrap_or_default()
+    };
+    let (bi, ci) = (indices("bind"), indices("connect"));
+    let mut all: Vec<(usize, Direction, String)> = Vec::new();
+    for (n, ep) in bind.into_iter().enumerate() {
+        all.push((bi.get(n).copied().unwrap_or(0), Direction::Bind, ep));
+    }
+    for (n, ep) in connect.into_iter().enumerate() {
+        all.push((ci.get(n).copied().unwrap_or(0), Direction::Connect, ep));
+    }
+    all.sort_by_key(|(i, _, _)| *i);
+    all.into_iter().map(|(_, d, ep)| (d, ep)).collect()
+}
+
+/// The options of `send` or `recv`, checked for consistency.
+fn socket_args(
+    matches: Option<&ArgMatches>,
+    common: CommonCli,
+    security: SecurityCli,
+    specific: SendOrRecv,
+) -> Result<SocketArgs, Failure> {
+    let ty = SocketType::from(common.ty);
+    let endpoints = endpoints_in_order(matches, common.bind, common.connect);
     if endpoints.is_empty() {
         return Err(usage(
             "missing an endpoint: -b EP (bind) or -c EP (connect)",
         ));
     }
     let name = ty.name();
-    if echo
-        && !matches!(
-            ty,
-            SocketType::Rep | SocketType::Router | SocketType::Dealer | SocketType::Pair
-        )
-    {
-        return Err(usage(format!(
-            "--echo needs a socket that can answer (rep, router, dealer, pair), not {name}"
-        )));
-    }
-    if sending {
-        if matches!(ty, SocketType::Pull | SocketType::Sub) {
-            return Err(usage(format!("a {name} socket cannot send")));
-        }
-        if ty == SocketType::Rep {
-            return Err(usage(
-                "a REP socket cannot send first (use 'recv -t rep --echo', or 'send -t req')",
-            ));
-        }
-    } else {
-        if matches!(ty, SocketType::Push | SocketType::Pub) {
-            return Err(usage(format!("a {name} socket cannot receive")));
-        }
-        if ty == SocketType::Req {
-            return Err(usage(
-                "a REQ socket must send first (use 'send -t req', which prints the replies)",
-            ));
-        }
-    }
-    if !subscribe.is_empty() && !matches!(ty, SocketType::Sub | SocketType::XSub) {
-        return Err(usage(format!(
-            "--subscribe needs a sub or xsub socket, not {name}"
-        )));
-    }
-
-    let role = security_role(
-        plain_user,
-        plain_password,
-        plain_server,
-        allow_users,
-        curve_server_secret,
-        allow_clients,
-        curve_server_key,
-        curve_secret,
-    )?;
-
-    let frames = if sending {
-        if positional.is_empty() {
-            None
-        } else {
-            let mut frames = Vec::with_capacity(positional.len());
-            for p in &positional {
-                let raw = os_bytes(p);
-                frames.push(if hex_frames {
-                    hex::decode(&raw).ok_or_else(|| {
-                        usage(format!(
-                            "--hex-frames: frame '{}' is not hex",
-                            String::from_utf8_lossy(&raw)
-                        ))
-                    })?
-                } else {
-                    raw
-                });
-            }
-            Some(frames)
-        }
-    } else {
-        if let Some(p) = positional.first() {
-            return Err(usage(format!(
-                "unexpected argument '{}' (recv takes no FRAME arguments)",
-                p.to_string_lossy()
-            )));
-        }
-        None
+    let output = match (common.hex, common.raw) {
+        (true, _) => Output::Hex,
+        (false, true) => Output::Raw,
+        (false, false) => Output::Escaped,
     };
-
-    Ok(SocketArgs {
+    let role = security_role(security)?;
+    let mut args = SocketArgs {
         ty,
         endpoints,
-        count: count_opt,
-        linger,
-        hex: hex_out,
-        echo,
-        subscribe,
-        timeout,
-        identity,
-        hwm,
-        heartbeat,
-        hex_frames,
+        count: None,
+        linger: common.linger.0,
+        output,
+        echo: false,
+        subscribe: Vec::new(),
+        timeout: common.timeout,
+        identity: common.identity.as_deref().map(os_bytes),
+        hwm: common.hwm,
+        heartbeat: common.heartbeat,
+        input: Input::Plain,
+        delay: None,
+        wait_subscribers: None,
         role,
-        verbose,
-        frames,
-    })
+        verbose: common.verbose,
+        frames: None,
+    };
+    match specific {
+        SendOrRecv::Send(s) => {
+            if matches!(ty, SocketType::Pull | SocketType::Sub) {
+                return Err(usage(format!("a {name} socket cannot send")));
+            }
+            if ty == SocketType::Rep {
+                return Err(usage(
+                    "a REP socket cannot send first (use 'recv -t rep --echo', or 'send -t req')",
+                ));
+            }
+            if s.wait_subscribers.is_some() && !matches!(ty, SocketType::Pub | SocketType::XPub) {
+                return Err(usage(format!(
+                    "--wait-subscribers needs a pub or xpub socket, not {name}"
+                )));
+            }
+            args.input = match (s.hex_frames, s.unescape) {
+                (true, _) => Input::Hex,
+                (false, true) => Input::Escaped,
+                (false, false) => Input::Plain,
+            };
+            args.count = s.count;
+            args.delay = s.delay;
+            args.wait_subscribers = s.wait_subscribers;
+            if !s.frames.is_empty() {
+                let mut frames = Vec::with_capacity(s.frames.len());
+                for p in &s.frames {
+                    let raw = os_bytes(p);
+                    frames.push(decode_frame(&raw, args.input).ok_or_else(|| {
+                        usage(format!(
+                            "{}: frame '{}' is not {}",
+                            input_flag(args.input),
+                            String::from_utf8_lossy(&raw),
+                            input_what(args.input)
+                        ))
+                    })?);
+                }
+                args.frames = Some(frames);
+            }
+        }
+        SendOrRecv::Recv {
+            count,
+            echo,
+            subscribe,
+        } => {
+            if echo
+                && !matches!(
+                    ty,
+                    SocketType::Rep | SocketType::Router | SocketType::Dealer | SocketType::Pair
+                )
+            {
+                return Err(usage(format!(
+                    "--echo needs a socket that can answer (rep, router, dealer, pair), not {name}"
+                )));
+            }
+            if matches!(ty, SocketType::Push | SocketType::Pub) {
+                return Err(usage(format!("a {name} socket cannot receive")));
+            }
+            if ty == SocketType::Req {
+                return Err(usage(
+                    "a REQ socket must send first (use 'send -t req', which prints the replies)",
+                ));
+            }
+            if !subscribe.is_empty() && !matches!(ty, SocketType::Sub | SocketType::XSub) {
+                return Err(usage(format!(
+                    "--subscribe needs a sub or xsub socket, not {name}"
+                )));
+            }
+            args.count = count;
+            args.echo = echo;
+            args.subscribe = subscribe.iter().map(|s| os_bytes(s)).collect();
+        }
+    }
+    Ok(args)
+}
+
+/// One frame as given, read the way `input` says; `None` if it is malformed.
+pub fn decode_frame(raw: &[u8], input: Input) -> Option<Vec<u8>> {
+    match input {
+        Input::Plain => Some(raw.to_vec()),
+        Input::Hex => hex::decode(raw),
+        Input::Escaped => crate::escape::unescape(raw),
+    }
+}
+
+/// The option that chose `input`, for messages.
+pub fn input_flag(input: Input) -> &'static str {
+    match input {
+        Input::Hex => "--hex-frames",
+        Input::Escaped => "--unescape",
+        Input::Plain => "FRAME",
+    }
+}
+
+/// What a frame must be under `input`, for messages.
+pub fn input_what(input: Input) -> &'static str {
+    match input {
+        Input::Hex => "hex",
+        Input::Escaped => "validly escaped",
+        Input::Plain => "valid",
+    }
 }
 
 /// The security role from the security options, checked for consistency.
-#[allow(clippy::too_many_arguments)]
-fn security_role(
-    plain_user: Option<Vec<u8>>,
-    plain_password: Option<Vec<u8>>,
-    plain_server: bool,
-    allow_users: Vec<(Vec<u8>, Vec<u8>)>,
-    curve_server_secret: Option<[u8; 32]>,
-    allow_clients: Vec<[u8; 32]>,
-    curve_server_key: Option<[u8; 32]>,
-    curve_secret: Option<[u8; 32]>,
-) -> Result<Role, Failure> {
+fn security_role(s: SecurityCli) -> Result<Role, Failure> {
     let chosen: Vec<&str> = [
         (
-            plain_user.is_some() || plain_password.is_some(),
+            s.plain_user.is_some() || s.plain_password.is_some(),
             "--plain-user",
         ),
-        (plain_server, "--plain-server"),
-        (curve_server_secret.is_some(), "--curve-server-secret"),
-        (curve_server_key.is_some(), "--curve-server-key"),
+        (s.plain_server, "--plain-server"),
+        (s.curve_server_secret.is_some(), "--curve-server-secret"),
+        (s.curve_server_key.is_some(), "--curve-server-key"),
     ]
     .iter()
     .filter(|(on, _)| *on)
@@ -567,7 +857,36 @@ fn security_role(
             "incompatible options {first} and {second}: choose one security mechanism and role"
         )));
     }
-    if !allow_users.is_empty() && !plain_server {
+    let curve_server_secret = s
+        .curve_server_secret
+        .map(|k| z85_key("--curve-server-secret", &k))
+        .transpose()?;
+    let curve_server_key = s
+        .curve_server_key
+        .map(|k| z85_key("--curve-server-key", &k))
+        .transpose()?;
+    let curve_secret = s
+        .curve_secret
+        .map(|k| z85_key("--curve-secret", &k))
+        .transpose()?;
+    let allow_clients = s
+        .allow_client
+        .iter()
+        .map(|k| z85_key("--allow-client", k))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut allow_users = Vec::new();
+    for v in &s.allow_user {
+        let v = os_bytes(v);
+        let Some(colon) = v.iter().position(|&c| c == b':') else {
+            return Err(usage(format!(
+                "invalid value '{}' for --allow-user: expected USER:PASSWORD",
+                String::from_utf8_lossy(&v)
+            )));
+        };
+        let (user, password) = v.split_at(colon);
+        allow_users.push((user.to_vec(), password.get(1..).unwrap_or(&[]).to_vec()));
+    }
+    if !allow_users.is_empty() && !s.plain_server {
         return Err(usage("--allow-user needs --plain-server"));
     }
     if !allow_clients.is_empty() && curve_server_secret.is_none() {
@@ -576,6 +895,8 @@ fn security_role(
     if curve_secret.is_some() && curve_server_key.is_none() {
         return Err(usage("--curve-secret needs --curve-server-key"));
     }
+    let plain_user = s.plain_user.as_deref().map(os_bytes);
+    let plain_password = s.plain_password.as_deref().map(os_bytes);
     Ok(match (plain_user, plain_password) {
         (Some(user), Some(password)) => {
             if user.len() > 255 || password.len() > 255 {
@@ -587,7 +908,7 @@ fn security_role(
         }
         (Some(_), None) => return Err(usage("--plain-user needs --plain-password")),
         (None, Some(_)) => return Err(usage("--plain-password needs --plain-user")),
-        (None, None) if plain_server => {
+        (None, None) if s.plain_server => {
             if allow_users.is_empty() {
                 return Err(usage(
                     "--plain-server needs at least one --allow-user USER:PASSWORD",
@@ -609,60 +930,6 @@ fn security_role(
     })
 }
 
-fn parse_bench(args: Vec<OsString>) -> Result<BenchArgs, Failure> {
-    let mut a = Args::new(args);
-    let mut bench = BenchArgs {
-        transport: Transport::Tcp,
-        size: 64,
-        count: 1_000_000,
-    };
-    while let Some(arg) = a.next()? {
-        let (name, inline) = match arg {
-            Arg::Positional(p) => {
-                return Err(usage(format!(
-                    "unexpected argument '{}' for bench",
-                    p.to_string_lossy()
-                )))
-            }
-            Arg::Option { name, inline } => (name, inline),
-        };
-        let n = name.as_str();
-        match n {
-            "--driver" => {
-                let v = a.text(n, inline)?;
-                if !DRIVERS.contains(&v.as_str()) {
-                    return Err(usage(format!(
-                        "unknown driver '{v}' (known drivers: {})",
-                        DRIVERS.join(", ")
-                    )));
-                }
-            }
-            "--transport" => {
-                let v = a.text(n, inline)?;
-                bench.transport = match v.as_str() {
-                    "tcp" => Transport::Tcp,
-                    "ipc" => Transport::Ipc,
-                    "inproc" => Transport::Inproc,
-                    _ => return Err(usage(format!("unknown transport '{v}' (tcp, ipc, inproc)"))),
-                };
-            }
-            "--size" => {
-                let v = a.text(n, inline)?;
-                let size: usize = number(n, &v, "a number of bytes")?;
-                if size > MAX_BENCH_SIZE {
-                    return Err(usage(format!(
-                        "bad value '{v}' for --size: at most {MAX_BENCH_SIZE} bytes"
-                    )));
-                }
-                bench.size = size;
-            }
-            "-n" | "--count" => bench.count = count(n, &a.text(n, inline)?)?,
-            _ => return Err(usage(format!("unknown option '{n}' for bench"))),
-        }
-    }
-    Ok(bench)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -679,6 +946,11 @@ mod tests {
     }
 
     #[test]
+    fn the_command_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
     fn send_with_frames_and_options() {
         let Ok(Command::Send(s)) = parse(args(&[
             "send",
@@ -687,9 +959,13 @@ mod tests {
             "-c",
             "tcp://127.0.0.1:5555",
             "--bind=ipc://@x",
+            "-c",
+            "inproc://y",
             "-n",
             "3",
             "--hex-frames",
+            "--delay",
+            "20",
             "--",
             "00ff",
             "1A",
@@ -701,19 +977,48 @@ mod tests {
             s.endpoints,
             [
                 (Direction::Connect, "tcp://127.0.0.1:5555".to_string()),
-                (Direction::Bind, "ipc://@x".to_string())
+                (Direction::Bind, "ipc://@x".to_string()),
+                (Direction::Connect, "inproc://y".to_string()),
             ]
         );
         assert_eq!(s.count, Some(3));
         assert_eq!(s.frames, Some(vec![vec![0, 0xff], vec![0x1a]]));
         assert_eq!(s.linger, Some(Duration::from_millis(1000)));
+        assert_eq!(s.delay, Some(Duration::from_millis(20)));
+        assert_eq!(s.output, Output::Escaped);
+    }
+
+    #[test]
+    fn linger_minus_one_and_output_modes() {
+        let Ok(Command::Recv(r)) = parse(args(&[
+            "recv", "-t", "sub", "-c", "x", "--linger", "-1", "--raw",
+        ])) else {
+            panic!("not a recv");
+        };
+        assert_eq!(r.linger, None);
+        assert_eq!(r.output, Output::Raw);
+        let Ok(Command::Send(s)) = parse(args(&[
+            "send",
+            "-t",
+            "pub",
+            "-b",
+            "x",
+            "--wait-subscribers",
+            "2",
+            "--unescape",
+            "a\\tb",
+        ])) else {
+            panic!("not a send");
+        };
+        assert_eq!(s.wait_subscribers, Some(2));
+        assert_eq!(s.frames, Some(vec![b"a\tb".to_vec()]));
     }
 
     #[test]
     fn usage_errors_name_the_problem() {
         assert!(usage_error(&["send", "-t", "nope", "-c", "tcp://a:1"]).contains("nope"));
         assert!(usage_error(&["recv", "-t", "pull"]).contains("endpoint"));
-        assert!(usage_error(&["recv", "-c", "tcp://a:1"]).contains("type"));
+        assert!(usage_error(&["recv", "-c", "tcp://a:1"]).contains("--type"));
         assert!(usage_error(&["recv", "-t", "push", "-c", "tcp://a:1"]).contains("receive"));
         assert!(usage_error(&["recv", "-t", "pull", "-c", "x", "--echo"]).contains("--echo"));
         assert!(
@@ -730,16 +1035,46 @@ mod tests {
             "short"
         ])
         .contains("Z85"));
+        let typo = usage_error(&["send", "-t", "push", "-c", "x", "--linge", "5"]);
         assert!(
-            usage_error(&["send", "-t", "push", "-c", "x", "--frobnicate"])
-                .contains("--frobnicate")
+            typo.contains("--linge") && typo.contains("--linger"),
+            "{typo}"
         );
-        assert!(usage_error(&["bench", "--driver", "smol"]).contains("tokio"));
+        assert!(usage_error(&["bench", "--driver", "nope"]).contains("tokio, smol, mio"));
         assert!(
             usage_error(&["send", "-t", "push", "-c", "x", "--hex-frames", "zz"]).contains("hex")
         );
-        assert!(usage_error(&["send", "-t", "push", "-c"]).contains("needs a value"));
+        assert!(
+            usage_error(&["send", "-t", "push", "-c", "x", "--unescape", "a\\q"])
+                .contains("escaped")
+        );
+        assert!(
+            usage_error(&["send", "-t", "push", "-c", "x", "--wait-subscribers", "1"])
+                .contains("pub")
+        );
+        assert!(usage_error(&["send", "-t", "push", "-c"]).contains("value is required"));
         assert!(usage_error(&["frob"]).contains("frob"));
         assert!(matches!(parse(vec![]), Err(Failure::NoArguments)));
+        for message in [
+            usage_error(&["send", "-t", "push", "-c", "x", "--frobnicate"]),
+            usage_error(&["bench", "--transport", "udp"]),
+            usage_error(&["recv", "-c", "x"]),
+        ] {
+            assert!(!message.contains('\n'), "{message}");
+        }
+    }
+
+    #[test]
+    fn each_subcommand_has_its_own_help() {
+        let Ok(Command::Print(send)) = parse(args(&["send", "--help"])) else {
+            panic!("no help");
+        };
+        assert!(send.contains("--wait-subscribers") && send.contains("--delay"));
+        assert!(!send.contains("--echo") && !send.contains("--transport"));
+        let Ok(Command::Print(recv)) = parse(args(&["help", "recv"])) else {
+            panic!("no help");
+        };
+        assert!(recv.contains("--echo") && !recv.contains("--wait-subscribers"));
+        assert!(help_text().contains("completions"));
     }
 }

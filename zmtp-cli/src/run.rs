@@ -9,11 +9,11 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use zmtp_tokio::{
     Authenticator, Bytes, Error, KeyPair, Message, Monitor, MonitorEvent, MonitorEventKind,
-    Options, PublicKey, Security, Socket, SocketType,
+    Options, PublicKey, Security, Sent, Socket, SocketType,
 };
 
-use crate::args::{Direction, Role, SocketArgs};
-use crate::{hex, print_stdout, Failure};
+use crate::args::{self, decode_frame, input_what, Direction, Output, Role, SocketArgs};
+use crate::{escape, hex, print_stdout, Failure};
 
 /// Write one line to standard error, ignoring failures (there is nowhere else to report).
 pub fn note(line: &str) {
@@ -30,12 +30,21 @@ pub async fn send(args: SocketArgs) -> Result<(), Failure> {
     };
     let count = args.count.unwrap_or(1);
     let request = args.ty == SocketType::Req;
-    let (hex_in, hex_out) = (args.hex_frames, args.hex);
+    let (input_mode, output, ty) = (args.input, args.output, args.ty);
+    let (delay, wait_subscribers, verbose) = (args.delay, args.wait_subscribers, args.verbose);
+    let timeout = args.timeout;
     let work = async move {
+        if let Some(delay) = delay {
+            tokio::time::sleep(delay).await;
+        }
+        if let Some(wanted) = wait_subscribers {
+            wait_for_subscriptions(&socket, wanted, verbose, deadline, timeout).await?;
+        }
+        let mut tally = Tally::default();
         match input {
             Input::Frames(msg) => {
                 for _ in 0..count {
-                    send_one(&socket, msg.clone(), request, hex_out).await?;
+                    send_one(&socket, msg.clone(), request, output, &mut tally).await?;
                 }
             }
             Input::Lines(mut lines) => {
@@ -45,30 +54,121 @@ pub async fn send(args: SocketArgs) -> Result<(), Failure> {
                     let line = line.map_err(|e| {
                         Failure::Runtime(format!("cannot read standard input: {e}"))
                     })?;
-                    let msg = parse_line(&line, hex_in).map_err(|bad| {
+                    let msg = parse_line(&line, input_mode).map_err(|bad| {
                         Failure::Usage(format!(
-                            "line {number} of standard input: frame '{}' is not hex",
-                            String::from_utf8_lossy(&bad)
+                            "line {number} of standard input: frame '{}' is not {}",
+                            String::from_utf8_lossy(&bad),
+                            input_what(input_mode)
                         ))
                     })?;
                     for _ in 0..count {
-                        send_one(&socket, msg.clone(), request, hex_out).await?;
+                        send_one(&socket, msg.clone(), request, output, &mut tally).await?;
                     }
                 }
             }
         }
         // Linger: wait until what is queued is written, or LINGER runs out.
         socket.close().await;
-        Ok(())
+        tally.verdict(ty)
     };
     supervise(work, monitor, &watch, deadline, args.timeout).await
+}
+
+/// What became of the messages `send` handed to the socket.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Tally {
+    /// Messages the socket took.
+    sent: u64,
+    /// Of those, messages it dropped at once ([`Sent::Dropped`]).
+    dropped: u64,
+}
+
+impl Tally {
+    /// Count the outcome of one send.
+    fn count(&mut self, sent: Sent) {
+        self.sent += 1;
+        if sent == Sent::Dropped {
+            self.dropped += 1;
+        }
+    }
+
+    /// `Err` (exit 4) when messages were dropped, saying how many and why.
+    fn verdict(self, ty: SocketType) -> Result<(), Failure> {
+        if self.dropped == 0 {
+            return Ok(());
+        }
+        let (them, its) = if self.dropped == 1 {
+            ("it", "its")
+        } else {
+            ("them", "their")
+        };
+        let why = match ty {
+            SocketType::Pub | SocketType::XPub => format!(
+                "no subscriber had subscribed to {them} (a PUB sends only to subscribers \
+                 that have already joined: see --wait-subscribers and --delay)"
+            ),
+            SocketType::Router => {
+                format!("no connected peer has {its} routing id (the first frame)")
+            }
+            _ => format!("the socket had no peer to take {them}"),
+        };
+        Err(Failure::Undelivered(format!(
+            "{} of {} message{} not delivered: {why}",
+            self.dropped,
+            self.sent,
+            if self.sent == 1 { "" } else { "s" }
+        )))
+    }
+}
+
+/// `--wait-subscribers`: receive subscription messages (the socket is an XPUB with
+/// XPUB_VERBOSE, so each subscription of every subscriber arrives) until `wanted` have.
+async fn wait_for_subscriptions(
+    socket: &Socket,
+    wanted: u64,
+    verbose: bool,
+    deadline: Option<Instant>,
+    timeout: Option<Duration>,
+) -> Result<(), Failure> {
+    let mut arrived = 0u64;
+    while arrived < wanted {
+        let next = match deadline {
+            Some(d) => match tokio::time::timeout_at(d, socket.recv()).await {
+                Ok(next) => next,
+                Err(_) => {
+                    let ms = timeout.map_or(0, |t| t.as_millis());
+                    return Err(Failure::Timeout(format!(
+                        "timed out after {ms} ms waiting for subscribers: {arrived} of \
+                         {wanted} subscriptions arrived"
+                    )));
+                }
+            },
+            None => socket.recv().await,
+        };
+        let msg = next.map_err(|e| Failure::Runtime(format!("cannot receive: {e}")))?;
+        let Some(frame) = msg.frames().first() else {
+            continue;
+        };
+        if frame.first() == Some(&1) {
+            arrived += 1;
+            if verbose {
+                let mut topic = Vec::new();
+                escape::escape_into(&frame[1..], &mut topic);
+                note(&format!(
+                    "subscription {arrived} of {wanted}: '{}'",
+                    String::from_utf8_lossy(&topic)
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `zmtp recv`.
 pub async fn recv(args: SocketArgs) -> Result<(), Failure> {
     let deadline = args.timeout.map(|t| Instant::now() + t);
     let (socket, monitor, watch) = before(deadline, args.timeout, open(&args)).await?;
-    let (count, echo, hex_out) = (args.count, args.echo, args.hex);
+    let (count, echo, output) = (args.count, args.echo, args.output);
     let work = async move {
         let mut received = 0u64;
         while count.is_none_or(|c| received < c) {
@@ -76,7 +176,7 @@ pub async fn recv(args: SocketArgs) -> Result<(), Failure> {
                 .recv()
                 .await
                 .map_err(|e| Failure::Runtime(format!("cannot receive: {e}")))?;
-            print_message(msg.frames(), hex_out)?;
+            print_message(msg.frames(), output)?;
             if echo {
                 // As received: ROUTER keeps the peer's identity frame, REP its envelope.
                 socket
@@ -104,15 +204,12 @@ fn message(frames: impl Iterator<Item = Vec<u8>>) -> Message {
     Message::from(frames.map(Bytes::from).collect::<Vec<Bytes>>())
 }
 
-/// The frames of one line of input (TAB-separated); `Err` with a frame that is not hex.
-fn parse_line(line: &[u8], hex_frames: bool) -> Result<Message, Vec<u8>> {
+/// The frames of one line of input (TAB-separated); `Err` with a frame that is malformed
+/// (not hex for `--hex-frames`, a bad escape for `--unescape`).
+fn parse_line(line: &[u8], input: args::Input) -> Result<Message, Vec<u8>> {
     let mut frames = Vec::new();
     for part in line.split(|&b| b == b'\t') {
-        if hex_frames {
-            frames.push(hex::decode(part).ok_or_else(|| part.to_vec())?);
-        } else {
-            frames.push(part.to_vec());
-        }
+        frames.push(decode_frame(part, input).ok_or_else(|| part.to_vec())?);
     }
     Ok(message(frames.into_iter()))
 }
@@ -149,37 +246,50 @@ fn read_lines() -> Result<mpsc::Receiver<std::io::Result<Vec<u8>>>, Failure> {
     Ok(rx)
 }
 
-/// Send one message; for REQ, wait for the reply and print it.
-async fn send_one(socket: &Socket, msg: Message, request: bool, hex: bool) -> Result<(), Failure> {
-    socket
+/// Send one message and count what became of it; for REQ, wait for the reply and print
+/// it.
+async fn send_one(
+    socket: &Socket,
+    msg: Message,
+    request: bool,
+    output: Output,
+    tally: &mut Tally,
+) -> Result<(), Failure> {
+    let sent = socket
         .send(msg)
         .await
         .map_err(|e| Failure::Runtime(format!("cannot send: {e}")))?;
+    tally.count(sent);
     if request {
         let reply = socket
             .recv()
             .await
             .map_err(|e| Failure::Runtime(format!("cannot receive the reply: {e}")))?;
-        print_message(reply.frames(), hex)?;
+        print_message(reply.frames(), output)?;
     }
     Ok(())
 }
 
-/// Print a message as one line: frames separated by a TAB, raw or as lowercase hex.
-fn print_message(frames: &[Bytes], hex: bool) -> Result<(), Failure> {
+/// A message as one line: frames separated by a TAB, escaped, as lowercase hex or raw.
+fn format_message(frames: &[Bytes], output: Output) -> Vec<u8> {
     let mut line = Vec::with_capacity(frames.iter().map(|f| f.len() * 2 + 1).sum::<usize>() + 1);
     for (i, frame) in frames.iter().enumerate() {
         if i > 0 {
             line.push(b'\t');
         }
-        if hex {
-            hex::encode_into(frame, &mut line);
-        } else {
-            line.extend_from_slice(frame);
+        match output {
+            Output::Escaped => escape::escape_into(frame, &mut line),
+            Output::Hex => hex::encode_into(frame, &mut line),
+            Output::Raw => line.extend_from_slice(frame),
         }
     }
     line.push(b'\n');
-    print_stdout(&line)
+    line
+}
+
+/// Print a message as one line (see [`format_message`]).
+fn print_message(frames: &[Bytes], output: Output) -> Result<(), Failure> {
+    print_stdout(&format_message(frames, output))
 }
 
 /// Run `f` unless the deadline passes first.
@@ -232,7 +342,15 @@ async fn open(args: &SocketArgs) -> Result<(Socket, Monitor, Watch), Failure> {
             },
         ),
     };
-    let socket = Socket::with_options(args.ty, options).map_err(|e| match e {
+    // --wait-subscribers sees subscriptions arrive as an XPUB does, each one of every
+    // subscriber (XPUB_VERBOSE); to its subscribers, an XPUB is a PUB.
+    let ty = if args.wait_subscribers.is_some() {
+        options.xpub_verbose = true;
+        SocketType::XPub
+    } else {
+        args.ty
+    };
+    let socket = Socket::with_options(ty, options).map_err(|e| match e {
         Error::Options(e) => Failure::Usage(format!("bad option: {e}")),
         e => Failure::Runtime(format!("cannot create the socket: {e}")),
     })?;
@@ -359,8 +477,15 @@ struct Watch {
 impl Watch {
     /// `Err` when the event ends the command (exit 2).
     fn judge(&self, e: &MonitorEvent) -> Result<(), Failure> {
-        if self.verbose {
-            note(&format!("{} {} (value {})", e.kind, e.endpoint, e.value));
+        // CONNECT_DELAYED repeats the "connecting to" noted at connect.
+        if self.verbose
+            && !matches!(
+                e.kind,
+                MonitorEventKind::MonitorStopped | MonitorEventKind::ConnectDelayed
+            )
+        {
+            let inbound = self.bound.contains(&e.endpoint);
+            note(&format!("{} [{}]", event_text(e, inbound), e.kind));
         }
         let kind = e.kind;
         if !matches!(
@@ -390,11 +515,11 @@ impl Watch {
             }
             if kind == MonitorEventKind::HandshakeFailedAuth {
                 note(&format!(
-                    "refused a client on {endpoint}: authentication failed ({detail})"
+                    "refused a client connected on {endpoint}: authentication failed ({detail})"
                 ));
             } else {
                 note(&format!(
-                    "a client on {endpoint} failed the handshake: {detail}"
+                    "a client connected on {endpoint} failed the handshake: {detail}"
                 ));
             }
             return Ok(());
@@ -409,7 +534,7 @@ impl Watch {
         if kind == MonitorEventKind::HandshakeFailedProtocol {
             if inbound {
                 note(&format!(
-                    "a peer on {endpoint} failed the handshake: {detail}"
+                    "a peer connected on {endpoint} failed the handshake: {detail}"
                 ));
             } else {
                 // Nothing reconnects after a protocol error: give up.
@@ -420,6 +545,39 @@ impl Watch {
         }
         // Without detail, on a NULL socket: transient (the peer went away); reconnects.
         Ok(())
+    }
+}
+
+/// A monitor event in words. Events carry our endpoint, not the peer's address: on a bound
+/// (`inbound`) endpoint they say "a peer connected on" it.
+fn event_text(e: &MonitorEvent, inbound: bool) -> String {
+    let ep = &e.endpoint;
+    let peer = if inbound {
+        format!("a peer connected on {ep}")
+    } else {
+        ep.clone()
+    };
+    let v = e.value;
+    match e.kind {
+        MonitorEventKind::Listening => format!("listening on {ep}"),
+        MonitorEventKind::BindFailed => format!("cannot bind {ep} (error {v})"),
+        MonitorEventKind::Accepted => format!("accepted a connection on {ep}"),
+        MonitorEventKind::AcceptFailed => format!("cannot accept a connection on {ep} (error {v})"),
+        MonitorEventKind::Connected => format!("connected to {ep}"),
+        MonitorEventKind::ConnectDelayed => format!("connecting to {ep}"),
+        MonitorEventKind::ConnectRetried => {
+            format!("cannot connect to {ep} yet; retrying in {v} ms")
+        }
+        MonitorEventKind::Closed => format!("closed {ep}"),
+        MonitorEventKind::Disconnected if inbound => format!("{peer} went away"),
+        MonitorEventKind::Disconnected => format!("disconnected from {ep}"),
+        MonitorEventKind::HandshakeSucceeded => format!("handshake with {peer} succeeded"),
+        MonitorEventKind::HandshakeFailedNoDetail
+        | MonitorEventKind::HandshakeFailedProtocol
+        | MonitorEventKind::HandshakeFailedAuth => {
+            format!("handshake with {peer} failed: {}", describe(e))
+        }
+        _ => format!("{} on {ep} (value {v})", e.kind),
     }
 }
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use zmtp_conformance::ffi::{
     Ctx, ZSocket, ZMQ_CURVE_PUBLICKEY, ZMQ_CURVE_SECRETKEY, ZMQ_CURVE_SERVERKEY, ZMQ_DEALER,
     ZMQ_EVENT_ALL, ZMQ_EVENT_HANDSHAKE_SUCCEEDED, ZMQ_PUB, ZMQ_PULL, ZMQ_PUSH, ZMQ_REP, ZMQ_REQ,
-    ZMQ_ROUTER, ZMQ_ROUTING_ID,
+    ZMQ_ROUTER, ZMQ_ROUTING_ID, ZMQ_SUB,
 };
 use zmtp_conformance::security::{
     expect_auth_failure, key, stranger_keys, zcurve_client, zcurve_server, zplain_client,
@@ -812,28 +812,146 @@ fn keygen_prints_a_valid_key_pair() {
 
 #[test]
 fn help_prints_the_usage() {
-    for args in [&["--help"][..], &["help"], &["-h"], &["send", "--help"]] {
+    for args in [&["--help"][..], &["help"], &["-h"]] {
         let out = run(args, None);
         ok(&out);
         let usage = text(&out.stdout);
-        for line in ["zmtp send", "zmtp recv", "zmtp keygen", "zmtp bench"] {
-            assert!(usage.contains(line), "{args:?}: {usage}");
+        for word in [
+            "send",
+            "recv",
+            "keygen",
+            "bench",
+            "completions",
+            "Exit status",
+        ] {
+            assert!(usage.contains(word), "{args:?}: {usage}");
         }
     }
     let out = run(&[], None);
     assert_eq!(out.code, Some(1));
     assert!(out.stdout.is_empty());
-    assert!(out.stderr.contains("zmtp send"), "{out:?}");
+    assert!(out.stderr.contains("send"), "{out:?}");
+    let out = run(&["--version"], None);
+    ok(&out);
+    assert!(text(&out.stdout).starts_with("zmtp "), "{out:?}");
 }
 
 #[test]
-fn bench_runs_on_every_transport() {
-    for transport in ["tcp", "ipc", "inproc"] {
+fn each_subcommand_has_its_own_help() {
+    // (arguments, words in its help, words of other subcommands that must not be there)
+    let cases: [(&[&str], &[&str], &[&str]); 5] = [
+        (
+            &["send", "--help"],
+            &[
+                "Usage: zmtp send",
+                "--wait-subscribers",
+                "--delay",
+                "--unescape",
+                "Exit status",
+            ],
+            &["--echo", "--subscribe <PREFIX>", "--transport"],
+        ),
+        (
+            &["help", "recv"],
+            &["Usage: zmtp recv", "--echo", "--subscribe", "--raw", "\\t"],
+            &["--wait-subscribers", "--transport"],
+        ),
+        (
+            &["bench", "-h"],
+            &["Usage: zmtp bench", "--driver", "tokio", "smol", "mio"],
+            &["--echo", "--type"],
+        ),
+        (&["keygen", "--help"], &["Usage: zmtp keygen"], &["--type"]),
+        (
+            &["completions", "--help"],
+            &["bash", "zsh", "fish"],
+            &["--type"],
+        ),
+    ];
+    for (args, wanted, unwanted) in cases {
+        let out = run(args, None);
+        ok(&out);
+        let help = text(&out.stdout);
+        for w in wanted {
+            assert!(help.contains(w), "{args:?}: {w:?} missing from {help}");
+        }
+        for u in unwanted {
+            assert!(!help.contains(u), "{args:?}: {u:?} in {help}");
+        }
+    }
+}
+
+#[test]
+fn completions_are_generated_for_bash_zsh_and_fish() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = run(&["completions", shell], None);
+        ok(&out);
+        let script = text(&out.stdout);
+        // (fish names long options without their dashes)
+        for word in [
+            "zmtp",
+            "send",
+            "recv",
+            "bench",
+            "wait-subscribers",
+            "curve-server-key",
+        ] {
+            assert!(script.contains(word), "{shell}: {word} missing");
+        }
+        // The socket types and drivers complete as values.
+        for value in ["router", "xpub", "smol", "mio"] {
+            assert!(script.contains(value), "{shell}: value {value} missing");
+        }
+    }
+    assert!(text(&run(&["completions", "bash"], None).stdout).contains("complete -F"));
+    assert!(text(&run(&["completions", "zsh"], None).stdout).starts_with("#compdef zmtp"));
+    assert!(text(&run(&["completions", "fish"], None).stdout).contains("complete -c zmtp"));
+    let out = run(&["completions", "tcsh"], None);
+    assert_eq!(out.code, Some(1), "{out:?}");
+}
+
+#[test]
+fn a_typo_gets_a_suggestion_on_one_line() {
+    let out = run(
+        &[
+            "send",
+            "-t",
+            "push",
+            "-c",
+            "tcp://127.0.0.1:1",
+            "--linge",
+            "5",
+            "x",
+        ],
+        None,
+    );
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
+    assert!(out.stderr.contains("'--linger'"), "{out:?}");
+    assert!(out.stderr.contains("zmtp send --help"), "{out:?}");
+    let out = run(&["sned"], None);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(out.stderr.contains("'send'"), "{out:?}");
+}
+
+#[test]
+fn bench_runs_on_every_driver_and_transport() {
+    let runs = [
+        ("tokio", "tcp"),
+        ("tokio", "ipc"),
+        ("tokio", "inproc"),
+        ("smol", "tcp"),
+        ("smol", "ipc"),
+        ("smol", "inproc"),
+        ("mio", "tcp"),
+        ("mio", "ipc"),
+    ];
+    for (driver, transport) in runs {
         let out = run(
             &[
                 "bench",
                 "--driver",
-                "tokio",
+                driver,
                 "--transport",
                 transport,
                 "--count",
@@ -845,6 +963,10 @@ fn bench_runs_on_every_transport() {
         );
         ok(&out);
         let report = text(&out.stdout);
+        assert!(
+            report.starts_with(&format!("zmtp bench: driver {driver} ")),
+            "{report}"
+        );
         for word in [
             transport,
             "2000 messages",
@@ -857,12 +979,15 @@ fn bench_runs_on_every_transport() {
         ] {
             assert!(
                 report.contains(word),
-                "{transport}: {word} missing from {report}"
+                "{driver} {transport}: {word} missing from {report}"
             );
         }
         // No progress indicator when standard error is not a terminal.
         assert!(out.stderr.is_empty(), "{out:?}");
     }
+    let out = run(&["bench", "--driver", "mio", "--transport", "inproc"], None);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(out.stderr.contains("inproc"), "{out:?}");
 }
 
 // ----- exit codes ----------------------------------------------------------------------
@@ -941,13 +1066,25 @@ fn bad_usage_exits_1_with_one_line_naming_the_problem() {
         ("recv -t pull -c {ep} --frobnicate", "--frobnicate"),
         ("recv -t pull -c {ep} --hex=yes", "--hex"),
         ("send -t push -c {ep} --hex-frames xyz", "hex"),
-        ("send -t push -c {ep} -n 0 x", "-n"),
+        ("send -t push -c {ep} -n 0 x", "--count"),
         ("send -t push -c {ep} --timeout soon x", "--timeout"),
-        ("recv -t pull -c {ep} -n", "needs a value"),
+        ("recv -t pull -c {ep} -n", "value is required"),
         ("recv -t pull -c {ep} hello", "hello"),
         ("frobnicate", "frobnicate"),
         ("keygen now", "keygen"),
-        ("bench --driver smol", "tokio"),
+        ("bench --driver nope", "tokio, smol, mio"),
+        (
+            "send -t push -c {ep} --wait-subscribers 1 x",
+            "--wait-subscribers",
+        ),
+        (
+            "send -t pub -c {ep} --wait-subscribers 0 x",
+            "--wait-subscribers",
+        ),
+        ("send -t push -c {ep} --delay soon x", "--delay"),
+        ("send -t push -c {ep} --unescape a\\q", "escape"),
+        ("recv -t pull -c {ep} --hex --raw", "--raw"),
+        ("completions", "SHELL"),
         ("bench --transport udp", "udp"),
         ("bench --size big", "--size"),
         ("bench --count 0", "--count"),
@@ -992,6 +1129,8 @@ fn bind_on_a_port_in_use_exits_2() {
     let out = run(&["recv", "-t", "pull", "-b", &ep, "--timeout", GUARD], None);
     assert_eq!(out.code, Some(2), "{out:?}");
     assert!(out.stderr.contains("bind"), "{out:?}");
+    // It names the endpoint that is taken.
+    assert!(out.stderr.contains(&ep), "{out:?}");
     assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
 }
 
@@ -1123,11 +1262,279 @@ fn garbage_arguments_never_panic() {
     for args in &cases {
         let out = spawn_os(args, None).finish();
         assert!(
-            matches!(out.code, Some(0..=3)),
+            matches!(out.code, Some(0..=4)),
             "{args:?} ended with {:?}: {}",
             out.code,
             out.stderr
         );
         assert!(!out.stderr.contains("panicked"), "{args:?}: {}", out.stderr);
     }
+}
+
+// ----- undelivered messages (exit 4) ---------------------------------------------------
+
+#[test]
+fn pub_without_a_subscriber_exits_4_and_counts_the_dropped_messages() {
+    let out = run(
+        &[
+            "send",
+            "-t",
+            "pub",
+            "-b",
+            "tcp://127.0.0.1:*",
+            "-n",
+            "3",
+            "--timeout",
+            GUARD,
+            "news",
+        ],
+        None,
+    );
+    assert_eq!(out.code, Some(4), "{out:?}");
+    assert!(
+        out.stderr.contains("3 of 3 messages not delivered"),
+        "{out:?}"
+    );
+    assert!(out.stderr.contains("subscri"), "{out:?}");
+    assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
+}
+
+#[test]
+fn router_to_an_unknown_routing_id_exits_4() {
+    let out = run(
+        &[
+            "send",
+            "-t",
+            "router",
+            "-b",
+            "tcp://127.0.0.1:*",
+            "--timeout",
+            GUARD,
+            "nobody",
+            "hello",
+        ],
+        None,
+    );
+    assert_eq!(out.code, Some(4), "{out:?}");
+    assert!(
+        out.stderr.contains("1 of 1 message not delivered"),
+        "{out:?}"
+    );
+    assert!(out.stderr.contains("routing id"), "{out:?}");
+}
+
+#[test]
+fn router_to_a_known_routing_id_exits_0() {
+    let ctx = Ctx::new();
+    // The dealer's id is set before it binds (libzmq's listeners copy the options then);
+    // our router connects, and sends once the dealer is known (--delay lets the handshake
+    // finish).
+    let dealer = zsock(&ctx, ZMQ_DEALER);
+    dealer.set_bytes(ZMQ_ROUTING_ID, b"known").unwrap();
+    dealer.bind("tcp://127.0.0.1:*").unwrap();
+    let ep = dealer.last_endpoint().unwrap();
+    let out = run(
+        &[
+            "send",
+            "-t",
+            "router",
+            "-c",
+            &ep,
+            "--delay",
+            "500",
+            "--timeout",
+            GUARD,
+            "known",
+            "hello",
+        ],
+        None,
+    );
+    ok(&out);
+    assert_eq!(dealer.recv_multipart().unwrap(), frames(&[b"hello"]));
+}
+
+/// A libzmq SUB of everything connected to `ep`.
+fn zsub<'c>(ctx: &'c Ctx, ep: &str) -> ZSocket<'c> {
+    let sub = zsock(ctx, ZMQ_SUB);
+    sub.subscribe(b"").unwrap();
+    sub.connect(ep).unwrap();
+    sub
+}
+
+#[test]
+fn wait_subscribers_delivers_every_line_to_subscribers_that_join_later() {
+    let ctx = Ctx::new();
+    let mut running = spawn(
+        &[
+            "send",
+            "-t",
+            "pub",
+            "-b",
+            "tcp://127.0.0.1:*",
+            "--wait-subscribers",
+            "2",
+            "-v",
+            "--timeout",
+            GUARD,
+        ],
+        Some(b"one\ntwo\nthree\n"),
+    );
+    let ep = running.bound_endpoint();
+    let first = zsub(&ctx, &ep);
+    // Nothing is sent while only one of the two has joined.
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !running.exited(),
+        "sent before the second subscriber joined"
+    );
+    let second = zsub(&ctx, &ep);
+    let out = running.finish();
+    ok(&out);
+    for sub in [&first, &second] {
+        for line in ["one", "two", "three"] {
+            assert_eq!(sub.recv_multipart().unwrap(), frames(&[line.as_bytes()]));
+        }
+    }
+    assert!(out.stderr.contains("subscription 2 of 2"), "{out:?}");
+}
+
+#[test]
+fn wait_subscribers_times_out_with_3_saying_how_many_came() {
+    let out = run(
+        &[
+            "send",
+            "-t",
+            "pub",
+            "-b",
+            "tcp://127.0.0.1:*",
+            "--wait-subscribers",
+            "1",
+            "--timeout",
+            "300",
+            "x",
+        ],
+        None,
+    );
+    assert_eq!(out.code, Some(3), "{out:?}");
+    assert!(out.stderr.contains("0 of 1 subscriptions"), "{out:?}");
+}
+
+#[test]
+fn delay_gives_a_subscriber_time_to_join() {
+    let ctx = Ctx::new();
+    let mut running = spawn(
+        &[
+            "send",
+            "-t",
+            "pub",
+            "-b",
+            "tcp://127.0.0.1:*",
+            "--delay",
+            "1500",
+            "-v",
+            "--timeout",
+            GUARD,
+            "late",
+            "news",
+        ],
+        None,
+    );
+    let started = Instant::now();
+    let ep = running.bound_endpoint();
+    let sub = zsub(&ctx, &ep);
+    let out = running.finish();
+    ok(&out);
+    assert!(started.elapsed() >= Duration::from_millis(1400), "{out:?}");
+    assert_eq!(sub.recv_multipart().unwrap(), frames(&[b"late", b"news"]));
+}
+
+// ----- escaping ------------------------------------------------------------------------
+
+#[test]
+fn recv_escapes_separators_and_binary_so_each_message_is_one_line() {
+    let ctx = Ctx::new();
+    let (push, ep) = zbind(&ctx, ZMQ_PUSH);
+    let messages: [&[&[u8]]; 3] = [
+        &[b"tab\there", b"new\nline\r"],
+        &[b"back\\slash", "gr\u{fc}\u{df}e".as_bytes(), b""],
+        &[&[0x00, 0xff, b'a', 0x1b]],
+    ];
+    let escaped = "tab\\there\tnew\\nline\\r\n\
+                   back\\\\slash\tgr\u{fc}\u{df}e\t\n\
+                   \\x00\\xffa\\x1b\n";
+    // Our PULL connects first; the bound libzmq PUSH then has a peer to send to.
+    let recv = |output: &str, sent: &[&[&[u8]]]| {
+        let n = sent.len().to_string();
+        let mut args = vec![
+            "recv",
+            "-t",
+            "pull",
+            "-c",
+            &ep,
+            "-n",
+            &n,
+            "--timeout",
+            GUARD,
+        ];
+        if !output.is_empty() {
+            args.push(output);
+        }
+        let running = spawn(&args, None);
+        for m in sent {
+            push.send_multipart(m).unwrap();
+        }
+        running.finish()
+    };
+    let out = recv("", &messages);
+    ok(&out);
+    assert_eq!(text(&out.stdout), escaped);
+    assert_eq!(out.stdout.iter().filter(|&&b| b == b'\n').count(), 3);
+
+    // --raw prints the bytes as they came, --hex as hex.
+    let raw = recv("--raw", &messages);
+    ok(&raw);
+    let mut expected = Vec::new();
+    for m in messages {
+        expected.extend_from_slice(&m.join(&b'\t'));
+        expected.push(b'\n');
+    }
+    assert_eq!(raw.stdout, expected);
+    let hex = recv("--hex", &messages[2..]);
+    ok(&hex);
+    assert_eq!(text(&hex.stdout), "00ff611b\n");
+
+    // The escaped lines, fed to send --unescape, reproduce the frames at a libzmq PULL.
+    let (pull, ep) = zbind(&ctx, ZMQ_PULL);
+    let back = run(
+        &[
+            "send",
+            "-t",
+            "push",
+            "-c",
+            &ep,
+            "--unescape",
+            "--timeout",
+            GUARD,
+        ],
+        Some(&out.stdout),
+    );
+    ok(&back);
+    for m in messages {
+        assert_eq!(pull.recv_multipart().unwrap(), frames(m));
+    }
+}
+
+#[test]
+fn req_replies_are_escaped_too() {
+    let ctx = Ctx::new();
+    let (rep, ep) = zbind(&ctx, ZMQ_REP);
+    let running = spawn(
+        &["send", "-t", "req", "-c", &ep, "--timeout", GUARD, "q\n"],
+        None,
+    );
+    let request = rep.recv_multipart().unwrap();
+    rep.send_multipart(&[b"a\tb", &request[0]]).unwrap();
+    let out = running.finish();
+    ok(&out);
+    assert_eq!(text(&out.stdout), "a\\tb\tq\\n\n");
 }
