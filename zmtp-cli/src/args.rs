@@ -17,7 +17,8 @@ ipc:///path, ipc://@abstract-name, inproc://name.
 
 Exit status: 0 done, 1 bad usage or configuration, 2 runtime failure (bind failed,
 authentication refused, I/O error), 3 --timeout expired, 4 messages not delivered (send:
-dropped for want of a subscriber or of a peer with that routing id).";
+dropped for want of a subscriber or of a peer with that routing id, or still queued when
+--linger ran out).";
 
 /// The text after the options list of `zmtp send --help`.
 const SEND_AFTER: &str = "\
@@ -31,7 +32,8 @@ A PUB sends only to subscribers that have joined: start them first, or use
 
 Exit status: 0 every message sent and written, 1 bad usage, 2 runtime failure, 3 --timeout
 expired, 4 messages not delivered: dropped by a PUB or XPUB without a subscriber for them,
-or by a ROUTER without a peer of that routing id. Standard error counts them.";
+or by a ROUTER without a peer of that routing id, or still queued when --linger ran out
+(no peer to take them). Standard error counts them.";
 
 /// The text after the options list of `zmtp recv --help`.
 const RECV_AFTER: &str = "\

@@ -335,8 +335,7 @@ impl Runner for Mio {
     const DESCRIPTION: &'static str = "mio (blocking sockets, one reactor thread)";
 
     fn throughput(&mut self, args: &BenchArgs, progress: &Progress) -> Result<Duration, Failure> {
-        let (pull, mut push) =
-            self.pair(args.transport, "thr", SocketType::Pull, SocketType::Push)?;
+        let (pull, push) = self.pair(args.transport, "thr", SocketType::Pull, SocketType::Push)?;
         // Should the receiver fail, the sender blocked at the high-water mark gives up.
         push.set_sndtimeo(Some(Duration::from_secs(30)));
         push.send("warm-up").map_err(|e| failed("send", e))?;

@@ -31,7 +31,7 @@ pub enum Failure {
     /// The command did not complete within `--timeout` (exit 3).
     Timeout(String),
     /// Messages were not delivered (exit 4): dropped by the socket (no subscriber, no peer
-    /// with that routing id).
+    /// with that routing id), or still queued when LINGER ran out.
     Undelivered(String),
     /// Standard output was closed by its reader: stop quietly (exit 0).
     OutputClosed,

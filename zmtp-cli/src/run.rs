@@ -8,8 +8,8 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use zmtp_tokio::{
-    Authenticator, Bytes, Error, KeyPair, Message, Monitor, MonitorEvent, MonitorEventKind,
-    Options, PublicKey, Security, Sent, Socket, SocketType,
+    Authenticator, Bytes, CloseReport, Error, KeyPair, Message, Monitor, MonitorEvent,
+    MonitorEventKind, Options, PublicKey, Security, Sent, Socket, SocketType,
 };
 
 use crate::args::{self, decode_frame, input_what, Direction, Output, Role, SocketArgs};
@@ -68,7 +68,7 @@ pub async fn send(args: SocketArgs) -> Result<(), Failure> {
             }
         }
         // Linger: wait until what is queued is written, or LINGER runs out.
-        socket.close().await;
+        tally.unsent = socket.close().await;
         tally.verdict(ty)
     };
     supervise(work, monitor, &watch, deadline, args.timeout).await
@@ -81,6 +81,8 @@ struct Tally {
     sent: u64,
     /// Of those, messages it dropped at once ([`Sent::Dropped`]).
     dropped: u64,
+    /// What was still queued when `--linger` ran out.
+    unsent: CloseReport,
 }
 
 impl Tally {
@@ -94,8 +96,24 @@ impl Tally {
 
     /// `Err` (exit 4) when messages were dropped, saying how many and why.
     fn verdict(self, ty: SocketType) -> Result<(), Failure> {
-        if self.dropped == 0 {
+        if self.dropped == 0 && self.unsent.delivered_all() {
             return Ok(());
+        }
+        if self.dropped == 0 {
+            let what = match self.unsent.unsent_messages {
+                0 => format!(
+                    "part of the last messages ({} bytes)",
+                    self.unsent.unsent_bytes
+                ),
+                n if self.unsent.unsent_bytes == 0 => format!("{n} of {}", self.sent),
+                n => format!(
+                    "{n} of {} (and {} bytes of others)",
+                    self.sent, self.unsent.unsent_bytes
+                ),
+            };
+            return Err(Failure::Undelivered(format!(
+                "{what} not delivered: still queued when --linger ran out (no peer took them)"
+            )));
         }
         let (them, its) = if self.dropped == 1 {
             ("it", "its")

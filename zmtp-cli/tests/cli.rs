@@ -1300,6 +1300,39 @@ fn pub_without_a_subscriber_exits_4_and_counts_the_dropped_messages() {
 }
 
 #[test]
+fn push_with_nobody_listening_exits_4_when_linger_runs_out() {
+    // A port that was free a moment ago: nobody listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let ep = format!("tcp://127.0.0.1:{port}");
+    let out = run(
+        &[
+            "send",
+            "-t",
+            "push",
+            "-c",
+            &ep,
+            "-n",
+            "2",
+            "--linger",
+            "200",
+            "--timeout",
+            GUARD,
+            "hi",
+        ],
+        None,
+    );
+    assert_eq!(out.code, Some(4), "{out:?}");
+    assert!(
+        out.stderr.contains("2 of 2 not delivered") && out.stderr.contains("--linger"),
+        "{out:?}"
+    );
+}
+
+#[test]
 fn router_to_an_unknown_routing_id_exits_4() {
     let out = run(
         &[
