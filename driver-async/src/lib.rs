@@ -8,6 +8,9 @@
 //! options follow libzmq and pyzmq. `inproc://` names are shared by every runtime in the
 //! process: a tokio socket can talk to a smol socket in process.
 //!
+//! The examples here use `zmtp-tokio`, whose `Socket` is `Socket<Tokio>`; with `zmtp-smol`
+//! they read the same inside `zmtp_smol::block_on`.
+//!
 //! # Cancel safety
 //! [`Socket::recv`] and [`Socket::send`] are cancel-safe: a `recv` dropped before it
 //! completes has taken no message, and a `send` dropped before it completes has queued
@@ -66,6 +69,26 @@ pub use {futures_core::Stream, futures_sink::Sink};
 /// [`Context`]'s [`term`](Context::term) does it for every socket made through the
 /// context, dropped ones included. A socket whose runtime ends first loses what was
 /// still queued, with a warning through the `log` crate.
+///
+/// A request and its reply, over TCP:
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), zmtp_tokio::Error> {
+/// use zmtp_tokio::{Socket, SocketType};
+///
+/// let rep = Socket::new(SocketType::Rep)?;
+/// let endpoint = rep.bind("tcp://127.0.0.1:*").await?;
+/// let req = Socket::new(SocketType::Req)?;
+/// req.connect(&endpoint)?;
+///
+/// req.send("ping").await?;
+/// let request = rep.recv().await?;
+/// assert_eq!(request.to_str(), Ok("ping"));
+/// rep.send("pong").await?;
+/// assert_eq!(req.recv_string().await?, "pong");
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct Socket<R: Runtime> {
     inner: Arc<Inner<R>>,
@@ -87,16 +110,67 @@ pub fn curve_keypair() -> Result<KeyPair, Error> {
 impl<R: Runtime> Socket<R> {
     /// A socket of type `ty` with libzmq's default options. Must be called inside a runtime
     /// ([`Error::NoRuntime`] otherwise; see [`Runtime::current`]).
+    ///
+    /// ```
+    /// use zmtp_tokio::{Error, Socket, SocketType};
+    ///
+    /// // Outside a runtime, the socket would have nowhere to run its I/O.
+    /// assert!(matches!(Socket::new(SocketType::Pull), Err(Error::NoRuntime)));
+    ///
+    /// let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    /// runtime.block_on(async {
+    ///     let pull = Socket::new(SocketType::Pull)?;
+    ///     assert_eq!(pull.socket_type(), SocketType::Pull);
+    ///     assert_eq!(pull.options().rcvhwm, 1000); // libzmq's default
+    ///     Ok::<(), Error>(())
+    /// })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new(ty: SocketType) -> Result<Socket<R>, Error> {
         Socket::with_options(ty, Options::default())
     }
 
     /// A socket of type `ty` with `options`. Must be called inside a runtime.
+    ///
+    /// Invalid options fail here with [`Error::Options`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zmtp_tokio::Error> {
+    /// use std::time::Duration;
+    /// use zmtp_tokio::{Error, Options, Socket, SocketType};
+    ///
+    /// let options = Options::default()
+    ///     .with_routing_id("worker-1")
+    ///     .with_linger(Some(Duration::ZERO));
+    /// let dealer = Socket::with_options(SocketType::Dealer, options)?;
+    /// assert_eq!(&dealer.options().routing_id[..], b"worker-1");
+    ///
+    /// // Routing ids are at most 255 bytes.
+    /// let too_long = Options::default().with_routing_id(vec![b'x'; 256]);
+    /// assert!(matches!(
+    ///     Socket::with_options(SocketType::Dealer, too_long),
+    ///     Err(Error::Options(_))
+    /// ));
+    /// # Ok(()) }
+    /// ```
     pub fn with_options(ty: SocketType, options: Options) -> Result<Socket<R>, Error> {
         Socket::with_runtime(R::current().ok_or(Error::NoRuntime)?, ty, options)
     }
 
     /// A socket of type `ty` with `options` whose I/O runs on `runtime`.
+    ///
+    /// ```
+    /// use zmtp_tokio::{Options, Socket, SocketType, Tokio};
+    ///
+    /// // Made outside the runtime, with a handle to it.
+    /// let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    /// let tokio = Tokio::new(runtime.handle().clone());
+    /// let pull = Socket::with_runtime(tokio, SocketType::Pull, Options::default())?;
+    /// let endpoint = runtime.block_on(pull.bind("tcp://127.0.0.1:*"))?;
+    /// assert_eq!(pull.last_endpoint(), endpoint);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn with_runtime(runtime: R, ty: SocketType, options: Options) -> Result<Socket<R>, Error> {
         // Its starting values and CURVE's keys and nonces come from the operating system.
         let socket = zmtp_driver::new_socket(ty, options)?;
@@ -117,6 +191,18 @@ impl<R: Runtime> Socket<R> {
 
     /// Change options; they apply to connections made afterwards (HWMs and pattern
     /// options at once). To change one option, use its setter (`set_sndhwm`, …).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zmtp_tokio::Error> {
+    /// use zmtp_tokio::{Options, Socket, SocketType};
+    ///
+    /// let push = Socket::new(SocketType::Push)?;
+    /// push.set_options(Options::default().with_sndhwm(5).with_immediate(true))?;
+    /// assert_eq!(push.options().sndhwm, 5);
+    /// assert!(push.options().immediate);
+    /// # Ok(()) }
+    /// ```
     pub fn set_options(&self, options: Options) -> Result<(), Error> {
         self.inner
             .with(|core| core.socket.set_options(options))
@@ -126,6 +212,29 @@ impl<R: Runtime> Socket<R> {
     /// Change some options in one step: `change` edits a copy of the options in force,
     /// which replaces them if valid ([`Error::Options`] otherwise, changing nothing).
     /// Each option's setter (`set_sndhwm`, `set_linger`, …) is a call of this.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zmtp_tokio::Error> {
+    /// use std::time::Duration;
+    /// use zmtp_tokio::{Error, Socket, SocketType};
+    ///
+    /// let push = Socket::new(SocketType::Push)?;
+    /// // One option: its setter.
+    /// push.set_sndhwm(10)?;
+    /// assert_eq!(push.options().sndhwm, 10);
+    /// // Several in one step.
+    /// push.update_options(|options| {
+    ///     options.sndhwm = 20;
+    ///     options.linger = Some(Duration::ZERO);
+    /// })?;
+    /// assert_eq!(push.options().sndhwm, 20);
+    /// assert_eq!(push.options().linger, Some(Duration::ZERO));
+    /// // An invalid value changes nothing.
+    /// assert!(matches!(push.set_routing_id(vec![0; 256]), Err(Error::Options(_))));
+    /// assert!(push.options().routing_id.is_empty());
+    /// # Ok(()) }
+    /// ```
     pub fn update_options(&self, change: impl FnOnce(&mut Options)) -> Result<(), Error> {
         self.inner
             .with(|core| {
@@ -143,6 +252,30 @@ impl<R: Runtime> Socket<R> {
     /// apply libzmq's rules (PLAIN servers refuse everyone, CURVE servers accept every
     /// client). Requests are made by PLAIN and CURVE servers, and by NULL sockets with a
     /// ZAP domain.
+    ///
+    /// A PLAIN server that lets one user in; the user id it gives is on every message that
+    /// user sends:
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zmtp_tokio::Error> {
+    /// use zmtp_tokio::{Authenticator, Options, Security, Socket, SocketType};
+    ///
+    /// let server_options = Options::default().with_security(Security::plain_server());
+    /// let server = Socket::with_options(SocketType::Pull, server_options)?;
+    /// server.set_authenticator(Some(Authenticator::new().plain_user("admin", "secret")));
+    /// let endpoint = server.bind("tcp://127.0.0.1:*").await?;
+    ///
+    /// let client_options = Options::default().with_security(Security::plain_client("admin", "secret")?);
+    /// let client = Socket::with_options(SocketType::Push, client_options)?;
+    /// client.connect(&endpoint)?;
+    /// client.send("hello").await?;
+    ///
+    /// let msg = server.recv().await?;
+    /// assert_eq!(msg.to_str(), Ok("hello"));
+    /// assert_eq!(msg.property("User-Id"), Some(&b"admin"[..]));
+    /// # Ok(()) }
+    /// ```
     pub fn set_authenticator(&self, authenticator: Option<Authenticator>) {
         self.inner
             .with(|core| core.socket.set_authenticator(authenticator));
@@ -151,6 +284,23 @@ impl<R: Runtime> Socket<R> {
     /// Listen on `endpoint` (`tcp://127.0.0.1:*`, `tcp://[::1]:5555`, `ipc:///tmp/x`,
     /// `ipc://@name`, `inproc://name`); returns the resolved endpoint, also kept as
     /// [`last_endpoint`](Self::last_endpoint).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zmtp_tokio::Error> {
+    /// use zmtp_tokio::{Error, Socket, SocketType};
+    ///
+    /// let pull = Socket::new(SocketType::Pull)?;
+    /// // Port `*`: the system picks a free one, and the endpoint returned says which.
+    /// let endpoint = pull.bind("tcp://127.0.0.1:*").await?;
+    /// assert!(endpoint.starts_with("tcp://127.0.0.1:") && !endpoint.ends_with('*'));
+    /// assert_eq!(pull.last_endpoint(), endpoint);
+    ///
+    /// // An endpoint in use by another socket is refused by the system.
+    /// let other = Socket::new(SocketType::Pull)?;
+    /// assert!(matches!(other.bind(&endpoint).await, Err(Error::Io(_))));
+    /// # Ok(()) }
+    /// ```
     pub async fn bind(&self, endpoint: &str) -> Result<String, Error> {
         let waiter = {
             let mut core = self.inner.lock();
@@ -171,6 +321,26 @@ impl<R: Runtime> Socket<R> {
     /// Connect to `endpoint`. Returns at once, without waiting (not `async`): the
     /// connection (and reconnections) happen in the background, and messages queue for it
     /// meanwhile (unless IMMEDIATE is set). A malformed endpoint fails here.
+    ///
+    /// A connection made before its peer binds: the message waits for it.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zmtp_tokio::Error> {
+    /// use zmtp_tokio::{Error, Socket, SocketType};
+    ///
+    /// let push = Socket::new(SocketType::Push)?;
+    /// push.connect("inproc://connect-example")?;
+    /// push.send("sent before the bind").await?;
+    ///
+    /// let pull = Socket::new(SocketType::Pull)?;
+    /// pull.bind("inproc://connect-example").await?;
+    /// assert_eq!(pull.recv_string().await?, "sent before the bind");
+    ///
+    /// // A malformed endpoint fails at once.
+    /// assert!(matches!(push.connect("tcp://no-port"), Err(Error::Endpoint(_))));
+    /// # Ok(()) }
+    /// ```
     pub fn connect(&self, endpoint: &str) -> Result<(), Error> {
         self.inner.with_timers(|core| {
             if core.closed {
@@ -183,6 +353,18 @@ impl<R: Runtime> Socket<R> {
 
     /// Stop listening on an endpoint given to `bind` (or the resolved form). Returns at
     /// once (not `async`); [`Error::NotFound`] if no such endpoint is bound.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zmtp_tokio::Error> {
+    /// use zmtp_tokio::{Error, Socket, SocketType};
+    ///
+    /// let pull = Socket::new(SocketType::Pull)?;
+    /// let endpoint = pull.bind("tcp://127.0.0.1:*").await?;
+    /// pull.unbind(&endpoint)?;
+    /// assert!(matches!(pull.unbind(&endpoint), Err(Error::NotFound)));
+    /// # Ok(()) }
+    /// ```
     pub fn unbind(&self, endpoint: &str) -> Result<(), Error> {
         if self.inner.with_timers(|core| core.socket.unbind(endpoint)) {
             Ok(())
@@ -193,6 +375,23 @@ impl<R: Runtime> Socket<R> {
 
     /// Drop a connection made with `connect`. Returns at once (not `async`);
     /// [`Error::NotFound`] if no such endpoint is connected.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zmtp_tokio::Error> {
+    /// use zmtp_tokio::{Error, Socket, SocketType};
+    ///
+    /// let pull = Socket::new(SocketType::Pull)?;
+    /// let endpoint = pull.bind("tcp://127.0.0.1:*").await?;
+    /// let push = Socket::new(SocketType::Push)?;
+    /// push.connect(&endpoint)?;
+    /// assert!(push.can_send());
+    ///
+    /// push.disconnect(&endpoint)?;
+    /// assert!(!push.can_send()); // no peer left to send to
+    /// assert!(matches!(push.disconnect(&endpoint), Err(Error::NotFound)));
+    /// # Ok(()) }
+    /// ```
     pub fn disconnect(&self, endpoint: &str) -> Result<(), Error> {
         if self
             .inner
@@ -205,6 +404,18 @@ impl<R: Runtime> Socket<R> {
     }
 
     /// The last endpoint bound, resolved (e.g. with the port chosen for `*`).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zmtp_tokio::Error> {
+    /// use zmtp_tokio::{Socket, SocketType};
+    ///
+    /// let pull = Socket::new(SocketType::Pull)?;
+    /// assert_eq!(pull.last_endpoint(), "");
+    /// pull.bind("tcp://127.0.0.1:*").await?;
+    /// assert!(pull.last_endpoint().starts_with("tcp://127.0.0.1:"));
+    /// # Ok(()) }
+    /// ```
     pub fn last_endpoint(&self) -> String {
         self.inner.lock().socket.last_endpoint().to_string()
     }
@@ -212,6 +423,36 @@ impl<R: Runtime> Socket<R> {
     /// Subscribe to a topic prefix (`ZMQ_SUBSCRIBE`); the empty topic matches everything.
     /// Subscriptions count: each needs its own [`unsubscribe`](Self::unsubscribe). Only
     /// SUB and XSUB subscribe: other types fail with [`Error::Unsupported`].
+    ///
+    /// A publisher drops what no subscriber wants ([`Sent::Dropped`]), and a subscription
+    /// takes a moment to reach it after the connection is made:
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zmtp_tokio::Error> {
+    /// use std::time::Duration;
+    /// use zmtp_tokio::{Error, Sent, Socket, SocketType};
+    ///
+    /// let publisher = Socket::new(SocketType::Pub)?;
+    /// let endpoint = publisher.bind("tcp://127.0.0.1:*").await?;
+    /// let subscriber = Socket::new(SocketType::Sub)?;
+    /// subscriber.subscribe("weather")?;
+    /// subscriber.connect(&endpoint)?;
+    ///
+    /// // Publish until the subscription has arrived.
+    /// while publisher.send("weather: sunny").await? == Sent::Dropped {
+    ///     tokio::time::sleep(Duration::from_millis(1)).await;
+    /// }
+    /// assert_eq!(publisher.send("news: none").await?, Sent::Dropped);
+    /// assert_eq!(publisher.send("weather: rain").await?, Sent::Queued);
+    ///
+    /// assert_eq!(subscriber.recv_string().await?, "weather: sunny");
+    /// assert_eq!(subscriber.recv_string().await?, "weather: rain");
+    ///
+    /// // Only SUB and XSUB subscribe.
+    /// assert!(matches!(publisher.subscribe("weather"), Err(Error::Unsupported)));
+    /// # Ok(()) }
+    /// ```
     pub fn subscribe(&self, topic: impl AsRef<[u8]>) -> Result<(), Error> {
         self.inner.with(|core| {
             if !core.socket.socket_type().subscribes() {
@@ -225,6 +466,26 @@ impl<R: Runtime> Socket<R> {
     /// Cancel one subscription to a topic (`ZMQ_UNSUBSCRIBE`); a topic not subscribed is
     /// no error, as in libzmq. Only SUB and XSUB subscribe: other types fail with
     /// [`Error::Unsupported`].
+    ///
+    /// An XPUB receives subscriptions as messages (a first byte 1 to subscribe, 0 to
+    /// unsubscribe, then the topic):
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zmtp_tokio::Error> {
+    /// use zmtp_tokio::{Socket, SocketType};
+    ///
+    /// let xpub = Socket::new(SocketType::XPub)?;
+    /// let endpoint = xpub.bind("inproc://unsubscribe-example").await?;
+    /// let sub = Socket::new(SocketType::Sub)?;
+    /// sub.connect(&endpoint)?;
+    ///
+    /// sub.subscribe("weather")?;
+    /// assert_eq!(&xpub.recv().await?.frames()[0][..], b"\x01weather");
+    /// sub.unsubscribe("weather")?;
+    /// assert_eq!(&xpub.recv().await?.frames()[0][..], b"\x00weather");
+    /// # Ok(()) }
+    /// ```
     pub fn unsubscribe(&self, topic: impl AsRef<[u8]>) -> Result<(), Error> {
         self.inner.with(|core| {
             if !core.socket.socket_type().subscribes() {
@@ -237,11 +498,68 @@ impl<R: Runtime> Socket<R> {
 
     /// Send a message, waiting while the socket would block (HWM, no peer yet).
     /// Cancel-safe: dropped before it completes, the future has queued nothing.
+    ///
+    /// A message is anything that converts into a [`Message`]: borrowed text and bytes
+    /// (copied), owned `String`s, `Vec<u8>`s and [`Bytes`] (taken without a copy),
+    /// `'static` data without a copy through [`Message::from_static`], and lists of frames.
+    /// A refusal hands the message back in the [`SendError`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zmtp_tokio::Error> {
+    /// use zmtp_tokio::{Message, SendError, Socket, SocketType};
+    ///
+    /// let pull = Socket::new(SocketType::Pull)?;
+    /// pull.bind("inproc://send-example").await?;
+    /// let push = Socket::new(SocketType::Push)?;
+    /// push.connect("inproc://send-example")?;
+    ///
+    /// let name = String::from("Ada");
+    /// push.send("text").await?; // &str
+    /// push.send(&name).await?; // &String
+    /// push.send(&b"\x00\x01"[..]).await?; // &[u8]
+    /// push.send(format!("hello {name}")).await?; // String, not copied
+    /// push.send(Message::from_static(b"static")).await?; // not copied
+    /// push.send(["key", "value"]).await?; // two frames
+    ///
+    /// assert_eq!(pull.recv_string().await?, "text");
+    /// assert_eq!(pull.recv_string().await?, "Ada");
+    /// assert_eq!(&pull.recv().await?.frames()[0][..], b"\x00\x01");
+    /// assert_eq!(pull.recv_string().await?, "hello Ada");
+    /// assert_eq!(pull.recv_string().await?, "static");
+    /// assert_eq!(pull.recv().await?, Message::from(["key", "value"]));
+    ///
+    /// // A REQ must wait for its reply before it sends again.
+    /// let req = Socket::new(SocketType::Req)?;
+    /// req.connect("inproc://nobody-answers")?;
+    /// req.send("first").await?;
+    /// match req.send("second").await {
+    ///     Err(SendError::InvalidState(msg)) => assert_eq!(msg.to_str(), Ok("second")),
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn send(&self, msg: impl Into<Message>) -> SendFuture<'_, R> {
         SendFuture::new(self, msg.into())
     }
 
     /// Send a message without waiting: `SendError::WouldBlock` hands it back.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zmtp_tokio::Error> {
+    /// use zmtp_tokio::{SendError, Sent, Socket, SocketType};
+    ///
+    /// let push = Socket::new(SocketType::Push)?;
+    /// // No peer yet: the message comes back.
+    /// let msg = match push.try_send("job") {
+    ///     Err(SendError::WouldBlock(msg)) => msg,
+    ///     other => panic!("{other:?}"),
+    /// };
+    /// push.connect("inproc://try-send-example")?;
+    /// assert_eq!(push.try_send(msg), Ok(Sent::Queued));
+    /// # Ok(()) }
+    /// ```
     pub fn try_send(&self, msg: impl Into<Message>) -> Result<Sent, SendError> {
         let msg = msg.into();
         self.inner
@@ -251,12 +569,50 @@ impl<R: Runtime> Socket<R> {
     /// Send a single-frame message copied from `body`, waiting while the socket would
     /// block: what `send(Bytes::copy_from_slice(body))` does, without allocating a message
     /// when the frame can be queued at once (libzmq's `zmq_send`). Cancel-safe like `send`.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zmtp_tokio::Error> {
+    /// use std::io::Write;
+    /// use zmtp_tokio::{Socket, SocketType};
+    ///
+    /// let pull = Socket::new(SocketType::Pull)?;
+    /// let endpoint = pull.bind("tcp://127.0.0.1:*").await?;
+    /// let push = Socket::new(SocketType::Push)?;
+    /// push.connect(&endpoint)?;
+    ///
+    /// let mut buf = Vec::new();
+    /// for i in 0..3 {
+    ///     buf.clear();
+    ///     write!(buf, "tick {i}")?;
+    ///     push.send_slice(&buf).await?;
+    /// }
+    /// assert_eq!(pull.recv_string().await?, "tick 0");
+    /// assert_eq!(pull.recv_string().await?, "tick 1");
+    /// assert_eq!(pull.recv_string().await?, "tick 2");
+    /// # Ok(()) }
+    /// ```
     pub fn send_slice<'a>(&'a self, body: &'a [u8]) -> SendFuture<'a, R> {
         SendFuture::slice(self, body)
     }
 
     /// [`send_slice`](Self::send_slice) without waiting: `SendError::WouldBlock` hands back
     /// a message holding a copy.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zmtp_tokio::Error> {
+    /// use zmtp_tokio::{SendError, Socket, SocketType};
+    ///
+    /// let push = Socket::new(SocketType::Push)?;
+    /// let buf = *b"job";
+    /// match push.try_send_slice(&buf) {
+    ///     // No peer yet; the copy comes back as a message.
+    ///     Err(SendError::WouldBlock(msg)) => assert_eq!(msg.to_str(), Ok("job")),
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn try_send_slice(&self, body: &[u8]) -> Result<Sent, SendError> {
         self.inner
             .with(|core| core.socket.send_slice(body, || self.inner.now()))
@@ -265,6 +621,33 @@ impl<R: Runtime> Socket<R> {
     /// Receive the next message, waiting for one. Cancel-safe: dropped before it
     /// completes, the future has taken no message. A type that never receives (PUB,
     /// PUSH: see [`SocketType::receives`]) fails at once with [`Error::Unsupported`].
+    ///
+    /// A wait with a limit is the runtime's timeout around it (`recv` is cancel-safe, so
+    /// nothing is lost when the time runs out):
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zmtp_tokio::Error> {
+    /// use std::time::Duration;
+    /// use zmtp_tokio::{Error, Socket, SocketType};
+    ///
+    /// let pull = Socket::new(SocketType::Pull)?;
+    /// let endpoint = pull.bind("tcp://127.0.0.1:*").await?;
+    /// let push = Socket::new(SocketType::Push)?;
+    /// push.connect(&endpoint)?;
+    ///
+    /// let nothing = tokio::time::timeout(Duration::from_millis(10), pull.recv()).await;
+    /// assert!(nothing.is_err());
+    ///
+    /// push.send(["job", "42"]).await?;
+    /// let msg = pull.recv().await?;
+    /// assert_eq!(msg.len(), 2);
+    /// assert_eq!(&msg.frames()[1][..], b"42");
+    ///
+    /// // A PUSH never receives.
+    /// assert!(matches!(push.recv().await, Err(Error::Unsupported)));
+    /// # Ok(()) }
+    /// ```
     pub fn recv(&self) -> RecvFuture<'_, R> {
         RecvFuture::new(self)
     }
@@ -273,12 +656,54 @@ impl<R: Runtime> Socket<R> {
     /// for it as [`recv`](Self::recv) does. A message that is not text (several frames, or
     /// not UTF-8: see [`Message::to_str`]) is taken all the same, and handed over in
     /// [`Error::NotText`]. Cancel-safe like `recv`.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zmtp_tokio::Error> {
+    /// use zmtp_tokio::{Error, Socket, SocketType, TextError};
+    ///
+    /// let pull = Socket::new(SocketType::Pull)?;
+    /// pull.bind("inproc://recv-string-example").await?;
+    /// let push = Socket::new(SocketType::Push)?;
+    /// push.connect("inproc://recv-string-example")?;
+    /// push.send("hello").await?;
+    /// push.send(["two", "frames"]).await?;
+    ///
+    /// assert_eq!(pull.recv_string().await?, "hello");
+    /// match pull.recv_string().await {
+    ///     Err(Error::NotText { reason, message }) => {
+    ///         assert_eq!(reason, TextError::Frames(2));
+    ///         assert_eq!(message.len(), 2);
+    ///     }
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn recv_string(&self) -> Result<String, Error> {
         Error::text_of(self.recv().await?)
     }
 
     /// The next message if one is ready; [`Error::Unsupported`] on a type that never
     /// receives (PUB, PUSH).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zmtp_tokio::Error> {
+    /// use std::time::Duration;
+    /// use zmtp_tokio::{poll, PollItem, Socket, SocketType, POLLIN};
+    ///
+    /// let pull = Socket::new(SocketType::Pull)?;
+    /// let endpoint = pull.bind("tcp://127.0.0.1:*").await?;
+    /// assert_eq!(pull.try_recv()?, None);
+    ///
+    /// let push = Socket::new(SocketType::Push)?;
+    /// push.connect(&endpoint)?;
+    /// push.send("job").await?;
+    /// // Wait until it has arrived, then take it without waiting.
+    /// poll(&mut [PollItem::new(&pull, POLLIN)], Some(Duration::from_secs(5))).await?;
+    /// assert_eq!(pull.try_recv()?.map(|m| m.to_string()), Some("job".to_string()));
+    /// # Ok(()) }
+    /// ```
     pub fn try_recv(&self) -> Result<Option<Message>, Error> {
         self.inner
             .with(|core| match core.socket.recv(|| self.inner.now()) {
@@ -290,16 +715,62 @@ impl<R: Runtime> Socket<R> {
     }
 
     /// Whether a `send` would not block now (libzmq's `ZMQ_POLLOUT`).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zmtp_tokio::Error> {
+    /// use zmtp_tokio::{Socket, SocketType};
+    ///
+    /// let push = Socket::new(SocketType::Push)?;
+    /// assert!(!push.can_send()); // no peer
+    /// // With IMMEDIATE off (the default), a connection gets its queue at once.
+    /// push.connect("inproc://can-send-example")?;
+    /// assert!(push.can_send());
+    /// # Ok(()) }
+    /// ```
     pub fn can_send(&self) -> bool {
         self.inner.lock().socket.can_send()
     }
 
     /// Whether a message is ready for `recv` (libzmq's `ZMQ_POLLIN`).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zmtp_tokio::Error> {
+    /// use std::time::Duration;
+    /// use zmtp_tokio::{poll, PollItem, Socket, SocketType, POLLIN};
+    ///
+    /// let pull = Socket::new(SocketType::Pull)?;
+    /// let endpoint = pull.bind("tcp://127.0.0.1:*").await?;
+    /// assert!(!pull.can_recv());
+    ///
+    /// let push = Socket::new(SocketType::Push)?;
+    /// push.connect(&endpoint)?;
+    /// push.send("job").await?;
+    /// poll(&mut [PollItem::new(&pull, POLLIN)], Some(Duration::from_secs(5))).await?;
+    /// assert!(pull.can_recv());
+    /// # Ok(()) }
+    /// ```
     pub fn can_recv(&self) -> bool {
         self.inner.lock().socket.can_recv()
     }
 
     /// Monitor events from now on, as a `Stream`.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zmtp_tokio::Error> {
+    /// use zmtp_tokio::{MonitorEventKind, Socket, SocketType};
+    ///
+    /// let pull = Socket::new(SocketType::Pull)?;
+    /// let mut monitor = pull.monitor();
+    /// let endpoint = pull.bind("tcp://127.0.0.1:*").await?;
+    ///
+    /// let event = monitor.next().await.expect("the socket is open");
+    /// assert_eq!(event.kind, MonitorEventKind::Listening);
+    /// assert_eq!(event.endpoint, endpoint);
+    /// # Ok(()) }
+    /// ```
     pub fn monitor(&self) -> Monitor {
         let rx = self.inner.with_timers(|core| self.inner.add_monitor(core));
         Monitor { rx }
@@ -308,11 +779,54 @@ impl<R: Runtime> Socket<R> {
     /// Close the socket: stop listening, linger until queued messages are written or
     /// LINGER expires, then close every connection. Returns what LINGER cut off
     /// ([`CloseReport::delivered_all`] when nothing).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zmtp_tokio::Error> {
+    /// use std::time::Duration;
+    /// use zmtp_tokio::{Options, Socket, SocketType};
+    ///
+    /// let pull = Socket::new(SocketType::Pull)?;
+    /// let endpoint = pull.bind("tcp://127.0.0.1:*").await?;
+    /// let push = Socket::new(SocketType::Push)?;
+    /// push.connect(&endpoint)?;
+    /// push.send("last words").await?;
+    /// // Waits until the message is written.
+    /// assert!(push.close().await.delivered_all());
+    /// assert_eq!(pull.recv_string().await?, "last words");
+    ///
+    /// // With no peer and LINGER zero, what was queued is cut off, and reported.
+    /// let options = Options::default().with_linger(Some(Duration::ZERO));
+    /// let lonely = Socket::with_options(SocketType::Push, options)?;
+    /// lonely.connect("inproc://nobody-binds-this")?;
+    /// lonely.send("lost").await?;
+    /// let report = lonely.close().await;
+    /// assert_eq!(report.unsent_messages, 1);
+    /// # Ok(()) }
+    /// ```
     pub async fn close(self) -> CloseReport {
         self.inner.close().await
     }
 
     /// A `Stream` of received messages (and a `Sink` for sending) over this socket.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zmtp_tokio::Error> {
+    /// use zmtp_tokio::{Socket, SocketType};
+    ///
+    /// let pull = Socket::new(SocketType::Pull)?;
+    /// pull.bind("inproc://stream-example").await?;
+    /// let push = Socket::new(SocketType::Push)?;
+    /// push.connect("inproc://stream-example")?;
+    /// push.send("a").await?;
+    /// push.send("b").await?;
+    ///
+    /// let mut messages = pull.stream();
+    /// assert_eq!(messages.next().await.map(|m| m.to_string()).as_deref(), Some("a"));
+    /// assert_eq!(messages.next().await.map(|m| m.to_string()).as_deref(), Some("b"));
+    /// # Ok(()) }
+    /// ```
     pub fn stream(&self) -> MessageStream<'_, R> {
         MessageStream {
             socket: self,
@@ -329,6 +843,31 @@ impl<R: Runtime> Drop for Socket<R> {
 }
 
 /// Monitor events of one socket (see [`Socket::monitor`]).
+///
+/// The events of a `connect`, from the attempt to the end of the handshake:
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), zmtp_tokio::Error> {
+/// use zmtp_tokio::{MonitorEventKind, Socket, SocketType};
+///
+/// let pull = Socket::new(SocketType::Pull)?;
+/// let endpoint = pull.bind("tcp://127.0.0.1:*").await?;
+/// let push = Socket::new(SocketType::Push)?;
+/// let mut monitor = push.monitor();
+/// push.connect(&endpoint)?;
+///
+/// let mut kinds = Vec::new();
+/// while let Some(event) = monitor.next().await {
+///     println!("{:?} {}", event.kind, event.endpoint);
+///     kinds.push(event.kind);
+///     if event.kind == MonitorEventKind::HandshakeSucceeded {
+///         break;
+///     }
+/// }
+/// assert!(kinds.contains(&MonitorEventKind::Connected));
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct Monitor {
     rx: mpsc::UnboundedReceiver<MonitorEvent>,
