@@ -531,6 +531,7 @@ impl<R: Runtime> Socket<R> {
     ///
     /// // A REQ must wait for its reply before it sends again.
     /// let req = Socket::new(SocketType::Req)?;
+    /// req.set_linger(Some(std::time::Duration::ZERO))?; // its request goes nowhere
     /// req.connect("inproc://nobody-answers")?;
     /// req.send("first").await?;
     /// match req.send("second").await {

@@ -8,7 +8,7 @@
 //! `ipc://` and fires timers. (`inproc://` is not offered: it is for sockets of one async
 //! runtime.)
 //!
-//! ```no_run
+//! ```
 //! use zmtp_mio::{Context, SocketType};
 //!
 //! # fn main() -> Result<(), zmtp_mio::Error> {
@@ -82,15 +82,21 @@ pub use zmtp_proto::{z85, Bytes, SocketType};
 /// With the default LINGER (forever) the wait lasts until every queued message is
 /// written, however long a peer takes to appear; set LINGER to bound it.
 ///
-/// ```no_run
+/// ```
 /// use zmtp_mio::{Context, SocketType};
 ///
 /// # fn main() -> Result<(), zmtp_mio::Error> {
 /// let ctx = Context::new()?;
+/// let pull = ctx.socket(SocketType::Pull)?;
+/// let endpoint = pull.bind("tcp://127.0.0.1:*")?;
+///
 /// let push = ctx.socket(SocketType::Push)?;
-/// push.connect("tcp://127.0.0.1:5557")?;
+/// push.connect(&endpoint)?;
 /// push.send("the last words")?;
-/// // Dropping `push`, then `ctx`, at the end of `main` waits until they are written.
+/// // Closes in the background, lingering until the message is written.
+/// drop(push);
+/// assert_eq!(pull.recv_string()?, "the last words");
+/// // Dropping `ctx` at the end of `main` would wait for that linger, had it not ended.
 /// # Ok(()) }
 /// ```
 pub struct Context {
@@ -134,6 +140,29 @@ impl Context {
     /// messages or run out of LINGER (`zmq_ctx_term`; pyzmq's `Context.destroy`).
     /// Returns what LINGER cut off, summed over the sockets (those dropped earlier
     /// included).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zmtp_mio::{Context, Options, SocketType};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::new()?;
+    /// // A free port, found by binding and unbinding: nobody will take the message.
+    /// let pull = ctx.socket(SocketType::Pull)?;
+    /// let endpoint = pull.bind("tcp://127.0.0.1:*")?;
+    /// pull.unbind(&endpoint)?;
+    ///
+    /// let options = Options::default().with_linger(Some(Duration::from_millis(10)));
+    /// let push = ctx.socket_with(SocketType::Push, options)?;
+    /// push.connect(&endpoint)?;
+    /// push.send("never delivered")?;
+    ///
+    /// let report = ctx.clone().term();
+    /// assert_eq!(report.unsent_messages, 1);
+    /// // The sockets still in use are closed.
+    /// assert!(push.send("more").is_err());
+    /// # Ok(()) }
+    /// ```
     pub fn term(self) -> CloseReport {
         let now = self.shared.now();
         // The sockets still in use; the dropped ones report when they are forgotten.
@@ -164,6 +193,22 @@ impl Context {
     }
 
     /// A socket of type `ty` with `options`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zmtp_mio::{Context, Error, Options, SocketType};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::new()?;
+    /// let options = Options::default().with_routing_id("worker-1").with_linger(Some(Duration::ZERO));
+    /// let dealer = ctx.socket_with(SocketType::Dealer, options)?;
+    /// assert_eq!(&dealer.options().routing_id[..], b"worker-1");
+    ///
+    /// // Invalid options fail here (routing ids are at most 255 bytes).
+    /// let too_long = Options::default().with_routing_id(vec![b'x'; 256]);
+    /// assert!(matches!(ctx.socket_with(SocketType::Dealer, too_long), Err(Error::Options(_))));
+    /// # Ok(()) }
+    /// ```
     pub fn socket_with(&self, ty: SocketType, options: Options) -> Result<Socket, Error> {
         // Its starting values and CURVE's keys and nonces come from the operating system.
         let core = zmtp_driver::new_socket(ty, options)?;
@@ -181,6 +226,33 @@ impl Context {
 /// between threads (in an `Arc`). Dropping it closes it, lingering per LINGER in the
 /// background while its [`Context`] lives; the context's end waits for that linger
 /// (and a socket dropped after its context waits in its drop).
+///
+/// A request and its reply, each wait bounded by a timeout:
+///
+/// ```
+/// use std::time::Duration;
+/// use zmtp_mio::{Context, SocketType};
+///
+/// # fn main() -> Result<(), zmtp_mio::Error> {
+/// let ctx = Context::new()?;
+/// let rep = ctx.socket(SocketType::Rep)?;
+/// let endpoint = rep.bind("tcp://127.0.0.1:*")?;
+/// let req = ctx.socket(SocketType::Req)?;
+/// req.connect(&endpoint)?;
+/// req.set_rcvtimeo(Some(Duration::from_secs(5)));
+/// rep.set_rcvtimeo(Some(Duration::from_secs(5)));
+///
+/// // The server answers from its own thread.
+/// let server = std::thread::spawn(move || -> Result<(), zmtp_mio::Error> {
+///     let request = rep.recv_string()?;
+///     rep.send(format!("{request} back"))?;
+///     Ok(())
+/// });
+/// req.send("ping")?;
+/// assert_eq!(req.recv_string()?, "ping back");
+/// server.join().unwrap()?;
+/// # Ok(()) }
+/// ```
 pub struct Socket {
     shared: Arc<Shared>,
     id: usize,
@@ -255,6 +327,28 @@ impl Socket {
     /// Change some options in one step: `change` edits a copy of the options in force,
     /// which replaces them if valid ([`Error::Options`] otherwise, changing nothing).
     /// Each option's setter (`set_sndhwm`, `set_linger`, …) is a call of this.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zmtp_mio::{Context, Error, SocketType};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::new()?;
+    /// let push = ctx.socket(SocketType::Push)?;
+    /// // One option: its setter.
+    /// push.set_sndhwm(10)?;
+    /// assert_eq!(push.options().sndhwm, 10);
+    /// // Several in one step.
+    /// push.update_options(|options| {
+    ///     options.sndhwm = 20;
+    ///     options.linger = Some(Duration::ZERO);
+    /// })?;
+    /// assert_eq!(push.options().sndhwm, 20);
+    /// // An invalid value changes nothing.
+    /// assert!(matches!(push.set_routing_id(vec![0; 256]), Err(Error::Options(_))));
+    /// assert!(push.options().routing_id.is_empty());
+    /// # Ok(()) }
+    /// ```
     pub fn update_options(&self, change: impl FnOnce(&mut Options)) -> Result<(), Error> {
         self.with(true, |s| {
             let mut options = s.core.options().clone();
@@ -268,6 +362,19 @@ impl Socket {
 
     /// How long [`recv`](Self::recv) waits (`ZMQ_RCVTIMEO`); `None` = forever (default).
     /// Applies to calls made afterwards, from any thread.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zmtp_mio::{Context, Error, SocketType};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::new()?;
+    /// let pull = ctx.socket(SocketType::Pull)?;
+    /// pull.set_rcvtimeo(Some(Duration::from_millis(10)));
+    /// assert_eq!(pull.rcvtimeo(), Some(Duration::from_millis(10)));
+    /// assert!(matches!(pull.recv(), Err(Error::Timeout)));
+    /// # Ok(()) }
+    /// ```
     pub fn set_rcvtimeo(&self, timeout: Option<Duration>) {
         self.rcvtimeo.set(timeout);
     }
@@ -279,6 +386,19 @@ impl Socket {
 
     /// How long [`send`](Self::send) waits (`ZMQ_SNDTIMEO`); `None` = forever (default).
     /// Applies to calls made afterwards, from any thread.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zmtp_mio::{Context, Error, SocketType};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::new()?;
+    /// let push = ctx.socket(SocketType::Push)?;
+    /// push.set_sndtimeo(Some(Duration::from_millis(10)));
+    /// // No peer to send to.
+    /// assert!(matches!(push.send("job"), Err(Error::Timeout)));
+    /// # Ok(()) }
+    /// ```
     pub fn set_sndtimeo(&self, timeout: Option<Duration>) {
         self.sndtimeo.set(timeout);
     }
@@ -290,12 +410,54 @@ impl Socket {
 
     /// Decide authentication requests (ZAP) in code; `None`: libzmq's rules without a
     /// handler (PLAIN servers refuse, CURVE and NULL accept).
+    ///
+    /// A PLAIN server that lets one user in; the user id it gives is on every message that
+    /// user sends:
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zmtp_mio::{Authenticator, Context, Options, Security, SocketType};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::new()?;
+    /// let server_options = Options::default().with_security(Security::plain_server());
+    /// let server = ctx.socket_with(SocketType::Pull, server_options)?;
+    /// server.set_authenticator(Some(Authenticator::new().plain_user("admin", "secret")));
+    /// let endpoint = server.bind("tcp://127.0.0.1:*")?;
+    ///
+    /// let client_options = Options::default().with_security(Security::plain_client("admin", "secret")?);
+    /// let client = ctx.socket_with(SocketType::Push, client_options)?;
+    /// client.connect(&endpoint)?;
+    /// client.send("hello")?;
+    ///
+    /// let msg = server.recv_timeout(Some(Duration::from_secs(5)))?;
+    /// assert_eq!(msg.property("User-Id"), Some(&b"admin"[..]));
+    /// # Ok(()) }
+    /// ```
     pub fn set_authenticator(&self, authenticator: Option<Authenticator>) {
         let _ = self.with(false, |s| s.core.set_authenticator(authenticator));
     }
 
     /// Listen on `endpoint` (`tcp://127.0.0.1:*`, `ipc:///tmp/x`, `ipc://@name`); returns
     /// the resolved endpoint.
+    ///
+    /// ```
+    /// use zmtp_mio::{Context, Error, SocketType};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::new()?;
+    /// let pull = ctx.socket(SocketType::Pull)?;
+    /// // Port `*`: the system picks a free one, and the endpoint returned says which.
+    /// let endpoint = pull.bind("tcp://127.0.0.1:*")?;
+    /// assert!(endpoint.starts_with("tcp://127.0.0.1:") && !endpoint.ends_with('*'));
+    /// assert_eq!(pull.last_endpoint(), endpoint);
+    ///
+    /// // An endpoint in use is refused by the system; inproc is not offered here.
+    /// let other = ctx.socket(SocketType::Pull)?;
+    /// assert!(matches!(other.bind(&endpoint), Err(Error::Io(_))));
+    /// assert!(matches!(other.bind("inproc://name"), Err(Error::Unsupported)));
+    /// # Ok(()) }
+    /// ```
     pub fn bind(&self, endpoint: &str) -> Result<String, Error> {
         refuse_inproc(endpoint)?;
         let id = self.with(true, |s| s.core.bind(endpoint))??;
@@ -314,6 +476,30 @@ impl Socket {
 
     /// Connect to `endpoint`; returns at once (connecting and reconnecting go on in the
     /// background; messages queue meanwhile unless IMMEDIATE is set).
+    ///
+    /// A connection made before its peer binds: the message waits for it.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zmtp_mio::{Context, Error, SocketType};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::new()?;
+    /// // A free port, found by binding and unbinding.
+    /// let pull = ctx.socket(SocketType::Pull)?;
+    /// let endpoint = pull.bind("tcp://127.0.0.1:*")?;
+    /// pull.unbind(&endpoint)?;
+    ///
+    /// let push = ctx.socket(SocketType::Push)?;
+    /// push.connect(&endpoint)?;
+    /// push.send("sent before the bind")?;
+    /// pull.bind(&endpoint)?;
+    /// assert_eq!(pull.recv_timeout(Some(Duration::from_secs(5)))?.to_str(), Ok("sent before the bind"));
+    ///
+    /// // A malformed endpoint fails at once.
+    /// assert!(matches!(push.connect("tcp://no-port"), Err(Error::Endpoint(_))));
+    /// # Ok(()) }
+    /// ```
     pub fn connect(&self, endpoint: &str) -> Result<(), Error> {
         refuse_inproc(endpoint)?;
         self.with(true, |s| s.core.connect(endpoint).map(|_| ()))??;
@@ -321,6 +507,18 @@ impl Socket {
     }
 
     /// Stop listening on an endpoint given to `bind` (or its resolved form).
+    ///
+    /// ```
+    /// use zmtp_mio::{Context, Error, SocketType};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::new()?;
+    /// let pull = ctx.socket(SocketType::Pull)?;
+    /// let endpoint = pull.bind("tcp://127.0.0.1:*")?;
+    /// pull.unbind(&endpoint)?;
+    /// assert!(matches!(pull.unbind(&endpoint), Err(Error::NotFound)));
+    /// # Ok(()) }
+    /// ```
     pub fn unbind(&self, endpoint: &str) -> Result<(), Error> {
         match self.with(true, |s| s.core.unbind(endpoint))? {
             true => Ok(()),
@@ -329,6 +527,23 @@ impl Socket {
     }
 
     /// Drop a connection made with `connect`.
+    ///
+    /// ```
+    /// use zmtp_mio::{Context, Error, SocketType};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::new()?;
+    /// let pull = ctx.socket(SocketType::Pull)?;
+    /// let endpoint = pull.bind("tcp://127.0.0.1:*")?;
+    /// let push = ctx.socket(SocketType::Push)?;
+    /// push.connect(&endpoint)?;
+    /// assert!(push.can_send());
+    ///
+    /// push.disconnect(&endpoint)?;
+    /// assert!(!push.can_send()); // no peer left to send to
+    /// assert!(matches!(push.disconnect(&endpoint), Err(Error::NotFound)));
+    /// # Ok(()) }
+    /// ```
     pub fn disconnect(&self, endpoint: &str) -> Result<(), Error> {
         let now = self.shared.now();
         match self.with(true, |s| s.core.disconnect(endpoint, now))? {
@@ -346,6 +561,37 @@ impl Socket {
     /// Subscribe to a topic prefix (`ZMQ_SUBSCRIBE`); the empty topic matches everything.
     /// Subscriptions count: each needs its own [`unsubscribe`](Self::unsubscribe). Only
     /// SUB and XSUB subscribe: other types fail with [`Error::Unsupported`].
+    ///
+    /// A publisher drops what no subscriber wants ([`Sent::Dropped`]), and a subscription
+    /// takes a moment to reach it after the connection is made:
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zmtp_mio::{Context, Error, Sent, SocketType};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::new()?;
+    /// let publisher = ctx.socket(SocketType::Pub)?;
+    /// let endpoint = publisher.bind("tcp://127.0.0.1:*")?;
+    /// let subscriber = ctx.socket(SocketType::Sub)?;
+    /// subscriber.set_rcvtimeo(Some(Duration::from_secs(5)));
+    /// subscriber.subscribe("weather")?;
+    /// subscriber.connect(&endpoint)?;
+    ///
+    /// // Publish until the subscription has arrived.
+    /// while publisher.send("weather: sunny")? == Sent::Dropped {
+    ///     std::thread::sleep(Duration::from_millis(1));
+    /// }
+    /// assert_eq!(publisher.send("news: none")?, Sent::Dropped);
+    /// assert_eq!(publisher.send("weather: rain")?, Sent::Queued);
+    ///
+    /// assert_eq!(subscriber.recv_string()?, "weather: sunny");
+    /// assert_eq!(subscriber.recv_string()?, "weather: rain");
+    ///
+    /// // Only SUB and XSUB subscribe.
+    /// assert!(matches!(publisher.subscribe("weather"), Err(Error::Unsupported)));
+    /// # Ok(()) }
+    /// ```
     pub fn subscribe(&self, topic: impl AsRef<[u8]>) -> Result<(), Error> {
         self.with(false, |s| {
             if !s.core.socket_type().subscribes() {
@@ -359,6 +605,28 @@ impl Socket {
     /// Cancel one subscription (`ZMQ_UNSUBSCRIBE`); a topic not subscribed is no error, as
     /// in libzmq. Only SUB and XSUB subscribe: other types fail with
     /// [`Error::Unsupported`].
+    ///
+    /// An XPUB receives subscriptions as messages (a first byte 1 to subscribe, 0 to
+    /// unsubscribe, then the topic):
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zmtp_mio::{Context, SocketType};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::new()?;
+    /// let xpub = ctx.socket(SocketType::XPub)?;
+    /// xpub.set_rcvtimeo(Some(Duration::from_secs(5)));
+    /// let endpoint = xpub.bind("tcp://127.0.0.1:*")?;
+    /// let sub = ctx.socket(SocketType::Sub)?;
+    /// sub.connect(&endpoint)?;
+    ///
+    /// sub.subscribe("weather")?;
+    /// assert_eq!(&xpub.recv()?.frames()[0][..], b"\x01weather");
+    /// sub.unsubscribe("weather")?;
+    /// assert_eq!(&xpub.recv()?.frames()[0][..], b"\x00weather");
+    /// # Ok(()) }
+    /// ```
     pub fn unsubscribe(&self, topic: impl AsRef<[u8]>) -> Result<(), Error> {
         self.with(false, |s| {
             if !s.core.socket_type().subscribes() {
@@ -370,6 +638,33 @@ impl Socket {
     }
 
     /// Monitor events from now on, on a channel.
+    ///
+    /// The events of a `connect`, from the attempt to the end of the handshake:
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zmtp_mio::{Context, MonitorEventKind, SocketType};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let ctx = Context::new()?;
+    /// let pull = ctx.socket(SocketType::Pull)?;
+    /// let endpoint = pull.bind("tcp://127.0.0.1:*")?;
+    /// let push = ctx.socket(SocketType::Push)?;
+    /// let monitor = push.monitor();
+    /// push.connect(&endpoint)?;
+    ///
+    /// let mut kinds = Vec::new();
+    /// loop {
+    ///     let event = monitor.recv_timeout(Duration::from_secs(5))?;
+    ///     println!("{:?} {}", event.kind, event.endpoint);
+    ///     kinds.push(event.kind);
+    ///     if event.kind == MonitorEventKind::HandshakeSucceeded {
+    ///         break;
+    ///     }
+    /// }
+    /// assert!(kinds.contains(&MonitorEventKind::Connected));
+    /// # Ok(()) }
+    /// ```
     pub fn monitor(&self) -> mpsc::Receiver<MonitorEvent> {
         let (tx, rx) = mpsc::channel();
         let _ = self.with(false, |s| {
@@ -384,11 +679,67 @@ impl Socket {
     /// [`try_send`](Self::try_send) to get it back). A refusal other than would-block is
     /// [`Error::Send`] with its reason and the message (a REQ sending twice: `InvalidState`),
     /// or [`Error::Closed`].
+    ///
+    /// A message is anything that converts into a [`Message`]: borrowed text and bytes
+    /// (copied), owned `String`s, `Vec<u8>`s and [`Bytes`] (taken without a copy),
+    /// `'static` data without a copy through [`Message::from_static`], and lists of frames.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zmtp_mio::{Context, Error, Message, SendError, SocketType};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::new()?;
+    /// let pull = ctx.socket(SocketType::Pull)?;
+    /// pull.set_rcvtimeo(Some(Duration::from_secs(5)));
+    /// let endpoint = pull.bind("tcp://127.0.0.1:*")?;
+    /// let push = ctx.socket(SocketType::Push)?;
+    /// push.connect(&endpoint)?;
+    ///
+    /// let name = String::from("Ada");
+    /// push.send("text")?; // &str
+    /// push.send(&name)?; // &String
+    /// push.send(&b"\x00\x01"[..])?; // &[u8]
+    /// push.send(format!("hello {name}"))?; // String, not copied
+    /// push.send(Message::from_static(b"static"))?; // not copied
+    /// push.send(["key", "value"])?; // two frames
+    ///
+    /// assert_eq!(pull.recv_string()?, "text");
+    /// assert_eq!(pull.recv_string()?, "Ada");
+    /// assert_eq!(&pull.recv()?.frames()[0][..], b"\x00\x01");
+    /// assert_eq!(pull.recv_string()?, "hello Ada");
+    /// assert_eq!(pull.recv_string()?, "static");
+    /// assert_eq!(pull.recv()?, Message::from(["key", "value"]));
+    ///
+    /// // A REQ must wait for its reply before it sends again; the message comes back.
+    /// let req = ctx.socket(SocketType::Req)?;
+    /// req.set_linger(Some(Duration::ZERO))?; // its request goes nowhere: do not wait for it
+    /// req.connect("tcp://127.0.0.1:1")?;
+    /// req.send("first")?;
+    /// match req.send("second") {
+    ///     Err(Error::Send(SendError::InvalidState(msg))) => assert_eq!(msg.to_str(), Ok("second")),
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn send(&self, msg: impl Into<Message>) -> Result<Sent, Error> {
         self.send_timeout(msg, self.sndtimeo.get())
     }
 
     /// [`send`](Self::send) with an explicit timeout (`None` = forever).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zmtp_mio::{Context, Error, SocketType};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::new()?;
+    /// let push = ctx.socket(SocketType::Push)?;
+    /// // No peer to send to.
+    /// let limit = Some(Duration::from_millis(10));
+    /// assert!(matches!(push.send_timeout("job", limit), Err(Error::Timeout)));
+    /// # Ok(()) }
+    /// ```
     pub fn send_timeout(
         &self,
         msg: impl Into<Message>,
@@ -416,6 +767,31 @@ impl Socket {
     /// Send a single-frame message copied from `body`, waiting like [`send`](Self::send)
     /// (libzmq's `zmq_send`): the frame is copied straight into the peer's output when it
     /// can go at once (PUSH, DEALER, PAIR with room), with no message allocated.
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// use std::time::Duration;
+    /// use zmtp_mio::{Context, SocketType};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let ctx = Context::new()?;
+    /// let pull = ctx.socket(SocketType::Pull)?;
+    /// pull.set_rcvtimeo(Some(Duration::from_secs(5)));
+    /// let endpoint = pull.bind("tcp://127.0.0.1:*")?;
+    /// let push = ctx.socket(SocketType::Push)?;
+    /// push.connect(&endpoint)?;
+    ///
+    /// let mut buf = Vec::new();
+    /// for i in 0..3 {
+    ///     buf.clear();
+    ///     write!(buf, "tick {i}")?;
+    ///     push.send_slice(&buf)?;
+    /// }
+    /// assert_eq!(pull.recv_string()?, "tick 0");
+    /// assert_eq!(pull.recv_string()?, "tick 1");
+    /// assert_eq!(pull.recv_string()?, "tick 2");
+    /// # Ok(()) }
+    /// ```
     pub fn send_slice(&self, body: &[u8]) -> Result<Sent, Error> {
         match self.try_send_slice(body) {
             Err(SendError::WouldBlock(msg)) => self.send_timeout(msg, self.sndtimeo.get()),
@@ -438,6 +814,25 @@ impl Socket {
 
     /// Send without waiting: `SendError::WouldBlock` hands the message back, as every
     /// refusal does (`SendError::Closed` once the socket is closed).
+    ///
+    /// ```
+    /// use zmtp_mio::{Context, SendError, Sent, SocketType};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::new()?;
+    /// let push = ctx.socket(SocketType::Push)?;
+    /// // No peer yet: the message comes back.
+    /// let msg = match push.try_send("job") {
+    ///     Err(SendError::WouldBlock(msg)) => msg,
+    ///     other => panic!("{other:?}"),
+    /// };
+    /// // With IMMEDIATE off (the default), a connection gets its queue at once.
+    /// let pull = ctx.socket(SocketType::Pull)?;
+    /// push.connect(&pull.bind("tcp://127.0.0.1:*")?)?;
+    /// assert_eq!(push.try_send(msg), Ok(Sent::Queued));
+    /// assert_eq!(pull.recv_string()?, "job");
+    /// # Ok(()) }
+    /// ```
     pub fn try_send(&self, msg: impl Into<Message>) -> Result<Sent, SendError> {
         let mut msg = Some(msg.into());
         let sent = self.shared.with(self.id, false, |s| {
@@ -453,6 +848,28 @@ impl Socket {
     /// Receive a message, waiting at most RCVTIMEO ([`Error::Timeout`]). A type that never
     /// receives (PUB, PUSH: see [`SocketType::receives`]) fails at once with
     /// [`Error::Unsupported`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zmtp_mio::{Context, Error, SocketType};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::new()?;
+    /// let pull = ctx.socket(SocketType::Pull)?;
+    /// pull.set_rcvtimeo(Some(Duration::from_secs(5)));
+    /// let endpoint = pull.bind("tcp://127.0.0.1:*")?;
+    /// let push = ctx.socket(SocketType::Push)?;
+    /// push.connect(&endpoint)?;
+    ///
+    /// push.send(["job", "42"])?;
+    /// let msg = pull.recv()?;
+    /// assert_eq!(msg.len(), 2);
+    /// assert_eq!(&msg.frames()[1][..], b"42");
+    ///
+    /// // A PUSH never receives.
+    /// assert!(matches!(push.recv(), Err(Error::Unsupported)));
+    /// # Ok(()) }
+    /// ```
     pub fn recv(&self) -> Result<Message, Error> {
         self.recv_timeout(self.rcvtimeo.get())
     }
@@ -461,11 +878,48 @@ impl Socket {
     /// as [`recv`](Self::recv) does, at most RCVTIMEO. A message that is not text (several
     /// frames, or not UTF-8: see [`Message::to_str`]) is taken all the same, and handed
     /// over in [`Error::NotText`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zmtp_mio::{Context, Error, SocketType, TextError};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::new()?;
+    /// let pull = ctx.socket(SocketType::Pull)?;
+    /// pull.set_rcvtimeo(Some(Duration::from_secs(5)));
+    /// let endpoint = pull.bind("tcp://127.0.0.1:*")?;
+    /// let push = ctx.socket(SocketType::Push)?;
+    /// push.connect(&endpoint)?;
+    /// push.send("hello")?;
+    /// push.send(["two", "frames"])?;
+    ///
+    /// assert_eq!(pull.recv_string()?, "hello");
+    /// match pull.recv_string() {
+    ///     Err(Error::NotText { reason, message }) => {
+    ///         assert_eq!(reason, TextError::Frames(2));
+    ///         assert_eq!(message.len(), 2);
+    ///     }
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn recv_string(&self) -> Result<String, Error> {
         Error::text_of(self.recv()?)
     }
 
     /// [`recv`](Self::recv) with an explicit timeout (`None` = forever).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zmtp_mio::{Context, Error, SocketType};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::new()?;
+    /// let pull = ctx.socket(SocketType::Pull)?;
+    /// let limit = Some(Duration::from_millis(10));
+    /// assert!(matches!(pull.recv_timeout(limit), Err(Error::Timeout)));
+    /// # Ok(()) }
+    /// ```
     pub fn recv_timeout(&self, timeout: Option<Duration>) -> Result<Message, Error> {
         let deadline = timeout.map(|t| StdInstant::now() + t);
         loop {
@@ -485,6 +939,25 @@ impl Socket {
 
     /// The next message if one is ready; [`Error::Unsupported`] on a type that never
     /// receives (PUB, PUSH).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zmtp_mio::{poll, Context, PollItem, SocketType, POLLIN};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::new()?;
+    /// let pull = ctx.socket(SocketType::Pull)?;
+    /// let endpoint = pull.bind("tcp://127.0.0.1:*")?;
+    /// assert_eq!(pull.try_recv()?, None);
+    ///
+    /// let push = ctx.socket(SocketType::Push)?;
+    /// push.connect(&endpoint)?;
+    /// push.send("job")?;
+    /// // Wait until it has arrived, then take it without waiting.
+    /// poll(&mut [PollItem::new(&pull, POLLIN)], Some(Duration::from_secs(5)))?;
+    /// assert_eq!(pull.try_recv()?.map(|m| m.to_string()), Some("job".to_string()));
+    /// # Ok(()) }
+    /// ```
     pub fn try_recv(&self) -> Result<Option<Message>, Error> {
         self.with(false, |s| match s.core.recv(|| self.shared.now()) {
             Some(m) => Ok(Some(m)),
@@ -495,17 +968,75 @@ impl Socket {
     }
 
     /// Whether a `send` would not block now (`ZMQ_POLLOUT`).
+    ///
+    /// ```
+    /// use zmtp_mio::{Context, SocketType};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::new()?;
+    /// let push = ctx.socket(SocketType::Push)?;
+    /// assert!(!push.can_send()); // no peer
+    /// // With IMMEDIATE off (the default), a connection gets its queue at once.
+    /// let pull = ctx.socket(SocketType::Pull)?;
+    /// push.connect(&pull.bind("tcp://127.0.0.1:*")?)?;
+    /// assert!(push.can_send());
+    /// # Ok(()) }
+    /// ```
     pub fn can_send(&self) -> bool {
         self.with(false, |s| s.core.can_send()).unwrap_or(false)
     }
 
     /// Whether a message is ready for `recv` (`ZMQ_POLLIN`).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zmtp_mio::{poll, Context, PollItem, SocketType, POLLIN};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::new()?;
+    /// let pull = ctx.socket(SocketType::Pull)?;
+    /// let endpoint = pull.bind("tcp://127.0.0.1:*")?;
+    /// assert!(!pull.can_recv());
+    ///
+    /// let push = ctx.socket(SocketType::Push)?;
+    /// push.connect(&endpoint)?;
+    /// push.send("job")?;
+    /// poll(&mut [PollItem::new(&pull, POLLIN)], Some(Duration::from_secs(5)))?;
+    /// assert!(pull.can_recv());
+    /// # Ok(()) }
+    /// ```
     pub fn can_recv(&self) -> bool {
         self.with(false, |s| s.core.can_recv()).unwrap_or(false)
     }
 
     /// Close, waiting while it lingers (per LINGER) for queued messages to be written.
     /// Returns what LINGER cut off ([`CloseReport::delivered_all`] when nothing).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zmtp_mio::{Context, Options, SocketType};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::new()?;
+    /// let pull = ctx.socket(SocketType::Pull)?;
+    /// pull.set_rcvtimeo(Some(Duration::from_secs(5)));
+    /// let endpoint = pull.bind("tcp://127.0.0.1:*")?;
+    /// let push = ctx.socket(SocketType::Push)?;
+    /// push.connect(&endpoint)?;
+    /// push.send("last words")?;
+    /// // Waits until the message is written.
+    /// assert!(push.close().delivered_all());
+    /// assert_eq!(pull.recv_string()?, "last words");
+    ///
+    /// // With no peer and LINGER zero, what was queued is cut off, and reported.
+    /// pull.unbind(&endpoint)?;
+    /// let options = Options::default().with_linger(Some(Duration::ZERO));
+    /// let lonely = ctx.socket_with(SocketType::Push, options)?;
+    /// lonely.connect(&endpoint)?;
+    /// lonely.send("lost")?;
+    /// assert_eq!(lonely.close().unsent_messages, 1);
+    /// # Ok(()) }
+    /// ```
     pub fn close(self) -> CloseReport {
         let now = self.shared.now();
         let _ = self.with(true, |s| s.core.close(now));
@@ -585,6 +1116,32 @@ impl<'a> PollItem<'a> {
 /// Wait until at least one item is ready or `timeout` passes (`None` = forever); returns
 /// how many items are ready (`zmq_poll`). Sockets of several contexts may be mixed; the
 /// wait is then checked every millisecond.
+///
+/// ```
+/// use std::time::Duration;
+/// use zmtp_mio::{poll, Context, PollItem, SocketType, POLLIN, POLLOUT};
+///
+/// # fn main() -> Result<(), zmtp_mio::Error> {
+/// let ctx = Context::new()?;
+/// let (jobs, control) = (ctx.socket(SocketType::Pull)?, ctx.socket(SocketType::Pull)?);
+/// let control_endpoint = control.bind("tcp://127.0.0.1:*")?;
+/// jobs.bind("tcp://127.0.0.1:*")?;
+///
+/// let mut items = [PollItem::new(&jobs, POLLIN), PollItem::new(&control, POLLIN)];
+/// assert_eq!(poll(&mut items, Some(Duration::from_millis(10)))?, 0); // nothing yet
+///
+/// let boss = ctx.socket(SocketType::Push)?;
+/// boss.connect(&control_endpoint)?;
+/// let mut items = [PollItem::new(&boss, POLLOUT)];
+/// assert_eq!(poll(&mut items, Some(Duration::ZERO))?, 1); // a queue to send to
+/// boss.send("stop")?;
+///
+/// let mut items = [PollItem::new(&jobs, POLLIN), PollItem::new(&control, POLLIN)];
+/// assert_eq!(poll(&mut items, Some(Duration::from_secs(5)))?, 1);
+/// assert_eq!((items[0].revents, items[1].revents), (0, POLLIN));
+/// assert_eq!(control.recv_string()?, "stop");
+/// # Ok(()) }
+/// ```
 pub fn poll(items: &mut [PollItem<'_>], timeout: Option<Duration>) -> Result<usize, Error> {
     let deadline = timeout.map(|t| StdInstant::now() + t);
     let Some(first) = items.first().map(|item| item.socket) else {
