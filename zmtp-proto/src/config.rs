@@ -184,6 +184,22 @@ impl Config {
 pub type Credential = heapless::Vec<u8, 255>;
 
 /// The security mechanism a connection uses, and our role in it.
+///
+/// Each side of a connection names its mechanism and role, and the two must agree: a
+/// PLAIN client talks to a PLAIN server, a CURVE client to the CURVE server whose public
+/// key it was given (see `Security::curve_server`, with the `curve` feature).
+///
+/// ```
+/// use zmtp_proto::mechanism::Security;
+///
+/// // PLAIN: a user name and password, against a server that checks them.
+/// let client = Security::plain_client("admin", "secret")?;
+/// let server = Security::plain_server();
+/// assert_eq!(client.mechanism(), server.mechanism());
+/// assert!(server.is_server() && !client.is_server());
+/// assert_eq!(Security::default(), Security::Null);
+/// # Ok::<(), zmtp_proto::ConfigError>(())
+/// ```
 // Credentials and keys are held inline: the crate works without an allocator.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Default)]
@@ -279,7 +295,27 @@ impl Security {
         Security::CurveClient { server_key, keys }
     }
 
-    /// A CURVE server (`ZMQ_CURVE_SERVER`) with our long-term `keys`.
+    /// A CURVE server (`ZMQ_CURVE_SERVER`) with our long-term `keys`. Its clients are
+    /// given the public half, usually as 40 characters of Z85 text:
+    ///
+    /// ```
+    /// use zmtp_proto::curve_crypto::{KeyPair, SecretKey};
+    /// use zmtp_proto::mechanism::Security;
+    ///
+    /// let secret: SecretKey = "JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6".parse()?;
+    /// let keys = KeyPair::from_secret(secret);
+    /// let public = keys.public.to_z85(); // for the clients
+    /// assert_eq!(public.len(), 40);
+    /// let server = Security::curve_server(keys);
+    ///
+    /// let client = Security::curve_client_z85(
+    ///     &public,
+    ///     "D:)Q[IlAW!ahhC2ac:9*A}h:p?([4%wOTJ%JR%cs", // the client's own secret key
+    /// )?;
+    /// assert_eq!(client.mechanism(), server.mechanism());
+    /// assert!(server.is_server() && !client.is_server());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[cfg(feature = "curve")]
     pub fn curve_server(keys: KeyPair) -> Security {
         Security::CurveServer { keys }

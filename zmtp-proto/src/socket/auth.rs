@@ -18,6 +18,25 @@ use crate::{Error, Instant, PublicKey};
 const FAREWELL: core::time::Duration = core::time::Duration::from_secs(1);
 
 /// What a ZAP handler is asked about one peer (RFC 27).
+///
+/// A socket builds these; a request is built here by hand to show what it holds:
+///
+/// ```
+/// use zmtp_proto::codec::Mechanism;
+/// use zmtp_proto::socket::ZapRequest;
+/// use zmtp_proto::Bytes;
+///
+/// let request = ZapRequest {
+///     domain: Bytes::from_static(b"global"),
+///     address: "192.0.2.7".into(),
+///     identity: Bytes::new(),
+///     mechanism: Mechanism::PLAIN,
+///     credentials: vec![Bytes::from_static(b"admin"), Bytes::from_static(b"secret")],
+/// };
+/// assert_eq!(request.mechanism_name(), "PLAIN");
+/// assert_eq!(request.plain_credentials(), Some((&b"admin"[..], &b"secret"[..])));
+/// assert_eq!(request.curve_public_key(), None);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ZapRequest {
     /// `ZMQ_ZAP_DOMAIN` (may be empty).
@@ -329,6 +348,61 @@ pub(super) fn ending_of(conn_error: Option<&Error>) -> Ending {
 ///   the user name.
 /// - CURVE: the client's public key must be allowed (or any key, with
 ///   [`curve_allow_any`](Self::curve_allow_any)); the user id is the key in Z85.
+///
+/// Given to a socket (the drivers' `set_authenticator`), it answers every peer that
+/// asks; [`check`](Self::check) is that answer, here on requests built by hand:
+///
+/// ```
+/// use zmtp_proto::codec::Mechanism;
+/// use zmtp_proto::socket::{AuthReply, Authenticator, ZapRequest};
+/// use zmtp_proto::{Bytes, PublicKey};
+///
+/// let client_key: PublicKey = "Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID".parse()?;
+/// let auth = Authenticator::new()
+///     .plain_user("admin", "secret")
+///     .curve_allow(client_key)
+///     .deny("192.0.2.66");
+///
+/// let request = |address: &str, mechanism, credentials: &[&[u8]]| ZapRequest {
+///     domain: Bytes::new(),
+///     address: address.into(),
+///     identity: Bytes::new(),
+///     mechanism,
+///     credentials: credentials.iter().map(|c| Bytes::copy_from_slice(c)).collect(),
+/// };
+/// let status = |reply: AuthReply| match reply {
+///     AuthReply::Verdict { status, .. } => status,
+///     AuthReply::NoHandler => 0,
+/// };
+///
+/// // A PLAIN user with the right password is let in, with the user name as user id.
+/// let admin = request("192.0.2.7", Mechanism::PLAIN, &[b"admin", b"secret"]);
+/// assert_eq!(
+///     auth.check(&admin),
+///     AuthReply::Verdict {
+///         status: 200,
+///         user_id: Bytes::from_static(b"admin"),
+///         metadata: Bytes::new(),
+///     }
+/// );
+/// let wrong = request("192.0.2.7", Mechanism::PLAIN, &[b"admin", b"guess"]);
+/// assert_eq!(status(auth.check(&wrong)), 400);
+///
+/// // A CURVE client with an allowed key is let in; its user id is the key in Z85.
+/// let curve = request("192.0.2.7", Mechanism::CURVE, &[&client_key.as_bytes()[..]]);
+/// match auth.check(&curve) {
+///     AuthReply::Verdict { status, user_id, .. } => {
+///         assert_eq!(status, 200);
+///         assert_eq!(&user_id[..], client_key.to_z85().as_bytes());
+///     }
+///     other => panic!("{other:?}"),
+/// }
+///
+/// // A denied address is refused whatever it presents.
+/// let denied = request("192.0.2.66", Mechanism::PLAIN, &[b"admin", b"secret"]);
+/// assert_eq!(status(auth.check(&denied)), 400);
+/// # Ok::<(), zmtp_proto::z85::Z85Error>(())
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Authenticator {
     allow: Vec<String>,
@@ -358,6 +432,15 @@ impl Authenticator {
 
     /// Accept PLAIN clients presenting this user name and password (each `&str`, `String`,
     /// `&[u8]` or any other bytes).
+    ///
+    /// ```
+    /// use zmtp_proto::socket::Authenticator;
+    ///
+    /// let auth = Authenticator::new()
+    ///     .plain_user("admin", "secret")
+    ///     .plain_user(b"backup", String::from("s3cr3t"));
+    /// assert_ne!(auth, Authenticator::new());
+    /// ```
     pub fn plain_user(
         mut self,
         username: impl AsRef<[u8]>,

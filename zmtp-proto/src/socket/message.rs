@@ -12,6 +12,30 @@ use super::PeerProperties;
 /// Frames are [`Bytes`]: received frames are slices of the connection's read buffer, and
 /// cloning a message (as PUB does for each subscriber) copies no frame body. A single-frame
 /// message, the common case, needs no allocation besides its frame.
+///
+/// ```
+/// use zmtp_proto::socket::Message;
+/// use zmtp_proto::Bytes;
+///
+/// // One frame, from text or bytes.
+/// let hello = Message::from("hello");
+/// assert_eq!(hello.len(), 1);
+/// assert_eq!(hello.to_str(), Ok("hello"));
+///
+/// // Several frames: a list, or one frame at a time.
+/// let mut request = Message::from(["", "job", "42"]);
+/// request.push_front("worker-1"); // a routing envelope in front
+/// request.push_back(Bytes::from_static(b"\x00\x01"));
+/// assert_eq!(request.len(), 5);
+/// assert_eq!(request.byte_len(), 8 + 0 + 3 + 2 + 2);
+/// assert_eq!(&request.frames()[2][..], b"job");
+/// assert_eq!(request.to_string(), "worker-1 |  | job | 42 | \u{0}\u{1}");
+///
+/// // Taken apart again.
+/// assert_eq!(request.pop_front().as_deref(), Some(&b"worker-1"[..]));
+/// let frames: Vec<Bytes> = request.into_frames();
+/// assert_eq!(frames[1], "job");
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct Message {
     frames: Frames,
@@ -58,6 +82,16 @@ impl Message {
     }
 
     /// An empty message (no frames yet).
+    ///
+    /// ```
+    /// use zmtp_proto::socket::Message;
+    ///
+    /// let mut msg = Message::new();
+    /// assert!(msg.is_empty());
+    /// msg.push_back("first");
+    /// msg.push_back("second");
+    /// assert_eq!(msg, Message::from(["first", "second"]));
+    /// ```
     pub fn new() -> Message {
         Message::default()
     }
@@ -80,6 +114,14 @@ impl Message {
     }
 
     /// The frames.
+    ///
+    /// ```
+    /// use zmtp_proto::socket::Message;
+    ///
+    /// let msg = Message::from(["topic", "body"]);
+    /// let texts: Vec<&str> = msg.frames().iter().map(|f| std::str::from_utf8(f).unwrap()).collect();
+    /// assert_eq!(texts, ["topic", "body"]);
+    /// ```
     pub fn frames(&self) -> &[Bytes] {
         match &self.frames {
             Frames::One(b) => core::slice::from_ref(b),

@@ -9,6 +9,31 @@ use crate::mechanism::Security;
 /// Options every driver shares. Defaults are libzmq 4.3's.
 ///
 /// Subscriptions (`ZMQ_SUBSCRIBE`/`ZMQ_UNSUBSCRIBE`) are calls on the socket, not fields.
+///
+/// Built from the defaults with the `with_*` methods (the struct is `#[non_exhaustive]`),
+/// and read field by field:
+///
+/// ```
+/// use std::time::Duration;
+/// use zmtp_proto::mechanism::Security;
+/// use zmtp_proto::socket::Options;
+///
+/// let defaults = Options::default();
+/// assert_eq!((defaults.sndhwm, defaults.rcvhwm), (1000, 1000));
+/// assert_eq!(defaults.linger, None); // forever
+/// assert_eq!(defaults.reconnect_ivl, Some(Duration::from_millis(100)));
+/// assert_eq!(defaults.security, Security::Null);
+///
+/// let options = Options::default()
+///     .with_sndhwm(0) // unlimited
+///     .with_heartbeat_ivl(Some(Duration::from_secs(1)))
+///     .with_security(Security::plain_client("admin", "secret")?);
+/// assert_eq!(options.sndhwm, 0);
+/// assert_eq!(options.heartbeat_ivl, Some(Duration::from_secs(1)));
+/// assert!(!options.security.is_server());
+/// assert_eq!(options.rcvhwm, defaults.rcvhwm); // the others keep their defaults
+/// # Ok::<(), zmtp_proto::ConfigError>(())
+/// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
