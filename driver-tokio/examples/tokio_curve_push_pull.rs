@@ -24,9 +24,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The server: its key pair, and the one client key it admits.
     let options = Options::default().with_security(Security::curve_server(server_keys.clone()));
     let server = Socket::with_options(SocketType::Pull, options)?;
-    server.set_authenticator(Some(
-        Authenticator::new().curve_allow(client_keys.public),
-    ));
+    server.set_authenticator(Some(Authenticator::new().curve_allow(client_keys.public)));
     let endpoint = server.bind("tcp://127.0.0.1:*").await?;
     println!("server: bound to {endpoint}");
 
@@ -35,8 +33,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server_key = PublicKey::from_z85(&server_key_text)?;
 
     // A client with a key the server does not know: refused, it never gets through.
-    let stranger_options = Options::default()
-        .with_security(Security::curve_client(server_key, curve_keypair()?));
+    let stranger_options =
+        Options::default().with_security(Security::curve_client(server_key, curve_keypair()?));
     let stranger = Socket::with_options(SocketType::Push, stranger_options)?;
     let mut stranger_events = stranger.monitor();
     stranger.connect(&endpoint)?;
@@ -59,7 +57,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     stranger.close().await;
 
     // The client the server knows.
-    let options = Options::default().with_security(Security::curve_client(server_key, client_keys.clone()));
+    let options =
+        Options::default().with_security(Security::curve_client(server_key, client_keys.clone()));
     let client = Socket::with_options(SocketType::Push, options)?;
     client.connect(&endpoint)?;
     for n in 1..=3 {
@@ -69,7 +68,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for n in 1..=3 {
         let msg = server.recv().await?;
         // The user id of a CURVE client is its public key in Z85.
-        let user = msg.property("User-Id").map(String::from_utf8_lossy).unwrap_or_default();
+        let user = msg
+            .property("User-Id")
+            .map(String::from_utf8_lossy)
+            .unwrap_or_default();
         println!("server: {:?} from {user}", msg.to_str()?);
         if msg.to_str()? != format!("secret {n}") || client_keys.public.to_z85() != *user {
             return Err(format!("unexpected message {msg} from {user}").into());

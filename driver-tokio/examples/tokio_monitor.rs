@@ -74,7 +74,10 @@ async fn expect(
                 .await
                 .map_err(|_| format!("{name}: no {kind} event"))?
                 .ok_or_else(|| format!("{name}: the monitor ended before {kind}"))?;
-            println!("{name}: {} {} (value {})", event.kind, event.endpoint, event.value);
+            println!(
+                "{name}: {} {} (value {})",
+                event.kind, event.endpoint, event.value
+            );
             if event.kind == kind {
                 break;
             }

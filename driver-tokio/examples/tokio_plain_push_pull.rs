@@ -47,7 +47,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let msg = server.recv().await?;
     // The user id of a PLAIN client is its user name.
-    let user = msg.property("User-Id").map(String::from_utf8_lossy).unwrap_or_default();
+    let user = msg
+        .property("User-Id")
+        .map(String::from_utf8_lossy)
+        .unwrap_or_default();
     println!("server: {msg:?} from user {user}", msg = msg.to_str()?);
     if msg.to_str()? != "Hello" || user != "admin" {
         return Err("unexpected message".into());
