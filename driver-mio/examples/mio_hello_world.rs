@@ -16,9 +16,11 @@ const REQUESTS: usize = 10;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ctx = Context::new()?;
 
+    // RCVTIMEO on both sides: fail instead of waiting forever if the other one is gone.
     let server = ctx.socket(SocketType::Rep)?;
     let endpoint = server.bind("tcp://127.0.0.1:*")?;
     println!("server: bound to {endpoint}");
+    server.set_rcvtimeo(Some(Duration::from_secs(5)));
     let server_thread = thread::spawn(move || -> Result<(), zmtp_mio::Error> {
         for _ in 0..REQUESTS {
             let request = server.recv_string()?;
@@ -30,7 +32,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
 
     let client = ctx.socket(SocketType::Req)?;
-    // Fail instead of hanging if the server never answers.
     client.set_rcvtimeo(Some(Duration::from_secs(5)));
     client.connect(&endpoint)?;
     for n in 0..REQUESTS {

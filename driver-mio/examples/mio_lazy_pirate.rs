@@ -28,6 +28,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = ctx.socket(SocketType::Rep)?;
     let endpoint = server.bind("tcp://127.0.0.1:*")?;
     println!("server: bound to {endpoint}");
+    // Fail instead of waiting forever if the client stops sending.
+    server.set_rcvtimeo(Some(Duration::from_secs(5)));
     let server_thread = thread::spawn(move || -> Result<(), zmtp_mio::Error> {
         let mut slowed = false;
         loop {
