@@ -376,7 +376,10 @@ mod tests {
         };
         // Each side names the other with IP and port.
         assert_eq!(theirs.peer_address(), format!("127.0.0.1:{source_port}"));
-        assert_eq!(ours.peer_address(), l.endpoint.strip_prefix("tcp://").unwrap());
+        assert_eq!(
+            ours.peer_address(),
+            l.endpoint.strip_prefix("tcp://").unwrap()
+        );
         // Nothing more: non-blocking.
         assert_eq!(
             theirs.read(&mut buf).unwrap_err().kind(),
