@@ -119,7 +119,7 @@ impl SocketDriver {
             while let Some(Ok(stream)) = self.listeners.get(&ep).map(|l| l.listener.accept()) {
                 moved = true;
                 let now = self.now();
-                match self.socket.handle_accepted(ep, &stream.peer_ip(), now) {
+                match self.socket.handle_accepted(ep, &stream.peer_address(), now) {
                     Some(peer) => {
                         self.streams.insert(peer, stream);
                     }
@@ -285,7 +285,7 @@ impl CommandHandler for SocketDriver {
         let now = self.now();
         match connected {
             Ok(stream) => {
-                let address = stream.peer_ip();
+                let address = stream.peer_address();
                 if let Some(peer) = self.socket.handle_connected(endpoint, &address, now) {
                     self.streams.insert(peer, stream);
                 }

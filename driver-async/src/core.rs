@@ -693,7 +693,7 @@ async fn connect_task<R: Runtime>(inner: Arc<Inner<R>>, endpoint: EndpointId, ad
         Ok(stream) => {
             if let Some(peer) = core
                 .socket
-                .handle_connected(endpoint, &stream.peer_ip(), now)
+                .handle_connected(endpoint, &stream.peer_address(), now)
             {
                 inner.add_peer(&mut core, peer, stream);
             }
@@ -730,7 +730,7 @@ async fn accept_task<R: Runtime>(
         let now = inner.now();
         if let Some(peer) = core
             .socket
-            .handle_accepted(endpoint, &stream.peer_ip(), now)
+            .handle_accepted(endpoint, &stream.peer_address(), now)
         {
             inner.add_peer(&mut core, peer, stream);
         }

@@ -33,10 +33,11 @@ impl<R: Runtime> Transport<R> {
         }
     }
 
-    /// The peer's IP address as text (empty for ipc and inproc), as ZAP wants it.
-    pub(crate) fn peer_ip(&self) -> String {
+    /// The peer's address as text, `IP:port` for tcp; empty for ipc and inproc, whose
+    /// peers have no address.
+    pub(crate) fn peer_address(&self) -> String {
         match self {
-            Transport::Tcp(s) => zmtp_driver::peer_ip(s),
+            Transport::Tcp(s) => zmtp_driver::peer_address(s),
             Transport::Unix(_) | Transport::Inproc(_) => String::new(),
         }
     }

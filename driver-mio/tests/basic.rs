@@ -503,3 +503,63 @@ fn question_mark_across_send_and_recv() {
         other => panic!("{other:?}"),
     }
 }
+
+/// The next monitor event of `kind`, skipping the others.
+fn next_of(
+    monitor: &std::sync::mpsc::Receiver<zmtp_mio::MonitorEvent>,
+    kind: zmtp_mio::MonitorEventKind,
+) -> zmtp_mio::MonitorEvent {
+    loop {
+        let event = monitor.recv_timeout(T.unwrap()).expect("a monitor event");
+        if event.kind == kind {
+            return event;
+        }
+    }
+}
+
+#[test]
+fn monitor_events_name_the_peer() {
+    use zmtp_mio::MonitorEventKind::{Accepted, Connected, Disconnected, HandshakeSucceeded};
+    let ctx = Context::new().unwrap();
+    let server = ctx.socket(SocketType::Pull).unwrap();
+    let server_monitor = server.monitor();
+    let ep = server.bind("tcp://127.0.0.1:*").unwrap();
+    let listen = ep.strip_prefix("tcp://").unwrap().to_string();
+
+    // A bare TCP client, whose source port the test knows.
+    let raw = std::net::TcpStream::connect(&listen).unwrap();
+    let source = format!("127.0.0.1:{}", raw.local_addr().unwrap().port());
+    let accepted = next_of(&server_monitor, Accepted);
+    assert_eq!(accepted.peer_address, source);
+    assert_eq!(accepted.endpoint, ep);
+    drop(raw);
+    assert_eq!(next_of(&server_monitor, Disconnected).peer_address, source);
+
+    // A socket that connects names the listener.
+    let client = ctx.socket(SocketType::Push).unwrap();
+    let client_monitor = client.monitor();
+    client.connect(&ep).unwrap();
+    let connected = next_of(&client_monitor, Connected);
+    assert_eq!(connected.peer_address, listen);
+    assert_eq!(connected.endpoint, ep);
+    assert_eq!(
+        next_of(&client_monitor, HandshakeSucceeded).peer_address,
+        listen
+    );
+    let other_side = next_of(&server_monitor, HandshakeSucceeded).peer_address;
+    let port = other_side.strip_prefix("127.0.0.1:").unwrap();
+    assert_ne!(port.parse::<u16>().unwrap(), 0);
+    assert_ne!(other_side, source);
+
+    // ipc peers have no address.
+    let server = ctx.socket(SocketType::Pull).unwrap();
+    let server_monitor = server.monitor();
+    let ep = server.bind("ipc://*").unwrap();
+    let client = ctx.socket(SocketType::Push).unwrap();
+    client.connect(&ep).unwrap();
+    let accepted = next_of(&server_monitor, Accepted);
+    assert_eq!(
+        (accepted.endpoint, accepted.peer_address),
+        (ep, String::new())
+    );
+}

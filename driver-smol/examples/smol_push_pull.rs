@@ -11,7 +11,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let push = Socket::new(SocketType::Push)?;
         push.connect(&endpoint)?;
         push.send("task").await?;
-        println!("{:?}", pull.recv().await?);
+        let task = pull.recv_string().await?;
+        println!("PULL got {task:?}");
 
         // REQ/REP: request and reply, in process.
         let rep = Socket::new(SocketType::Rep)?;
@@ -21,7 +22,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         req.send("ping").await?;
         let request = rep.recv().await?;
         rep.send(request).await?;
-        println!("{:?}", req.recv().await?);
+        let reply = req.recv_string().await?;
+        println!("REQ got {reply:?}");
+        if task != "task" || reply != "ping" {
+            return Err("unexpected messages".into());
+        }
         Ok(())
     })
 }

@@ -36,7 +36,7 @@ pub use entropy::{new_socket, Entropy};
 pub use error::Error;
 pub use resolve::{lookup, resolve_blocking, Attempts, TcpAddrs};
 pub use transport::{
-    listen_ipc, listen_tcp, peer_ip, tcp_accepted, tcp_connected, Listening, SocketFile,
+    listen_ipc, listen_tcp, peer_address, tcp_accepted, tcp_connected, Listening, SocketFile,
     StdListener, StdTransport, TcpSetup,
 };
 #[doc(hidden)]

@@ -61,12 +61,12 @@ pub fn tcp_connected(stream: &impl TcpSetup) -> io::Result<()> {
     stream.set_nodelay(true)
 }
 
-/// The peer's IP address as text, as ZAP wants it (`handle_accepted`/`handle_connected`'s
-/// `address`); empty if the stream has none.
-pub fn peer_ip(stream: &impl TcpSetup) -> String {
+/// The peer's address as text, `IP:port` (`127.0.0.1:53412`, `[::1]:5555`), as
+/// `handle_accepted`/`handle_connected` take it; empty if the stream has none.
+pub fn peer_address(stream: &impl TcpSetup) -> String {
     stream
         .peer_addr()
-        .map(|a| a.ip().to_string())
+        .map(|a| a.to_string())
         .unwrap_or_default()
 }
 
@@ -296,10 +296,11 @@ impl StdTransport {
         }
     }
 
-    /// The peer's IP address as text (empty for `ipc://`), as ZAP wants it.
-    pub fn peer_ip(&self) -> String {
+    /// The peer's address as text, `IP:port` (see [`peer_address`]); empty for `ipc://`,
+    /// whose peers have no name.
+    pub fn peer_address(&self) -> String {
         match self {
-            StdTransport::Tcp(s) => peer_ip(s),
+            StdTransport::Tcp(s) => peer_address(s),
             StdTransport::Unix(_) => String::new(),
         }
     }
@@ -369,7 +370,16 @@ mod tests {
             }
         };
         assert_eq!(&buf[..n], b"hi");
-        assert_eq!(theirs.peer_ip(), "127.0.0.1");
+        let source_port = match &ours {
+            StdTransport::Tcp(t) => t.local_addr().unwrap().port(),
+            StdTransport::Unix(_) => panic!("not tcp"),
+        };
+        // Each side names the other with IP and port.
+        assert_eq!(theirs.peer_address(), format!("127.0.0.1:{source_port}"));
+        assert_eq!(
+            ours.peer_address(),
+            l.endpoint.strip_prefix("tcp://").unwrap()
+        );
         // Nothing more: non-blocking.
         assert_eq!(
             theirs.read(&mut buf).unwrap_err().kind(),
@@ -464,7 +474,7 @@ mod tests {
             Duration::from_secs(1),
         )
         .unwrap();
-        assert_eq!(s.peer_ip(), "");
+        assert_eq!(s.peer_address(), "");
         wait_accept(&l.listener);
     }
 

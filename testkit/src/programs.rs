@@ -3,8 +3,10 @@
 //! `cargo test` builds a package's examples before running its tests, into the
 //! `examples` folder beside the folder of the test binaries; [`example`] finds one there.
 
+use std::io::Read;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// The path of the example program `name` of the package whose test calls this.
 ///
@@ -28,28 +30,69 @@ pub fn example(name: &str) -> PathBuf {
     path
 }
 
-/// Run example `name` with `args` to its end; panics (failing the test) with its output
-/// if it does not end successfully.
-pub fn run_example(name: &str, args: &[&str]) -> Output {
-    let output = Command::new(example(name))
+/// How long an example may run in [`run_example`].
+pub const EXAMPLE_LIMIT: Duration = Duration::from_secs(60);
+
+/// Run example `name` with `args` to its end, at most [`EXAMPLE_LIMIT`], and return its
+/// standard output; panics (failing the test) with its output if it fails or does not
+/// end in time.
+pub fn run_example(name: &str, args: &[&str]) -> String {
+    let mut child = Command::new(example(name))
         .args(args)
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap_or_else(|e| panic!("example {name} did not start: {e}"));
-    assert!(
-        output.status.success(),
-        "example {name} {args:?} failed ({}):\n--- stdout\n{}\n--- stderr\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
+    // Read both pipes while the program runs, so that it never blocks on a full one.
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut text);
+            }
+            String::from_utf8_lossy(&text).into_owned()
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
     );
-    output
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let deadline = Instant::now() + EXAMPLE_LIMIT;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("the example's status") {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let (stdout, stderr) = (stdout.join().unwrap(), stderr.join().unwrap());
+    match status {
+        Some(status) if status.success() => stdout,
+        Some(status) => panic!(
+            "example {name} {args:?} failed ({status}):\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
+        ),
+        None => panic!(
+            "example {name} {args:?} did not end within {EXAMPLE_LIMIT:?}:\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
+        ),
+    }
 }
 
 /// Run the example `name`, a program that sends "0", "1", … to the endpoint given as its
 /// first argument (as many as its second) and ends, against a PULL of the blocking
 /// driver; assert that every message arrives, in order, for one message and for many.
 pub fn sends_and_exits_delivering_everything(name: &str) {
-    use std::time::Duration;
     use zmtp_mio::{Context, SocketType};
 
     let ctx = Context::new().expect("context");
@@ -59,8 +102,8 @@ pub fn sends_and_exits_delivering_everything(name: &str) {
         let program = example(name);
         let child = Command::new(&program)
             .args([endpoint.as_str(), &count.to_string()])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| panic!("example {name} did not start: {e}"));
         let mut got = 0u32;

@@ -531,14 +531,13 @@ impl Watch {
                 // A client that went away mid-handshake (often one we just refused).
                 return Ok(());
             }
+            let client = peer_on(e);
             if kind == MonitorEventKind::HandshakeFailedAuth {
                 note(&format!(
-                    "refused a client connected on {endpoint}: authentication failed ({detail})"
+                    "refused a client {client}: authentication failed ({detail})"
                 ));
             } else {
-                note(&format!(
-                    "a client connected on {endpoint} failed the handshake: {detail}"
-                ));
+                note(&format!("a client {client} failed the handshake: {detail}"));
             }
             return Ok(());
         }
@@ -552,7 +551,8 @@ impl Watch {
         if kind == MonitorEventKind::HandshakeFailedProtocol {
             if inbound {
                 note(&format!(
-                    "a peer connected on {endpoint} failed the handshake: {detail}"
+                    "a peer {} failed the handshake: {detail}",
+                    peer_on(e)
                 ));
             } else {
                 // Nothing reconnects after a protocol error: give up.
@@ -566,12 +566,29 @@ impl Watch {
     }
 }
 
-/// A monitor event in words. Events carry our endpoint, not the peer's address: on a bound
-/// (`inbound`) endpoint they say "a peer connected on" it.
+/// A peer that connected to us, in words: its address and our endpoint it connected on
+/// ("127.0.0.1:53412 on tcp://0.0.0.0:5559"), or "connected on" the endpoint when it has
+/// no address (ipc).
+fn peer_on(e: &MonitorEvent) -> String {
+    let ep = &e.endpoint;
+    if e.peer_address.is_empty() {
+        format!("connected on {ep}")
+    } else {
+        format!("{} on {ep}", e.peer_address)
+    }
+}
+
+/// A monitor event in words. On a bound (`inbound`) endpoint the peer is named by its
+/// address ([`peer_on`]); on a connect endpoint by the endpoint, with the address it
+/// resolved to when that says more.
 fn event_text(e: &MonitorEvent, inbound: bool) -> String {
     let ep = &e.endpoint;
+    let addr = &e.peer_address;
     let peer = if inbound {
-        format!("a peer connected on {ep}")
+        match peer_on(e) {
+            on if addr.is_empty() => format!("a peer {on}"),
+            on => on,
+        }
     } else {
         ep.clone()
     };
@@ -579,9 +596,13 @@ fn event_text(e: &MonitorEvent, inbound: bool) -> String {
     match e.kind {
         MonitorEventKind::Listening => format!("listening on {ep}"),
         MonitorEventKind::BindFailed => format!("cannot bind {ep} (error {v})"),
-        MonitorEventKind::Accepted => format!("accepted a connection on {ep}"),
+        MonitorEventKind::Accepted if addr.is_empty() => format!("accepted a connection on {ep}"),
+        MonitorEventKind::Accepted => format!("accepted {addr} on {ep}"),
         MonitorEventKind::AcceptFailed => format!("cannot accept a connection on {ep} (error {v})"),
-        MonitorEventKind::Connected => format!("connected to {ep}"),
+        MonitorEventKind::Connected if addr.is_empty() || ep.ends_with(&format!("//{addr}")) => {
+            format!("connected to {ep}")
+        }
+        MonitorEventKind::Connected => format!("connected to {ep} ({addr})"),
         MonitorEventKind::ConnectDelayed => format!("connecting to {ep}"),
         MonitorEventKind::ConnectRetried => {
             format!("cannot connect to {ep} yet; retrying in {v} ms")
@@ -622,5 +643,71 @@ fn describe(e: &MonitorEvent) -> String {
             format!("protocol error {name} (0x{:08x}){hint}", e.value)
         }
         _ => "the connection closed during the handshake (wrong credentials or key?)".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(kind: MonitorEventKind, endpoint: &str, peer: &str) -> MonitorEvent {
+        MonitorEvent::new(kind, 0, endpoint).with_peer_address(peer)
+    }
+
+    #[test]
+    fn events_name_the_peer_by_its_address() {
+        use MonitorEventKind::*;
+        let ep = "tcp://0.0.0.0:5559";
+        let cases = [
+            (
+                event(Accepted, ep, "127.0.0.1:53412"),
+                true,
+                "accepted 127.0.0.1:53412 on tcp://0.0.0.0:5559",
+            ),
+            (
+                event(Disconnected, ep, "[::1]:53412"),
+                true,
+                "[::1]:53412 on tcp://0.0.0.0:5559 went away",
+            ),
+            (
+                event(HandshakeSucceeded, ep, "127.0.0.1:53412"),
+                true,
+                "handshake with 127.0.0.1:53412 on tcp://0.0.0.0:5559 succeeded",
+            ),
+            // ipc peers have no address.
+            (
+                event(Accepted, "ipc:///tmp/s", ""),
+                true,
+                "accepted a connection on ipc:///tmp/s",
+            ),
+            (
+                event(HandshakeSucceeded, "ipc:///tmp/s", ""),
+                true,
+                "handshake with a peer connected on ipc:///tmp/s succeeded",
+            ),
+            // Connecting: the endpoint, and where a name led when it says more.
+            (
+                event(Connected, "tcp://127.0.0.1:5559", "127.0.0.1:5559"),
+                false,
+                "connected to tcp://127.0.0.1:5559",
+            ),
+            (
+                event(Connected, "tcp://localhost:5559", "[::1]:5559"),
+                false,
+                "connected to tcp://localhost:5559 ([::1]:5559)",
+            ),
+            (
+                event(Disconnected, "tcp://localhost:5559", "[::1]:5559"),
+                false,
+                "disconnected from tcp://localhost:5559",
+            ),
+        ];
+        for (e, inbound, expected) in cases {
+            assert_eq!(event_text(&e, inbound), expected, "{e:?}");
+        }
+        assert_eq!(
+            peer_on(&event(HandshakeFailedAuth, ep, "127.0.0.1:1")),
+            "127.0.0.1:1 on tcp://0.0.0.0:5559"
+        );
     }
 }

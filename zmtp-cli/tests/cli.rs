@@ -359,6 +359,30 @@ fn libzmq_req_to_our_rep_echo() {
     let out = running.finish();
     ok(&out);
     assert_eq!(text(&out.stdout), "a\tx\nb\tx\n");
+    // `-v` names the client by its address, not by our endpoint.
+    let port = peer_port(&out.stderr, "accepted 127.0.0.1:", &ep);
+    assert_ne!(
+        Some(port),
+        ep.rsplit(':').next().and_then(|p| p.parse().ok())
+    );
+    assert!(
+        out.stderr.contains(&format!(
+            "handshake with 127.0.0.1:{port} on {ep} succeeded"
+        )),
+        "{out:?}"
+    );
+}
+
+/// The port in the first `PREFIX<port> on EP` of `stderr` (a peer named by `-v`).
+fn peer_port(stderr: &str, prefix: &str, ep: &str) -> u16 {
+    let line = stderr
+        .lines()
+        .find_map(|l| l.split_once(prefix).map(|(_, rest)| rest))
+        .unwrap_or_else(|| panic!("no {prefix:?} in {stderr:?}"));
+    let (port, rest) = line.split_once(' ').expect("a port, then the endpoint");
+    assert!(rest.starts_with(&format!("on {ep}")), "{line:?}");
+    port.parse()
+        .unwrap_or_else(|_| panic!("a port in {line:?}"))
 }
 
 #[test]
@@ -655,6 +679,13 @@ fn our_plain_server_refuses_a_wrong_password_and_takes_the_right_one() {
     ok(&out);
     assert_eq!(text(&out.stdout), "welcome\n");
     assert!(out.stderr.contains("refused a client"), "{out:?}");
+    // The refused client is named by its address, on our endpoint.
+    peer_port(&out.stderr, "refused a client 127.0.0.1:", &ep);
+    assert!(
+        out.stderr
+            .contains(&format!(" on {ep}: authentication failed (status 400)")),
+        "{out:?}"
+    );
 }
 
 // ----- CURVE ---------------------------------------------------------------------------

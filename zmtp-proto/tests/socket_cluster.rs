@@ -6,7 +6,7 @@ use std::time::Duration;
 use zmtp_proto::socket::monitor::protocol_error;
 use zmtp_proto::socket::{Message, MonitorEvent, MonitorEventKind, SendError, Sent};
 use zmtp_proto::SocketType::*;
-use zmtp_testkit::cluster::{Cluster, Node};
+use zmtp_testkit::cluster::{Cluster, Node, FIRST_EPHEMERAL_PORT};
 use zmtp_testkit::message::{m, opts, text};
 
 const ANY: &str = "tcp://127.0.0.1:*";
@@ -557,25 +557,42 @@ fn monitor_events_carry_libzmq_names_and_values() {
     );
     for e in rep_events.iter().chain(&req_events) {
         assert_eq!(e.endpoint, ep, "{e:?}");
+        // v1 has no peer address: it round-trips without it.
         let [a, b] = e.to_v1_frames();
-        assert_eq!(MonitorEvent::from_v1_frames(&a, &b).as_ref(), Some(e));
+        let without_peer = e.clone().with_peer_address("");
+        assert_eq!(MonitorEvent::from_v1_frames(&a, &b), Some(without_peer));
     }
+    // The connection events name the other side with the address the harness gave: the
+    // REP sees the REQ's source port, the REQ the address it connected to.
+    let peers = |events: &[MonitorEvent]| -> Vec<String> {
+        events.iter().map(|e| e.peer_address.clone()).collect()
+    };
+    let client = format!("127.0.0.1:{FIRST_EPHEMERAL_PORT}");
+    let listener = ep.strip_prefix("tcp://").unwrap().to_string();
+    assert!(listener.starts_with("127.0.0.1:"), "{listener}");
+    assert_ne!(listener, client);
+    assert_eq!(peers(&rep_events), ["", &client, &client]);
+    assert_eq!(peers(&req_events), ["", &listener, &listener]);
 
     // The REP goes away: the REQ sees the loss and schedules a retry.
     let now = c.now();
     c.socket(rep).close(now);
     c.run_until_idle();
+    let rep_events = c.take_monitor(rep);
     assert_eq!(
-        seen(&c.take_monitor(rep)),
+        seen(&rep_events),
         [("CLOSED", 0x0080, 0), ("MONITOR_STOPPED", 0x0400, 0)]
     );
+    assert_eq!(peers(&rep_events), ["", ""]);
+    let req_events = c.take_monitor(req);
     assert_eq!(
-        seen(&c.take_monitor(req)),
+        seen(&req_events),
         [
             ("DISCONNECTED", 0x0200, 0),
             ("CONNECT_RETRIED", 0x0004, 100)
         ]
     );
+    assert_eq!(peers(&req_events), [&listener, ""]);
     assert!(c.advance_to_next_timer());
     assert_eq!(
         seen(&c.take_monitor(req)),
@@ -617,11 +634,16 @@ fn an_error_with_a_zap_status_is_an_authentication_failure() {
         s.handle_received(peer, now, &greeting);
         s.handle_received(peer, now, error);
         let commands: Vec<Command> = std::iter::from_fn(|| s.poll_command()).collect();
-        let failures: Vec<(MonitorEventKind, u32)> = std::iter::from_fn(|| s.poll_monitor())
-            .filter(|m| m.kind.name().starts_with("HANDSHAKE_FAILED"))
-            .map(|m| (m.kind, m.value))
-            .collect();
-        assert_eq!(failures, [expected]);
+        let failures: Vec<(MonitorEventKind, u32, String)> =
+            std::iter::from_fn(|| s.poll_monitor())
+                .filter(|m| m.kind.name().starts_with("HANDSHAKE_FAILED"))
+                .map(|m| (m.kind, m.value, m.peer_address))
+                .collect();
+        // The peer address is kept as the driver gave it (here a bare IP).
+        assert_eq!(
+            failures,
+            [(expected.0, expected.1, "127.0.0.1".to_string())]
+        );
         assert!(commands.contains(&Command::ClosePeer { peer }));
     }
 }

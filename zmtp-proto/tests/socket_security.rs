@@ -62,6 +62,8 @@ fn plain_accepted_peer_messages_carry_user_id_and_properties() {
     assert_eq!(req.mechanism_name(), "PLAIN");
     assert_eq!(&req.domain[..], b"global");
     assert_eq!(&req.identity[..], b"srv", "ZAP names our own routing id");
+    // The core was given `127.0.0.1:PORT`; ZAP's Address is the IP alone, as in libzmq.
+    assert_eq!(req.address, "127.0.0.1");
     assert_eq!(req.credentials, [&b"admin"[..], b"secret"]);
     assert_eq!(c.member(server).auth_requests.len(), 1);
 }
@@ -93,6 +95,17 @@ fn plain_wrong_password_fails_both_sides_with_auth_400_and_no_reconnect() {
         auth_events(&c, client),
         [(MonitorEventKind::HandshakeFailedAuth, 400)]
     );
+    // Each refusal names the other side.
+    let refused = |n: Node| {
+        c.member(n)
+            .monitor
+            .iter()
+            .find(|e| e.kind == MonitorEventKind::HandshakeFailedAuth)
+            .map(|e| e.peer_address.clone())
+    };
+    let client_address = format!("127.0.0.1:{}", zmtp_testkit::cluster::FIRST_EPHEMERAL_PORT);
+    assert_eq!(refused(server), Some(client_address));
+    assert_eq!(refused(client).as_deref(), ep.strip_prefix("tcp://"));
     // An ERROR is a protocol error for the client: it does not come back (libzmq G15).
     assert_eq!(c.member(client).connect_attempts.len(), 1);
 }

@@ -19,11 +19,13 @@ use crate::core::{first, Either};
 
 mod api;
 mod close;
+mod monitor;
 pub mod poll;
 pub mod security;
 use crate::{Message, MonitorEventKind, Options, Runtime, SendError, Sent, Socket, SocketType};
 pub use api::*;
 pub use close::*;
+pub use monitor::*;
 
 /// Upper bound of every wait.
 pub const T: Duration = Duration::from_secs(5);
@@ -47,6 +49,7 @@ macro_rules! driver_tests {
             cancelled_send_queues_all_or_nothing,
             send_slice_copies_and_waits,
             monitor_stream_reports_connection_events,
+            monitor_events_name_the_peer,
             close_lingers_until_messages_are_written,
             close_reports_what_linger_cut_off,
             context_term_flushes_dropped_sockets_and_closes_the_rest,

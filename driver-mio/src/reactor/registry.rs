@@ -317,7 +317,10 @@ impl Shared {
         };
         match stream {
             Some(stream) => {
-                if let Some(peer) = s.core.handle_connected(endpoint, &stream.peer_ip(), now) {
+                if let Some(peer) = s
+                    .core
+                    .handle_connected(endpoint, &stream.peer_address(), now)
+                {
                     self.add_peer(st, id, peer, stream, now);
                 }
             }
@@ -340,7 +343,10 @@ impl Shared {
                     let Some(s) = st.sockets.get_mut(&id) else {
                         return;
                     };
-                    match s.core.handle_accepted(endpoint, &stream.peer_ip(), now) {
+                    match s
+                        .core
+                        .handle_accepted(endpoint, &stream.peer_address(), now)
+                    {
                         Some(peer) => self.add_peer(st, id, peer, stream, now),
                         None => drop(stream),
                     }

@@ -285,10 +285,18 @@ impl CommandHandler for Commands<'_> {
             c.members[n.0].socket.handle_connect_failed(endpoint, now);
             return;
         };
-        let Some(cp) = c.members[n.0].socket.handle_connected(endpoint, "", now) else {
+        let listener_address = c.peer_address(&text, false);
+        let Some(cp) = c.members[n.0]
+            .socket
+            .handle_connected(endpoint, &listener_address, now)
+        else {
             return;
         };
-        match c.members[ln.0].socket.handle_accepted(lep, "", now) {
+        let client_address = c.peer_address(&text, true);
+        match c.members[ln.0]
+            .socket
+            .handle_accepted(lep, &client_address, now)
+        {
             Some(lp) => {
                 let id = c.next_link;
                 c.next_link += 1;

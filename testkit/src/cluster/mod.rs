@@ -3,7 +3,8 @@
 //! The cluster acts on the commands of its [`Socket`]s as a driver would: `Listen`
 //! registers an endpoint, `Connect` links to a registered listener (or fails), `ClosePeer`
 //! closes a link, `Authenticate` is answered by the member's `authenticator`; it keeps
-//! each member's monitor events. Bytes move through
+//! each member's monitor events. Peers' addresses are made up as a driver on one host
+//! would see them (see [`FIRST_EPHEMERAL_PORT`]). Bytes move through
 //! bounded per-direction "kernel buffers" and are handed to the reader in chunk sizes drawn
 //! from a seeded PRNG, only while the reader wants input.
 //!
@@ -41,6 +42,16 @@ impl NoEntropy for Socket {}
 
 /// Default capacity of one direction of a link (what the kernel buffers).
 pub const LINK_CAPACITY: usize = 64 * 1024;
+
+/// The port the cluster gives the connecting side of its first tcp stream; each stream
+/// after takes the next.
+///
+/// The cluster makes up peers' addresses as a driver on one host would see them: for
+/// `tcp://`, a socket that connected sees the listener as the `HOST:PORT` it connected to,
+/// and a listener sees the connecting side as `127.0.0.1:PORT` with a port from this one
+/// on; streams of other transports have no peer address (empty). Remote streams
+/// ([`Remote`]) get theirs the same way.
+pub const FIRST_EPHEMERAL_PORT: u16 = 50_000;
 
 /// A socket of the cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -131,6 +142,10 @@ pub struct Cluster {
     held_addrs: BTreeSet<String>,
     /// Connects waiting for the test: (node, endpoint) -> address.
     held: BTreeMap<(Node, EndpointId), String>,
+    /// Held connects the test took out, not yet completed or refused: their address.
+    taken: BTreeMap<(Node, EndpointId), String>,
+    /// The port of the next connecting side of a tcp stream.
+    next_ephemeral: u16,
     /// Peers with bytes the socket wants written (`next_dirty`, or a partial write).
     writers: BTreeSet<(Node, PeerId)>,
     next_port: u16,
@@ -157,12 +172,35 @@ impl Cluster {
             remote_index: BTreeMap::new(),
             held_addrs: BTreeSet::new(),
             held: BTreeMap::new(),
+            taken: BTreeMap::new(),
+            next_ephemeral: FIRST_EPHEMERAL_PORT,
             writers: BTreeSet::new(),
             next_port: 40_000,
             capacity: LINK_CAPACITY,
             max_chunk: 4096,
             steps: 0,
         }
+    }
+
+    /// The peer address the cluster gives a socket for a stream on the endpoint `text`
+    /// (the address connected to, or the listener's resolved endpoint), as a driver on one
+    /// host would: for `tcp://`, the listening side of a stream is `HOST:PORT` of the
+    /// address connected to and the connecting side is `127.0.0.1:PORT`, with ports from
+    /// [`FIRST_EPHEMERAL_PORT`] on; other transports have no peer address (empty).
+    /// `connecting` names the side whose address is wanted.
+    pub(crate) fn peer_address(&mut self, text: &str, connecting: bool) -> String {
+        let Some(host_port) = text.strip_prefix("tcp://") else {
+            return String::new();
+        };
+        if !connecting {
+            return host_port.to_string();
+        }
+        let port = self.next_ephemeral;
+        self.next_ephemeral = self
+            .next_ephemeral
+            .wrapping_add(1)
+            .max(FIRST_EPHEMERAL_PORT);
+        format!("127.0.0.1:{port}")
     }
 
     /// The virtual time.
@@ -327,6 +365,7 @@ impl Cluster {
         self.listeners.retain(|_, (node, _)| *node != n);
         self.writers.retain(|(node, _)| *node != n);
         self.held.retain(|(node, _), _| *node != n);
+        self.taken.retain(|(node, _), _| *node != n);
         let ids: Vec<u64> = self
             .links
             .iter()

@@ -9,8 +9,8 @@
 //! with [`Cluster::remote_reset`]. Everything happens when the test calls it, in the
 //! sizes it chooses: the cluster's own driving never touches a remote stream.
 //!
-//! Its peer address (in ZAP requests) is empty, as for the streams between two sockets of
-//! the cluster. A remote stream is open until either side closes it: the socket (`ClosePeer`, acted on
+//! Its peer address is made up as for the streams between two sockets of the cluster
+//! (see [`FIRST_EPHEMERAL_PORT`](super::FIRST_EPHEMERAL_PORT)). A remote stream is open until either side closes it: the socket (`ClosePeer`, acted on
 //! by [`Cluster::handle_events`]), the test ([`Cluster::remote_reset`]) or the death of the
 //! member ([`Cluster::kill`]).
 
@@ -43,7 +43,8 @@ impl Cluster {
     /// refuse it with [`refuse_connect`](Self::refuse_connect).
     pub fn take_held_connect(&mut self, n: Node) -> Option<EndpointId> {
         let key = self.held.keys().find(|(node, _)| *node == n).copied()?;
-        self.held.remove(&key);
+        let address = self.held.remove(&key)?;
+        self.taken.insert(key, address);
         Some(key.1)
     }
 
@@ -56,15 +57,18 @@ impl Cluster {
     /// socket closed it at once.
     pub fn connect_remote(&mut self, n: Node, endpoint: EndpointId) -> Option<Remote> {
         let now = self.now;
+        let text = self.taken.remove(&(n, endpoint)).unwrap_or_default();
+        let address = self.peer_address(&text, false);
         let peer = self.members[n.0]
             .socket
-            .handle_connected(endpoint, "", now)?;
+            .handle_connected(endpoint, &address, now)?;
         Some(self.open_remote(n, peer))
     }
 
     /// A held connect fails (as if refused).
     pub fn refuse_connect(&mut self, n: Node, endpoint: EndpointId) {
         let now = self.now;
+        self.taken.remove(&(n, endpoint));
         self.members[n.0]
             .socket
             .handle_connect_failed(endpoint, now);
@@ -78,9 +82,10 @@ impl Cluster {
             return None;
         }
         let now = self.now;
+        let address = self.peer_address(addr, true);
         let peer = self.members[n.0]
             .socket
-            .handle_accepted(endpoint, "", now)?;
+            .handle_accepted(endpoint, &address, now)?;
         Some(self.open_remote(n, peer))
     }
 

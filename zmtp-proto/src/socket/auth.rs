@@ -41,8 +41,8 @@ const FAREWELL: core::time::Duration = core::time::Duration::from_secs(1);
 pub struct ZapRequest {
     /// `ZMQ_ZAP_DOMAIN` (may be empty).
     pub domain: Bytes,
-    /// The peer's address as the driver gave it to `handle_accepted`/`handle_connected`
-    /// (an IP address for tcp; empty for ipc and inproc).
+    /// The peer's IP address, without the port, from the address the driver gave to
+    /// `handle_accepted`/`handle_connected` (empty for ipc and inproc).
     pub address: String,
     /// Our own routing id (libzmq sends the server socket's `ZMQ_ROUTING_ID`).
     pub identity: Bytes,
@@ -200,11 +200,7 @@ impl Socket {
                 alloc::vec![Bytes::copy_from_slice(public_key.as_bytes())]
             }
         };
-        let address = self
-            .peers
-            .get(&peer)
-            .map(|p| p.address.clone())
-            .unwrap_or_default();
+        let address = self.peers.get(&peer).map(|p| p.ip()).unwrap_or_default();
         let request = ZapRequest {
             domain: self.opts.zap_domain.clone(),
             address,

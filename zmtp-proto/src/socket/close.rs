@@ -154,11 +154,11 @@ impl Socket {
         self.endpoints.clear();
         self.timers.clear();
         if self.monitor_mask & MonitorEventKind::MonitorStopped.value() != 0 {
-            self.monitors.push_back(MonitorEvent {
-                kind: MonitorEventKind::MonitorStopped,
-                value: 0,
-                endpoint: String::new(),
-            });
+            self.monitors.push_back(MonitorEvent::new(
+                MonitorEventKind::MonitorStopped,
+                0,
+                String::new(),
+            ));
         }
         self.commands.push_back(Command::Closed);
     }

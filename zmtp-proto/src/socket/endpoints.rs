@@ -177,6 +177,10 @@ impl Socket {
 
     /// A stream was accepted on a listening endpoint; returns the new peer, or `None` if the
     /// endpoint is gone or the socket is closing (close the stream).
+    ///
+    /// `address` is the peer's address: `IP:port` for tcp, as Rust's `SocketAddr` writes it
+    /// (`127.0.0.1:53412`, `[::1]:5555`), and empty for ipc and inproc. Monitor events name
+    /// the peer with it; ZAP's `Address` is its IP alone. A bare IP is taken too.
     pub fn handle_accepted(
         &mut self,
         endpoint: EndpointId,
@@ -207,12 +211,13 @@ impl Socket {
         );
         self.mark_dirty(peer);
         self.rearm(peer);
-        self.monitor(MonitorEventKind::Accepted, 0, endpoint);
+        self.monitor_peer(MonitorEventKind::Accepted, 0, peer);
         Some(peer)
     }
 
     /// A stream to a connect endpoint is open; returns its peer, or `None` if the endpoint
-    /// is gone or no longer connects (close the stream).
+    /// is gone or no longer connects (close the stream). `address` is the peer's address, as
+    /// for [`handle_accepted`](Self::handle_accepted).
     pub fn handle_connected(
         &mut self,
         endpoint: EndpointId,
@@ -236,7 +241,7 @@ impl Socket {
         p.held = p.held && p.inq.len() > limit / 2;
         self.mark_dirty(peer);
         self.rearm(peer);
-        self.monitor(MonitorEventKind::Connected, 0, endpoint);
+        self.monitor_peer(MonitorEventKind::Connected, 0, peer);
         Some(peer)
     }
 

@@ -248,9 +248,27 @@ struct Peer {
     properties: Option<alloc::sync::Arc<PeerProperties>>,
     /// A verdict accepted the peer: its messages carry its properties.
     authenticated: bool,
-    /// The address of the peer's current stream, as the driver gave it (the ZAP
-    /// `Address`: an IP address for tcp, empty for ipc and inproc).
+    /// The address of the peer's current stream, as the driver gave it: `IP:port` for tcp
+    /// (a bare IP from older drivers), empty for ipc and inproc. Monitor events carry it;
+    /// ZAP's `Address` is its IP ([`Peer::ip`]).
     address: String,
+}
+
+impl Peer {
+    /// The IP of the peer's address, as ZAP's `Address` frame wants it (see [`ip_of`]).
+    fn ip(&self) -> String {
+        ip_of(&self.address)
+    }
+}
+
+/// The IP of a peer address, as ZAP's `Address` frame wants it: libzmq sends the IP without
+/// the port, and an IPv6 address without brackets or zone. An address that is not
+/// `IP:port` (a bare IP, or empty) is given as it is.
+fn ip_of(address: &str) -> String {
+    match address.parse::<core::net::SocketAddr>() {
+        Ok(addr) => alloc::string::ToString::to_string(&addr.ip()),
+        Err(_) => address.into(),
+    }
 }
 
 /// Complete messages a peer left behind when it left the pattern (its stream ended), not
@@ -427,6 +445,7 @@ impl Socket {
         id
     }
 
+    /// Queue an event about an endpoint (if the monitor wants this kind).
     fn monitor(&mut self, kind: MonitorEventKind, value: u32, endpoint: EndpointId) {
         if self.monitor_mask & kind.value() == 0 {
             return;
@@ -436,11 +455,25 @@ impl Socket {
             .get(&endpoint)
             .map(|e| e.text.clone())
             .unwrap_or_default();
-        self.monitors.push_back(MonitorEvent {
-            kind,
-            value,
-            endpoint,
-        });
+        self.monitors
+            .push_back(MonitorEvent::new(kind, value, endpoint));
+    }
+
+    /// Queue an event about a peer's connection: on its endpoint, naming its address.
+    fn monitor_peer(&mut self, kind: MonitorEventKind, value: u32, peer: PeerId) {
+        if self.monitor_mask & kind.value() == 0 {
+            return;
+        }
+        let Some(p) = self.peers.get(&peer) else {
+            return;
+        };
+        let endpoint = self
+            .endpoints
+            .get(&p.endpoint)
+            .map(|e| e.text.clone())
+            .unwrap_or_default();
+        let event = MonitorEvent::new(kind, value, endpoint).with_peer_address(p.address.clone());
+        self.monitors.push_back(event);
     }
 
     /// The next thing the driver must do.
@@ -480,5 +513,24 @@ impl Outgoing<'_> {
 impl From<Message> for Outgoing<'_> {
     fn from(msg: Message) -> Self {
         Outgoing::Message(msg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn zap_address_is_the_ip_of_the_peer_address() {
+        for (address, ip) in [
+            ("127.0.0.1:53412", "127.0.0.1"),
+            ("[::1]:5555", "::1"),
+            ("[fe80::1%2]:5555", "fe80::1"),
+            ("[::ffff:10.0.0.1]:1", "::ffff:10.0.0.1"),
+            // A bare IP (as older drivers give) and an empty address stay as they are.
+            ("10.1.2.3", "10.1.2.3"),
+            ("::1", "::1"),
+            ("", ""),
+        ] {
+            assert_eq!(super::ip_of(address), ip, "{address}");
+        }
     }
 }

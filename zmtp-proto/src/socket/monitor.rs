@@ -12,41 +12,49 @@ use crate::Error;
 
 /// What happened on a monitored socket; the discriminants are libzmq's `ZMQ_EVENT_*` bits.
 ///
-/// The meaning of [`MonitorEvent::value`] depends on the kind; libzmq's is noted on each.
+/// The meaning of [`MonitorEvent::value`] depends on the kind and is noted on each. Where
+/// libzmq gives a file descriptor (CONNECTED, LISTENING, ACCEPTED, CLOSED, DISCONNECTED),
+/// this socket has none to give, since the core does no I/O: the value is always 0 there.
+/// The kinds about one connection name the peer in [`MonitorEvent::peer_address`].
 #[non_exhaustive]
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MonitorEventKind {
-    /// A connection to a peer was established (value: the connection's descriptor).
+    /// A connection to a peer was established (value: 0; libzmq gives the connection's
+    /// descriptor).
     Connected = 0x0001,
-    /// A connection attempt is in progress (value: unspecified).
+    /// A connection attempt is in progress (value: 0).
     ConnectDelayed = 0x0002,
     /// A connection attempt failed and will be retried (value: the retry interval in ms).
     ConnectRetried = 0x0004,
-    /// The socket is listening on the endpoint (value: the listener's descriptor).
+    /// The socket is listening on the endpoint (value: 0; libzmq gives the listener's
+    /// descriptor).
     Listening = 0x0008,
-    /// Binding the endpoint failed (value: the error number).
+    /// Binding the endpoint failed (value: the error number, or 0 if the driver had none).
     BindFailed = 0x0010,
-    /// A connection from a peer was accepted (value: the connection's descriptor).
+    /// A connection from a peer was accepted (value: 0; libzmq gives the connection's
+    /// descriptor).
     Accepted = 0x0020,
-    /// Accepting a connection failed (value: the error number).
+    /// Accepting a connection failed (value: the error number). The core never reports it.
     AcceptFailed = 0x0040,
-    /// A listener or connection was closed (value: its descriptor).
+    /// A listener was closed, by `unbind` or by closing the socket (value: 0; libzmq gives
+    /// its descriptor).
     Closed = 0x0080,
-    /// Closing failed (value: the error number).
+    /// Closing failed (value: the error number). The core never reports it.
     CloseFailed = 0x0100,
-    /// A connection was lost (value: its descriptor).
+    /// A connection was lost (value: 0; libzmq gives its descriptor).
     Disconnected = 0x0200,
-    /// Monitoring stopped; the last event on a monitor (value: unspecified).
+    /// Monitoring stopped; the last event on a monitor (value: 0).
     MonitorStopped = 0x0400,
     /// The handshake failed for a reason other than protocol or authentication, for example
-    /// a timeout or a closed stream (value: the error number).
+    /// a timeout or a closed stream (value: 0).
     HandshakeFailedNoDetail = 0x0800,
-    /// The handshake completed (value: unspecified).
+    /// The handshake completed (value: 0).
     HandshakeSucceeded = 0x1000,
     /// The handshake failed on a protocol error (value: one of the [`protocol_error`] codes).
     HandshakeFailedProtocol = 0x2000,
-    /// Authentication refused the peer (value: the ZAP status code, such as 400).
+    /// Authentication refused the peer, or the peer refused us (value: the ZAP status code,
+    /// such as 400).
     HandshakeFailedAuth = 0x4000,
 }
 
@@ -161,20 +169,49 @@ pub mod protocol_error {
     pub const WS_UNSPECIFIED: u32 = 0x3000_0000;
 }
 
-/// One monitor event: what happened, its value, and the endpoint it happened on.
+/// One monitor event: what happened, its value, the endpoint it happened on and, for an
+/// event about one connection, the peer's address.
+///
+/// Read fields directly; build one with [`MonitorEvent::new`] (the struct is
+/// `#[non_exhaustive]`, so that fields can be added without breaking callers).
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MonitorEvent {
     /// What happened.
     pub kind: MonitorEventKind,
     /// The kind-specific value (see [`MonitorEventKind`]).
     pub value: u32,
-    /// The endpoint, as bound or connected (or as reported by the transport).
+    /// Our endpoint, as bound or connected (or as reported by the transport): for a
+    /// connection, the listening endpoint that accepted it or the endpoint it connected to.
     pub endpoint: String,
+    /// The remote peer's address as the driver reported it: `IP:port` for tcp, with the
+    /// IPv6 address in brackets (`127.0.0.1:53412`, `[::1]:5555`). Filled for the kinds about
+    /// one connection (CONNECTED, ACCEPTED, HANDSHAKE_SUCCEEDED, the HANDSHAKE_FAILED_*
+    /// kinds, DISCONNECTED); empty for the others, for ipc and inproc (whose peers have no
+    /// address), and for an event decoded from libzmq's v1 format, which does not carry it.
+    pub peer_address: String,
 }
 
 impl MonitorEvent {
+    /// An event with no peer address (add one with
+    /// [`with_peer_address`](Self::with_peer_address)).
+    pub fn new(kind: MonitorEventKind, value: u32, endpoint: impl Into<String>) -> MonitorEvent {
+        MonitorEvent {
+            kind,
+            value,
+            endpoint: endpoint.into(),
+            peer_address: String::new(),
+        }
+    }
+
+    /// This event with `peer_address` set.
+    pub fn with_peer_address(mut self, peer_address: impl Into<String>) -> MonitorEvent {
+        self.peer_address = peer_address.into();
+        self
+    }
+
     /// libzmq's v1 monitor message: frame 1 = u16 event + u32 value, native-endian (6 bytes);
-    /// frame 2 = endpoint.
+    /// frame 2 = endpoint. The format has no room for the peer's address, which is left out.
     pub fn to_v1_frames(&self) -> [Vec<u8>; 2] {
         // Every kind's value is a single bit below 0x10000, so it fits the u16 field.
         let event = self.kind.value() as u16;
@@ -184,19 +221,20 @@ impl MonitorEvent {
         [first, self.endpoint.as_bytes().to_vec()]
     }
 
-    /// Decodes libzmq's v1 monitor message (see [`MonitorEvent::to_v1_frames`]). `None` if
-    /// the first frame is not 6 bytes or names an unknown event. An endpoint that is not
-    /// UTF-8 is kept with U+FFFD in place of invalid bytes rather than losing the event.
+    /// Decodes libzmq's v1 monitor message (see [`MonitorEvent::to_v1_frames`]), with an
+    /// empty peer address. `None` if the first frame is not 6 bytes or names an unknown
+    /// event. An endpoint that is not UTF-8 is kept with U+FFFD in place of invalid bytes
+    /// rather than losing the event.
     pub fn from_v1_frames(first: &[u8], second: &[u8]) -> Option<MonitorEvent> {
         let &[e0, e1, v0, v1, v2, v3] = first else {
             return None;
         };
         let kind = MonitorEventKind::from_value(u16::from_ne_bytes([e0, e1]).into())?;
-        Some(MonitorEvent {
+        Some(MonitorEvent::new(
             kind,
-            value: u32::from_ne_bytes([v0, v1, v2, v3]),
-            endpoint: String::from_utf8_lossy(second).into_owned(),
-        })
+            u32::from_ne_bytes([v0, v1, v2, v3]),
+            String::from_utf8_lossy(second).into_owned(),
+        ))
     }
 }
 
@@ -252,7 +290,6 @@ mod tests {
     use super::*;
     use crate::codec::Mechanism;
     use crate::{Reason, SocketType};
-    use alloc::borrow::ToOwned;
     use alloc::string::ToString;
 
     /// The table of `zmq.h` 4.3.5: (name, value).
@@ -324,25 +361,31 @@ mod tests {
 
     #[test]
     fn v1_frames_encode_native_endian_and_decode() {
-        let event = MonitorEvent {
-            kind: MonitorEventKind::HandshakeFailedProtocol,
-            value: p::ZMTP_MECHANISM_MISMATCH,
-            endpoint: "tcp://127.0.0.1:5555".to_owned(),
-        };
+        let event = MonitorEvent::new(
+            MonitorEventKind::HandshakeFailedProtocol,
+            p::ZMTP_MECHANISM_MISMATCH,
+            "tcp://127.0.0.1:5555",
+        );
         let [first, second] = event.to_v1_frames();
         let mut expected = Vec::new();
         expected.extend_from_slice(&0x2000u16.to_ne_bytes());
         expected.extend_from_slice(&0x1100_0002u32.to_ne_bytes());
         assert_eq!(first, expected);
         assert_eq!(second, b"tcp://127.0.0.1:5555");
-        assert_eq!(MonitorEvent::from_v1_frames(&first, &second), Some(event));
+        assert_eq!(
+            MonitorEvent::from_v1_frames(&first, &second),
+            Some(event.clone())
+        );
+
+        // v1 has no room for the peer's address: the frames are the same without it.
+        let with_peer = event.clone().with_peer_address("127.0.0.1:53412");
+        assert_eq!(with_peer.peer_address, "127.0.0.1:53412");
+        assert_eq!(with_peer.to_v1_frames(), [first.clone(), second.clone()]);
+        let decoded = MonitorEvent::from_v1_frames(&first, &second).unwrap();
+        assert_eq!(decoded.peer_address, "");
 
         for &kind in MonitorEventKind::ALL {
-            let event = MonitorEvent {
-                kind,
-                value: 0xDEAD_BEEF,
-                endpoint: String::new(),
-            };
+            let event = MonitorEvent::new(kind, 0xDEAD_BEEF, String::new());
             let [first, second] = event.to_v1_frames();
             assert_eq!(first.len(), 6);
             assert!(second.is_empty());
@@ -352,12 +395,7 @@ mod tests {
 
     #[test]
     fn v1_frames_reject_bad_first_frames() {
-        let good = MonitorEvent {
-            kind: MonitorEventKind::Connected,
-            value: 7,
-            endpoint: "ipc://@x".to_owned(),
-        }
-        .to_v1_frames();
+        let good = MonitorEvent::new(MonitorEventKind::Connected, 7, "ipc://@x").to_v1_frames();
         let [first, second] = &good;
         assert!(MonitorEvent::from_v1_frames(first, second).is_some());
         assert_eq!(MonitorEvent::from_v1_frames(&first[..5], second), None);

@@ -67,27 +67,27 @@ impl Socket {
                         .ok()
                         .and_then(|s| s.parse().ok())
                         .unwrap_or(0);
-                    self.monitor(MonitorEventKind::HandshakeFailedAuth, status, endpoint)
+                    self.monitor_peer(MonitorEventKind::HandshakeFailedAuth, status, peer)
                 }
                 // Our own verdict refused the peer.
-                Ending::Failed(Error::AuthRejected { status }) => self.monitor(
+                Ending::Failed(Error::AuthRejected { status }) => self.monitor_peer(
                     MonitorEventKind::HandshakeFailedAuth,
                     u32::from(*status),
-                    endpoint,
+                    peer,
                 ),
                 Ending::Failed(e) => match monitor::protocol_error_code(e) {
                     Some(code) => {
-                        self.monitor(MonitorEventKind::HandshakeFailedProtocol, code, endpoint)
+                        self.monitor_peer(MonitorEventKind::HandshakeFailedProtocol, code, peer)
                     }
-                    None => self.monitor(MonitorEventKind::HandshakeFailedNoDetail, 0, endpoint),
+                    None => self.monitor_peer(MonitorEventKind::HandshakeFailedNoDetail, 0, peer),
                 },
                 Ending::Closed => {
-                    self.monitor(MonitorEventKind::HandshakeFailedNoDetail, 0, endpoint)
+                    self.monitor_peer(MonitorEventKind::HandshakeFailedNoDetail, 0, peer)
                 }
                 Ending::Dropped => {}
             }
         }
-        self.monitor(MonitorEventKind::Disconnected, 0, endpoint);
+        self.monitor_peer(MonitorEventKind::Disconnected, 0, peer);
         if !matches!(ending, Ending::Closed) {
             self.commands.push_back(Command::ClosePeer { peer });
         }

@@ -255,7 +255,7 @@ impl Socket {
             return;
         };
         let endpoint = p.endpoint;
-        self.monitor(super::MonitorEventKind::HandshakeSucceeded, 0, endpoint);
+        self.monitor_peer(super::MonitorEventKind::HandshakeSucceeded, 0, peer);
         if let Some(e) = self.endpoints.get_mut(&endpoint) {
             e.ivl = self.opts.reconnect_ivl.unwrap_or_default();
         }

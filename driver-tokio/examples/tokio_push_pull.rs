@@ -1,6 +1,6 @@
 //! A pipeline: a PUSH socket hands work to a PULL socket.
 //!
-//! Run with `cargo run -p zmtp-tokio --example push_pull`.
+//! Run with `cargo run -p zmtp-tokio --example tokio_push_pull`.
 
 use zmtp_tokio::{Socket, SocketType};
 
@@ -16,9 +16,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         push.send(format!("task {i}")).await?;
     }
 
-    for _ in 0..5 {
-        let msg = pull.recv().await?;
-        println!("PULL got {:?}", String::from_utf8_lossy(&msg.frames()[0]));
+    // A single PUSH to a single PULL: every task arrives, in order.
+    for i in 0..5 {
+        let task = pull.recv_string().await?;
+        println!("PULL got {task:?}");
+        if task != format!("task {i}") {
+            return Err(format!("expected task {i}, got {task:?}").into());
+        }
     }
     Ok(())
 }
