@@ -7,10 +7,11 @@
 //! ([`Tokio`]). Names and options follow libzmq and pyzmq; `zmtp-smol` has the same
 //! surface on smol.
 //!
-//! ```no_run
+//! ```
 //! use zmtp_tokio::{Socket, SocketType};
 //!
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let pull = Socket::new(SocketType::Pull)?;
 //! let endpoint = pull.bind("tcp://127.0.0.1:*").await?;
 //! let push = Socket::new(SocketType::Push)?;
@@ -20,6 +21,9 @@
 //! assert_eq!(&msg.frames()[0][..], b"hello");
 //! # Ok(()) }
 //! ```
+//!
+//! Every method of [`Socket`] has an example of its own in `zmtp_async::Socket`'s
+//! documentation, written with this crate.
 //!
 //! # Options
 //! Options are given when a socket is made (`Socket::with_options`, built one at a time
