@@ -56,25 +56,35 @@ impl<R: Runtime> std::fmt::Debug for PollItem<'_, R> {
 /// It waits on the sockets' own notifications (no polling interval), registered only
 /// while it waits.
 ///
-/// ```no_run
-/// # async fn run<R: zmtp_async::Runtime>() -> Result<(), zmtp_async::Error> {
-/// use zmtp_async::{poll, PollItem, Socket, SocketType, POLLIN};
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), zmtp_async::Error> {
+/// use std::time::Duration;
+/// use zmtp_tokio::{poll, PollItem, Socket, SocketType, POLLIN};
 ///
-/// let (a, b) = (Socket::<R>::new(SocketType::Pull)?, Socket::<R>::new(SocketType::Pull)?);
-/// a.bind("tcp://127.0.0.1:5555").await?;
-/// b.bind("tcp://127.0.0.1:5556").await?;
-/// loop {
+/// let (a, b) = (Socket::new(SocketType::Pull)?, Socket::new(SocketType::Pull)?);
+/// a.bind("tcp://127.0.0.1:*").await?;
+/// let b_endpoint = b.bind("tcp://127.0.0.1:*").await?;
+/// let push = Socket::new(SocketType::Push)?;
+/// push.connect(&b_endpoint)?;
+/// push.send("for b").await?;
+///
+/// let mut got = Vec::new();
+/// while got.is_empty() {
 ///     let mut items = [PollItem::new(&a, POLLIN), PollItem::new(&b, POLLIN)];
-///     poll(&mut items, None).await?;
+///     if poll(&mut items, Some(Duration::from_secs(5))).await? == 0 {
+///         break; // nothing within the timeout
+///     }
 ///     for item in &items {
 ///         if item.revents & POLLIN != 0 {
 ///             if let Some(msg) = item.socket.try_recv()? {
-///                 println!("{msg:?}");
+///                 got.push(msg.to_string());
 ///             }
 ///         }
 ///     }
 /// }
-/// # }
+/// assert_eq!(got, ["for b"]);
+/// # Ok(()) }
 /// ```
 ///
 /// # Errors
