@@ -26,6 +26,7 @@ use crate::{Message, MonitorEventKind, Options, Runtime, SendError, Sent, Socket
 pub use api::*;
 pub use close::*;
 pub use monitor::*;
+pub use poll::*;
 
 /// Upper bound of every wait.
 pub const T: Duration = Duration::from_secs(5);
@@ -52,6 +53,12 @@ macro_rules! driver_tests {
             monitor_events_name_the_peer,
             close_lingers_until_messages_are_written,
             close_reports_what_linger_cut_off,
+            poll_wakes_for_whichever_socket_gets_a_message,
+            poll_times_out_and_looks_without_waiting,
+            poll_out_waits_for_a_peer_with_room,
+            poll_set_changes_between_calls,
+            cancelled_poll_takes_nothing_and_leaves_no_waiter,
+            message_stream_next_without_stream_ext,
             context_term_flushes_dropped_sockets_and_closes_the_rest,
             stream_and_sink,
             dealer_router_many_peers,

@@ -1,6 +1,6 @@
 //! Waiting on several sockets ([`poll`](crate::poll)) and the inherent
-//! [`MessageStream::next`](crate::MessageStream::next), for every runtime. Declared per
-//! runtime by [`poll_tests!`](crate::poll_tests).
+//! [`MessageStream::next`](crate::MessageStream::next), for every runtime, declared
+//! per runtime by [`driver_tests!`](crate::driver_tests).
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -8,27 +8,6 @@ use std::time::{Duration, Instant};
 use super::{runtime, timeout, unique, within};
 use crate::runtime::Task as _;
 use crate::{poll, PollItem, Runtime, Socket, SocketType, POLLIN, POLLOUT};
-
-/// Declare one `#[test]` per shared poll test for `$runtime`, each run by `$block_on`.
-#[macro_export]
-macro_rules! poll_tests {
-    ($runtime:ty, $block_on:path) => {
-        $crate::poll_tests!(@each $runtime, $block_on;
-            poll_wakes_for_whichever_socket_gets_a_message,
-            poll_times_out_and_looks_without_waiting,
-            poll_out_waits_for_a_peer_with_room,
-            poll_set_changes_between_calls,
-            cancelled_poll_takes_nothing_and_leaves_no_waiter,
-            message_stream_next_without_stream_ext,
-        );
-    };
-    (@each $runtime:ty, $block_on:path; $($name:ident,)*) => {$(
-        #[test]
-        fn $name() {
-            $block_on($crate::testing::poll::$name::<$runtime>())
-        }
-    )*};
-}
 
 /// A PULL socket bound at a fresh inproc name, and a PUSH connected to it.
 async fn pull_push<R: Runtime>() -> (Socket<R>, Socket<R>) {
