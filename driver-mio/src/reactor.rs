@@ -36,6 +36,7 @@ mod work;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io;
+use std::ops::Bound::{Excluded, Unbounded};
 use std::sync::atomic::AtomicUsize;
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
@@ -56,6 +57,9 @@ use zmtp_driver::{run_commands, Attempts, SocketFile, StdListener, StdTransport}
 const WAKER: Token = Token(0);
 /// The I/O thread's read buffer: the most read from a stream in one call.
 const READ_BUF: usize = 64 * 1024;
+/// Sends that find their stream idle less than this apart are a burst: the first is
+/// written by the sending thread, the rest by the I/O thread ([`Sock::claim_write`]).
+const INLINE_GAP: Duration = Duration::from_micros(50);
 
 /// What a context's threads share.
 pub(crate) struct Shared {
@@ -148,6 +152,81 @@ pub(crate) struct Sock {
     /// Signalled, while threads wait, whenever the socket may have become readable,
     /// writable or closed.
     cond: Arc<Condvar>,
+    /// An application thread went to wait on this socket (or to read its streams itself)
+    /// since a send last wrote in the application's thread: the next send to an idle
+    /// stream is written at once by its caller ([`Sock::claim_write`]).
+    waited: bool,
+    /// When a send last found its stream idle.
+    idle_send: Instant,
+    /// The stream an application thread read last ([`Shared::read_here`]): the next one
+    /// starts after it.
+    read_turn: Option<PeerId>,
+}
+
+impl Sock {
+    /// A send queued output for `peer`: claim the write for the sending thread (it then
+    /// writes at once, as [`Shared::send_with`] does) if the stream is idle (no write
+    /// queued or running, none blocked, nothing taken and unwritten) and no burst is
+    /// under way: a thread waited on the socket since the last such write, or no send
+    /// found the stream idle for [`INLINE_GAP`]. Later sends of a burst queue their
+    /// output behind it for the I/O thread, which writes it in bulk.
+    fn claim_write(&mut self, id: usize, peer: PeerId, now: Instant) -> Option<Work> {
+        let io = self.peers.get_mut(&peer)?;
+        if io.write_queued || io.write_blocked || !io.taken.is_empty() {
+            return None;
+        }
+        let gap = now.saturating_duration_since(self.idle_send);
+        self.idle_send = now;
+        if !self.waited && gap < INLINE_GAP {
+            return None;
+        }
+        self.waited = false;
+        io.write_queued = true;
+        Some(Work {
+            id,
+            peer,
+            token: io.token,
+            write: true,
+        })
+    }
+
+    /// Streams an application thread may read now: no read queued or running, and
+    /// input wanted (below RCVHWM); taking turns, from the one after the last one read.
+    fn readable_here(&self) -> impl Iterator<Item = PeerId> + '_ {
+        let (later, earlier) = match self.read_turn {
+            Some(last) => (
+                self.peers.range((Excluded(last), Unbounded)),
+                self.peers.range(..=last),
+            ),
+            None => (self.peers.range(..), self.peers.range(..)),
+        };
+        let earlier = earlier.take(if self.read_turn.is_some() {
+            usize::MAX
+        } else {
+            0
+        });
+        later
+            .chain(earlier)
+            .filter(|(_, io)| !io.read_queued)
+            .map(|(&peer, _)| peer)
+            .filter(|&peer| self.core.wants_read(peer))
+    }
+
+    /// Claim a read of `peer` for an application thread, if no one is reading it.
+    fn claim_read(&mut self, id: usize, peer: PeerId) -> Option<Work> {
+        if !self.core.wants_read(peer) {
+            return None;
+        }
+        let io = self.peers.get_mut(&peer).filter(|io| !io.read_queued)?;
+        io.read_queued = true;
+        self.read_turn = Some(peer);
+        Some(Work {
+            id,
+            peer,
+            token: io.token,
+            write: false,
+        })
+    }
 }
 
 /// Everything behind the mutex.
@@ -249,6 +328,9 @@ impl Shared {
                 orphaned: false,
                 waiters: Waiters::default(),
                 cond: Arc::new(Condvar::new()),
+                waited: true,
+                idle_send: Instant::ZERO,
+                read_turn: None,
             },
         );
         id
@@ -269,6 +351,70 @@ impl Shared {
         if s.core.has_work() {
             self.pump(&mut st, id);
         }
+        self.finish(st, id, wake);
+        Some(r)
+    }
+
+    /// [`with`](Self::with) for a send: if the send left output for an idle stream (and
+    /// is not one of a burst: see [`Sock::claim_write`]), the calling thread writes it
+    /// at once, without the lock, rather than wake the I/O thread to do it. Whatever
+    /// does not fit in the stream is left to the I/O thread, as are other peers' writes.
+    pub(crate) fn send_with<R>(&self, id: usize, f: impl FnOnce(&mut Sock) -> R) -> Option<R> {
+        let mut st = self.lock();
+        let s = st.sockets.get_mut(&id)?;
+        let r = f(s);
+        if !s.core.has_work() {
+            self.finish(st, id, false);
+            return Some(r);
+        }
+        let timer = s.core.poll_timeout();
+        run_commands(&mut Commands {
+            shared: self,
+            st: &mut st,
+            id,
+            now: None,
+        });
+        let mut here = None;
+        let mut now = None;
+        while let Some(s) = st.sockets.get_mut(&id) {
+            let Some(peer) = s.core.next_dirty() else {
+                break;
+            };
+            if here.is_none() {
+                let now = *now.get_or_insert_with(|| self.now());
+                here = s.claim_write(id, peer, now);
+                if here.is_some() {
+                    continue;
+                }
+            }
+            queue(&mut st, id, peer, true);
+        }
+        let Some(work) = here else {
+            self.finish(st, id, false);
+            return Some(r);
+        };
+        let ran;
+        (st, ran) = self.run_here(st, work);
+        if ran.again {
+            self.write_on(&mut st, work);
+        }
+        if st.sockets.get(&id).is_some_and(|s| s.core.has_work()) {
+            self.pump(&mut st, id);
+        }
+        // A stream lost in the write moves timers (the reconnect).
+        let earlier = st
+            .sockets
+            .get(&id)
+            .and_then(|s| s.core.poll_timeout())
+            .is_some_and(|t| timer.is_none_or(|before| t < before));
+        self.finish(st, id, earlier);
+        Some(r)
+    }
+
+    /// The end of an application call on socket `id`: wake the I/O thread if it is
+    /// parked and work was queued for it (or `wake`: timers or registrations may have
+    /// changed), and whoever waits on the socket or in [`poll`](crate::poll).
+    fn finish(&self, mut st: MutexGuard<'_, State>, id: usize, wake: bool) {
         let wake_io = st.parked && (wake || !st.work.is_empty());
         if wake_io {
             st.parked = false;
@@ -289,7 +435,6 @@ impl Shared {
         if polled {
             self.polled.notify_all();
         }
-        Some(r)
     }
 
     /// Wait until no dropped socket is left lingering.

@@ -103,7 +103,9 @@ impl Shared {
             let done = run(job, buf);
             st = self.lock();
             let now = self.now();
-            self.apply(&mut st, work, done, buf, now);
+            if self.apply(&mut st, work, done, buf, now) {
+                st.work.push_back(work);
+            }
             self.pump(&mut st, work.id);
             notify.touch(&mut st, work.id);
         }

@@ -103,6 +103,7 @@ impl Shared {
         if ready(s) {
             return true;
         }
+        s.waited = true;
         let generation = s.waiters.enter();
         let cond = s.cond.clone();
         let mut st = wait_on(&cond, st, deadline);

@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
-use std::sync::Arc;
+use std::sync::{Arc, MutexGuard};
 
 use mio::Token;
 use zmtp_driver::StdTransport;
@@ -17,6 +17,9 @@ use super::{Shared, State, READ_BUF};
 const MAX_CHUNKS: usize = 64;
 /// Work items an application thread runs at most before it sleeps ([`Shared::help`]).
 const HELP_BUDGET: usize = 4;
+/// Streams an application thread reads at most before it sleeps in a receive
+/// ([`Shared::read_here`]).
+const READ_HERE: usize = 8;
 
 std::thread_local! {
     /// The read buffer of an application thread that runs a read ([`Shared::help`]).
@@ -50,6 +53,29 @@ pub(super) enum Done {
     },
 }
 
+impl Done {
+    /// Whether the job changed anything: bytes read or written, or the stream ended.
+    fn progress(&self) -> bool {
+        match self {
+            Done::Read(Ok(_)) => true,
+            Done::Read(Err(e)) => !matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+            ),
+            Done::Write { written, end, .. } => *written > 0 || matches!(end, WriteEnd::Failed),
+        }
+    }
+}
+
+/// How a work item run by an application thread went ([`Shared::run_here`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Ran {
+    /// The item goes on: queue it again (or look for more output, for a write).
+    pub(super) again: bool,
+    /// Bytes were read or written, or the stream ended.
+    pub(super) progress: bool,
+}
+
 pub(super) enum WriteEnd {
     /// Everything taken was written.
     Drained,
@@ -67,6 +93,7 @@ impl Shared {
     /// there was such work (the caller looks at the socket again before sleeping).
     pub(crate) fn help(&self, id: usize) -> bool {
         let mut st = self.lock();
+        let timer = st.sockets.get(&id).and_then(|s| s.core.poll_timeout());
         let mut helped = false;
         // A write that drained what it took is queued again to look for more: that look
         // is done here too, so that the I/O thread need not be woken for it.
@@ -80,17 +107,10 @@ impl Shared {
                 break;
             };
             helped = true;
-            if let Some(job) = self.prepare(&mut st, work) {
-                drop(st);
-                st = HELPER_BUF.with_borrow_mut(|buf| {
-                    if buf.is_empty() {
-                        buf.resize(READ_BUF, 0);
-                    }
-                    let done = run(job, buf);
-                    let mut st = self.lock();
-                    self.apply(&mut st, work, done, buf, self.now());
-                    st
-                });
+            let ran;
+            (st, ran) = self.run_here(st, work);
+            if ran.again {
+                st.work.push_back(work);
             }
             self.pump(&mut st, id);
             if !work.write {
@@ -99,13 +119,110 @@ impl Shared {
                 break;
             }
         }
-        if !helped {
+        if helped {
+            self.after_here(st, id, timer);
+        }
+        helped
+    }
+
+    /// Before an application thread sleeps in a receive on socket `id` (and after
+    /// [`help`](Self::help) found nothing queued): read the socket's streams that no one
+    /// is reading (no read queued for, or running in, the I/O thread) here, without
+    /// waiting, as the I/O thread would, and hand what comes to the state machine.
+    /// Streams whose input is held (RCVHWM) are left alone. At most [`READ_HERE`]
+    /// streams are tried, taking turns between calls; it stops once a message is ready.
+    /// Returns whether anything was read (the caller looks at the socket again).
+    ///
+    /// The I/O thread stays registered for every stream: a read here that empties a
+    /// stream leaves the next readable edge to the I/O thread, and a read that fills the
+    /// buffer, or overlaps a readable edge, queues the stream for the I/O thread to read
+    /// on (as its own reads do), so no edge is lost.
+    pub(crate) fn read_here(&self, id: usize) -> bool {
+        let mut st = self.lock();
+        let Some(s) = st.sockets.get_mut(&id) else {
+            return false;
+        };
+        s.waited = true;
+        let timer = s.core.poll_timeout();
+        let mut turn = [None; READ_HERE];
+        for (slot, peer) in turn.iter_mut().zip(s.readable_here()) {
+            *slot = Some(peer);
+        }
+        let mut read = false;
+        let mut tried = 0;
+        for peer in turn.into_iter().flatten() {
+            let Some(s) = st.sockets.get_mut(&id) else {
+                break;
+            };
+            if s.closed || s.core.can_recv() {
+                break;
+            }
+            let Some(work) = s.claim_read(id, peer) else {
+                continue;
+            };
+            tried += 1;
+            let ran;
+            (st, ran) = self.run_here(st, work);
+            if ran.again {
+                // More to read (a full buffer, or an edge meanwhile): the I/O thread
+                // goes on with it.
+                st.work.push_back(work);
+            }
+            read |= ran.progress;
+        }
+        if tried == 0 {
             return false;
         }
+        self.pump(&mut st, id);
+        self.after_here(st, id, timer);
+        read
+    }
+
+    /// Run one work item in this (application) thread: take it out of the state, run it
+    /// without the lock, and hand the result over. Returns the lock again, and how it
+    /// went.
+    pub(super) fn run_here<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, State>,
+        work: Work,
+    ) -> (MutexGuard<'a, State>, Ran) {
+        let Some(job) = self.prepare(&mut st, work) else {
+            let ran = Ran {
+                again: false,
+                progress: false,
+            };
+            return (st, ran);
+        };
+        drop(st);
+        HELPER_BUF.with_borrow_mut(|buf| {
+            if !work.write && buf.is_empty() {
+                buf.resize(READ_BUF, 0);
+            }
+            let done = run(job, buf);
+            let progress = done.progress();
+            let mut st = self.lock();
+            let again = self.apply(&mut st, work, done, buf, self.now());
+            (st, Ran { again, progress })
+        })
+    }
+
+    /// After work run here on socket `id`: wake the I/O thread (if parked) for work
+    /// left to it, or for a timer of the socket now due earlier than `timer` (a lost
+    /// stream's reconnect, say); then wake whoever waits on the socket or in `poll`.
+    pub(super) fn after_here(
+        &self,
+        mut st: MutexGuard<'_, State>,
+        id: usize,
+        timer: Option<Instant>,
+    ) {
         let mut notify = Notify::default();
         notify.touch(&mut st, id);
-        // Work left (a read to go on with, say) is the I/O thread's again.
-        let wake_io = st.parked && !st.work.is_empty();
+        let earlier = st
+            .sockets
+            .get(&id)
+            .and_then(|s| s.core.poll_timeout())
+            .is_some_and(|t| timer.is_none_or(|before| t < before));
+        let wake_io = st.parked && (earlier || !st.work.is_empty());
         if wake_io {
             st.parked = false;
         }
@@ -114,7 +231,6 @@ impl Shared {
             let _ = self.waker.wake();
         }
         notify.signal(self);
-        true
     }
 
     /// Take a work item out of the state: what to run without the lock, if anything.
@@ -151,8 +267,86 @@ impl Shared {
         Some(Job::Write(io.stream.clone(), std::mem::take(&mut io.taken)))
     }
 
-    /// Hand a job's result to the state machine.
-    pub(super) fn apply(&self, st: &mut State, work: Work, done: Done, buf: &[u8], now: Instant) {
+    /// Hand a job's result to the state machine. Returns whether the work item goes on
+    /// (the caller queues it again): a read that may have left bytes in the stream, a
+    /// write to look for more output or to try again.
+    pub(super) fn apply(
+        &self,
+        st: &mut State,
+        work: Work,
+        done: Done,
+        buf: &[u8],
+        now: Instant,
+    ) -> bool {
+        let Some(s) = st.sockets.get_mut(&work.id) else {
+            return false;
+        };
+        let Some(io) = s
+            .peers
+            .get_mut(&work.peer)
+            .filter(|io| io.token == work.token)
+        else {
+            // The stream was closed meanwhile: what it read or wrote no longer matters.
+            return false;
+        };
+        match done {
+            Done::Read(Ok(0)) => {
+                self.lose_peer(st, work.id, work.peer, now);
+                false
+            }
+            Done::Read(Ok(n)) => {
+                let data = buf.get(..n).unwrap_or_default();
+                s.core.handle_received(work.peer, now, data);
+                if n < buf.len() && !io.read_edge {
+                    // A short read emptied the stream: the next data raises a new edge.
+                    io.read_queued = false;
+                    false
+                } else {
+                    true
+                }
+            }
+            Done::Read(Err(e)) => match e.kind() {
+                io::ErrorKind::WouldBlock if !io.read_edge => {
+                    io.read_queued = false;
+                    false
+                }
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => true,
+                _ => {
+                    self.lose_peer(st, work.id, work.peer, now);
+                    false
+                }
+            },
+            Done::Write { written, rest, end } => {
+                io.taken = rest;
+                let again = match end {
+                    // Look for more output.
+                    WriteEnd::Drained => true,
+                    // Room was made since the write started: try again.
+                    WriteEnd::Blocked => {
+                        if !io.write_edge {
+                            io.write_blocked = true;
+                            io.write_queued = false;
+                        }
+                        io.write_edge
+                    }
+                    WriteEnd::Failed => false,
+                };
+                if written > 0 {
+                    s.core.advance(work.peer, written, || self.now());
+                }
+                if matches!(end, WriteEnd::Failed) {
+                    self.lose_peer(st, work.id, work.peer, now);
+                }
+                again
+            }
+        }
+    }
+
+    /// After a write run by an application thread came back wanting to go on: if the
+    /// state machine has more output for the peer, leave it to the I/O thread (queued);
+    /// otherwise the stream is idle again. Spares the I/O thread a wake-up only to find
+    /// nothing to write.
+    pub(super) fn write_on(&self, st: &mut State, work: Work) {
         let Some(s) = st.sockets.get_mut(&work.id) else {
             return;
         };
@@ -161,49 +355,19 @@ impl Shared {
             .get_mut(&work.peer)
             .filter(|io| io.token == work.token)
         else {
-            // The stream was closed meanwhile: what it read or wrote no longer matters.
             return;
         };
-        match done {
-            Done::Read(Ok(0)) => self.lose_peer(st, work.id, work.peer, now),
-            Done::Read(Ok(n)) => {
-                let data = buf.get(..n).unwrap_or_default();
-                s.core.handle_received(work.peer, now, data);
-                if n < buf.len() && !io.read_edge {
-                    // A short read emptied the stream: the next data raises a new edge.
-                    io.read_queued = false;
-                } else {
-                    st.work.push_back(work);
-                }
-            }
-            Done::Read(Err(e)) => match e.kind() {
-                io::ErrorKind::WouldBlock if !io.read_edge => io.read_queued = false,
-                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => {
-                    st.work.push_back(work);
-                }
-                _ => self.lose_peer(st, work.id, work.peer, now),
-            },
-            Done::Write { written, rest, end } => {
-                io.taken = rest;
-                match end {
-                    // Look for more output.
-                    WriteEnd::Drained => st.work.push_back(work),
-                    // Room was made since the write started: try again.
-                    WriteEnd::Blocked if io.write_edge => st.work.push_back(work),
-                    WriteEnd::Blocked => {
-                        io.write_blocked = true;
-                        io.write_queued = false;
-                    }
-                    WriteEnd::Failed => {}
-                }
-                if written > 0 {
-                    s.core.advance(work.peer, written, || self.now());
-                }
-                if matches!(end, WriteEnd::Failed) {
-                    self.lose_peer(st, work.id, work.peer, now);
-                }
+        if !io.write_blocked && io.taken.is_empty() {
+            let taken = &mut io.taken;
+            s.core
+                .transmit_bytes(work.peer, |chunk| taken.push_back(chunk));
+            if io.taken.is_empty() {
+                // All written: the next output names the peer again (`next_dirty`).
+                io.write_queued = false;
+                return;
             }
         }
+        st.work.push_back(work);
     }
 }
 
