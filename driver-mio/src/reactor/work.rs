@@ -20,6 +20,9 @@ const HELP_BUDGET: usize = 4;
 /// Streams an application thread reads at most before it sleeps in a receive
 /// ([`Shared::read_here`]).
 const READ_HERE: usize = 8;
+/// Reads of one stream an application thread runs at most in a row, when the stream
+/// may hold more ([`Shared::read_here`]).
+const READ_AGAIN: usize = 2;
 
 std::thread_local! {
     /// The read buffer of an application thread that runs a read ([`Shared::help`]).
@@ -161,14 +164,23 @@ impl Shared {
                 continue;
             };
             tried += 1;
-            let ran;
+            let mut ran;
             (st, ran) = self.run_here(st, work);
+            read |= ran.progress;
+            // More to read (a full buffer, or a readable edge during the read, which the
+            // I/O thread left to this read): read on here a little, as the I/O thread
+            // would (rather than wake it for a read that finds nothing), then leave the
+            // rest to it.
+            for _ in 0..READ_AGAIN {
+                if !ran.again {
+                    break;
+                }
+                (st, ran) = self.run_here(st, work);
+                read |= ran.progress;
+            }
             if ran.again {
-                // More to read (a full buffer, or an edge meanwhile): the I/O thread
-                // goes on with it.
                 st.work.push_back(work);
             }
-            read |= ran.progress;
         }
         if tried == 0 {
             return false;
