@@ -944,8 +944,10 @@ impl Socket {
             if self.shared.help(self.id) || self.shared.read_here(self.id) {
                 continue;
             }
-            self.shared
-                .wait_for(self.id, deadline, |s| s.closed || s.core.can_recv());
+            let ready = |s: &reactor::Sock| s.closed || s.core.can_recv();
+            if !self.shared.wait_on_streams(self.id, deadline, ready) {
+                self.shared.wait_for(self.id, deadline, ready);
+            }
         }
     }
 

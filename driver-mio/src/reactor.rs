@@ -37,13 +37,15 @@ mod work;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io;
 use std::ops::Bound::{Excluded, Unbounded};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::AtomicUsize;
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant as StdInstant};
 
 use mio::net::TcpStream;
-use mio::{Poll, Registry, Token, Waker};
+use mio::unix::SourceFd;
+use mio::{Interest, Poll, Registry, Token, Waker};
 use zmtp_proto::socket::{CloseReport, EndpointId, MonitorEvent, PeerId, Socket as ProtoSocket};
 use zmtp_proto::{Bytes, Instant};
 
@@ -103,6 +105,12 @@ struct PeerIo {
     read_edge: bool,
     /// A writable edge came since the last write started (see `read_edge`).
     write_edge: bool,
+    /// An application thread waits on this stream itself ([`Shared::wait_on_streams`]):
+    /// the I/O thread is not told of its input meanwhile.
+    silenced: bool,
+    /// What the stream is registered for with the I/O thread's poll
+    /// ([`Shared::set_interest`]).
+    interest: Interest,
     /// Output taken from the state machine and not yet written: the front of what it
     /// has queued for the peer, which it drops (`advance`) only once written, so that
     /// SNDHWM and LINGER count it until then.
@@ -161,9 +169,50 @@ pub(crate) struct Sock {
     /// The stream an application thread read last ([`Shared::read_here`]): the next one
     /// starts after it.
     read_turn: Option<PeerId>,
+    /// An application thread waits on the socket's streams and on `wake_fd`
+    /// ([`Shared::wait_on_streams`]), not on `cond`: a signal writes `wake_fd` too.
+    fd_waiting: bool,
+    /// The event counter that wakes a thread waiting on the streams; made the first
+    /// time one does.
+    wake_fd: Option<Arc<OwnedFd>>,
+}
+
+/// How to wake the threads waiting on a socket: its condition variable, and the event
+/// counter of a thread waiting on its streams, if one does.
+pub(crate) struct Signal {
+    cond: Arc<Condvar>,
+    fd: Option<Arc<OwnedFd>>,
+}
+
+impl Signal {
+    /// Wake them (without the lock).
+    pub(crate) fn send(self) {
+        self.cond.notify_all();
+        if let Some(fd) = self.fd {
+            // A full counter (never, at one count per wait) is as good as a count.
+            let _ = rustix::io::write(&*fd, &1u64.to_ne_bytes());
+        }
+    }
 }
 
 impl Sock {
+    /// If threads wait on this socket: how to wake them (they no longer count as
+    /// waiting; see `Waiters`).
+    pub(crate) fn signal(&mut self) -> Option<Signal> {
+        if !self.waiters.take() {
+            return None;
+        }
+        let fd = if self.fd_waiting {
+            self.wake_fd.clone()
+        } else {
+            None
+        };
+        Some(Signal {
+            cond: self.cond.clone(),
+            fd,
+        })
+    }
+
     /// A send queued output for `peer`: claim the write for the sending thread (it then
     /// writes at once, as [`Shared::send_with`] does) if the stream is idle (no write
     /// queued or running, none blocked, nothing taken and unwritten) and no burst is
@@ -257,8 +306,8 @@ impl State {
                 let cut = s.core.close_report().unwrap_or_default();
                 self.orphans_report = self.orphans_report.merged(cut);
             }
-            if s.waiters.take() {
-                s.cond.notify_all();
+            if let Some(signal) = s.signal() {
+                signal.send();
             }
         }
     }
@@ -331,6 +380,8 @@ impl Shared {
                 waited: true,
                 idle_send: Instant::ZERO,
                 read_turn: None,
+                fd_waiting: false,
+                wake_fd: None,
             },
         );
         id
@@ -420,17 +471,14 @@ impl Shared {
             st.parked = false;
         }
         // Other threads waiting on this socket (or in `poll`) look again.
-        let cond = st
-            .sockets
-            .get_mut(&id)
-            .and_then(|s| s.waiters.take().then(|| s.cond.clone()));
+        let signal = st.sockets.get_mut(&id).and_then(Sock::signal);
         let polled = st.poll_waiters.take();
         drop(st);
         if wake_io {
             let _ = self.waker.wake();
         }
-        if let Some(cond) = cond {
-            cond.notify_all();
+        if let Some(signal) = signal {
+            signal.send();
         }
         if polled {
             self.polled.notify_all();
@@ -443,6 +491,29 @@ impl Shared {
         while st.sockets.values().any(|s| s.orphaned) {
             self.wait_polled(st, None);
             st = self.lock();
+        }
+    }
+
+    /// Register a peer's stream for what its state asks of the I/O thread: input unless
+    /// an application thread waits on it itself, and writability while a write is
+    /// blocked (the writable edge resumes it). A stream registered for neither is
+    /// registered for priority input, which a ZMTP stream never gets (the poll needs
+    /// some interest). Registering for readiness the stream already has raises an edge
+    /// at once, so none is lost in the change.
+    fn set_interest(&self, io: &mut PeerIo) {
+        let wanted = match (io.silenced, io.write_blocked) {
+            (false, false) => Interest::READABLE,
+            (false, true) => Interest::READABLE | Interest::WRITABLE,
+            (true, false) => Interest::PRIORITY,
+            (true, true) => Interest::WRITABLE,
+        };
+        if wanted != io.interest {
+            let fd = io.stream.as_raw_fd();
+            // Fails only if the stream is no longer registered (it is being dropped).
+            let _ = self
+                .registry
+                .reregister(&mut SourceFd(&fd), io.token, wanted);
+            io.interest = wanted;
         }
     }
 

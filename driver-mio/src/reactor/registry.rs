@@ -56,9 +56,10 @@ impl Shared {
         stream: StdTransport,
         now: Instant,
     ) {
-        let both = Interest::READABLE | Interest::WRITABLE;
+        // Writability only while a write is blocked (`Shared::set_interest`).
         let fd = stream.as_raw_fd();
-        match self.register(st, id, Io::Peer(peer), &mut SourceFd(&fd), both) {
+        let interest = Interest::READABLE;
+        match self.register(st, id, Io::Peer(peer), &mut SourceFd(&fd), interest) {
             Ok(token) => {
                 if let Some(s) = st.sockets.get_mut(&id) {
                     s.peers.insert(
@@ -71,6 +72,8 @@ impl Shared {
                             write_queued: false,
                             read_edge: false,
                             write_edge: false,
+                            silenced: false,
+                            interest,
                             taken: VecDeque::new(),
                         },
                     );

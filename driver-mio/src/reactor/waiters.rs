@@ -2,10 +2,17 @@
 //! (in `poll`): counted, so that a condition variable is signalled only when someone
 //! waits, and once per wait.
 
+use std::os::fd::OwnedFd;
 use std::sync::{Arc, Condvar, MutexGuard};
+use std::time::Duration;
+
+use rustix::event::{EventfdFlags, PollFd, PollFlags, Timespec};
+use zmtp_driver::StdTransport;
+
+use super::work::{Work, READ_HERE};
 use std::time::Instant as StdInstant;
 
-use super::{Shared, Sock, State};
+use super::{Shared, Signal, Sock, State};
 
 /// The threads waiting on a condition variable, counted so that it is signalled only
 /// when someone waits, and once per wait: a signal wakes every thread then waiting, which
@@ -44,25 +51,23 @@ impl Waiters {
 /// Condition variables to signal once the lock is released.
 #[derive(Default)]
 pub(super) struct Notify {
-    conds: Vec<Arc<Condvar>>,
+    signals: Vec<Signal>,
     polled: bool,
 }
 
 impl Notify {
     /// Note that socket `id` changed: its waiters, and those in `poll`, are to be woken.
     pub(super) fn touch(&mut self, st: &mut State, id: usize) {
-        if let Some(s) = st.sockets.get_mut(&id) {
-            if s.waiters.take() {
-                self.conds.push(s.cond.clone());
-            }
+        if let Some(signal) = st.sockets.get_mut(&id).and_then(Sock::signal) {
+            self.signals.push(signal);
         }
         self.polled |= st.poll_waiters.take();
     }
 
     /// Signal (without the lock).
     pub(super) fn signal(&mut self, shared: &Shared) {
-        for cond in self.conds.drain(..) {
-            cond.notify_all();
+        for signal in self.signals.drain(..) {
+            signal.send();
         }
         if std::mem::take(&mut self.polled) {
             shared.polled.notify_all();
@@ -111,6 +116,122 @@ impl Shared {
             s.waiters.leave(generation);
         }
         false
+    }
+
+    /// Wait as [`wait_for`](Self::wait_for) does for a receive on socket `id`, but in the
+    /// kernel, on the socket's streams themselves and on an event counter that stands
+    /// for its condition variable, then read here whatever came: a message then costs no
+    /// hop through the I/O thread (which would wake up, read, and wake this thread).
+    ///
+    /// Only when no one reads the streams (no read queued for, or running in, the I/O
+    /// thread), there are at most `READ_HERE` of them, each below RCVHWM, and no other
+    /// thread waits so; returns false (having done nothing) otherwise, and the caller
+    /// waits on the condition variable.
+    ///
+    /// Meanwhile the streams are this thread's to read: each is claimed as a running
+    /// read is, and registered with the I/O thread's poll for no input
+    /// ([`set_interest`](Self::set_interest)), so that the I/O thread is not woken for
+    /// it. Afterwards each is registered for input again (an edge comes at once for
+    /// input that arrived since), then read here if it had input, or given back.
+    pub(crate) fn wait_on_streams(
+        &self,
+        id: usize,
+        deadline: Option<StdInstant>,
+        ready: impl Fn(&Sock) -> bool,
+    ) -> bool {
+        let mut st = self.lock();
+        let Some(s) = st.sockets.get_mut(&id) else {
+            return false;
+        };
+        let eligible = !s.fd_waiting
+            && !s.peers.is_empty()
+            && s.peers.len() <= READ_HERE
+            && !ready(s)
+            && (s.peers.iter()).all(|(&peer, io)| !io.read_queued && s.core.wants_read(peer));
+        if !eligible {
+            return false;
+        }
+        let wake_fd = match &s.wake_fd {
+            Some(fd) => fd.clone(),
+            None => {
+                let flags = EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK;
+                match rustix::event::eventfd(0, flags) {
+                    Ok(fd) => s.wake_fd.insert(Arc::new(OwnedFd::from(fd))).clone(),
+                    Err(_) => return false,
+                }
+            }
+        };
+        let mut streams: Vec<(Work, Arc<StdTransport>)> = Vec::with_capacity(s.peers.len());
+        for (&peer, io) in s.peers.iter_mut() {
+            io.read_queued = true;
+            io.read_edge = false;
+            io.silenced = true;
+            self.set_interest(io);
+            let work = Work {
+                id,
+                peer,
+                token: io.token,
+                write: false,
+            };
+            streams.push((work, io.stream.clone()));
+        }
+        s.fd_waiting = true;
+        s.waited = true;
+        let generation = s.waiters.enter();
+        drop(st);
+
+        let mut fds: Vec<PollFd<'_>> = (streams.iter())
+            .map(|(_, stream)| PollFd::new(&**stream, PollFlags::IN))
+            .collect();
+        fds.push(PollFd::new(&*wake_fd, PollFlags::IN));
+        let timeout = deadline.map(|d| {
+            let left = d.saturating_duration_since(StdInstant::now());
+            // Rounded up: woken before the deadline, the caller would only wait again.
+            let left = left.max(Duration::from_micros(1));
+            Timespec {
+                tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
+                tv_nsec: left.subsec_nanos().into(),
+            }
+        });
+        // An error (EINTR) counts as a spurious wake-up: every stream is read below.
+        let woken = rustix::event::poll(&mut fds, timeout.as_ref()).is_ok();
+        let input: Vec<bool> = (fds.iter())
+            .map(|fd| !woken || !fd.revents().is_empty())
+            .collect();
+        drop(fds);
+        if input.last().copied().unwrap_or(false) {
+            let _ = rustix::io::read(&*wake_fd, &mut [0u8; 8]);
+        }
+
+        let mut st = self.lock();
+        let Some(s) = st.sockets.get_mut(&id) else {
+            return true;
+        };
+        s.waiters.leave(generation);
+        s.fd_waiting = false;
+        let timer = s.core.poll_timeout();
+        // Registered for input again, under the lock: an edge that this raises reaches
+        // the I/O thread's handling after the claims below are settled.
+        let mut to_read: Vec<Work> = Vec::new();
+        for ((work, _), had_input) in streams.iter().zip(input) {
+            let Some(io) = (s.peers.get_mut(&work.peer)).filter(|io| io.token == work.token) else {
+                continue;
+            };
+            io.silenced = false;
+            self.set_interest(io);
+            if had_input || io.read_edge {
+                to_read.push(*work);
+            } else {
+                io.read_queued = false;
+            }
+        }
+        drop(streams);
+        for work in to_read {
+            st = self.read_claimed(st, work);
+        }
+        self.pump(&mut st, id);
+        self.after_here(st, id, timer);
+        true
     }
 
     /// Wait (from [`poll`](crate::poll)) for any socket of this context to change, or

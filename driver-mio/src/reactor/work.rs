@@ -19,7 +19,7 @@ const MAX_CHUNKS: usize = 64;
 const HELP_BUDGET: usize = 4;
 /// Streams an application thread reads at most before it sleeps in a receive
 /// ([`Shared::read_here`]).
-const READ_HERE: usize = 8;
+pub(super) const READ_HERE: usize = 8;
 /// Reads of one stream an application thread runs at most in a row, when the stream
 /// may hold more ([`Shared::read_here`]).
 const READ_AGAIN: usize = 2;
@@ -164,23 +164,9 @@ impl Shared {
                 continue;
             };
             tried += 1;
-            let mut ran;
-            (st, ran) = self.run_here(st, work);
-            read |= ran.progress;
-            // More to read (a full buffer, or a readable edge during the read, which the
-            // I/O thread left to this read): read on here a little, as the I/O thread
-            // would (rather than wake it for a read that finds nothing), then leave the
-            // rest to it.
-            for _ in 0..READ_AGAIN {
-                if !ran.again {
-                    break;
-                }
-                (st, ran) = self.run_here(st, work);
-                read |= ran.progress;
-            }
-            if ran.again {
-                st.work.push_back(work);
-            }
+            let progress;
+            (st, progress) = self.read_claimed_on(st, work);
+            read |= progress;
         }
         if tried == 0 {
             return false;
@@ -188,6 +174,41 @@ impl Shared {
         self.pump(&mut st, id);
         self.after_here(st, id, timer);
         read
+    }
+
+    /// Read a stream claimed by this (application) thread (its read marked queued, not in
+    /// the queue): as [`read_claimed_on`](Self::read_claimed_on), without the verdict.
+    pub(super) fn read_claimed<'a>(
+        &'a self,
+        st: MutexGuard<'a, State>,
+        work: Work,
+    ) -> MutexGuard<'a, State> {
+        self.read_claimed_on(st, work).0
+    }
+
+    /// Read a stream claimed by this thread; returns the lock again and whether anything
+    /// was read (or the stream ended). If the stream may hold more (a full buffer, or a
+    /// readable edge during the read, which the I/O thread left to this read), it reads
+    /// on here a little, as the I/O thread would (rather than wake it for a read that
+    /// finds nothing), then leaves the rest to it (queued).
+    fn read_claimed_on<'a>(
+        &'a self,
+        st: MutexGuard<'a, State>,
+        work: Work,
+    ) -> (MutexGuard<'a, State>, bool) {
+        let (mut st, mut ran) = self.run_here(st, work);
+        let mut read = ran.progress;
+        for _ in 0..READ_AGAIN {
+            if !ran.again {
+                break;
+            }
+            (st, ran) = self.run_here(st, work);
+            read |= ran.progress;
+        }
+        if ran.again {
+            st.work.push_back(work);
+        }
+        (st, read)
     }
 
     /// Run one work item in this (application) thread: take it out of the state, run it
@@ -338,6 +359,8 @@ impl Shared {
                         if !io.write_edge {
                             io.write_blocked = true;
                             io.write_queued = false;
+                            // The writable edge resumes it.
+                            self.set_interest(io);
                         }
                         io.write_edge
                     }
