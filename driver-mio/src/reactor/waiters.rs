@@ -208,27 +208,42 @@ impl Shared {
             return true;
         };
         s.waiters.leave(generation);
-        s.fd_waiting = false;
         let timer = s.core.poll_timeout();
-        // Registered for input again, under the lock: an edge that this raises reaches
-        // the I/O thread's handling after the claims below are settled.
-        let mut to_read: Vec<Work> = Vec::new();
+        // Read first, while the I/O thread is not told of input (it would only find it
+        // read); streams still claimed and silenced meanwhile are this thread's alone.
+        let mut unread = Vec::with_capacity(streams.len());
         for ((work, _), had_input) in streams.iter().zip(input) {
+            let Some(io) = (st.sockets.get_mut(&id))
+                .and_then(|s| s.peers.get_mut(&work.peer))
+                .filter(|io| io.token == work.token)
+            else {
+                continue;
+            };
+            if had_input || io.read_edge {
+                // Given back by the read (or queued for the I/O thread to read on).
+                st = self.read_claimed(st, *work);
+            } else {
+                unread.push(work.peer);
+            }
+        }
+        // Then registered for input again, under the lock: input that arrived since the
+        // last read raises an edge now, which the I/O thread handles once the claims
+        // are given back.
+        let Some(s) = st.sockets.get_mut(&id) else {
+            return true;
+        };
+        for (work, _) in &streams {
             let Some(io) = (s.peers.get_mut(&work.peer)).filter(|io| io.token == work.token) else {
                 continue;
             };
             io.silenced = false;
             self.set_interest(io);
-            if had_input || io.read_edge {
-                to_read.push(*work);
-            } else {
+            if unread.contains(&work.peer) {
                 io.read_queued = false;
             }
         }
+        s.fd_waiting = false;
         drop(streams);
-        for work in to_read {
-            st = self.read_claimed(st, work);
-        }
         self.pump(&mut st, id);
         self.after_here(st, id, timer);
         true
