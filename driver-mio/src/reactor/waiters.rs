@@ -2,7 +2,6 @@
 //! (in `poll`): counted, so that a condition variable is signalled only when someone
 //! waits, and once per wait.
 
-use std::os::fd::OwnedFd;
 use std::sync::{Arc, Condvar, MutexGuard};
 use std::time::Duration;
 
@@ -156,7 +155,7 @@ impl Shared {
             None => {
                 let flags = EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK;
                 match rustix::event::eventfd(0, flags) {
-                    Ok(fd) => s.wake_fd.insert(Arc::new(OwnedFd::from(fd))).clone(),
+                    Ok(fd) => s.wake_fd.insert(Arc::new(fd)).clone(),
                     Err(_) => return false,
                 }
             }
