@@ -59,6 +59,10 @@ use zmtp_driver::{run_commands, Attempts, SocketFile, StdListener, StdTransport}
 const WAKER: Token = Token(0);
 /// The I/O thread's read buffer: the most read from a stream in one call.
 const READ_BUF: usize = 64 * 1024;
+/// How long streams stay silenced after an application thread last read them
+/// (`PeerIo::leased`): input that comes meanwhile waits (in the kernel) for the next
+/// receive, or for the end of the lease.
+const LEASE: Duration = Duration::from_millis(2);
 /// Sends that find their stream idle less than this apart are a burst: the first is
 /// written by the sending thread, the rest by the I/O thread ([`Sock::claim_write`]).
 const INLINE_GAP: Duration = Duration::from_micros(50);
@@ -111,6 +115,13 @@ struct PeerIo {
     /// What the stream is registered for with the I/O thread's poll
     /// ([`Shared::set_interest`]).
     interest: Interest,
+    /// Silenced and left so after an application thread read it or waited on it: the
+    /// next receive reads it again without registering it for input in between. The
+    /// lease holds the stream's read claim (`read_queued`) for whichever thread reads
+    /// next: an application thread, the I/O thread on an edge or a resume, or the I/O
+    /// thread when the socket's lease runs out (`Sock::lease_until`), which registers
+    /// it for input again.
+    leased: bool,
     /// Output taken from the state machine and not yet written: the front of what it
     /// has queued for the peer, which it drops (`advance`) only once written, so that
     /// SNDHWM and LINGER count it until then.
@@ -175,6 +186,12 @@ pub(crate) struct Sock {
     /// The event counter that wakes a thread waiting on the streams; made the first
     /// time one does.
     wake_fd: Option<Arc<OwnedFd>>,
+    /// When the leases of the socket's streams run out (`PeerIo::leased`): renewed by
+    /// every read of an application thread.
+    lease_until: Option<Instant>,
+    /// A lease began with none running: the I/O thread, if parked, is to be woken to
+    /// wait no longer than its end.
+    lease_started: bool,
 }
 
 /// How to wake the threads waiting on a socket: its condition variable, and the event
@@ -256,9 +273,24 @@ impl Sock {
         });
         later
             .chain(earlier)
-            .filter(|(_, io)| !io.read_queued)
+            .filter(|(_, io)| !io.read_queued || io.leased)
             .map(|(&peer, _)| peer)
             .filter(|&peer| self.core.wants_read(peer))
+    }
+
+    /// After an application thread read `peer`'s stream (or waited on it): if it is
+    /// silenced and no one reads it now, lease it (`PeerIo::leased`) until `LEASE` from
+    /// `now`.
+    fn lease(&mut self, peer: PeerId, token: Token, now: Instant) {
+        let Some(io) = (self.peers.get_mut(&peer)).filter(|io| io.token == token) else {
+            return;
+        };
+        if io.silenced && !io.read_queued {
+            io.read_queued = true;
+            io.leased = true;
+            self.lease_started |= self.lease_until.is_none();
+            self.lease_until = Some(now + LEASE);
+        }
     }
 
     /// Claim a read of `peer` for an application thread, if no one is reading it.
@@ -266,8 +298,9 @@ impl Sock {
         if !self.core.wants_read(peer) {
             return None;
         }
-        let io = self.peers.get_mut(&peer).filter(|io| !io.read_queued)?;
+        let io = (self.peers.get_mut(&peer)).filter(|io| !io.read_queued || io.leased)?;
         io.read_queued = true;
+        io.leased = false;
         self.read_turn = Some(peer);
         Some(Work {
             id,
@@ -382,6 +415,8 @@ impl Shared {
                 read_turn: None,
                 fd_waiting: false,
                 wake_fd: None,
+                lease_until: None,
+                lease_started: false,
             },
         );
         id

@@ -57,6 +57,16 @@ impl Shared {
         // By id, as the map may change while timers fire.
         while let Some((&sid, s)) = st.sockets.range_mut(id..).next() {
             id = sid + 1;
+            match s.lease_until {
+                Some(t) if t <= now => {
+                    self.end_leases(st, sid);
+                    notify.touch(st, sid);
+                }
+                t => next = min_instant(next, t),
+            }
+            let Some(s) = st.sockets.get_mut(&sid) else {
+                continue;
+            };
             match s.core.poll_timeout() {
                 Some(t) if t <= now => {
                     s.core.handle_timeout(now);
@@ -96,6 +106,7 @@ impl Shared {
                 break;
             };
             let Some(job) = self.prepare(&mut st, work) else {
+                self.unsilence(&mut st, work);
                 continue;
             };
             drop(st);
@@ -105,6 +116,8 @@ impl Shared {
             let now = self.now();
             if self.apply(&mut st, work, done, buf, now) {
                 st.work.push_back(work);
+            } else {
+                self.unsilence(&mut st, work);
             }
             self.pump(&mut st, work.id);
             notify.touch(&mut st, work.id);

@@ -74,6 +74,7 @@ impl Shared {
                             write_edge: false,
                             silenced: false,
                             interest,
+                            leased: false,
                             taken: VecDeque::new(),
                         },
                     );

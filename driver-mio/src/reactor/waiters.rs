@@ -146,7 +146,8 @@ impl Shared {
             && !s.peers.is_empty()
             && s.peers.len() <= READ_HERE
             && !ready(s)
-            && (s.peers.iter()).all(|(&peer, io)| !io.read_queued && s.core.wants_read(peer));
+            && (s.peers.iter())
+                .all(|(&peer, io)| (!io.read_queued || io.leased) && s.core.wants_read(peer));
         if !eligible {
             return false;
         }
@@ -163,6 +164,7 @@ impl Shared {
         let mut streams: Vec<(Work, Arc<StdTransport>)> = Vec::with_capacity(s.peers.len());
         for (&peer, io) in s.peers.iter_mut() {
             io.read_queued = true;
+            io.leased = false;
             io.read_edge = false;
             io.silenced = true;
             self.set_interest(io);
@@ -225,9 +227,10 @@ impl Shared {
                 unread.push(work.peer);
             }
         }
-        // Then registered for input again, under the lock: input that arrived since the
-        // last read raises an edge now, which the I/O thread handles once the claims
-        // are given back.
+        // Then leased (`PeerIo::leased`), with those read: the next receive reads them
+        // again at once, and waits on them without registering them in between; the
+        // I/O thread takes them back if no receive comes in time.
+        let now = self.now();
         let Some(s) = st.sockets.get_mut(&id) else {
             return true;
         };
@@ -235,11 +238,10 @@ impl Shared {
             let Some(io) = (s.peers.get_mut(&work.peer)).filter(|io| io.token == work.token) else {
                 continue;
             };
-            io.silenced = false;
-            self.set_interest(io);
             if unread.contains(&work.peer) {
                 io.read_queued = false;
             }
+            s.lease(work.peer, work.token, now);
         }
         s.fd_waiting = false;
         drop(streams);

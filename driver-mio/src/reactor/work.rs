@@ -220,6 +220,9 @@ impl Shared {
         work: Work,
     ) -> (MutexGuard<'a, State>, Ran) {
         let Some(job) = self.prepare(&mut st, work) else {
+            if !work.write {
+                self.lease(&mut st, work, self.now());
+            }
             let ran = Ran {
                 again: false,
                 progress: false,
@@ -234,9 +237,60 @@ impl Shared {
             let done = run(job, buf);
             let progress = done.progress();
             let mut st = self.lock();
-            let again = self.apply(&mut st, work, done, buf, self.now());
+            let now = self.now();
+            let again = self.apply(&mut st, work, done, buf, now);
+            if !work.write {
+                self.lease(&mut st, work, now);
+            }
             (st, Ran { again, progress })
         })
+    }
+
+    /// After an application thread's read: a silenced stream that no one reads now is
+    /// leased (`PeerIo::leased`).
+    fn lease(&self, st: &mut State, work: Work, now: Instant) {
+        if let Some(s) = st.sockets.get_mut(&work.id) {
+            s.lease(work.peer, work.token, now);
+        }
+    }
+
+    /// After the I/O thread's read (or a read it found nothing to do for): a silenced
+    /// stream that no one reads now is registered for input again.
+    pub(super) fn unsilence(&self, st: &mut State, work: Work) {
+        if work.write {
+            return;
+        }
+        let Some(io) = (st.sockets.get_mut(&work.id))
+            .and_then(|s| s.peers.get_mut(&work.peer))
+            .filter(|io| io.token == work.token)
+        else {
+            return;
+        };
+        if io.silenced && !io.read_queued {
+            io.silenced = false;
+            self.set_interest(io);
+        }
+    }
+
+    /// The end of a socket's leases (`PeerIo::leased`), run by the I/O thread: its
+    /// leased streams are registered for input again and read, for input that came
+    /// while they were silenced.
+    pub(super) fn end_leases(&self, st: &mut State, id: usize) {
+        let Some(s) = st.sockets.get_mut(&id) else {
+            return;
+        };
+        s.lease_until = None;
+        let mut leased = Vec::new();
+        for (&peer, io) in s.peers.iter_mut().filter(|(_, io)| io.leased) {
+            io.leased = false;
+            io.read_queued = false;
+            io.silenced = false;
+            self.set_interest(io);
+            leased.push(peer);
+        }
+        for peer in leased {
+            queue(st, id, peer, false);
+        }
     }
 
     /// After work run here on socket `id`: wake the I/O thread (if parked) for work
@@ -255,7 +309,10 @@ impl Shared {
             .get(&id)
             .and_then(|s| s.core.poll_timeout())
             .is_some_and(|t| timer.is_none_or(|before| t < before));
-        let wake_io = st.parked && (earlier || !st.work.is_empty());
+        // A lease began: the I/O thread is to end it in time.
+        let leased =
+            (st.sockets.get_mut(&id)).is_some_and(|s| std::mem::take(&mut s.lease_started));
+        let wake_io = st.parked && (earlier || leased || !st.work.is_empty());
         if wake_io {
             st.parked = false;
         }
@@ -418,6 +475,18 @@ pub(super) fn queue(st: &mut State, id: usize, peer: PeerId, write: bool) {
         }
         &mut io.write_queued
     } else {
+        if io.leased {
+            // Taken over from the lease: the I/O thread reads it (then registers it for
+            // input again).
+            io.leased = false;
+            st.work.push_back(Work {
+                id,
+                peer,
+                token: io.token,
+                write,
+            });
+            return;
+        }
         &mut io.read_queued
     };
     if !*queued {
