@@ -941,13 +941,18 @@ impl Socket {
             if deadline.is_some_and(|d| StdInstant::now() >= d) {
                 return Err(Error::Timeout);
             }
-            if self.shared.help(self.id) || self.shared.read_here(self.id) {
+            if self.shared.help(self.id) {
                 continue;
             }
+            // Waiting on the streams reads what is there already (the wait ends at
+            // once); a thread that cannot wait so reads them once before it waits.
             let ready = |s: &reactor::Sock| s.closed || s.core.can_recv();
-            if !self.shared.wait_on_streams(self.id, deadline, ready) {
-                self.shared.wait_for(self.id, deadline, ready);
+            if self.shared.wait_on_streams(self.id, deadline, ready)
+                || self.shared.read_here(self.id)
+            {
+                continue;
             }
+            self.shared.wait_for(self.id, deadline, ready);
         }
     }
 
