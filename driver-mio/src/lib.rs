@@ -1268,6 +1268,7 @@ pub fn poll(items: &mut [PollItem<'_>], timeout: Option<Duration>) -> Result<usi
     // Before it waits, the thread runs the sockets' queued work and reads their idle
     // streams itself, once per wait (see `Socket::recv`).
     let mut tried = false;
+    let mut unleased = false;
     loop {
         if one_context {
             // Looked at and waited for under one lock: no change slips in between.
@@ -1290,7 +1291,8 @@ pub fn poll(items: &mut [PollItem<'_>], timeout: Option<Duration>) -> Result<usi
                 continue;
             }
             tried = false;
-            first.shared.wait_polled(st, deadline);
+            let ids = items.iter().map(|item| item.socket.id);
+            first.shared.wait_polled(st, deadline, ids);
         } else {
             let mut ready = 0;
             for item in items.iter_mut() {
@@ -1311,9 +1313,18 @@ pub fn poll(items: &mut [PollItem<'_>], timeout: Option<Duration>) -> Result<usi
                     continue;
                 }
             }
+            if !unleased {
+                // Input is the I/O threads' to notice meanwhile.
+                unleased = true;
+                for item in items.iter() {
+                    item.socket.shared.unlease_socket(item.socket.id);
+                }
+            }
             let slice = StdInstant::now() + Duration::from_millis(1);
             let until = deadline.map_or(slice, |d| d.min(slice));
-            first.shared.wait_polled(first.shared.lock(), Some(until));
+            first
+                .shared
+                .wait_polled(first.shared.lock(), Some(until), std::iter::empty());
         }
     }
 }

@@ -524,7 +524,7 @@ impl Shared {
     pub(crate) fn linger_orphans(&self) {
         let mut st = self.lock();
         while st.sockets.values().any(|s| s.orphaned) {
-            self.wait_polled(st, None);
+            self.wait_polled(st, None, std::iter::empty());
             st = self.lock();
         }
     }

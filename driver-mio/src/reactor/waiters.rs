@@ -108,6 +108,8 @@ impl Shared {
             return true;
         }
         s.waited = true;
+        // Input is the I/O thread's to notice while this thread sleeps here.
+        self.unlease(s);
         let generation = s.waiters.enter();
         let cond = s.cond.clone();
         let mut st = wait_on(&cond, st, deadline);
@@ -115,6 +117,29 @@ impl Shared {
             s.waiters.leave(generation);
         }
         false
+    }
+
+    /// End the leases of a socket's streams (`PeerIo::leased`) from an application
+    /// thread about to sleep without waiting on them: they are registered for input
+    /// again, which raises an edge for the I/O thread at once for input that came while
+    /// they were silenced.
+    pub(crate) fn unlease(&self, s: &mut Sock) {
+        if s.lease_until.take().is_none() {
+            return;
+        }
+        for io in s.peers.values_mut().filter(|io| io.leased) {
+            io.leased = false;
+            io.read_queued = false;
+            io.silenced = false;
+            self.set_interest(io);
+        }
+    }
+
+    /// [`unlease`](Self::unlease) socket `id`.
+    pub(crate) fn unlease_socket(&self, id: usize) {
+        if let Some(s) = self.lock().sockets.get_mut(&id) {
+            self.unlease(s);
+        }
     }
 
     /// Wait as [`wait_for`](Self::wait_for) does for a receive on socket `id`, but in the
@@ -256,7 +281,14 @@ impl Shared {
         &'a self,
         mut st: MutexGuard<'a, State>,
         deadline: Option<StdInstant>,
+        ids: impl Iterator<Item = usize>,
     ) {
+        // Input is the I/O thread's to notice while this thread sleeps here.
+        for id in ids {
+            if let Some(s) = st.sockets.get_mut(&id) {
+                self.unlease(s);
+            }
+        }
         let generation = st.poll_waiters.enter();
         let mut st = wait_on(&self.polled, st, deadline);
         st.poll_waiters.leave(generation);
