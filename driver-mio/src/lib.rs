@@ -43,11 +43,26 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Writes are batched as libzmq does: a send hands the message to the socket and wakes the
-//! I/O thread only if it is idle; the I/O thread writes everything queued by then in one
-//! vectored write, without holding the sockets' lock, while the application goes on
-//! sending. Reads likewise happen outside the lock, and complete messages are handed to
-//! the socket a read buffer at a time.
+//! # Threads and system calls
+//! Reads and writes happen outside the sockets' lock, by the I/O thread or by the
+//! application's own thread, whichever saves a hop:
+//!
+//! - A send to an idle stream (nothing being written to it, and no send to it in the
+//!   last few tens of microseconds unless the sending thread has waited since) is
+//!   written at once by the sending thread. The sends of a burst after the first are
+//!   batched as libzmq does: queued, with the I/O thread woken only if it is idle, which
+//!   writes everything queued by then in one vectored write while the application goes
+//!   on sending.
+//! - A receive that finds no message ready waits in the kernel on the socket's streams
+//!   itself (up to 8 of them), then reads and decodes what came, a read buffer at a
+//!   time: a request/reply round trip costs each side one write, one wait and one read,
+//!   with no hop through the I/O thread. The streams stay with the application thread
+//!   for a couple of milliseconds after that, for the next receive; then, or as soon as
+//!   a thread sleeps on the socket otherwise (in [`poll`], or a receive on a socket with
+//!   more streams), the I/O thread reads them again, so input is never left unread.
+//! - A receive that finds a message ready takes one lock, and makes no system call and
+//!   no wake-up (unless taking it lets a peer held at RCVHWM be read again).
+//!   [`Socket::recv_many`] takes a batch of ready messages under one lock.
 #![warn(missing_docs)]
 
 mod reactor;

@@ -12,18 +12,41 @@
 //!   the peer, as owned chunks), unlocks, reads or writes, then locks again to hand the
 //!   result to the state machine (bytes read, or how many were written). Meanwhile the
 //!   application keeps sending into, or receiving from, the state machine.
-//! - An application thread about to block in `send`, `recv` or `close` first runs its
-//!   socket's queued work items itself (those the I/O thread has not taken yet): it has
-//!   a CPU, which a woken I/O thread may wait for when threads outnumber CPUs.
+//! - A send that finds its stream idle (no write queued or running, none blocked) is
+//!   written by the sending thread itself, the same way, rather than handed to the I/O
+//!   thread and back ([`Shared::send_with`]). Only the first send of a burst does so
+//!   (see [`Sock::claim_write`]): the rest queue behind it for the I/O thread, which
+//!   writes them in bulk.
+//! - A thread about to block in `send`, `recv` or `close` first runs its socket's queued
+//!   work items itself (those the I/O thread has not taken yet): it has a CPU, which a
+//!   woken I/O thread may wait for when threads outnumber CPUs.
+//! - A thread about to block in `recv` with no message ready waits on the socket's
+//!   streams itself, in `poll(2)` ([`Shared::wait_on_streams`]), and reads them when
+//!   they have input: a message costs no hop through the I/O thread. It claims the
+//!   streams as a running read does (so that no two threads read one stream) and
+//!   registers them with the I/O thread's poll for no input ("silenced"), so that the
+//!   I/O thread is not woken for them. Afterwards they stay so for a short lease, for
+//!   the next `recv` to read or wait on them again without registering them in between;
+//!   a readiness event, a resume after RCVHWM, a thread that sleeps on a condition
+//!   variable instead, or the lease's end gives them back to the I/O thread, which
+//!   registers them for input again. (Registering a stream for readiness it already has
+//!   raises an edge at once, so no input goes unnoticed in the change.) A thread that
+//!   cannot wait so (more streams than it reads at once, another thread waiting so, a
+//!   read running in the I/O thread) reads the streams no one reads once
+//!   ([`Shared::read_here`]), then waits on the condition variable.
 //! - Threads blocked in `send`, `recv`, `close` or [`poll`](crate::poll) wait on a
 //!   condition variable of their socket (or of the context, for `poll`), signalled only
-//!   when someone waits, and once per wait.
+//!   when someone waits, and once per wait; a thread waiting on the streams waits on an
+//!   event counter too, written by the same signal.
+//! - Streams are registered for writability only while a write to them is blocked.
 //!
 //! Every protocol decision is the core's; this module moves bytes.
 //!
-//! - `io_loop`: the I/O thread's loop (readiness, timers, then queued work);
-//! - `work`: the work queue (reads and writes, run without the lock);
-//! - `waiters`: threads waiting on a socket or in `poll`, and their signals;
+//! - `io_loop`: the I/O thread's loop (readiness, timers and leases, then queued work);
+//! - `work`: the work queue (reads and writes, run without the lock, by the I/O thread
+//!   or an application thread);
+//! - `waiters`: threads waiting on a socket, on its streams or in `poll`, and their
+//!   signals;
 //! - `registry`: streams and listeners under poll tokens, and the socket's events.
 //!
 //! Streams and listeners are `std`'s, set up by `zmtp-driver` and registered by file
