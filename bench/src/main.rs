@@ -721,6 +721,8 @@ fn cpu_count() -> usize {
 
 fn orchestrate(config: &Config) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    // Counted before pinning, which leaves this process one.
+    let cpus = cpu_count();
     if let Some(cpu) = config.pin {
         affinity::pin_to(cpu).map_err(|e| format!("cannot pin to CPU {cpu}: {e}"))?;
     }
@@ -759,7 +761,7 @@ fn orchestrate(config: &Config) -> Result<(), String> {
         "zmtp-bench {}: libzmq {}, {} CPU(s) available, {}, {} run(s) per measurement",
         command.join(" "),
         libzmq::version(),
-        cpu_count(),
+        cpus,
         config
             .pin
             .map_or("not pinned".to_string(), |c| format!("pinned to CPU {c}")),
@@ -859,7 +861,7 @@ fn orchestrate(config: &Config) -> Result<(), String> {
         } else {
             ""
         },
-        cpu_count(),
+        cpus,
         config.pin.map_or("not pinned".to_string(), |c| format!(
             "both processes pinned to CPU {c}"
         )),
