@@ -846,8 +846,9 @@ fn orchestrate(config: &Config) -> Result<(), String> {
         "zmtp-bench: tokio = zmtp-tokio on a {} runtime, smol = zmtp-smol on zmtp_smol::block_on \
          (one thread), mio = zmtp-mio (blocking, one I/O thread); anchors: libzmq {}, \
          monocoque = monocoque-rs 0.4 on its tokio backend (write coalescing and flush for \
-         streams, eager REQ/REP), raw = plain sockets carrying ZMTP frames in 256 KiB batches \
-         (pub/sub: the same stream as push/pull, no subscription), a ping-pong for req/rep{}; \
+         streams, eager REQ/REP), raw = plain sockets carrying ZMTP frames, each message copied into \
+         256 KiB batches (pub/sub: the same stream as push/pull, no subscription), a blocking \
+         ping-pong for req/rep{}; \
          {} CPU(s) available, {}; median of {} run(s)",
         config
             .flavors
@@ -857,7 +858,7 @@ fn orchestrate(config: &Config) -> Result<(), String> {
             .join(" / "),
         libzmq::version(),
         if cfg!(feature = "zmqrs") {
-            ", zmqrs = zeromq (zmq.rs) on tokio"
+            ", zmqrs = zeromq (zmq.rs) 0.7 on a current-thread tokio runtime"
         } else {
             ""
         },
