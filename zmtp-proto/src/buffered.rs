@@ -209,6 +209,36 @@ impl Buffered {
         }
     }
 
+    /// The bulk path of clear traffic: up to `max` single-frame data messages from the
+    /// front of the received bytes, each body handed to `f` (shared with the receive
+    /// buffer, not copied); returns how many. Frames of any other kind stay for
+    /// [`poll_item`](Self::poll_item), which must be called when this returns 0.
+    ///
+    /// Where it applies (see `Connection::scan_messages`), it does in one pass what
+    /// `poll_item` does per frame: one header check per message and one split of the
+    /// buffer per batch.
+    pub fn poll_messages(&mut self, max: usize, mut f: impl FnMut(Bytes)) -> usize {
+        const BATCH: usize = 64;
+        let mut spans = [(0usize, 0usize); BATCH];
+        let mut n = 0;
+        let taken = self
+            .conn
+            .scan_messages(&self.rx, max.min(BATCH), |at, len| {
+                if let Some(span) = spans.get_mut(n) {
+                    *span = (at, len);
+                }
+                n += 1;
+            });
+        if taken == 0 {
+            return 0;
+        }
+        let chunk = self.rx.split_to(taken).freeze();
+        for &(at, len) in spans.iter().take(n) {
+            f(chunk.slice(at..at + len));
+        }
+        n
+    }
+
     /// Take a chunk of received bytes that is shared, not copied, when it can be: when the
     /// buffered input is exactly the header of a data frame whose body is `chunk` (as an
     /// in-process transport delivers a large body), the frame is returned with `chunk` as
