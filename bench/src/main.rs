@@ -61,6 +61,8 @@ options:
                         (default: all; zmqrs only in a build with --features zmqrs)
   --runtime R           the tokio driver's runtime: current, multi, both, hop (current-thread with a
                         channel hop per sent message) or current,hop (default: current)
+  --recv batch|each     how our drivers' receivers take messages: batch (default) with
+                        recv_many, up to 256 under one lock; each with one recv per message
   --runs N              repeat each measurement N times and report the median (default: 1;
                         for latency, the run with the median mean, with its p50 and p99);
                         ratios are taken within each round, then their median reported
@@ -139,6 +141,8 @@ struct Config {
     impls: Vec<Impl>,
     flavors: Vec<Flavor>,
     runs: usize,
+    /// Our receivers take one message per `recv` (else batches with `recv_many`).
+    recv_each: bool,
 }
 
 fn parse_size(text: &str) -> Result<usize, String> {
@@ -181,6 +185,7 @@ impl Config {
             impls: Impl::all(),
             flavors: vec![Flavor::Current],
             runs: 1,
+            recv_each: false,
         };
         let mut rest = args.iter();
         while let Some(arg) = rest.next() {
@@ -200,6 +205,13 @@ impl Config {
                 "--pin" => config.pin = Some(parse_number(flag, &value()?)?),
                 "--count" => config.count = Some(parse_number(flag, &value()?)?),
                 "--runs" => config.runs = parse_number::<usize>(flag, &value()?)?.max(1),
+                "--recv" => {
+                    config.recv_each = match value()?.as_str() {
+                        "each" => true,
+                        "batch" => false,
+                        other => return Err(format!("--recv takes each or batch, not {other}")),
+                    }
+                }
                 "--size" => config.sizes = Some(parse_list(&value()?, parse_size)?),
                 "--transport" => {
                     config.transports = parse_list(&value()?, |t| match t {
@@ -721,6 +733,11 @@ fn cpu_count() -> usize {
 
 fn orchestrate(config: &Config) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    // The peers inherit it.
+    std::env::set_var(
+        peer::RECV_EACH_VAR,
+        if config.recv_each { "1" } else { "0" },
+    );
     // Counted before pinning, which leaves this process one.
     let cpus = cpu_count();
     if let Some(cpu) = config.pin {
@@ -868,7 +885,15 @@ fn orchestrate(config: &Config) -> Result<(), String> {
         )),
         config.runs
     );
-    println!("throughput at the receiver, first to last message (MB = 10^6 bytes)");
+    println!(
+        "throughput at the receiver, first to last message (MB = 10^6 bytes); our receivers \
+         take {}",
+        if config.recv_each {
+            "one message per recv (--recv each)"
+        } else {
+            "batches of up to 256 with recv_many (--recv batch)"
+        }
+    );
     println!();
     print_table(&header, &table);
     if !pairs.is_empty() {

@@ -128,9 +128,13 @@ impl<R: Runtime> Future for SendFuture<'_, R> {
             waiter,
         } = self.get_mut();
         waiter.poll(cx, || {
-            let sent = match std::mem::replace(pending, Pending::Done) {
-                Pending::Message(m) => socket.try_send(m),
+            let sent = match pending {
+                // The common case, without moving the pending state around.
                 Pending::Slice(body) => socket.try_send_slice(body),
+                Pending::Message(_) => match std::mem::replace(pending, Pending::Done) {
+                    Pending::Message(m) => socket.try_send(m),
+                    _ => unreachable!("matched as a message"),
+                },
                 Pending::Done => panic!("SendFuture polled after completion"),
             };
             match sent {
@@ -138,7 +142,10 @@ impl<R: Runtime> Future for SendFuture<'_, R> {
                     *pending = Pending::Message(m);
                     None
                 }
-                done => Some(done),
+                done => {
+                    *pending = Pending::Done;
+                    Some(done)
+                }
             }
         })
     }

@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 
 use bytes::{Buf, Bytes, BytesMut};
 
-use crate::codec::{Command, MAX_FRAME_HEADER_LEN};
+use crate::codec::{Command, FrameHeader, MAX_FRAME_HEADER_LEN};
 use crate::config::Config;
 use crate::connection::{Connection, Item};
 use crate::error::{EncodeError, Error};
@@ -305,6 +305,23 @@ impl Buffered {
 
     /// Append one data frame to the send buffer.
     pub fn send_frame(&mut self, body: &[u8], more: bool) -> Result<(), EncodeError> {
+        // The common case of a small message: a short clear frame, written straight into
+        // room the encode buffer already has.
+        if let (Ok(size), Some(Segment::Encoded { buf, used })) =
+            (u8::try_from(body.len()), self.tx.back_mut())
+        {
+            let end = *used + 2 + body.len();
+            if let Some(dst) = buf.get_mut(*used..end) {
+                if self.conn.clear_frame_sent(more) {
+                    let (header, rest) = dst.split_at_mut(2);
+                    header.copy_from_slice(&FrameHeader::short_data(size, more));
+                    rest.copy_from_slice(body);
+                    self.tx_len += end - *used;
+                    *used = end;
+                    return Ok(());
+                }
+            }
+        }
         self.encode(body.len() + MAX_FRAME_HEADER_LEN, |conn, out| {
             conn.send_frame(body, more, out)
         })

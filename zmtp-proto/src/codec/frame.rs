@@ -38,6 +38,12 @@ impl FrameHeader {
         }
     }
 
+    /// The two header bytes of a short (at most 255 bytes) data frame.
+    #[inline]
+    pub(crate) fn short_data(size: u8, more: bool) -> [u8; 2] {
+        [if more { FLAG_MORE } else { 0 }, size]
+    }
+
     /// A command frame header.
     pub fn command(size: usize) -> FrameHeader {
         FrameHeader {
