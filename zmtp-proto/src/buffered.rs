@@ -87,6 +87,8 @@ impl OwnedKind {
 pub struct Buffered {
     conn: Connection,
     rx: BytesMut,
+    /// Bytes the next item needs beyond those in `rx` (as the last `poll_item` found).
+    rx_need: usize,
     tx: VecDeque<Segment>,
     /// Bytes of the first segment already written.
     tx_head: usize,
@@ -122,8 +124,10 @@ const COMPACT_AT: usize = 64 * 1024;
 /// Room beyond the expected size for control frames queued ahead (PONG, PING).
 const ROOM_SLACK: usize = 64;
 
-/// Initial receive buffer size.
+/// Initial receive buffer size, and the least it grows by.
 const RX_CHUNK: usize = 8 * 1024;
+/// Room for the next read below which `read_buf` grows (or reclaims) the receive buffer.
+const RX_MIN_ROOM: usize = RX_CHUNK / 2;
 /// Most the receive buffer grows by ahead of data for one incomplete frame.
 const MAX_RESERVE: usize = 256 * 1024;
 
@@ -139,6 +143,7 @@ impl Buffered {
         Buffered {
             conn,
             rx: BytesMut::with_capacity(RX_CHUNK),
+            rx_need: 0,
             tx: VecDeque::new(),
             tx_head: 0,
             tx_len: 0,
@@ -166,23 +171,31 @@ impl Buffered {
         self.rx.len()
     }
 
-    /// The receive buffer, for drivers that read straight into it.
+    /// The receive buffer, for drivers that read straight into it, with room for the next
+    /// read: at least what the next item still needs (up to 256 KiB at a time) and 4 KiB.
+    /// It grows with the bytes that arrive, not with what a header announces: a peer
+    /// claiming a huge frame gets no memory until it sends the bytes. The room left by
+    /// frames already taken (and dropped) is reused rather than allocated again.
     pub fn read_buf(&mut self) -> &mut BytesMut {
+        if self.rx.capacity() - self.rx.len() < self.rx_need.max(RX_MIN_ROOM) {
+            self.rx.reserve(self.rx_need.clamp(RX_CHUNK, MAX_RESERVE));
+        }
         &mut self.rx
     }
 
-    /// The next complete item from the received bytes, if any. When none is complete, the
-    /// receive buffer is given room for what the next step needs.
+    /// The next complete item from the received bytes, if any. When none is complete,
+    /// [`read_buf`](Self::read_buf) gives the receive buffer room for what it needs.
     pub fn poll_item(&mut self, now: Instant) -> Result<Option<OwnedItem>, Error> {
         loop {
             let input = self.conn.handle_input(now, &mut self.rx)?;
             let (consumed, payload) = (input.consumed, input.payload.clone());
             let Some(kind) = input.item.as_ref().map(OwnedKind::of) else {
                 if consumed == 0 {
-                    // Grow with the bytes that arrive, not with what a header announces: a
-                    // peer claiming a huge frame gets no memory until it sends the bytes.
-                    let more = input.needed.saturating_sub(self.rx.len());
-                    self.rx.reserve(more.clamp(RX_CHUNK, MAX_RESERVE));
+                    // Room is made when the driver next asks for the buffer to read into
+                    // (`read_buf`), not now: the frames just split off its front share it
+                    // until the application has taken them, and a buffer still shared
+                    // cannot be reclaimed in place, only replaced.
+                    self.rx_need = input.needed.saturating_sub(self.rx.len());
                     return Ok(None);
                 }
                 self.rx.advance(consumed);

@@ -179,9 +179,9 @@ impl Socket {
                 self.on_message(peer, Message::from(body));
             }
             OwnedItem::Frame { body, more } => {
-                stream.partial.push(body);
+                stream.partial.push_back(body);
                 if !more {
-                    let msg = Message::from(core::mem::take(&mut stream.partial));
+                    let msg = core::mem::take(&mut stream.partial);
                     self.on_message(peer, msg);
                 }
             }

@@ -138,6 +138,12 @@ impl Socket {
     /// Drop every message waiting from the peers but `keep`, resuming their input.
     pub(in crate::socket) fn discard_input(&mut self, keep: Option<PeerId>, now: &impl Clock) {
         self.departed.retain(|d| Some(d.peer) == keep);
+        // Mostly nothing waits (a REQ sending its next request): then no snapshot either.
+        let waiting =
+            |p: &PeerId| Some(*p) != keep && self.peers.get(p).is_some_and(|p| !p.inq.is_empty());
+        if !self.attached.iter().any(waiting) {
+            return;
+        }
         // A snapshot: resuming input may end a peer and so change `attached`.
         let peers: Vec<PeerId> = self
             .attached
