@@ -39,6 +39,7 @@ impl FrameHeader {
     }
 
     /// The two header bytes of a short (at most 255 bytes) data frame.
+    #[cfg(feature = "alloc")]
     #[inline]
     pub(crate) fn short_data(size: u8, more: bool) -> [u8; 2] {
         [if more { FLAG_MORE } else { 0 }, size]

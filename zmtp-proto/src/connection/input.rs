@@ -387,6 +387,7 @@ impl Connection {
     /// messages, and on a socket type that takes no subscriptions in message form.
     /// Anything else is left for [`handle_input`](Self::handle_input), which also reports
     /// the errors. A frame found here counts as [`handle_input`] would count it.
+    #[cfg(feature = "alloc")]
     pub(crate) fn scan_messages(
         &mut self,
         input: &[u8],

@@ -337,6 +337,7 @@ impl Connection {
 
     /// Whether a clear data frame may go out as it is now (in traffic, unsealed, nothing
     /// queued before it); if so it counts as sent, and the caller puts it in the output.
+    #[cfg(feature = "alloc")]
     #[inline]
     pub(crate) fn clear_frame_sent(&mut self, more: bool) -> bool {
         let through = self.writes_through();
