@@ -218,23 +218,27 @@ impl Buffered {
     /// `poll_item` does per frame: one header check per message and one split of the
     /// buffer per batch.
     pub fn poll_messages(&mut self, max: usize, mut f: impl FnMut(Bytes)) -> usize {
-        const BATCH: usize = 64;
-        let mut spans = [(0usize, 0usize); BATCH];
-        let mut n = 0;
-        let taken = self
-            .conn
-            .scan_messages(&self.rx, max.min(BATCH), |at, len| {
-                if let Some(span) = spans.get_mut(n) {
-                    *span = (at, len);
-                }
-                n += 1;
-            });
+        let (taken, n) = self.conn.scan_messages(&self.rx, max);
         if taken == 0 {
             return 0;
         }
+        // The frames were checked: walk their headers again over the shared chunk.
         let chunk = self.rx.split_to(taken).freeze();
-        for &(at, len) in spans.iter().take(n) {
-            f(chunk.slice(at..at + len));
+        let mut at = 0;
+        for _ in 0..n {
+            let (header, size) = match chunk.get(at..) {
+                Some([0, size, ..]) => (2, usize::from(*size)),
+                Some([_, a, b, c, d, e, g, h, i, ..]) => {
+                    let size = u64::from_be_bytes([*a, *b, *c, *d, *e, *g, *h, *i]);
+                    (9, usize::try_from(size).unwrap_or(usize::MAX))
+                }
+                _ => break,
+            };
+            let Some(end) = (at + header).checked_add(size).filter(|&end| end <= taken) else {
+                break;
+            };
+            f(chunk.slice(at + header..end));
+            at = end;
         }
         n
     }

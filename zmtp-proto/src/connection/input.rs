@@ -379,21 +379,16 @@ impl Connection {
     }
 
     /// The bulk path of clear traffic: the single-frame data messages at the front of
-    /// `input`, each handed to `found` as (offset, length) of its body, until `max` were
-    /// found, a frame of another kind comes (a command, a frame with MORE, an incomplete
-    /// one, one over a limit) or `found` returns false; returns the bytes they took.
+    /// `input`, up to `max`, until a frame of another kind comes (a command, a frame
+    /// with MORE, an incomplete one, one over a limit); returns the bytes they take and
+    /// how many they are.
     ///
     /// Only where every such frame is a plain message: in traffic, unsealed, between
     /// messages, and on a socket type that takes no subscriptions in message form.
     /// Anything else is left for [`handle_input`](Self::handle_input), which also reports
     /// the errors. A frame found here counts as [`handle_input`] would count it.
     #[cfg(feature = "alloc")]
-    pub(crate) fn scan_messages(
-        &mut self,
-        input: &[u8],
-        max: usize,
-        mut found: impl FnMut(usize, usize),
-    ) -> usize {
+    pub(crate) fn scan_messages(&mut self, input: &[u8], max: usize) -> (usize, usize) {
         if self.error.is_some()
             || self.phase != Phase::Traffic
             || self.mechanism.seals()
@@ -401,7 +396,7 @@ impl Connection {
             || self.config.socket_type.accepts_subscriptions()
             || self.config.max_message_frames == Some(0)
         {
-            return 0;
+            return (0, 0);
         }
         let limit = self
             .config
@@ -429,14 +424,13 @@ impl Connection {
             if end > input.len() {
                 break;
             }
-            found(at + header, size as usize);
             at = end;
             n += 1;
         }
         if n > 0 {
             self.traffic_seen();
         }
-        at
+        (at, n)
     }
 
     /// Count a data frame against MAXMSGSIZE and the frame cap, and track message bounds.
