@@ -309,16 +309,15 @@ impl Buffered {
 
     /// Append one data frame to the send buffer.
     pub fn send_frame(&mut self, body: &[u8], more: bool) -> Result<(), EncodeError> {
-        // The common case of a small message: a short clear frame, written straight into
-        // room the encode buffer already has.
-        if let (Ok(size), Some(Segment::Encoded { buf, used })) =
-            (u8::try_from(body.len()), self.tx.back_mut())
-        {
-            let end = *used + 2 + body.len();
+        // The common case: a clear frame written straight into room the encode buffer
+        // already has.
+        if let Some(Segment::Encoded { buf, used }) = self.tx.back_mut() {
+            let (header_bytes, n) = FrameHeader::data_bytes(body.len(), more);
+            let end = *used + n + body.len();
             if let Some(dst) = buf.get_mut(*used..end) {
                 if self.conn.clear_frame_sent(more) {
-                    let (header, rest) = dst.split_at_mut(2);
-                    header.copy_from_slice(&FrameHeader::short_data(size, more));
+                    let (header, rest) = dst.split_at_mut(n);
+                    header.copy_from_slice(header_bytes.get(..n).unwrap_or_default());
                     rest.copy_from_slice(body);
                     self.tx_len += end - *used;
                     *used = end;
