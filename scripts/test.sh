@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Every check and test of the workspace, in named steps: a failure names its step.
 # Installs what is missing first: libzmq (the real peer the conformance tests run against)
-# through apt-get when run as root.
+# through apt-get when run as root, and valgrind for the icount step.
 #
 #   bash scripts/test.sh            every step
-#   bash scripts/test.sh STEP...    only these steps (lint, nostd, tests, conformance, fuzz)
+#   bash scripts/test.sh STEP...    only these steps (lint, nostd, tests, conformance, fuzz, icount)
 set -eEuo pipefail
 cd "$(dirname "$0")/.."
 
-STEPS=(lint nostd tests conformance fuzz)
+STEPS=(lint nostd tests conformance fuzz icount)
 step_name=setup
 trap 'echo "== FAILED in step: $step_name" >&2' ERR
 
@@ -57,6 +57,22 @@ conformance() {
 # tests over the seeds and generated inputs in the `tests` step: zmtp-testkit's fuzz_bodies.)
 fuzz() {
   bash scripts/fuzz.sh
+}
+
+# Instructions per message of the core's hot paths under callgrind, against the committed
+# baseline: fails when one grows more than 5 % (see scripts/icount.sh).
+icount() {
+  if ! command -v valgrind >/dev/null; then
+    if [ "$(id -u)" = 0 ]; then
+      echo "== installing valgrind"
+      apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null
+    else
+      echo "valgrind is missing: run 'sudo apt-get install valgrind' (or run this as root)" >&2
+      exit 1
+    fi
+  fi
+  bash scripts/icount.sh
 }
 
 selected=("$@")

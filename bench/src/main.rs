@@ -1,26 +1,39 @@
-//! Side-by-side benchmark of our drivers (`zmtp-tokio`, `zmtp-smol`, `zmtp-mio`) and libzmq
-//! on this machine.
+//! Side-by-side benchmark of our drivers (`zmtp-tokio`, `zmtp-smol`, `zmtp-mio`) and their
+//! anchors on this machine: libzmq, monocoque-rs (another ZeroMQ in Rust, on its tokio
+//! backend), a raw-socket floor, and zeromq (zmq.rs) with the `zmqrs` feature.
 //!
 //! ```text
 //! cargo run --release -p zmtp-bench -- [--quick] [--pin CPU] [--count N] [--size LIST]
-//!     [--transport LIST] [--test LIST] [--impl LIST] [--runtime current|multi|both] [--runs N]
+//!     [--transport LIST] [--test LIST] [--impl LIST|all] [--runtime current|multi|both] [--runs N]
 //! ```
 //!
 //! Every measurement runs as two processes over loopback, both of one implementation (tokio
-//! against tokio, smol against smol, mio against mio, libzmq against libzmq): this program starts itself twice as
-//! `zmtp-bench peer ...`, a binding side and a connecting side, and collects what they
-//! report. Throughput is measured by the receiver, from the arrival of the first message to
-//! that of the last, and every message is checked (size, order, none missing). Latency is
-//! measured by REQ around each round trip. The table goes to standard output, progress to
-//! standard error.
+//! against tokio, libzmq against libzmq, raw against raw, ...): this program starts itself
+//! twice as `zmtp-bench peer ...`, a binding side and a connecting side, and collects what
+//! they report. Throughput is measured by the receiver, from the arrival of the first message
+//! to that of the last, and every message is checked (size, order, none missing). Latency is
+//! measured by REQ around each round trip. The implementations take turns run by run (a
+//! round is one run of each), so drift on a shared machine hits them all.
+//!
+//! The first table gives each implementation's median over the rounds. The second gives, for
+//! each pair of one of ours and an anchor (and smol and mio against tokio), the median of
+//! the ratios taken within each round, oriented so that above 1 means ours is better:
+//! ours/anchor for throughput, anchor/ours for latency. A cell an implementation cannot run
+//! (monocoque-rs's PUB has no IPC listener) is `-`, with a note under the tables. The
+//! anchors are described in [`monocoque`] and [`raw`]. The tables go to standard output,
+//! progress to standard error.
 #![warn(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod affinity;
 mod libzmq;
 mod mio;
+mod monocoque;
 mod ours;
 mod peer;
+mod raw;
+#[cfg(feature = "zmqrs")]
+mod zmqrs;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -31,8 +44,10 @@ use peer::{Flavor, Impl, PeerArgs, Role};
 const USAGE: &str = "\
 usage: zmtp-bench [options]
 
-Runs zmtp-tokio, zmtp-smol, zmtp-mio and libzmq side by side, each as two processes over
-loopback, and prints a table. Build with --release: cargo run --release -p zmtp-bench -- [options]
+Runs zmtp-tokio, zmtp-smol and zmtp-mio side by side with their anchors (libzmq, monocoque-rs,
+a raw-socket floor; zeromq (zmq.rs) with --features zmqrs), each as two processes over loopback,
+taking turns run by run, and prints a table of medians and one of per-round ratios.
+Build with --release: cargo run --release -p zmtp-bench -- [options]
 
 options:
   --quick               a short smoke run: 1/20 of the default counts
@@ -42,11 +57,15 @@ options:
                         push/pull, 64 for pub/sub and req/rep)
   --transport LIST      tcp,ipc (default: both)
   --test LIST           push,pub,reqrep (default: all)
-  --impl LIST           tokio (or ours),smol,mio,libzmq (default: all four)
+  --impl LIST           tokio (or ours),smol,mio,libzmq,monocoque,raw[,zmqrs], or all
+                        (default: all; zmqrs only in a build with --features zmqrs)
   --runtime R           the tokio driver's runtime: current, multi, both, hop (current-thread with a
                         channel hop per sent message) or current,hop (default: current)
+  --recv batch|each     how our drivers' receivers take messages: batch (default) with
+                        recv_many, up to 256 under one lock; each with one recv per message
   --runs N              repeat each measurement N times and report the median (default: 1;
-                        for latency, the run with the median mean, with its p50 and p99)
+                        for latency, the run with the median mean, with its p50 and p99);
+                        ratios are taken within each round, then their median reported
   -h, --help            this text
 
 default counts: push/pull 1,000,000 at up to 256 B, 200,000 up to 8 KiB, 20,000 above;
@@ -122,6 +141,8 @@ struct Config {
     impls: Vec<Impl>,
     flavors: Vec<Flavor>,
     runs: usize,
+    /// Our receivers take one message per `recv` (else batches with `recv_many`).
+    recv_each: bool,
 }
 
 fn parse_size(text: &str) -> Result<usize, String> {
@@ -161,9 +182,10 @@ impl Config {
             sizes: None,
             transports: vec![Transport::Tcp, Transport::Ipc],
             tests: vec![Test::Push, Test::Pub, Test::ReqRep],
-            impls: vec![Impl::Tokio, Impl::Smol, Impl::Mio, Impl::Libzmq],
+            impls: Impl::all(),
             flavors: vec![Flavor::Current],
             runs: 1,
+            recv_each: false,
         };
         let mut rest = args.iter();
         while let Some(arg) = rest.next() {
@@ -183,6 +205,13 @@ impl Config {
                 "--pin" => config.pin = Some(parse_number(flag, &value()?)?),
                 "--count" => config.count = Some(parse_number(flag, &value()?)?),
                 "--runs" => config.runs = parse_number::<usize>(flag, &value()?)?.max(1),
+                "--recv" => {
+                    config.recv_each = match value()?.as_str() {
+                        "each" => true,
+                        "batch" => false,
+                        other => return Err(format!("--recv takes each or batch, not {other}")),
+                    }
+                }
                 "--size" => config.sizes = Some(parse_list(&value()?, parse_size)?),
                 "--transport" => {
                     config.transports = parse_list(&value()?, |t| match t {
@@ -200,13 +229,34 @@ impl Config {
                     })?
                 }
                 "--impl" => {
-                    config.impls = parse_list(&value()?, |t| match t {
-                        "ours" | "tokio" => Ok(Impl::Tokio),
-                        "smol" => Ok(Impl::Smol),
-                        "mio" => Ok(Impl::Mio),
-                        "libzmq" => Ok(Impl::Libzmq),
-                        _ => Err(format!("unknown implementation {t}")),
-                    })?
+                    let mut impls = Vec::new();
+                    for t in value()?.split(',').filter(|s| !s.is_empty()) {
+                        let more = match t {
+                            "all" => Impl::all(),
+                            "ours" | "tokio" => vec![Impl::Tokio],
+                            "monocoque" | "monocoque-rs" => vec![Impl::Monocoque],
+                            "zmq.rs" | "zeromq" | "zmqrs" => {
+                                match Impl::all().into_iter().find(|i| i.name() == "zmqrs") {
+                                    Some(imp) => vec![imp],
+                                    None => {
+                                        return Err(
+                                            "zmqrs needs a build with --features zmqrs".to_string()
+                                        )
+                                    }
+                                }
+                            }
+                            name => match Impl::all().into_iter().find(|i| i.name() == name) {
+                                Some(imp) => vec![imp],
+                                None => return Err(format!("unknown implementation {name}")),
+                            },
+                        };
+                        for imp in more {
+                            if !impls.contains(&imp) {
+                                impls.push(imp);
+                            }
+                        }
+                    }
+                    config.impls = impls;
                 }
                 "--runtime" => {
                     config.flavors = match value()?.as_str() {
@@ -240,7 +290,7 @@ impl Config {
     }
 }
 
-/// One implementation as run: ours on one runtime, or libzmq.
+/// One implementation as run: ours (tokio on one runtime, smol, mio) or an anchor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Variant {
     imp: Impl,
@@ -318,14 +368,13 @@ struct Peer {
 }
 
 impl Peer {
-    fn start(exe: &Path, args: &PeerArgs, with_input: bool) -> Result<Peer, String> {
+    /// Start a peer. Its input stays open until [`finish`](Self::finish): a publisher waits
+    /// for `GO` there, and a sender that cannot wait for its messages to be written waits for
+    /// the input to close.
+    fn start(exe: &Path, args: &PeerArgs) -> Result<Peer, String> {
         let mut child = Command::new(exe)
             .args(args.to_args())
-            .stdin(if with_input {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -387,6 +436,18 @@ impl Drop for Peer {
     }
 }
 
+/// Why `variant` cannot run `case` (its cell is then `-`), if it cannot.
+fn unsupported(case: Case, variant: Variant) -> Option<&'static str> {
+    let (bind, connect) = case.test.roles();
+    let ipc = case.transport == Transport::Ipc;
+    match variant.imp {
+        Impl::Monocoque => {
+            monocoque::unsupported(bind, ipc).or(monocoque::unsupported(connect, ipc))
+        }
+        _ => None,
+    }
+}
+
 /// Run one measurement: start both peers, wait for the result, check both ended well.
 fn run_once(
     exe: &Path,
@@ -395,7 +456,10 @@ fn run_once(
     pin: Option<usize>,
     ipc_path: &Path,
 ) -> Result<Measure, String> {
-    let (bind_role, connect_role) = case.test.roles();
+    let (bind_role, connect_role) = match variant.imp {
+        Impl::Monocoque => monocoque::sides(case.test.roles()),
+        _ => case.test.roles(),
+    };
     let endpoint = match case.transport {
         Transport::Tcp => "tcp://127.0.0.1:*".to_string(),
         Transport::Ipc => format!("ipc://{}", ipc_path.display()),
@@ -414,16 +478,24 @@ fn run_once(
         },
         pin,
     };
-    let mut server = Peer::start(exe, &args(bind_role, endpoint), false)?;
+    let mut server = Peer::start(exe, &args(bind_role, endpoint))?;
     let resolved = server.expect("ENDPOINT")?;
-    let mut client = Peer::start(exe, &args(connect_role, resolved), case.test == Test::Pub)?;
+    let mut client = Peer::start(exe, &args(connect_role, resolved))?;
+    // The side that reports: the receiver of a stream, or REQ.
+    let server_reports = matches!(bind_role, Role::Pull | Role::Sub | Role::Req);
     if case.test == Test::Pub {
-        server.expect("SUBSCRIBED")?;
-        client.tell("GO")?;
+        let (subscriber, publisher) = if server_reports {
+            (&mut server, &mut client)
+        } else {
+            (&mut client, &mut server)
+        };
+        subscriber.expect("SUBSCRIBED")?;
+        publisher.tell("GO")?;
     }
-    let result = match case.test {
-        Test::Push | Test::Pub => server.expect("RESULT")?,
-        Test::ReqRep => client.expect("RESULT")?,
+    let result = if server_reports {
+        server.expect("RESULT")?
+    } else {
+        client.expect("RESULT")?
     };
     client.finish()?;
     server.finish()?;
@@ -491,17 +563,98 @@ fn median(mut runs: Vec<Measure>) -> Option<Measure> {
     runs.get(runs.len() / 2).copied()
 }
 
-/// The table lines of one case, as cells: one line for a throughput test, three (mean,
-/// p50, p99) for latency.
-fn rows(case: Case, variants: &[Variant], results: &[Option<Measure>]) -> Vec<Vec<String>> {
-    let libzmq_selected = variants.iter().any(|v| v.imp == Impl::Libzmq);
-    let libzmq = variants
-        .iter()
-        .position(|v| v.imp == Impl::Libzmq)
-        .and_then(|i| results[i]);
+/// The median of some numbers (the mean of the middle two for an even count).
+fn median_of(mut xs: Vec<f64>) -> Option<f64> {
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(xs[n / 2]),
+        _ => Some((xs[n / 2 - 1] + xs[n / 2]) / 2.0),
+    }
+}
+
+/// What one implementation gave for one case.
+#[derive(Debug, Clone)]
+enum Outcome {
+    /// It cannot run this case, for this reason.
+    Unsupported(&'static str),
+    /// One entry per round: the measurement, or `None` if that run failed.
+    Rounds(Vec<Option<Measure>>),
+}
+
+impl Outcome {
+    /// Every round's measurement, if every run succeeded.
+    fn all(&self) -> Option<Vec<Measure>> {
+        match self {
+            Outcome::Unsupported(_) => None,
+            Outcome::Rounds(rounds) => rounds.iter().copied().collect(),
+        }
+    }
+
+    fn cell(&self, k: usize) -> String {
+        match self {
+            Outcome::Unsupported(_) => "-".to_string(),
+            Outcome::Rounds(_) => match self.all().and_then(median) {
+                Some(m) => m.cell(k),
+                None => "FAILED".to_string(),
+            },
+        }
+    }
+}
+
+/// One ratio column: one of ours against an anchor (or against tokio), by variant index.
+#[derive(Debug, Clone, Copy)]
+struct Pair {
+    ours: usize,
+    anchor: usize,
+}
+
+/// The pairs compared: each of ours against each anchor, then smol and mio against tokio.
+fn pairs(variants: &[Variant]) -> Vec<Pair> {
     let ours: Vec<usize> = (0..variants.len())
-        .filter(|&i| variants[i].imp != Impl::Libzmq)
+        .filter(|&i| variants[i].imp.is_ours())
         .collect();
+    let mut out = Vec::new();
+    for &o in &ours {
+        for a in (0..variants.len()).filter(|&a| !variants[a].imp.is_ours()) {
+            out.push(Pair { ours: o, anchor: a });
+        }
+    }
+    if let Some(tokio) = variants.iter().position(|v| v.imp == Impl::Tokio) {
+        for &o in ours.iter().filter(|&&o| variants[o].imp != Impl::Tokio) {
+            out.push(Pair {
+                ours: o,
+                anchor: tokio,
+            });
+        }
+    }
+    out
+}
+
+/// The median over the rounds of `ours` against `anchor` in that round, for line `k`
+/// (oriented so that above 1 means ours is better); `-` unless both ran in every round.
+fn ratio(test: Test, ours: &Outcome, anchor: &Outcome, k: usize) -> String {
+    let (Some(ours), Some(anchor)) = (ours.all(), anchor.all()) else {
+        return "-".to_string();
+    };
+    let per_round: Vec<f64> = ours
+        .iter()
+        .zip(&anchor)
+        .filter_map(|(o, a)| {
+            let (o, a) = (o.value(k), a.value(k));
+            (o > 0.0 && a > 0.0).then(|| match test {
+                Test::ReqRep => a / o,
+                Test::Push | Test::Pub => o / a,
+            })
+        })
+        .collect();
+    median_of(per_round).map_or("-".to_string(), |r| format!("{r:.2}"))
+}
+
+/// The table lines of one case, as cells, for the medians and for the ratios: one line for
+/// a throughput test, three (mean, p50, p99) for latency.
+fn rows(case: Case, outcomes: &[Outcome], pairs: &[Pair]) -> (Vec<Vec<String>>, Vec<Vec<String>>) {
     let lines: &[(&str, usize)] = match case.test {
         Test::Push | Test::Pub => &[(case.test.label(), 0)],
         Test::ReqRep => &[
@@ -510,31 +663,26 @@ fn rows(case: Case, variants: &[Variant], results: &[Option<Measure>]) -> Vec<Ve
             ("req/rep latency p99", 2),
         ],
     };
-    let mut out = Vec::new();
+    let mut values = Vec::new();
+    let mut ratios = Vec::new();
     for &(label, k) in lines {
-        let mut row = vec![
+        let lead = vec![
             label.to_string(),
             format_size(case.size),
             case.transport.name().to_string(),
         ];
+        let mut row = lead.clone();
+        row.extend(outcomes.iter().map(|o| o.cell(k)));
+        values.push(row);
+        let mut row = lead;
         row.extend(
-            results
+            pairs
                 .iter()
-                .map(|m| m.map_or("FAILED".to_string(), |m| m.cell(k))),
+                .map(|p| ratio(case.test, &outcomes[p.ours], &outcomes[p.anchor], k)),
         );
-        for &i in ours.iter().filter(|_| libzmq_selected) {
-            let ratio = match (results[i].map(|m| m.value(k)), libzmq.map(|m| m.value(k))) {
-                (Some(o), Some(l)) if o > 0.0 && l > 0.0 => match case.test {
-                    Test::ReqRep => format!("{:.2}", l / o),
-                    Test::Push | Test::Pub => format!("{:.2}", o / l),
-                },
-                _ => "-".to_string(),
-            };
-            row.push(ratio);
-        }
-        out.push(row);
+        ratios.push(row);
     }
-    out
+    (values, ratios)
 }
 
 fn print_table(header: &[String], rows: &[Vec<String>]) {
@@ -585,6 +733,13 @@ fn cpu_count() -> usize {
 
 fn orchestrate(config: &Config) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    // The peers inherit it.
+    std::env::set_var(
+        peer::RECV_EACH_VAR,
+        if config.recv_each { "1" } else { "0" },
+    );
+    // Counted before pinning, which leaves this process one.
+    let cpus = cpu_count();
     if let Some(cpu) = config.pin {
         affinity::pin_to(cpu).map_err(|e| format!("cannot pin to CPU {cpu}: {e}"))?;
     }
@@ -594,7 +749,7 @@ fn orchestrate(config: &Config) -> Result<(), String> {
             Impl::Tokio => {
                 variants.extend(config.flavors.iter().map(|&flavor| Variant { imp, flavor }))
             }
-            Impl::Smol | Impl::Mio | Impl::Libzmq => variants.push(Variant {
+            _ => variants.push(Variant {
                 imp,
                 flavor: Flavor::Current,
             }),
@@ -623,7 +778,7 @@ fn orchestrate(config: &Config) -> Result<(), String> {
         "zmtp-bench {}: libzmq {}, {} CPU(s) available, {}, {} run(s) per measurement",
         command.join(" "),
         libzmq::version(),
-        cpu_count(),
+        cpus,
         config
             .pin
             .map_or("not pinned".to_string(), |c| format!("pinned to CPU {c}")),
@@ -632,12 +787,21 @@ fn orchestrate(config: &Config) -> Result<(), String> {
     let ipc_path: PathBuf =
         std::env::temp_dir().join(format!("zmtp-bench-{}.ipc", std::process::id()));
     let total = cases.len() * variants.len() * config.runs;
+    let pairs = pairs(&variants);
     let mut done = 0;
     let mut table = Vec::new();
+    let mut ratio_table = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
     for &case in &cases {
-        let mut runs: Vec<Vec<Measure>> = vec![Vec::new(); variants.len()];
+        let mut outcomes: Vec<Outcome> = variants
+            .iter()
+            .map(|&v| match unsupported(case, v) {
+                Some(why) => Outcome::Unsupported(why),
+                None => Outcome::Rounds(Vec::new()),
+            })
+            .collect();
         for _ in 0..config.runs {
-            // Alternate implementations run by run, so drift on a shared machine hits both.
+            // Alternate implementations run by run, so drift on a shared machine hits all.
             for (i, &variant) in variants.iter().enumerate() {
                 done += 1;
                 eprint!(
@@ -648,50 +812,61 @@ fn orchestrate(config: &Config) -> Result<(), String> {
                     format_count(case.count),
                     variant.label(2),
                 );
+                let Outcome::Rounds(rounds) = &mut outcomes[i] else {
+                    eprintln!("-");
+                    continue;
+                };
                 let outcome = run_once(&exe, case, variant, config.pin, &ipc_path);
                 let _ = std::fs::remove_file(&ipc_path);
                 match outcome {
                     Ok(m) => {
                         eprintln!("{}", m.summary());
-                        runs[i].push(m);
+                        rounds.push(Some(m));
                     }
-                    Err(e) => eprintln!("FAILED: {e}"),
+                    Err(e) => {
+                        eprintln!("FAILED: {e}");
+                        rounds.push(None);
+                    }
                 }
                 let _ = std::io::stderr().flush();
             }
         }
-        // A variant counts as failed if any of its runs failed.
-        let results: Vec<Option<Measure>> = runs
-            .into_iter()
-            .map(|r| {
-                if r.len() == config.runs {
-                    median(r)
-                } else {
-                    None
+        for (o, v) in outcomes.iter().zip(&variants) {
+            if let Outcome::Unsupported(why) = o {
+                let note = format!(
+                    "{} {} over {}: {why}",
+                    v.label(config.flavors.len()),
+                    case.test.label(),
+                    case.transport.name()
+                );
+                if !notes.contains(&note) {
+                    notes.push(note);
                 }
-            })
-            .collect();
-        table.extend(rows(case, &variants, &results));
+            }
+        }
+        let (values, ratios) = rows(case, &outcomes, &pairs);
+        table.extend(values);
+        ratio_table.extend(ratios);
     }
 
-    let mut header = vec!["test".to_string(), "size".into(), "transport".into()];
-    header.extend(variants.iter().map(|v| v.label(config.flavors.len())));
-    let libzmq_selected = variants.iter().any(|v| v.imp == Impl::Libzmq);
-    let ours: Vec<&Variant> = variants
-        .iter()
-        .filter(|v| v.imp != Impl::Libzmq && libzmq_selected)
-        .collect();
-    for v in &ours {
-        header.push(if ours.len() > 1 {
-            format!("ratio ({})", v.label(config.flavors.len()))
-        } else {
-            "ratio".to_string()
-        });
-    }
+    let label = |i: usize| variants[i].label(config.flavors.len());
+    let lead = || vec!["test".to_string(), "size".into(), "transport".into()];
+    let mut header = lead();
+    header.extend((0..variants.len()).map(label));
+    let mut ratio_header = lead();
+    ratio_header.extend(
+        pairs
+            .iter()
+            .map(|p| format!("{}/{}", label(p.ours), label(p.anchor))),
+    );
     println!(
         "zmtp-bench: tokio = zmtp-tokio on a {} runtime, smol = zmtp-smol on zmtp_smol::block_on \
-         (one thread), mio = zmtp-mio (blocking, one I/O thread), libzmq {}; {} CPU(s) available, \
-         {}; median of {} run(s)",
+         (one thread), mio = zmtp-mio (blocking, one I/O thread); anchors: libzmq {}, \
+         monocoque = monocoque-rs 0.4 on its tokio backend (write coalescing and flush for \
+         streams, eager REQ/REP), raw = plain sockets carrying ZMTP frames, each message copied into \
+         256 KiB batches (pub/sub: the same stream as push/pull, no subscription), a blocking \
+         ping-pong for req/rep{}; \
+         {} CPU(s) available, {}; median of {} run(s)",
         config
             .flavors
             .iter()
@@ -699,18 +874,43 @@ fn orchestrate(config: &Config) -> Result<(), String> {
             .collect::<Vec<_>>()
             .join(" / "),
         libzmq::version(),
-        cpu_count(),
+        if cfg!(feature = "zmqrs") {
+            ", zmqrs = zeromq (zmq.rs) 0.7 on a current-thread tokio runtime"
+        } else {
+            ""
+        },
+        cpus,
         config.pin.map_or("not pinned".to_string(), |c| format!(
             "both processes pinned to CPU {c}"
         )),
         config.runs
     );
     println!(
-        "throughput at the receiver, first to last message (MB = 10^6 bytes); ratio = \
-         ours/libzmq for throughput, libzmq/ours for latency (> 1: ours is better)"
+        "throughput at the receiver, first to last message (MB = 10^6 bytes); our receivers \
+         take {}",
+        if config.recv_each {
+            "one message per recv (--recv each)"
+        } else {
+            "batches of up to 256 with recv_many (--recv batch)"
+        }
     );
     println!();
     print_table(&header, &table);
+    if !pairs.is_empty() {
+        println!();
+        println!(
+            "ratios, median over the rounds of the ratio within each round; above 1 means \
+             the first is better: first/second for throughput, second/first for latency"
+        );
+        println!();
+        print_table(&ratio_header, &ratio_table);
+    }
+    if !notes.is_empty() {
+        println!();
+        for note in &notes {
+            println!("-: {note}");
+        }
+    }
     Ok(())
 }
 

@@ -83,10 +83,25 @@ async fn receive_timed<R: Runtime>(
         }
     }
     let start = Instant::now();
-    for i in 1..args.count {
-        let msg = socket.recv().await.map_err(err)?;
-        checker.check(body(&msg)?)?;
-        tick(i);
+    if !crate::peer::recv_each() {
+        let mut batch = Vec::with_capacity(256);
+        let mut i = 1;
+        while i < args.count {
+            batch.clear();
+            let max = (args.count - i).min(256) as usize;
+            socket.recv_many(&mut batch, max).await.map_err(err)?;
+            for msg in &batch {
+                checker.check(body(msg)?)?;
+                tick(i);
+                i += 1;
+            }
+        }
+    } else {
+        for i in 1..args.count {
+            let msg = socket.recv().await.map_err(err)?;
+            checker.check(body(&msg)?)?;
+            tick(i);
+        }
     }
     let elapsed = start.elapsed();
     Ok(Some(throughput_result(

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::{affinity, libzmq, ours};
+use crate::{affinity, libzmq, monocoque, ours, raw};
 
 /// How long a peer may go without sending or receiving a message before it gives up.
 pub const IDLE_LIMIT: Duration = Duration::from_secs(30);
@@ -58,6 +58,13 @@ pub enum Impl {
     Mio,
     /// The system libzmq.
     Libzmq,
+    /// monocoque-rs on its tokio backend (an anchor: another Rust ZeroMQ).
+    Monocoque,
+    /// Plain sockets writing ZMTP framing in large batches (an anchor: the floor).
+    Raw,
+    /// zeromq (zmq.rs) on tokio (an anchor, with the `zmqrs` feature).
+    #[cfg(feature = "zmqrs")]
+    Zmqrs,
 }
 
 /// Which tokio runtime our tokio peers run on (smol peers always run on `zmtp_smol::block_on`,
@@ -116,7 +123,30 @@ impl Impl {
             Impl::Smol => "smol",
             Impl::Mio => "mio",
             Impl::Libzmq => "libzmq",
+            Impl::Monocoque => "monocoque",
+            Impl::Raw => "raw",
+            #[cfg(feature = "zmqrs")]
+            Impl::Zmqrs => "zmqrs",
         }
+    }
+
+    /// Every implementation this build can run, in the order the runs alternate.
+    pub fn all() -> Vec<Impl> {
+        vec![
+            Impl::Tokio,
+            Impl::Smol,
+            Impl::Mio,
+            Impl::Libzmq,
+            Impl::Monocoque,
+            Impl::Raw,
+            #[cfg(feature = "zmqrs")]
+            Impl::Zmqrs,
+        ]
+    }
+
+    /// Whether this is one of our drivers (as opposed to an anchor it is compared with).
+    pub fn is_ours(self) -> bool {
+        matches!(self, Impl::Tokio | Impl::Smol | Impl::Mio)
     }
 }
 
@@ -179,11 +209,7 @@ impl PeerArgs {
                     .into_iter()
                     .find(|r| r.name() == value)
                 }
-                "impl" => {
-                    imp = [Impl::Tokio, Impl::Smol, Impl::Mio, Impl::Libzmq]
-                        .into_iter()
-                        .find(|i| i.name() == value)
-                }
+                "impl" => imp = Impl::all().into_iter().find(|i| i.name() == value),
                 "runtime" => {
                     flavor = [Flavor::Current, Flavor::Multi, Flavor::Hop]
                         .into_iter()
@@ -231,6 +257,10 @@ pub fn main(args: &[String]) -> ExitCode {
         Impl::Tokio | Impl::Smol => ours::run(&args),
         Impl::Mio => crate::mio::run(&args),
         Impl::Libzmq => libzmq::run(&args),
+        Impl::Monocoque => monocoque::run(&args),
+        Impl::Raw => raw::run(&args),
+        #[cfg(feature = "zmqrs")]
+        Impl::Zmqrs => crate::zmqrs::run(&args),
     };
     match result {
         Ok(Some(line)) => {
@@ -296,6 +326,13 @@ pub fn go_signal() -> Arc<AtomicBool> {
         raised.store(true, Ordering::Release);
     });
     flag
+}
+
+/// Block until the orchestrator closes our input (it does once the receiver reported): for a
+/// sender whose library gives no way to wait until everything it queued is written.
+pub fn wait_for_input_end() {
+    let mut sink = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut sink);
 }
 
 /// Write the header of message `seq` (tag and sequence number, as much as fits).
@@ -391,4 +428,14 @@ pub fn latency_result(mut samples: Vec<u64>) -> String {
     let p50 = samples[n / 2];
     let p99 = samples[(n * 99 / 100).min(n - 1)];
     format!("{mean} {p50} {p99}")
+}
+
+/// The environment variable that makes our receivers take messages one `recv` at a time
+/// (`--recv each`) instead of in batches with `recv_many` (the default). Set by the
+/// orchestrator and inherited by the peers it starts.
+pub const RECV_EACH_VAR: &str = "ZMTP_BENCH_RECV_EACH";
+
+/// Whether our receivers take one message per `recv` (see [`RECV_EACH_VAR`]).
+pub fn recv_each() -> bool {
+    std::env::var_os(RECV_EACH_VAR).is_some_and(|v| v == "1")
 }

@@ -72,6 +72,11 @@ struct PeerIo<R: Runtime> {
     write_blocked: bool,
     /// Output was queued by the application; the peer's task writes it.
     flush_pending: bool,
+    /// The peer's task has written everything since the application last wrote inline:
+    /// the application's next output is written at once, on its own thread (a reply
+    /// leaves without a task hop), and what follows it in the same burst is left to the
+    /// task, which writes it in bulk.
+    write_idle: bool,
 }
 
 /// A listening endpoint: the task that accepts on it (or, for a host name, that resolves
@@ -223,7 +228,13 @@ impl<R: Runtime> Inner<R> {
                     busy = true;
                     self.write_peer(core, peer);
                 } else if let Some(io) = core.peers.get_mut(&peer) {
-                    if !io.flush_pending {
+                    if io.write_idle && !io.write_blocked && !io.flush_pending {
+                        // The first output of a burst: written now. What follows it waits
+                        // for the task (as below), which re-arms this when it next runs.
+                        io.write_idle = false;
+                        busy = true;
+                        self.write_peer(core, peer);
+                    } else if !io.flush_pending {
                         io.flush_pending = true;
                         io.wake.notify_one();
                     }
@@ -340,7 +351,16 @@ impl<R: Runtime> Inner<R> {
             if buf.capacity() - buf.len() < READ_MIN_SPARE {
                 buf.reserve(READ_RESERVE);
             }
+            let spare = buf.capacity() - buf.len();
             match stream.try_read_buf(buf) {
+                Ok(n) if n > 0 && n < spare => {
+                    // A short read: the stream is most likely drained. Whoever waits for
+                    // what arrived is woken before the read that would confirm it (the
+                    // caller yields, then reads on).
+                    let now = self.now();
+                    core.socket.handle_input(peer, now);
+                    return core.socket.wants_read(peer);
+                }
                 Ok(0) => {
                     self.drop_peer(core, peer);
                     let now = self.now();
@@ -414,6 +434,7 @@ impl<R: Runtime> Inner<R> {
                 wake,
                 write_blocked: false,
                 flush_pending: false,
+                write_idle: true,
             },
         );
     }
@@ -781,6 +802,11 @@ async fn peer_task<R: Runtime>(
                 if flush {
                     inner.write_peer(&mut core, peer);
                 }
+            }
+            if let Some(io) = core.peers.get_mut(&peer) {
+                // Everything written (or waiting for the stream): the application's next
+                // output may go out inline again.
+                io.write_idle = !io.write_blocked;
             }
             inner.pump(&mut core);
             more

@@ -709,10 +709,96 @@ impl<R: Runtime> Socket<R> {
         self.inner
             .with(|core| match core.socket.recv(|| self.inner.now()) {
                 Some(m) => Ok(Some(m)),
-                None if !core.socket.socket_type().receives() => Err(Error::Unsupported),
-                None if core.closed => Err(Error::Closed),
-                None => Ok(None),
+                None => nothing_ready(core).map(|()| None),
             })
+    }
+
+    /// Wait for at least one message, then append every ready message, up to `max`, to
+    /// `out`; returns how many were appended (0 only when `max` is 0).
+    ///
+    /// The batch is taken under one lock of the socket, where [`recv`](Self::recv) takes
+    /// the lock once per message: a receiver that keeps up with a fast stream spends
+    /// noticeably less per message this way. Messages come in `recv`'s order (fair-queued
+    /// per message between peers). Cancel-safe: a future dropped before it completes has
+    /// appended nothing.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zmtp_tokio::Error> {
+    /// use zmtp_tokio::{Socket, SocketType};
+    ///
+    /// let pull = Socket::new(SocketType::Pull)?;
+    /// pull.bind("inproc://recv-many-example").await?;
+    /// let push = Socket::new(SocketType::Push)?;
+    /// push.connect("inproc://recv-many-example")?;
+    /// for i in 0..10 {
+    ///     push.send(format!("job {i}")).await?;
+    /// }
+    ///
+    /// let mut batch = Vec::with_capacity(64);
+    /// let mut received = 0;
+    /// while received < 10 {
+    ///     batch.clear();
+    ///     received += pull.recv_many(&mut batch, 64).await?;
+    ///     for msg in &batch {
+    ///         assert!(msg.to_string().starts_with("job "));
+    ///     }
+    /// }
+    /// assert_eq!(received, 10);
+    /// # Ok(()) }
+    /// ```
+    pub async fn recv_many(&self, out: &mut Vec<Message>, max: usize) -> Result<usize, Error> {
+        if max == 0 {
+            return Ok(0);
+        }
+        let mut waiter = Waiter::new(&self.inner.readable, &self.inner.recv_waiters);
+        std::future::poll_fn(|cx| {
+            waiter.poll(cx, || match self.try_recv_many(out, max) {
+                Ok(0) => None,
+                done => Some(done),
+            })
+        })
+        .await
+    }
+
+    /// Append every message ready now, up to `max`, to `out`, without waiting; returns
+    /// how many (possibly 0). One lock for the whole batch, as
+    /// [`recv_many`](Self::recv_many); [`Error::Unsupported`] on a type that never
+    /// receives, [`Error::Closed`] once the socket is closed and drained.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zmtp_tokio::Error> {
+    /// use zmtp_tokio::{Socket, SocketType};
+    ///
+    /// let pull = Socket::new(SocketType::Pull)?;
+    /// pull.bind("inproc://try-recv-many-example").await?;
+    /// let mut batch = Vec::new();
+    /// assert_eq!(pull.try_recv_many(&mut batch, 16)?, 0);
+    ///
+    /// let push = Socket::new(SocketType::Push)?;
+    /// push.connect("inproc://try-recv-many-example")?;
+    /// push.send("a").await?;
+    /// push.send("b").await?;
+    /// // Wait for the first, then take what else is there.
+    /// batch.push(pull.recv().await?);
+    /// while batch.len() < 2 {
+    ///     pull.try_recv_many(&mut batch, 16)?;
+    ///     tokio::task::yield_now().await;
+    /// }
+    /// assert_eq!(batch.iter().map(|m| m.to_string()).collect::<Vec<_>>(), ["a", "b"]);
+    /// # Ok(()) }
+    /// ```
+    pub fn try_recv_many(&self, out: &mut Vec<Message>, max: usize) -> Result<usize, Error> {
+        if max == 0 {
+            return Ok(0);
+        }
+        self.inner.with(
+            |core| match core.socket.recv_many(out, max, || self.inner.now()) {
+                0 => nothing_ready(core).map(|()| 0),
+                n => Ok(n),
+            },
+        )
     }
 
     /// Whether a `send` would not block now (libzmq's `ZMQ_POLLOUT`).
@@ -834,6 +920,18 @@ impl<R: Runtime> Socket<R> {
             recv: RecvFuture::new(self),
             ready: Waiter::new(&self.inner.writable, &self.inner.send_waiters),
         }
+    }
+}
+
+/// Why a receive found nothing: the type never receives, the socket is closed, or
+/// (`Ok`) nothing has arrived yet.
+fn nothing_ready<R: Runtime>(core: &crate::core::Core<R>) -> Result<(), Error> {
+    if !core.socket.socket_type().receives() {
+        Err(Error::Unsupported)
+    } else if core.closed {
+        Err(Error::Closed)
+    } else {
+        Ok(())
     }
 }
 

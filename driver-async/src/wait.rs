@@ -54,12 +54,25 @@ impl<'a> Waiter<'a> {
     pub(crate) fn poll<T>(
         &mut self,
         cx: &mut Context<'_>,
+        attempt: impl FnMut() -> Option<T>,
+    ) -> Poll<T> {
+        self.poll_with(cx, false, attempt)
+    }
+
+    /// [`poll`](Self::poll) after the caller's own attempt failed (`failed`): the waiter
+    /// registers first, then tries again, as it would after its own attempt.
+    pub(crate) fn poll_with<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        mut failed: bool,
         mut attempt: impl FnMut() -> Option<T>,
     ) -> Poll<T> {
         loop {
-            if let Some(done) = attempt() {
-                self.parked = None;
-                return Poll::Ready(done);
+            if !std::mem::take(&mut failed) {
+                if let Some(done) = attempt() {
+                    self.parked = None;
+                    return Poll::Ready(done);
+                }
             }
             match &mut self.parked {
                 None => {
@@ -127,10 +140,31 @@ impl<R: Runtime> Future for SendFuture<'_, R> {
             pending,
             waiter,
         } = self.get_mut();
-        waiter.poll(cx, || {
-            let sent = match std::mem::replace(pending, Pending::Done) {
-                Pending::Message(m) => socket.try_send(m),
+        let mut failed = false;
+        if let (Pending::Slice(body), None) = (&*pending, &waiter.parked) {
+            // The common case, a first attempt that succeeds: the result is built where
+            // it is returned, not moved through the waiter's layers.
+            match socket.try_send_slice(body) {
+                Ok(sent) => {
+                    *pending = Pending::Done;
+                    return Poll::Ready(Ok(sent));
+                }
+                Err(SendError::WouldBlock(m)) => *pending = Pending::Message(m),
+                Err(e) => {
+                    *pending = Pending::Done;
+                    return Poll::Ready(Err(e));
+                }
+            }
+            failed = true;
+        }
+        waiter.poll_with(cx, failed, || {
+            let sent = match pending {
+                // The common case, without moving the pending state around.
                 Pending::Slice(body) => socket.try_send_slice(body),
+                Pending::Message(_) => match std::mem::replace(pending, Pending::Done) {
+                    Pending::Message(m) => socket.try_send(m),
+                    _ => unreachable!("matched as a message"),
+                },
                 Pending::Done => panic!("SendFuture polled after completion"),
             };
             match sent {
@@ -138,7 +172,10 @@ impl<R: Runtime> Future for SendFuture<'_, R> {
                     *pending = Pending::Message(m);
                     None
                 }
-                done => Some(done),
+                done => {
+                    *pending = Pending::Done;
+                    Some(done)
+                }
             }
         })
     }
@@ -174,7 +211,17 @@ impl<R: Runtime> Future for RecvFuture<'_, R> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let RecvFuture { socket, waiter } = self.get_mut();
-        waiter.poll(cx, || socket.try_recv().transpose())
+        let mut failed = false;
+        if waiter.parked.is_none() {
+            // The common case, a message ready at once: returned from here, not moved
+            // through the waiter's layers.
+            match socket.try_recv() {
+                Ok(Some(msg)) => return Poll::Ready(Ok(msg)),
+                Err(e) => return Poll::Ready(Err(e)),
+                Ok(None) => failed = true,
+            }
+        }
+        waiter.poll_with(cx, failed, || socket.try_recv().transpose())
     }
 }
 

@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 
 use bytes::{Buf, Bytes, BytesMut};
 
-use crate::codec::{Command, MAX_FRAME_HEADER_LEN};
+use crate::codec::{Command, FrameHeader, MAX_FRAME_HEADER_LEN};
 use crate::config::Config;
 use crate::connection::{Connection, Item};
 use crate::error::{EncodeError, Error};
@@ -87,6 +87,8 @@ impl OwnedKind {
 pub struct Buffered {
     conn: Connection,
     rx: BytesMut,
+    /// Bytes the next item needs beyond those in `rx` (as the last `poll_item` found).
+    rx_need: usize,
     tx: VecDeque<Segment>,
     /// Bytes of the first segment already written.
     tx_head: usize,
@@ -122,8 +124,10 @@ const COMPACT_AT: usize = 64 * 1024;
 /// Room beyond the expected size for control frames queued ahead (PONG, PING).
 const ROOM_SLACK: usize = 64;
 
-/// Initial receive buffer size.
+/// Initial receive buffer size, and the least it grows by.
 const RX_CHUNK: usize = 8 * 1024;
+/// Room for the next read below which `read_buf` grows (or reclaims) the receive buffer.
+const RX_MIN_ROOM: usize = RX_CHUNK / 2;
 /// Most the receive buffer grows by ahead of data for one incomplete frame.
 const MAX_RESERVE: usize = 256 * 1024;
 
@@ -139,6 +143,7 @@ impl Buffered {
         Buffered {
             conn,
             rx: BytesMut::with_capacity(RX_CHUNK),
+            rx_need: 0,
             tx: VecDeque::new(),
             tx_head: 0,
             tx_len: 0,
@@ -166,23 +171,31 @@ impl Buffered {
         self.rx.len()
     }
 
-    /// The receive buffer, for drivers that read straight into it.
+    /// The receive buffer, for drivers that read straight into it, with room for the next
+    /// read: at least what the next item still needs (up to 256 KiB at a time) and 4 KiB.
+    /// It grows with the bytes that arrive, not with what a header announces: a peer
+    /// claiming a huge frame gets no memory until it sends the bytes. The room left by
+    /// frames already taken (and dropped) is reused rather than allocated again.
     pub fn read_buf(&mut self) -> &mut BytesMut {
+        if self.rx.capacity() - self.rx.len() < self.rx_need.max(RX_MIN_ROOM) {
+            self.rx.reserve(self.rx_need.clamp(RX_CHUNK, MAX_RESERVE));
+        }
         &mut self.rx
     }
 
-    /// The next complete item from the received bytes, if any. When none is complete, the
-    /// receive buffer is given room for what the next step needs.
+    /// The next complete item from the received bytes, if any. When none is complete,
+    /// [`read_buf`](Self::read_buf) gives the receive buffer room for what it needs.
     pub fn poll_item(&mut self, now: Instant) -> Result<Option<OwnedItem>, Error> {
         loop {
             let input = self.conn.handle_input(now, &mut self.rx)?;
             let (consumed, payload) = (input.consumed, input.payload.clone());
             let Some(kind) = input.item.as_ref().map(OwnedKind::of) else {
                 if consumed == 0 {
-                    // Grow with the bytes that arrive, not with what a header announces: a
-                    // peer claiming a huge frame gets no memory until it sends the bytes.
-                    let more = input.needed.saturating_sub(self.rx.len());
-                    self.rx.reserve(more.clamp(RX_CHUNK, MAX_RESERVE));
+                    // Room is made when the driver next asks for the buffer to read into
+                    // (`read_buf`), not now: the frames just split off its front share it
+                    // until the application has taken them, and a buffer still shared
+                    // cannot be reclaimed in place, only replaced.
+                    self.rx_need = input.needed.saturating_sub(self.rx.len());
                     return Ok(None);
                 }
                 self.rx.advance(consumed);
@@ -194,6 +207,40 @@ impl Buffered {
             chunk.truncate(payload.len());
             return Ok(Some(kind.make(chunk.freeze())));
         }
+    }
+
+    /// The bulk path of clear traffic: up to `max` single-frame data messages from the
+    /// front of the received bytes, each body handed to `f` (shared with the receive
+    /// buffer, not copied); returns how many. Frames of any other kind stay for
+    /// [`poll_item`](Self::poll_item), which must be called when this returns 0.
+    ///
+    /// Where it applies (see `Connection::scan_messages`), it does in one pass what
+    /// `poll_item` does per frame: one header check per message and one split of the
+    /// buffer per batch.
+    pub fn poll_messages(&mut self, max: usize, mut f: impl FnMut(Bytes)) -> usize {
+        let (taken, n) = self.conn.scan_messages(&self.rx, max);
+        if taken == 0 {
+            return 0;
+        }
+        // The frames were checked: walk their headers again over the shared chunk.
+        let chunk = self.rx.split_to(taken).freeze();
+        let mut at = 0;
+        for _ in 0..n {
+            let (header, size) = match chunk.get(at..) {
+                Some([0, size, ..]) => (2, usize::from(*size)),
+                Some([_, a, b, c, d, e, g, h, i, ..]) => {
+                    let size = u64::from_be_bytes([*a, *b, *c, *d, *e, *g, *h, *i]);
+                    (9, usize::try_from(size).unwrap_or(usize::MAX))
+                }
+                _ => break,
+            };
+            let Some(end) = (at + header).checked_add(size).filter(|&end| end <= taken) else {
+                break;
+            };
+            f(chunk.slice(at + header..end));
+            at = end;
+        }
+        n
     }
 
     /// Take a chunk of received bytes that is shared, not copied, when it can be: when the
@@ -262,6 +309,22 @@ impl Buffered {
 
     /// Append one data frame to the send buffer.
     pub fn send_frame(&mut self, body: &[u8], more: bool) -> Result<(), EncodeError> {
+        // The common case: a clear frame written straight into room the encode buffer
+        // already has.
+        if let Some(Segment::Encoded { buf, used }) = self.tx.back_mut() {
+            let (header_bytes, n) = FrameHeader::data_bytes(body.len(), more);
+            let end = *used + n + body.len();
+            if let Some(dst) = buf.get_mut(*used..end) {
+                if self.conn.clear_frame_sent(more) {
+                    let (header, rest) = dst.split_at_mut(n);
+                    header.copy_from_slice(header_bytes.get(..n).unwrap_or_default());
+                    rest.copy_from_slice(body);
+                    self.tx_len += end - *used;
+                    *used = end;
+                    return Ok(());
+                }
+            }
+        }
         self.encode(body.len() + MAX_FRAME_HEADER_LEN, |conn, out| {
             conn.send_frame(body, more, out)
         })

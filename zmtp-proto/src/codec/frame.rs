@@ -38,6 +38,28 @@ impl FrameHeader {
         }
     }
 
+    /// The header of a data frame of `size` bytes, and its length: short (2 bytes) up to
+    /// 255 bytes, long (9 bytes) above, as [`emit`](Self::emit) writes it.
+    #[cfg(feature = "alloc")]
+    #[inline]
+    pub(crate) fn data_bytes(size: usize, more: bool) -> ([u8; 9], usize) {
+        let more = if more { FLAG_MORE } else { 0 };
+        let mut header = [0u8; 9];
+        match u8::try_from(size) {
+            Ok(short) => {
+                header[0] = more;
+                header[1] = short;
+                (header, 2)
+            }
+            Err(_) => {
+                header[0] = more | FLAG_LONG;
+                let (_, len) = header.split_at_mut(1);
+                len.copy_from_slice(&(size as u64).to_be_bytes());
+                (header, 9)
+            }
+        }
+    }
+
     /// A command frame header.
     pub fn command(size: usize) -> FrameHeader {
         FrameHeader {

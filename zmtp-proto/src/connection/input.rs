@@ -378,6 +378,61 @@ impl Connection {
         Ok(Item::Frame { body, more })
     }
 
+    /// The bulk path of clear traffic: the single-frame data messages at the front of
+    /// `input`, up to `max`, until a frame of another kind comes (a command, a frame
+    /// with MORE, an incomplete one, one over a limit); returns the bytes they take and
+    /// how many they are.
+    ///
+    /// Only where every such frame is a plain message: in traffic, unsealed, between
+    /// messages, and on a socket type that takes no subscriptions in message form.
+    /// Anything else is left for [`handle_input`](Self::handle_input), which also reports
+    /// the errors. A frame found here counts as [`handle_input`] would count it.
+    #[cfg(feature = "alloc")]
+    pub(crate) fn scan_messages(&mut self, input: &[u8], max: usize) -> (usize, usize) {
+        if self.error.is_some()
+            || self.phase != Phase::Traffic
+            || self.mechanism.seals()
+            || self.in_mid_message
+            || self.config.socket_type.accepts_subscriptions()
+            || self.config.max_message_frames == Some(0)
+        {
+            return (0, 0);
+        }
+        let limit = self
+            .config
+            .max_message_size
+            .unwrap_or(u64::MAX)
+            .min(MAX_FRAME_SIZE);
+        let mut at = 0;
+        let mut n = 0;
+        while n < max {
+            let rest = input.get(at..).unwrap_or_default();
+            let (header, size) = match rest {
+                [0, size, ..] => (2, u64::from(*size)),
+                [0x02, a, b, c, d, e, f, g, h, ..] => {
+                    (9, u64::from_be_bytes([*a, *b, *c, *d, *e, *f, *g, *h]))
+                }
+                _ => break,
+            };
+            if size > limit || (header == 9 && size < 256) {
+                // Over a limit, or a long header for a short frame: the general path
+                // decides (and fails the connection where it must).
+                break;
+            }
+            // `size <= MAX_FRAME_SIZE`, so this cannot overflow.
+            let end = at + header + size as usize;
+            if end > input.len() {
+                break;
+            }
+            at = end;
+            n += 1;
+        }
+        if n > 0 {
+            self.traffic_seen();
+        }
+        (at, n)
+    }
+
     /// Count a data frame against MAXMSGSIZE and the frame cap, and track message bounds.
     fn account_data_frame(&mut self, len: usize, more: bool) -> Result<(), Error> {
         self.in_message_size = self.in_message_size.saturating_add(len as u64);

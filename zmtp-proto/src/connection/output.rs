@@ -335,6 +335,18 @@ impl Connection {
         self.send_frame_behind(body, more, out)
     }
 
+    /// Whether a clear data frame may go out as it is now (in traffic, unsealed, nothing
+    /// queued before it); if so it counts as sent, and the caller puts it in the output.
+    #[cfg(feature = "alloc")]
+    #[inline]
+    pub(crate) fn clear_frame_sent(&mut self, more: bool) -> bool {
+        let through = self.writes_through();
+        if through {
+            self.out_mid_message = more;
+        }
+        through
+    }
+
     /// [`send_frame`](Self::send_frame) when the frame cannot go out as it is: refused,
     /// behind control frames, or sealed. Out of line, so that the common case stays small
     /// where it is inlined.

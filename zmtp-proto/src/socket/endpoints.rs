@@ -167,7 +167,7 @@ impl Socket {
             conn: Buffered::wrap(conn),
             written: 0,
             encoded_ends: VecDeque::new(),
-            partial: Vec::new(),
+            partial: super::Message::new(),
             established: false,
             dirty: false,
             farewell: None,

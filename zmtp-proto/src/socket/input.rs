@@ -86,6 +86,24 @@ impl Socket {
                 let Some(stream) = p.stream.as_mut() else {
                     return;
                 };
+                if plain && p.attached && stream.partial.is_empty() {
+                    // Whole single-frame messages in bulk, as many as RCVHWM leaves room for.
+                    let room = match rcvhwm {
+                        0 => usize::MAX,
+                        hwm => hwm - p.inq.len(),
+                    };
+                    let (inq, properties) = (&mut p.inq, p.authenticated.then_some(&p.properties));
+                    let n = stream.conn.poll_messages(room, |body| {
+                        let mut msg = Message::from(body);
+                        if let Some(props) = properties {
+                            msg.set_properties(props.clone());
+                        }
+                        inq.push_back(msg);
+                    });
+                    if n > 0 {
+                        continue;
+                    }
+                }
                 match stream.conn.poll_item(now) {
                     Ok(Some(OwnedItem::Frame { body, more: false }))
                         if plain && p.attached && stream.partial.is_empty() =>
@@ -161,9 +179,9 @@ impl Socket {
                 self.on_message(peer, Message::from(body));
             }
             OwnedItem::Frame { body, more } => {
-                stream.partial.push(body);
+                stream.partial.push_back(body);
                 if !more {
-                    let msg = Message::from(core::mem::take(&mut stream.partial));
+                    let msg = core::mem::take(&mut stream.partial);
                     self.on_message(peer, msg);
                 }
             }

@@ -10,8 +10,9 @@ use super::PeerProperties;
 /// A multipart message: one or more frames, delivered all together or not at all.
 ///
 /// Frames are [`Bytes`]: received frames are slices of the connection's read buffer, and
-/// cloning a message (as PUB does for each subscriber) copies no frame body. A single-frame
-/// message, the common case, needs no allocation besides its frame.
+/// cloning a message (as PUB does for each subscriber) copies no frame body. A message of
+/// one or two frames (a body, or a body behind an envelope or routing id as REQ, REP and
+/// ROUTER make) needs no allocation besides its frames.
 ///
 /// ```
 /// use zmtp_proto::socket::Message;
@@ -46,7 +47,41 @@ pub struct Message {
 #[derive(Debug, Clone)]
 enum Frames {
     One(Bytes),
+    /// Two frames in place: a routing id or envelope and a body need no list.
+    Two([Bytes; 2]),
     Many(Vec<Bytes>),
+}
+
+impl Frames {
+    /// The frames of a list: one or two in place (the list is dropped), more in the list.
+    fn from_vec(mut frames: Vec<Bytes>) -> Frames {
+        match frames.len() {
+            1 | 2 => {
+                let second = frames.pop().unwrap_or_default();
+                match frames.pop() {
+                    Some(first) => Frames::Two([first, second]),
+                    None => Frames::One(second),
+                }
+            }
+            _ => Frames::Many(frames),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Frames::One(_) => 1,
+            Frames::Two(_) => 2,
+            Frames::Many(v) => v.len(),
+        }
+    }
+
+    fn into_vec(self) -> Vec<Bytes> {
+        match self {
+            Frames::One(b) => alloc::vec![b],
+            Frames::Two(two) => Vec::from(two),
+            Frames::Many(v) => v,
+        }
+    }
 }
 
 impl Default for Frames {
@@ -125,16 +160,14 @@ impl Message {
     pub fn frames(&self) -> &[Bytes] {
         match &self.frames {
             Frames::One(b) => core::slice::from_ref(b),
+            Frames::Two(two) => two,
             Frames::Many(v) => v,
         }
     }
 
     /// The frames, by value.
     pub fn into_frames(self) -> Vec<Bytes> {
-        match self.frames {
-            Frames::One(b) => alloc::vec![b],
-            Frames::Many(v) => v,
-        }
+        self.frames.into_vec()
     }
 
     /// The first frame, if any.
@@ -161,7 +194,11 @@ impl Message {
     pub fn push_back(&mut self, frame: impl Into<Bytes>) {
         let frame = frame.into();
         match &mut self.frames {
-            Frames::One(b) => self.frames = Frames::Many(alloc::vec![core::mem::take(b), frame]),
+            Frames::One(b) => self.frames = Frames::Two([core::mem::take(b), frame]),
+            Frames::Two([a, b]) => {
+                let (a, b) = (core::mem::take(a), core::mem::take(b));
+                self.frames = Frames::Many(alloc::vec![a, b, frame]);
+            }
             Frames::Many(v) if v.is_empty() => self.frames = Frames::One(frame),
             Frames::Many(v) => v.push(frame),
         }
@@ -171,7 +208,11 @@ impl Message {
     pub fn push_front(&mut self, frame: impl Into<Bytes>) {
         let frame = frame.into();
         match &mut self.frames {
-            Frames::One(b) => self.frames = Frames::Many(alloc::vec![frame, core::mem::take(b)]),
+            Frames::One(b) => self.frames = Frames::Two([frame, core::mem::take(b)]),
+            Frames::Two([a, b]) => {
+                let (a, b) = (core::mem::take(a), core::mem::take(b));
+                self.frames = Frames::Many(alloc::vec![frame, a, b]);
+            }
             Frames::Many(v) if v.is_empty() => self.frames = Frames::One(frame),
             Frames::Many(v) => v.insert(0, frame),
         }
@@ -185,6 +226,11 @@ impl Message {
                 self.frames = Frames::Many(Vec::new());
                 Some(b)
             }
+            Frames::Two([a, b]) => {
+                let (a, b) = (core::mem::take(a), core::mem::take(b));
+                self.frames = Frames::One(b);
+                Some(a)
+            }
             Frames::Many(v) if v.is_empty() => None,
             Frames::Many(v) => Some(v.remove(0)),
         }
@@ -192,26 +238,45 @@ impl Message {
 
     /// Split off the frames from `at` on, leaving the first `at` here.
     pub(crate) fn split_off(&mut self, at: usize) -> Message {
-        let properties = self.properties.clone();
-        let mut head = core::mem::take(self).into_frames();
-        let rest = head.split_off(at.min(head.len()));
-        *self = Message::from(head);
-        self.properties.clone_from(&properties);
-        let mut rest = Message::from(rest);
-        rest.properties = properties;
-        rest
+        let rest = match core::mem::take(&mut self.frames) {
+            // In place: nothing to allocate or free.
+            Frames::Two([a, b]) if at == 1 => {
+                self.frames = Frames::One(a);
+                Frames::One(b)
+            }
+            frames if at >= frames.len() => {
+                self.frames = frames;
+                Frames::Many(Vec::new())
+            }
+            frames if at == 0 => frames,
+            frames => {
+                let mut head = frames.into_vec();
+                let rest = head.split_off(at);
+                self.frames = Frames::from_vec(head);
+                Frames::from_vec(rest)
+            }
+        };
+        Message {
+            frames: rest,
+            properties: self.properties.clone(),
+        }
     }
 
-    /// Put `envelope`'s frames in front of this message's.
+    /// Put `envelope`'s frames in front of this message's (keeping this message's
+    /// properties).
     pub(crate) fn prepend(&mut self, envelope: Message) {
         if envelope.is_empty() {
             return;
         }
-        let properties = self.properties.take();
-        let mut frames = envelope.into_frames();
-        frames.extend(core::mem::take(self));
-        *self = Message::from(frames);
-        self.properties = properties;
+        self.frames = match (envelope.frames, core::mem::take(&mut self.frames)) {
+            // An envelope of one frame before a body: in place, nothing to allocate.
+            (Frames::One(e), Frames::One(b)) => Frames::Two([e, b]),
+            (e, body) => {
+                let mut frames = e.into_vec();
+                frames.extend(body.into_vec());
+                Frames::from_vec(frames)
+            }
+        };
     }
 }
 
@@ -299,14 +364,9 @@ impl core::fmt::Display for Message {
 }
 
 impl From<Vec<Bytes>> for Message {
-    fn from(mut frames: Vec<Bytes>) -> Message {
-        if frames.len() == 1 {
-            if let Some(one) = frames.pop() {
-                return Message::from(one);
-            }
-        }
+    fn from(frames: Vec<Bytes>) -> Message {
         Message {
-            frames: Frames::Many(frames),
+            frames: Frames::from_vec(frames),
             properties: None,
         }
     }
@@ -488,6 +548,57 @@ mod tests {
             1
         );
         assert_eq!(Message::from(Bytes::from_static(b"xy")).byte_len(), 2);
+    }
+
+    /// Every operation on messages of 0 to 4 frames, each built every way (from a list, one
+    /// frame at a time from either end, by popping one of more), against the same on a list.
+    #[test]
+    fn frames_in_place_and_in_a_list_behave_alike() {
+        let frame = |i: usize| Bytes::from(alloc::format!("f{i}"));
+        let builds = |n: usize| -> Vec<Message> {
+            let list: Vec<Bytes> = (0..n).map(frame).collect();
+            let mut back = Message::new();
+            let mut front = Message::new();
+            for i in 0..n {
+                back.push_back(frame(i));
+                front.push_front(frame(n - 1 - i));
+            }
+            // One frame more, the first popped.
+            let mut popped = Message::from(
+                core::iter::once(frame(99))
+                    .chain((0..n).map(frame))
+                    .collect::<Vec<_>>(),
+            );
+            popped.pop_front();
+            alloc::vec![Message::from(list), back, front, popped]
+        };
+        for n in 0..=4 {
+            let list: Vec<Bytes> = (0..n).map(frame).collect();
+            for m in builds(n) {
+                assert_eq!(m.frames(), &list[..], "{n} frames");
+                assert_eq!(m.len(), n);
+                assert_eq!(m.clone().into_frames(), list);
+                assert_eq!(m.clone().into_iter().collect::<Vec<_>>(), list);
+                for at in 0..=n + 1 {
+                    let mut head = m.clone();
+                    let rest = head.split_off(at);
+                    let cut = at.min(n);
+                    assert_eq!(head.frames(), &list[..cut], "{n} frames split at {at}");
+                    assert_eq!(rest.frames(), &list[cut..], "{n} frames split at {at}");
+                    let mut joined = rest;
+                    joined.prepend(head);
+                    assert_eq!(joined.frames(), &list[..], "{n} frames split at {at}");
+                }
+                let mut popped = m.clone();
+                for f in &list {
+                    assert_eq!(popped.pop_front().as_ref(), Some(f));
+                }
+                assert!(popped.pop_front().is_none() && popped.is_empty());
+                let mut grown = m.clone();
+                grown.push_back(frame(n));
+                assert_eq!(grown.frames(), &(0..=n).map(frame).collect::<Vec<_>>()[..]);
+            }
+        }
     }
 
     #[test]

@@ -210,8 +210,8 @@ struct Link {
     written: u64,
     /// Cumulative end offsets of encoded messages not yet fully written (counted for HWM).
     encoded_ends: VecDeque<u64>,
-    /// Frames of the message being received.
-    partial: Vec<Bytes>,
+    /// Frames of the message being received (the first two need no list).
+    partial: Message,
     established: bool,
     /// Listed in `Socket::dirty`.
     dirty: bool,

@@ -124,14 +124,15 @@ impl Socket {
     }
 
     pub(super) fn out_room(&self, p: &Peer) -> bool {
-        if self.opts.sndhwm == 0 || self.conflate() {
-            return true;
+        self.room_rule().admits(p)
+    }
+
+    /// What decides whether a peer has room for one more message (SNDHWM).
+    pub(super) fn room_rule(&self) -> RoomRule {
+        RoomRule {
+            sndhwm: if self.conflate() { 0 } else { self.opts.sndhwm },
+            probes: self.probes(),
         }
-        let encoded = p.stream.as_ref().map_or(0, |s| s.encoded_ends.len());
-        // Until the handshake, a slot is kept for the probe that goes first (in libzmq it
-        // is written to the pipe as soon as the pipe exists, before any message).
-        let probe = usize::from(self.probes() && !p.stream.as_ref().is_some_and(|s| s.established));
-        p.out.len() + encoded + probe < self.opts.sndhwm
     }
 
     /// Whether each new peer gets an empty message first (`ZMQ_PROBE_ROUTER`).
@@ -147,24 +148,56 @@ impl Socket {
     /// With CONFLATE a message also waits while an earlier one is still being written, so
     /// that a newer one can replace it: the peer's queue holds one message, not a backlog.
     pub(super) fn deliver<'a>(&mut self, peer: PeerId, out: impl Into<Outgoing<'a>>) {
-        let out = out.into();
         let conflate = self.conflate();
-        let Some(p) = self.peers.get_mut(&peer) else {
-            return;
-        };
-        match p.stream.as_mut() {
-            Some(s) if s.established && (!conflate || s.encoded_ends.is_empty()) => {
-                if encode(s, &out).is_err() {
-                    return;
-                }
-                mark(&mut self.dirty, s, peer);
+        if let Some(p) = self.peers.get_mut(&peer) {
+            deliver_to(&mut self.dirty, p, peer, out.into(), conflate);
+        }
+    }
+}
+
+/// Whether a peer has room for one more message: SNDHWM (0 = no limit, as under CONFLATE)
+/// against what waits for it and what is encoded but not yet written.
+#[derive(Clone, Copy)]
+pub(super) struct RoomRule {
+    sndhwm: usize,
+    probes: bool,
+}
+
+impl RoomRule {
+    #[inline]
+    pub(super) fn admits(self, p: &Peer) -> bool {
+        if self.sndhwm == 0 {
+            return true;
+        }
+        let encoded = p.stream.as_ref().map_or(0, |s| s.encoded_ends.len());
+        // Until the handshake, a slot is kept for the probe that goes first (in libzmq it
+        // is written to the pipe as soon as the pipe exists, before any message).
+        let probe = usize::from(self.probes && !p.stream.as_ref().is_some_and(|s| s.established));
+        p.out.len() + encoded + probe < self.sndhwm
+    }
+}
+
+/// [`Socket::deliver`] to a peer at hand.
+#[inline(always)]
+pub(super) fn deliver_to(
+    dirty: &mut VecDeque<PeerId>,
+    p: &mut Peer,
+    peer: PeerId,
+    out: Outgoing<'_>,
+    conflate: bool,
+) {
+    match p.stream.as_mut() {
+        Some(s) if s.established && (!conflate || s.encoded_ends.is_empty()) => {
+            if encode(s, &out).is_err() {
+                return;
             }
-            _ => {
-                if conflate {
-                    p.out.clear();
-                }
-                p.out.push_back(out.into_message());
+            mark(dirty, s, peer);
+        }
+        _ => {
+            if conflate {
+                p.out.clear();
             }
+            p.out.push_back(out.into_message());
         }
     }
 }
