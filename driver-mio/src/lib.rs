@@ -1051,15 +1051,7 @@ impl Socket {
     /// ```
     pub fn try_recv_many(&self, out: &mut Vec<Message>, max: usize) -> Result<usize, Error> {
         self.with(false, |s| {
-            let mut taken = 0;
-            while taken < max {
-                let Some(msg) = s.core.recv(|| self.shared.now()) else {
-                    break;
-                };
-                out.push(msg);
-                taken += 1;
-            }
-            match taken {
+            match s.core.recv_many(out, max, || self.shared.now()) {
                 0 if !s.core.socket_type().receives() => Err(Error::Unsupported),
                 0 if s.closed => Err(Error::Closed),
                 n => Ok(n),

@@ -186,30 +186,39 @@ impl Shared {
                 }
             }
         };
-        let mut streams: Vec<(Work, Arc<StdTransport>)> = Vec::with_capacity(s.peers.len());
-        for (&peer, io) in s.peers.iter_mut() {
+        // Fixed arrays, not vectors: a receive allocates nothing to wait.
+        let mut works: [Option<Work>; READ_HERE] = [None; READ_HERE];
+        let mut streams: [Option<Arc<StdTransport>>; READ_HERE] = Default::default();
+        let mut n = 0;
+        for ((&peer, io), (work, stream)) in
+            s.peers.iter_mut().zip(works.iter_mut().zip(&mut streams))
+        {
             io.read_queued = true;
             io.leased = false;
             io.read_edge = false;
             io.silenced = true;
             self.set_interest(io);
-            let work = Work {
+            *work = Some(Work {
                 id,
                 peer,
                 token: io.token,
                 write: false,
-            };
-            streams.push((work, io.stream.clone()));
+            });
+            *stream = Some(io.stream.clone());
+            n += 1;
         }
         s.fd_waiting = true;
         s.waited = true;
         let generation = s.waiters.enter();
         drop(st);
 
-        let mut fds: Vec<PollFd<'_>> = (streams.iter())
-            .map(|(_, stream)| PollFd::new(&**stream, PollFlags::IN))
-            .collect();
-        fds.push(PollFd::new(&*wake_fd, PollFlags::IN));
+        // The streams, then the event counter (in every slot left).
+        let mut fds: [PollFd<'_>; READ_HERE + 1] =
+            std::array::from_fn(|i| match streams.get(i).and_then(Option::as_ref) {
+                Some(stream) => PollFd::new(&**stream, PollFlags::IN),
+                None => PollFd::new(&*wake_fd, PollFlags::IN),
+            });
+        let fds = fds.get_mut(..=n).unwrap_or_default();
         let timeout = deadline.map(|d| {
             let left = d.saturating_duration_since(StdInstant::now());
             // Rounded up: woken before the deadline, the caller would only wait again.
@@ -220,12 +229,12 @@ impl Shared {
             }
         });
         // An error (EINTR) counts as a spurious wake-up: every stream is read below.
-        let woken = rustix::event::poll(&mut fds, timeout.as_ref()).is_ok();
-        let input: Vec<bool> = (fds.iter())
-            .map(|fd| !woken || !fd.revents().is_empty())
-            .collect();
-        drop(fds);
-        if input.last().copied().unwrap_or(false) {
+        let woken = rustix::event::poll(fds, timeout.as_ref()).is_ok();
+        let mut input = [false; READ_HERE + 1];
+        for (had, fd) in input.iter_mut().zip(fds.iter()) {
+            *had = !woken || !fd.revents().is_empty();
+        }
+        if input.get(n).copied().unwrap_or(false) {
             let _ = rustix::io::read(&*wake_fd, &mut [0u8; 8]);
         }
 
@@ -237,8 +246,8 @@ impl Shared {
         let timer = s.core.poll_timeout();
         // Read first, while the I/O thread is not told of input (it would only find it
         // read); streams still claimed and silenced meanwhile are this thread's alone.
-        let mut unread = Vec::with_capacity(streams.len());
-        for ((work, _), had_input) in streams.iter().zip(input) {
+        let mut unread = [false; READ_HERE];
+        for ((work, had_input), unread) in works.iter().flatten().zip(input).zip(&mut unread) {
             let Some(io) = (st.sockets.get_mut(&id))
                 .and_then(|s| s.peers.get_mut(&work.peer))
                 .filter(|io| io.token == work.token)
@@ -249,7 +258,7 @@ impl Shared {
                 // Given back by the read (or queued for the I/O thread to read on).
                 st = self.read_claimed(st, *work);
             } else {
-                unread.push(work.peer);
+                *unread = true;
             }
         }
         // Then leased (`PeerIo::leased`), with those read: the next receive reads them
@@ -259,11 +268,11 @@ impl Shared {
         let Some(s) = st.sockets.get_mut(&id) else {
             return true;
         };
-        for (work, _) in &streams {
+        for (work, unread) in works.iter().flatten().zip(unread) {
             let Some(io) = (s.peers.get_mut(&work.peer)).filter(|io| io.token == work.token) else {
                 continue;
             };
-            if unread.contains(&work.peer) {
+            if unread {
                 io.read_queued = false;
             }
             s.lease(work.peer, work.token, now);

@@ -280,15 +280,18 @@ impl Shared {
             return;
         };
         s.lease_until = None;
-        let mut leased = Vec::new();
-        for (&peer, io) in s.peers.iter_mut().filter(|(_, io)| io.leased) {
+        // One at a time (a read queued for each needs the whole state): no list made.
+        loop {
+            let Some(s) = st.sockets.get_mut(&id) else {
+                return;
+            };
+            let Some((&peer, io)) = s.peers.iter_mut().find(|(_, io)| io.leased) else {
+                return;
+            };
             io.leased = false;
             io.read_queued = false;
             io.silenced = false;
             self.set_interest(io);
-            leased.push(peer);
-        }
-        for peer in leased {
             queue(st, id, peer, false);
         }
     }
