@@ -316,6 +316,22 @@ impl Sock {
         }
     }
 
+    /// After an application thread's read of `peer`'s stream that may have left input in
+    /// it (a full buffer): if the stream is silenced, lease it with the read claim this
+    /// thread holds, rather than read on now; returns whether it did.
+    fn lease_more(&mut self, peer: PeerId, token: Token, now: Instant) -> bool {
+        let Some(io) = (self.peers.get_mut(&peer)).filter(|io| io.token == token) else {
+            return false;
+        };
+        if !io.silenced || !io.read_queued || io.leased {
+            return false;
+        }
+        io.leased = true;
+        self.lease_started |= self.lease_until.is_none();
+        self.lease_until = Some(now + LEASE);
+        true
+    }
+
     /// Claim a read of `peer` for an application thread, if no one is reading it.
     fn claim_read(&mut self, id: usize, peer: PeerId) -> Option<Work> {
         if !self.core.wants_read(peer) {

@@ -202,6 +202,14 @@ impl Shared {
             if !ran.again {
                 break;
             }
+            if let Some(s) = st.sockets.get_mut(&work.id) {
+                if s.lease_more(work.peer, work.token, self.now()) {
+                    // Silenced: the next receive reads on (it waits on the stream, which
+                    // is readable at once), or the I/O thread when the lease ends. A
+                    // receiver that keeps up with a flood reads it all itself.
+                    return (st, read);
+                }
+            }
             (st, ran) = self.run_here(st, work);
             read |= ran.progress;
         }
