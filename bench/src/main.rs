@@ -61,8 +61,9 @@ options:
                         (default: all; zmqrs only in a build with --features zmqrs)
   --runtime R           the tokio driver's runtime: current, multi, both, hop (current-thread with a
                         channel hop per sent message) or current,hop (default: current)
-  --recv batch|each     how our drivers' receivers take messages: batch (default) with
-                        recv_many, up to 256 under one lock; each with one recv per message
+  --api batch|each      how our async drivers' peers send and receive: batch (default)
+                        with send_many and recv_many, up to 256 messages under one lock;
+                        each with one send_slice or recv per message
   --runs N              repeat each measurement N times and report the median (default: 1;
                         for latency, the run with the median mean, with its p50 and p99);
                         ratios are taken within each round, then their median reported
@@ -142,7 +143,7 @@ struct Config {
     flavors: Vec<Flavor>,
     runs: usize,
     /// Our receivers take one message per `recv` (else batches with `recv_many`).
-    recv_each: bool,
+    each: bool,
 }
 
 fn parse_size(text: &str) -> Result<usize, String> {
@@ -185,7 +186,7 @@ impl Config {
             impls: Impl::all(),
             flavors: vec![Flavor::Current],
             runs: 1,
-            recv_each: false,
+            each: false,
         };
         let mut rest = args.iter();
         while let Some(arg) = rest.next() {
@@ -205,11 +206,11 @@ impl Config {
                 "--pin" => config.pin = Some(parse_number(flag, &value()?)?),
                 "--count" => config.count = Some(parse_number(flag, &value()?)?),
                 "--runs" => config.runs = parse_number::<usize>(flag, &value()?)?.max(1),
-                "--recv" => {
-                    config.recv_each = match value()?.as_str() {
+                "--api" => {
+                    config.each = match value()?.as_str() {
                         "each" => true,
                         "batch" => false,
-                        other => return Err(format!("--recv takes each or batch, not {other}")),
+                        other => return Err(format!("--api takes each or batch, not {other}")),
                     }
                 }
                 "--size" => config.sizes = Some(parse_list(&value()?, parse_size)?),
@@ -734,10 +735,7 @@ fn cpu_count() -> usize {
 fn orchestrate(config: &Config) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
     // The peers inherit it.
-    std::env::set_var(
-        peer::RECV_EACH_VAR,
-        if config.recv_each { "1" } else { "0" },
-    );
+    std::env::set_var(peer::EACH_VAR, if config.each { "1" } else { "0" });
     // Counted before pinning, which leaves this process one.
     let cpus = cpu_count();
     if let Some(cpu) = config.pin {
@@ -886,12 +884,12 @@ fn orchestrate(config: &Config) -> Result<(), String> {
         config.runs
     );
     println!(
-        "throughput at the receiver, first to last message (MB = 10^6 bytes); our receivers \
-         take {}",
-        if config.recv_each {
-            "one message per recv (--recv each)"
+        "throughput at the receiver, first to last message (MB = 10^6 bytes); our async drivers' peers \
+         send and receive {}",
+        if config.each {
+            "one message per send_slice / recv (--api each)"
         } else {
-            "batches of up to 256 with recv_many (--recv batch)"
+            "batches of up to 256 messages per send_many / recv_many (--api batch)"
         }
     );
     println!();

@@ -430,12 +430,13 @@ pub fn latency_result(mut samples: Vec<u64>) -> String {
     format!("{mean} {p50} {p99}")
 }
 
-/// The environment variable that makes our receivers take messages one `recv` at a time
-/// (`--recv each`) instead of in batches with `recv_many` (the default). Set by the
-/// orchestrator and inherited by the peers it starts.
-pub const RECV_EACH_VAR: &str = "ZMTP_BENCH_RECV_EACH";
+/// The environment variable that makes our async drivers' peers send and receive one
+/// message per call (`--api each`: `send_slice`, `recv`) instead of in batches
+/// (`send_many`, `recv_many`, the default). Set by the orchestrator and inherited by the
+/// peers it starts.
+pub const EACH_VAR: &str = "ZMTP_BENCH_API_EACH";
 
-/// Whether our receivers take one message per `recv` (see [`RECV_EACH_VAR`]).
-pub fn recv_each() -> bool {
-    std::env::var_os(RECV_EACH_VAR).is_some_and(|v| v == "1")
+/// Whether our peers send and receive one message per call (see [`EACH_VAR`]).
+pub fn each() -> bool {
+    std::env::var_os(EACH_VAR).is_some_and(|v| v == "1")
 }

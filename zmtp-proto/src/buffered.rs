@@ -312,12 +312,12 @@ impl Buffered {
         // The common case: a clear frame written straight into room the encode buffer
         // already has.
         if let Some(Segment::Encoded { buf, used }) = self.tx.back_mut() {
-            let (header_bytes, n) = FrameHeader::data_bytes(body.len(), more);
+            let n = FrameHeader::data_len(body.len());
             let end = *used + n + body.len();
             if let Some(dst) = buf.get_mut(*used..end) {
                 if self.conn.clear_frame_sent(more) {
                     let (header, rest) = dst.split_at_mut(n);
-                    header.copy_from_slice(header_bytes.get(..n).unwrap_or_default());
+                    FrameHeader::put_data(header, body.len(), more);
                     rest.copy_from_slice(body);
                     self.tx_len += end - *used;
                     *used = end;

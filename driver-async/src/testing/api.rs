@@ -145,3 +145,71 @@ pub async fn option_setters_change_a_live_socket<R: Runtime>() {
     let o = push.options();
     assert_eq!((o.rcvhwm, o.immediate, o.sndhwm), (5, true, 4));
 }
+
+/// `send_many` and `recv_many` over tcp with small HWMs on both sides: every message
+/// arrives once, in order, whatever the batch boundaries; batches respect `max`; the
+/// types that cannot send or receive refuse at once.
+pub async fn batches_keep_order_under_small_hwms<R: Runtime>() {
+    let options = crate::Options::default().with_rcvhwm(7).with_sndhwm(5);
+    let pull = Socket::<R>::with_options(SocketType::Pull, options.clone()).unwrap();
+    let ep = pull.bind("tcp://127.0.0.1:*").await.unwrap();
+    let push = Socket::<R>::with_options(SocketType::Push, options).unwrap();
+    push.connect(&ep).unwrap();
+    const N: u32 = 5000;
+    let bodies: Vec<[u8; 4]> = (0..N).map(u32::to_le_bytes).collect();
+    let sender = async {
+        let mut rest = &bodies[..];
+        while !rest.is_empty() {
+            let n = within::<R, _>(push.send_many(rest)).await.unwrap();
+            assert!((1..=rest.len()).contains(&n));
+            rest = &rest[n..];
+        }
+    };
+    let receiver = async {
+        let mut batch = Vec::new();
+        let mut next = 0u32;
+        while next < N {
+            batch.clear();
+            let n = within::<R, _>(pull.recv_many(&mut batch, 13))
+                .await
+                .unwrap();
+            assert!((1..=13).contains(&n));
+            assert_eq!(batch.len(), n);
+            for msg in &batch {
+                assert_eq!(
+                    msg.frames(),
+                    [zmtp_proto::Bytes::copy_from_slice(&next.to_le_bytes())]
+                );
+                next += 1;
+            }
+        }
+    };
+    join(sender, receiver).await;
+    assert_eq!(pull.try_recv_many(&mut Vec::new(), 10).unwrap(), 0);
+    assert_eq!(push.recv_many(&mut Vec::new(), 0).await.unwrap(), 0);
+    assert!(matches!(
+        push.try_recv_many(&mut Vec::new(), 10),
+        Err(Error::Unsupported)
+    ));
+    assert!(matches!(
+        pull.try_send_many(&["x"]),
+        Err(crate::SendError::NotSupported(_))
+    ));
+    assert_eq!(push.send_many::<&[u8]>(&[]).await.unwrap(), 0);
+}
+
+/// Run two futures to completion together.
+async fn join(a: impl std::future::Future<Output = ()>, b: impl std::future::Future<Output = ()>) {
+    let (mut a, mut b) = (std::pin::pin!(a), std::pin::pin!(b));
+    let (mut a_done, mut b_done) = (false, false);
+    std::future::poll_fn(|cx| {
+        a_done = a_done || a.as_mut().poll(cx).is_ready();
+        b_done = b_done || b.as_mut().poll(cx).is_ready();
+        if a_done && b_done {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await
+}

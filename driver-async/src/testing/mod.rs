@@ -67,6 +67,7 @@ macro_rules! driver_tests {
             recv_on_a_type_that_never_receives_fails_at_once,
             subscriptions_only_on_sub_and_xsub,
             option_setters_change_a_live_socket,
+            batches_keep_order_under_small_hwms,
         );
     };
     (@each $runtime:ty, $block_on:path; $($name:ident,)*) => {$(

@@ -38,25 +38,34 @@ impl FrameHeader {
         }
     }
 
-    /// The header of a data frame of `size` bytes, and its length: short (2 bytes) up to
-    /// 255 bytes, long (9 bytes) above, as [`emit`](Self::emit) writes it.
+    /// The length of a data frame header for `size` bytes: short (2) up to 255 bytes,
+    /// long (9) above, as [`emit`](Self::emit) writes it.
     #[cfg(feature = "alloc")]
     #[inline]
-    pub(crate) fn data_bytes(size: usize, more: bool) -> ([u8; 9], usize) {
+    pub(crate) fn data_len(size: usize) -> usize {
+        if size > 255 {
+            9
+        } else {
+            2
+        }
+    }
+
+    /// Write the header of a data frame of `size` bytes into `out`, which is
+    /// [`data_len`](Self::data_len) bytes long.
+    #[cfg(feature = "alloc")]
+    #[inline]
+    pub(crate) fn put_data(out: &mut [u8], size: usize, more: bool) {
         let more = if more { FLAG_MORE } else { 0 };
-        let mut header = [0u8; 9];
-        match u8::try_from(size) {
-            Ok(short) => {
-                header[0] = more;
-                header[1] = short;
-                (header, 2)
+        match out {
+            [flags, short] => {
+                *flags = more;
+                *short = size as u8;
             }
-            Err(_) => {
-                header[0] = more | FLAG_LONG;
-                let (_, len) = header.split_at_mut(1);
-                len.copy_from_slice(&(size as u64).to_be_bytes());
-                (header, 9)
+            [flags, long @ ..] => {
+                *flags = more | FLAG_LONG;
+                long.copy_from_slice(&(size as u64).to_be_bytes());
             }
+            [] => {}
         }
     }
 

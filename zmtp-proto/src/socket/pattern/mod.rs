@@ -330,6 +330,30 @@ impl Socket {
         }
     }
 
+    /// Send single-frame messages copied from `bodies`, in order, as
+    /// [`send_slice`](Self::send_slice) sends each, until one would block; returns how
+    /// many were taken (each `Ok` of `send_slice`). A refusal other than `WouldBlock` is
+    /// returned when it comes first; after some were taken, the batch just stops there.
+    ///
+    /// A driver that takes the socket behind a lock sends a whole batch under one lock
+    /// this way.
+    pub fn send_slices<B: AsRef<[u8]>>(
+        &mut self,
+        bodies: &[B],
+        now: impl Clock,
+    ) -> Result<usize, SendError> {
+        let mut n = 0;
+        for body in bodies {
+            match self.send_slice(body.as_ref(), || now.now()) {
+                Ok(_) => n += 1,
+                Err(SendError::WouldBlock(_)) => break,
+                Err(e) if n == 0 => return Err(e),
+                Err(_) => break,
+            }
+        }
+        Ok(n)
+    }
+
     /// The next message for the application, if any.
     #[inline]
     pub fn recv(&mut self, now: impl Clock) -> Option<Message> {
