@@ -937,6 +937,10 @@ impl Socket {
     /// # Ok(()) }
     /// ```
     pub fn recv_timeout(&self, timeout: Option<Duration>) -> Result<Message, Error> {
+        // A message ready: one lock, nothing else.
+        if let Some(msg) = self.shared.recv_ready(self.id) {
+            return Ok(msg);
+        }
         self.wait_to_recv(timeout, || self.try_recv())
     }
 

@@ -69,7 +69,9 @@ use std::time::{Duration, Instant as StdInstant};
 use mio::net::TcpStream;
 use mio::unix::SourceFd;
 use mio::{Interest, Poll, Registry, Token, Waker};
-use zmtp_proto::socket::{CloseReport, EndpointId, MonitorEvent, PeerId, Socket as ProtoSocket};
+use zmtp_proto::socket::{
+    CloseReport, EndpointId, Message, MonitorEvent, PeerId, Socket as ProtoSocket,
+};
 use zmtp_proto::{Bytes, Instant};
 
 use io_loop::io_thread;
@@ -478,6 +480,20 @@ impl Shared {
         }
         self.finish(st, id, wake);
         Some(r)
+    }
+
+    /// The next message of socket `id`, if one is ready: `Socket::recv`'s first look,
+    /// [`with`](Self::with) pared down to a receive (the message moves once).
+    pub(crate) fn recv_ready(&self, id: usize) -> Option<Message> {
+        let mut st = self.lock();
+        let s = st.sockets.get_mut(&id)?;
+        let msg = s.core.recv(|| self.now())?;
+        if s.core.has_work() {
+            // Taking it may resume a peer held at RCVHWM.
+            self.pump(&mut st, id);
+        }
+        self.finish(st, id, false);
+        Some(msg)
     }
 
     /// [`with`](Self::with) for a send: if the send left output for an idle stream (and
