@@ -889,7 +889,7 @@ fn orchestrate(config: &Config) -> Result<(), String> {
         if config.each {
             "one message per send_slice / recv (--api each)"
         } else {
-            "batches of up to 256 messages per send_many / recv_many (--api batch)"
+            "batches of up to 256 messages (and 256 KiB) per send_many / recv_many (--api batch)"
         }
     );
     println!();

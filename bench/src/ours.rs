@@ -84,11 +84,14 @@ async fn receive_timed<R: Runtime>(
     }
     let start = Instant::now();
     if !crate::peer::each() {
-        let mut batch = Vec::with_capacity(256);
+        // As the sender's batches: up to 256 messages and 256 KiB (received messages
+        // share the read buffers, which a larger batch keeps from being reused).
+        let limit = (256 * 1024 / args.size.max(1)).clamp(1, 256) as u64;
+        let mut batch = Vec::with_capacity(limit as usize);
         let mut i = 1;
         while i < args.count {
             batch.clear();
-            let max = (args.count - i).min(256) as usize;
+            let max = (args.count - i).min(limit) as usize;
             socket.recv_many(&mut batch, max).await.map_err(err)?;
             for msg in &batch {
                 checker.check(body(msg)?)?;
@@ -117,12 +120,13 @@ async fn send_all<R: Runtime>(socket: &Socket<R>, args: &PeerArgs) -> Result<(),
         return send_all_through_channel(socket, args).await;
     }
     if !crate::peer::each() && args.size > 0 {
-        // Batches of up to 256 messages, each batch queued with as few calls as fit.
-        const BATCH: u64 = 256;
-        let mut store = vec![0u8; args.size * BATCH as usize];
+        // Batches of up to 256 messages and 256 KiB (a larger batch only leaves the
+        // cache), each queued with as few calls as fit.
+        let batch = (256 * 1024 / args.size).clamp(1, 256) as u64;
+        let mut store = vec![0u8; args.size * batch as usize];
         let mut seq = 0;
         while seq < args.count {
-            let k = (args.count - seq).min(BATCH);
+            let k = (args.count - seq).min(batch);
             for (i, body) in (0..k).zip(store.chunks_mut(args.size)) {
                 fill(body, DATA, seq + i);
             }

@@ -789,6 +789,11 @@ impl<R: Runtime> Socket<R> {
     /// per message between peers). Cancel-safe: a future dropped before it completes has
     /// appended nothing.
     ///
+    /// Received messages share the socket's read buffers, which are reused once every
+    /// message in them is dropped: a batch of many large messages, kept while more are
+    /// read, makes the socket allocate new buffers instead. Batches of a few hundred
+    /// KiB in all keep the reuse (for 64 KiB messages, `max` of 4 or so).
+    ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), zmtp_tokio::Error> {

@@ -501,7 +501,24 @@ pub(crate) enum Outgoing<'a> {
     Frame(&'a [u8]),
 }
 
-impl Outgoing<'_> {
+impl<'a> Outgoing<'a> {
+    /// The first frame (what PUB matches subscriptions against).
+    pub(crate) fn first(&self) -> &[u8] {
+        match self {
+            Outgoing::Message(msg) => msg.first().map_or(&[], |f| &f[..]),
+            Outgoing::Frame(body) => body,
+        }
+    }
+
+    /// One more of the same, for another peer: a message shares its frames, a borrowed
+    /// body stays borrowed (each peer copies it into its output).
+    pub(crate) fn share(&self) -> Outgoing<'a> {
+        match self {
+            Outgoing::Message(msg) => Outgoing::Message(msg.clone()),
+            Outgoing::Frame(body) => Outgoing::Frame(body),
+        }
+    }
+
     pub(crate) fn into_message(self) -> Message {
         match self {
             Outgoing::Message(msg) => msg,

@@ -318,13 +318,19 @@ impl Socket {
 
     /// Send a single-frame message copied from `body`: the same as
     /// `send(Bytes::copy_from_slice(body))`, but where the frame can go out at once
-    /// (PUSH, DEALER or PAIR with a connected peer that has room) it is copied straight
-    /// into that peer's output, and no message is allocated. A refused send hands back a
-    /// message holding a copy.
+    /// (PUSH, DEALER or PAIR with a connected peer that has room; PUB and XPUB to their
+    /// subscribed peers, a body under [`SHARED_BODY_MIN`](crate::SHARED_BODY_MIN)) it is
+    /// copied straight into the peers' output, and no message is allocated. A refused send
+    /// hands back a message holding a copy.
     #[inline]
     pub fn send_slice(&mut self, body: &[u8], now: impl Clock) -> Result<Sent, SendError> {
         if self.rules.direct_send && self.closing.is_none() {
             self.send_lb(super::Outgoing::Frame(body))
+        } else if matches!(self.ty, SocketType::Pub | SocketType::XPub)
+            && self.closing.is_none()
+            && body.len() < crate::SHARED_BODY_MIN
+        {
+            pubsub::send_pub(self, super::Outgoing::Frame(body))
         } else {
             self.send(crate::Bytes::copy_from_slice(body), now)
         }

@@ -5,7 +5,7 @@ use alloc::collections::{BTreeMap, VecDeque};
 use bytes::{BufMut, Bytes, BytesMut};
 
 use super::Pattern;
-use crate::socket::{Message, PeerId, SendError, Sent, Socket};
+use crate::socket::{Message, Outgoing, PeerId, SendError, Sent, Socket};
 use crate::{Clock, SocketType};
 
 /// Subscriptions on both sides.
@@ -97,7 +97,7 @@ impl Pattern for PubSub {
 
     fn send(s: &mut Socket, msg: Message, _now: &impl Clock) -> Result<Sent, SendError> {
         match s.ty {
-            SocketType::Pub | SocketType::XPub => send_pub(s, msg),
+            SocketType::Pub | SocketType::XPub => send_pub(s, msg.into()),
             SocketType::XSub => send_xsub(s, msg),
             _ => Err(SendError::NotSupported(msg)),
         }
@@ -230,22 +230,25 @@ fn subscribed(s: &Socket, peer: PeerId, first: &[u8]) -> bool {
         .is_some_and(|p| p.subs.iter().any(|t| first.starts_with(t)))
 }
 
-fn send_pub(s: &mut Socket, msg: Message) -> Result<Sent, SendError> {
-    let first = msg.first().cloned().unwrap_or_default();
+/// PUB and XPUB: a copy to every subscribed peer with room (XPUB_NODROP: none unless all
+/// have room). A borrowed body (`send_slice`) is copied into each peer's output, so that a
+/// small message is never allocated.
+pub(in crate::socket) fn send_pub(s: &mut Socket, out: Outgoing<'_>) -> Result<Sent, SendError> {
+    let first = out.first();
     if s.ty == SocketType::XPub && s.opts.xpub_nodrop {
         let blocked = s
             .attached
             .iter()
-            .any(|&p| subscribed(s, p, &first) && !s.has_room(p));
+            .any(|&p| subscribed(s, p, first) && !s.has_room(p));
         if blocked {
-            return Err(SendError::WouldBlock(msg));
+            return Err(SendError::WouldBlock(out.into_message()));
         }
     }
     let mut any = false;
     for i in 0..s.attached.len() {
         let peer = s.attached[i];
-        if subscribed(s, peer, &first) && s.has_room(peer) {
-            s.deliver(peer, msg.clone());
+        if subscribed(s, peer, first) && s.has_room(peer) {
+            s.deliver(peer, out.share());
             any = true;
         }
     }

@@ -78,8 +78,9 @@ impl Socket {
 
     /// Round-robin over attached peers with a complete message waiting. Also returns the
     /// peer's routing id, read before taking the message: taking it resumes the peer's
-    /// input, which may end the peer.
-    #[inline]
+    /// input, which may end the peer. Inlined where it is called, so that what a caller
+    /// leaves unused (the id, the peer) is never built or moved.
+    #[inline(always)]
     pub(in crate::socket) fn fq_pop(
         &mut self,
         with_id: bool,
