@@ -61,7 +61,7 @@ options:
                         (default: all; zmqrs only in a build with --features zmqrs)
   --runtime R           the tokio driver's runtime: current, multi, both, hop (current-thread with a
                         channel hop per sent message) or current,hop (default: current)
-  --api batch|each      how our async drivers' peers send and receive: batch (default)
+  --api batch|each      how our drivers' peers send and receive: batch (default)
                         with send_many and recv_many, up to 256 messages under one lock;
                         each with one send_slice or recv per message
   --runs N              repeat each measurement N times and report the median (default: 1;
@@ -884,8 +884,8 @@ fn orchestrate(config: &Config) -> Result<(), String> {
         config.runs
     );
     println!(
-        "throughput at the receiver, first to last message (MB = 10^6 bytes); our async drivers' peers \
-         send and receive {}",
+        "throughput at the receiver, first to last message (MB = 10^6 bytes); our drivers' peers send \
+         and receive {}",
         if config.each {
             "one message per send_slice / recv (--api each)"
         } else {

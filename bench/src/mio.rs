@@ -1,5 +1,5 @@
-//! The peers on our mio driver, written as a blocking application would: `send` and
-//! `recv` in a loop.
+//! The peers on our mio driver, written as a blocking application would: `send_many` and
+//! `recv_many` (or, with `--api each`, `send_slice` and `recv`) in a loop.
 
 use std::fmt::Display;
 use std::time::{Duration, Instant};
@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use zmtp_mio::{Bytes, Context, Message, Options, Socket, SocketType};
 
 use crate::peer::{
-    fill, go_signal, latency_result, say, throughput_result, tick, Checker, PeerArgs, Role, DATA,
-    WARMUP,
+    batch_len, each, fill, go_signal, latency_result, say, throughput_result, tick, Batcher,
+    Checker, PeerArgs, Role, DATA, WARMUP,
 };
 
 fn err(e: impl Display) -> String {
@@ -58,10 +58,26 @@ fn receive_timed(socket: &Socket, args: &PeerArgs) -> Result<Option<String>, Str
         }
     }
     let start = Instant::now();
-    for i in 1..args.count {
-        let msg = socket.recv().map_err(err)?;
-        checker.check(body(&msg)?)?;
-        tick(i);
+    if each() {
+        for i in 1..args.count {
+            let msg = socket.recv().map_err(err)?;
+            checker.check(body(&msg)?)?;
+            tick(i);
+        }
+    } else {
+        let limit = batch_len(args.size) as u64;
+        let mut batch = Vec::with_capacity(limit as usize);
+        let mut i = 1;
+        while i < args.count {
+            batch.clear();
+            let max = (args.count - i).min(limit) as usize;
+            socket.recv_many(&mut batch, max).map_err(err)?;
+            for msg in &batch {
+                checker.check(body(msg)?)?;
+                tick(i);
+                i += 1;
+            }
+        }
     }
     Ok(Some(throughput_result(
         start.elapsed(),
@@ -70,6 +86,21 @@ fn receive_timed(socket: &Socket, args: &PeerArgs) -> Result<Option<String>, Str
 }
 
 fn send_all(socket: &Socket, args: &PeerArgs) -> Result<(), String> {
+    if !each() && args.size > 0 {
+        let mut batcher = Batcher::new(args.size);
+        let mut seq = 0;
+        while seq < args.count {
+            let bodies = batcher.fill(seq, args.count);
+            let mut rest = &bodies[..];
+            while !rest.is_empty() {
+                let n = socket.send_many(rest).map_err(err)?;
+                rest = &rest[n..];
+            }
+            seq += bodies.len() as u64;
+            tick(seq - 1);
+        }
+        return Ok(());
+    }
     let mut buf = vec![0u8; args.size];
     for seq in 0..args.count {
         fill(&mut buf, DATA, seq);

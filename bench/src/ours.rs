@@ -11,8 +11,8 @@ use zmtp_tokio::Tokio;
 type Socket<R> = zmtp_async::Socket<R>;
 
 use crate::peer::{
-    fill, go_signal, latency_result, say, throughput_result, tick, Checker, Flavor, Impl, PeerArgs,
-    Role, DATA, WARMUP,
+    batch_len, each, fill, go_signal, latency_result, say, throughput_result, tick, Batcher,
+    Checker, Flavor, Impl, PeerArgs, Role, DATA, WARMUP,
 };
 
 fn err(e: impl Display) -> String {
@@ -83,10 +83,8 @@ async fn receive_timed<R: Runtime>(
         }
     }
     let start = Instant::now();
-    if !crate::peer::each() {
-        // As the sender's batches: up to 256 messages and 256 KiB (received messages
-        // share the read buffers, which a larger batch keeps from being reused).
-        let limit = (256 * 1024 / args.size.max(1)).clamp(1, 256) as u64;
+    if !each() {
+        let limit = batch_len(args.size) as u64;
         let mut batch = Vec::with_capacity(limit as usize);
         let mut i = 1;
         while i < args.count {
@@ -119,24 +117,17 @@ async fn send_all<R: Runtime>(socket: &Socket<R>, args: &PeerArgs) -> Result<(),
     if args.flavor == Flavor::Hop {
         return send_all_through_channel(socket, args).await;
     }
-    if !crate::peer::each() && args.size > 0 {
-        // Batches of up to 256 messages and 256 KiB (a larger batch only leaves the
-        // cache), each queued with as few calls as fit.
-        let batch = (256 * 1024 / args.size).clamp(1, 256) as u64;
-        let mut store = vec![0u8; args.size * batch as usize];
+    if !each() && args.size > 0 {
+        let mut batcher = Batcher::new(args.size);
         let mut seq = 0;
         while seq < args.count {
-            let k = (args.count - seq).min(batch);
-            for (i, body) in (0..k).zip(store.chunks_mut(args.size)) {
-                fill(body, DATA, seq + i);
-            }
-            let bodies: Vec<&[u8]> = store.chunks(args.size).take(k as usize).collect();
+            let bodies = batcher.fill(seq, args.count);
             let mut rest = &bodies[..];
             while !rest.is_empty() {
                 let n = socket.send_many(rest).await.map_err(err)?;
                 rest = &rest[n..];
             }
-            seq += k;
+            seq += bodies.len() as u64;
             tick(seq - 1);
         }
         return Ok(());

@@ -430,7 +430,7 @@ pub fn latency_result(mut samples: Vec<u64>) -> String {
     format!("{mean} {p50} {p99}")
 }
 
-/// The environment variable that makes our async drivers' peers send and receive one
+/// The environment variable that makes our drivers' peers send and receive one
 /// message per call (`--api each`: `send_slice`, `recv`) instead of in batches
 /// (`send_many`, `recv_many`, the default). Set by the orchestrator and inherited by the
 /// peers it starts.
@@ -439,4 +439,37 @@ pub const EACH_VAR: &str = "ZMTP_BENCH_API_EACH";
 /// Whether our peers send and receive one message per call (see [`EACH_VAR`]).
 pub fn each() -> bool {
     std::env::var_os(EACH_VAR).is_some_and(|v| v == "1")
+}
+
+/// How many messages of `size` bytes a batch of the batch APIs holds (`--api batch`): up
+/// to 256 messages and 256 KiB (a larger batch only leaves the cache, and held received
+/// messages keep the read buffers from being reused).
+pub fn batch_len(size: usize) -> usize {
+    (256 * 1024 / size.max(1)).clamp(1, 256)
+}
+
+/// Message bodies prepared a batch at a time for `send_many`.
+pub struct Batcher {
+    store: Vec<u8>,
+    size: usize,
+}
+
+impl Batcher {
+    /// Room for one batch of `size`-byte messages (`size` > 0).
+    pub fn new(size: usize) -> Batcher {
+        Batcher {
+            store: vec![0u8; size * batch_len(size)],
+            size,
+        }
+    }
+
+    /// The data messages from sequence number `seq` on, filled: a batch, or what is left
+    /// of `count`.
+    pub fn fill(&mut self, seq: u64, count: u64) -> Vec<&[u8]> {
+        let k = count.saturating_sub(seq).min(batch_len(self.size) as u64);
+        for (i, body) in (0..k).zip(self.store.chunks_mut(self.size)) {
+            fill(body, DATA, seq + i);
+        }
+        self.store.chunks(self.size).take(k as usize).collect()
+    }
 }
