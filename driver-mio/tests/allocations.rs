@@ -10,81 +10,22 @@
 //! reactor's turns fall. The bound, 0.1 per message, leaves room for that and still fails
 //! on any allocation made per message (that is 1 per message or more).
 
-// The counting allocator must be `unsafe`; nothing else here is.
-#![allow(unsafe_code)]
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use zmtp_mio::{Context, Options, Socket, SocketType};
-
-/// Counts every allocation (and reallocation) of the process, on any thread, while
-/// `COUNTING` is up. The driver's work may run on other threads than the test's: all of
-/// it is counted, so this binary has one test only, and counts around its steady state.
-struct Counting;
-
-static COUNTING: AtomicBool = AtomicBool::new(false);
-static COUNT: AtomicU64 = AtomicU64::new(0);
-
-fn note() {
-    if COUNTING.load(Ordering::Relaxed) {
-        COUNT.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-// SAFETY: every method forwards to `System` with the arguments it was given, unchanged, so
-// the `GlobalAlloc` contract holds as it does for `System`; counting touches two atomics
-// and never allocates.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note();
-        // SAFETY: the caller's guarantees for `alloc` are passed on as they are.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note();
-        // SAFETY: as for `alloc`.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note();
-        // SAFETY: `ptr` and `layout` come from this allocator, that is from `System`.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` and `layout` come from this allocator, that is from `System`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
+use zmtp_testkit::allocations::{Counting, InProcess};
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
-/// Start counting; the count so far, for [`stop`].
-fn start() -> u64 {
-    let before = COUNT.load(Ordering::SeqCst);
-    COUNTING.store(true, Ordering::SeqCst);
-    before
-}
-
-/// Stop counting: the allocations since [`start`] gave `before`.
-fn stop(before: u64) -> u64 {
-    COUNTING.store(false, Ordering::SeqCst);
-    COUNT.load(Ordering::SeqCst) - before
-}
-
 /// The allocator counts (a check of the counting itself).
 fn check_the_counter() {
-    let before = start();
+    let count = InProcess::start();
     let b = std::hint::black_box(Box::new(1u64));
-    assert_eq!(stop(before), 1);
-    let before = start();
+    assert_eq!(count.stop(), 1);
+    let count = InProcess::start();
     drop(b);
-    assert_eq!(stop(before), 0, "freeing is not allocating");
+    assert_eq!(count.stop(), 0, "freeing is not allocating");
 }
 
 /// Messages counted, messages before the count, and messages sent before the receiver
@@ -135,12 +76,12 @@ fn push_to_pull_over_tcp_allocates_a_few_times_per_window_not_per_message() {
         window(&push, &pull, next);
         next += WINDOW;
     }
-    let before = start();
+    let count = InProcess::start();
     while next < WARM_UP + MESSAGES {
         window(&push, &pull, next);
         next += WINDOW;
     }
-    let allocations = stop(before);
+    let allocations = count.stop();
     let per_message = allocations as f64 / MESSAGES as f64;
     println!(
         "zmtp-mio PUSH->PULL over tcp: {allocations} allocations in {MESSAGES} messages \

@@ -1,7 +1,7 @@
 //! Zero allocations per message in steady state, in the core: for every classic socket
 //! type, sending and receiving single-frame messages allocates nothing once warmed up.
 //!
-//! A counting allocator wraps the system's and counts, per thread, the allocations made
+//! A counting allocator (zmtp-testkit's) wraps the system's and counts, per thread, the allocations made
 //! while the counting flag of that thread is up: tests running side by side on other
 //! threads do not disturb each other. The sockets run in a [`Net`], which moves bytes
 //! without allocating once set up. What the test itself does to make a message is not
@@ -12,74 +12,13 @@
 //! bytes (the sender's `transmit_chunks` and `advance`, the receiver's `handle_input`) and
 //! `recv` (with the envelopes taken off, and the routing id ROUTER adds).
 
-// The allocator must be `unsafe`; nothing else here is.
-#![allow(unsafe_code)]
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use zmtp_icount::{bodies, Net, BATCH, NOW};
 use zmtp_proto::socket::{Message, Options, Sent};
 use zmtp_proto::{Bytes, SocketType};
-
-struct Counting;
-
-thread_local! {
-    /// Whether this thread's allocations are being counted.
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-    /// This thread's allocations (and reallocations) while counting.
-    static COUNT: Cell<u64> = const { Cell::new(0) };
-}
-
-fn note() {
-    // `try_with`: the thread-locals may already be gone while a thread ends. Both are
-    // `const`-initialized with no destructor, so reading them never allocates.
-    let _ = COUNTING.try_with(|on| {
-        if on.get() {
-            let _ = COUNT.try_with(|n| n.set(n.get() + 1));
-        }
-    });
-}
-
-// SAFETY: every method forwards to `System` with the arguments it was given, unchanged, so
-// the `GlobalAlloc` contract holds as it does for `System`; the counting only touches
-// thread-locals that never allocate (const-initialized `Cell`s).
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note();
-        // SAFETY: the caller's guarantees for `alloc` are passed on as they are.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note();
-        // SAFETY: as for `alloc`.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note();
-        // SAFETY: `ptr` and `layout` come from this allocator, that is from `System`.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` and `layout` come from this allocator, that is from `System`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
+use zmtp_testkit::allocations::{on_this_thread as counted, Counting};
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
-
-/// Run `f` and count the allocations it makes on this thread.
-fn counted<R>(f: impl FnOnce() -> R) -> (R, u64) {
-    let before = COUNT.with(Cell::get);
-    COUNTING.with(|on| on.set(true));
-    let r = f();
-    COUNTING.with(|on| on.set(false));
-    (r, COUNT.with(Cell::get) - before)
-}
 
 #[test]
 fn the_counting_allocator_counts_this_thread_only() {

@@ -16,6 +16,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod allocations;
 pub mod cluster;
 #[cfg(feature = "curve")]
 pub mod fuzz;
