@@ -100,6 +100,9 @@ pub(super) struct Rules {
     pub(super) plain_input: bool,
     /// `send_slice` goes straight to load balancing (no envelope, no routing id).
     pub(super) direct_send: bool,
+    /// `recv` is fair queuing and nothing else (no envelope, no routing id, no XPUB
+    /// queue): `recv_many` may take a lone peer's queue in one move.
+    pub(super) plain_recv: bool,
     /// Peers are routable by their id only once its handshake told it: a connect peer is
     /// not attached before, and is detached when its stream ends (ROUTER).
     pub(super) routes_by_id: bool,
@@ -116,6 +119,7 @@ impl Rules {
             probes: false,
             plain_input: true,
             direct_send: false,
+            plain_recv: false,
             routes_by_id: false,
             subscribes: false,
         };
@@ -128,12 +132,14 @@ impl Rules {
             },
             SocketType::Pull => Rules {
                 conflate: true,
+                plain_recv: true,
                 ..BASE
             },
             SocketType::Dealer => Rules {
                 conflate: true,
                 probes: true,
                 direct_send: true,
+                plain_recv: true,
                 ..BASE
             },
             SocketType::Pub => Rules {
@@ -146,6 +152,7 @@ impl Rules {
                 family: Family::PubSub,
                 conflate: true,
                 plain_input: false,
+                plain_recv: true,
                 subscribes: true,
                 ..BASE
             },
@@ -156,6 +163,7 @@ impl Rules {
             },
             SocketType::XSub => Rules {
                 family: Family::PubSub,
+                plain_recv: true,
                 subscribes: true,
                 ..BASE
             },
@@ -177,6 +185,7 @@ impl Rules {
             SocketType::Pair => Rules {
                 family: Family::Pair,
                 direct_send: true,
+                plain_recv: true,
                 ..BASE
             },
             _ => Rules {
@@ -378,6 +387,9 @@ impl Socket {
         now: impl Clock,
     ) -> usize {
         let mut n = 0;
+        if self.rules.plain_recv {
+            n = self.fq_drain_lone(out, max, &now);
+        }
         while n < max {
             let Some(msg) = dispatch!(self, recv(self, &now)) else {
                 break;

@@ -116,6 +116,31 @@ impl Socket {
         None
     }
 
+    /// [`recv_many`](Socket::recv_many)'s bulk move: with one attached peer and nothing
+    /// left by departed ones, fair queuing is that peer's queue in order, so up to `max`
+    /// of its messages move to `out` at once (resuming its input as `fq_pop` would).
+    /// Returns how many; 0 when it does not apply.
+    pub(in crate::socket) fn fq_drain_lone(
+        &mut self,
+        out: &mut Vec<Message>,
+        max: usize,
+        now: &impl Clock,
+    ) -> usize {
+        let (&[peer], true) = (&self.attached[..], self.departed.is_empty()) else {
+            return 0;
+        };
+        let rcvhwm = self.rcv_limit();
+        let Some(p) = self.peers.get_mut(&peer) else {
+            return 0;
+        };
+        let k = max.min(p.inq.len());
+        out.extend(p.inq.drain(..k));
+        if p.held && p.inq.len() <= rcvhwm / 2 {
+            self.resume_input(peer, now.now());
+        }
+        k
+    }
+
     /// The oldest message left by a departed peer (any, or `peer`).
     pub(in crate::socket) fn pop_departed(
         &mut self,
