@@ -358,7 +358,10 @@ impl Socket {
         now: impl Clock,
     ) -> Result<usize, SendError> {
         let mut n = 0;
-        for body in bodies {
+        if self.rules.direct_send && self.closing.is_none() {
+            n = self.send_lb_lone(bodies);
+        }
+        for body in bodies.iter().skip(n) {
             match self.send_slice(body.as_ref(), || now.now()) {
                 Ok(_) => n += 1,
                 Err(SendError::WouldBlock(_)) => break,

@@ -50,6 +50,35 @@ impl Socket {
         Err(SendError::WouldBlock(out.into_message()))
     }
 
+    /// [`send_slices`](Socket::send_slices)'s bulk path: with one attached peer, load
+    /// balancing is that peer, so the bodies are handed to it in order, with one lookup,
+    /// while it has room. Returns how many; 0 also when it does not apply.
+    pub(in crate::socket) fn send_lb_lone<B: AsRef<[u8]>>(&mut self, bodies: &[B]) -> usize {
+        let &[peer] = &self.attached[..] else {
+            return 0;
+        };
+        let rule = self.room_rule();
+        let conflate = self.conflate();
+        let Some(p) = self.peers.get_mut(&peer) else {
+            return 0;
+        };
+        let mut n = 0;
+        for body in bodies {
+            if !rule.admits(p) {
+                break;
+            }
+            deliver_to(
+                &mut self.dirty,
+                p,
+                peer,
+                Outgoing::Frame(body.as_ref()),
+                conflate,
+            );
+            n += 1;
+        }
+        n
+    }
+
     /// Whether some attached peer has room (load balancing can send).
     pub(in crate::socket) fn lb_room(&self) -> bool {
         self.attached.iter().any(|&p| self.has_room(p))
