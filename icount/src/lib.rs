@@ -291,15 +291,22 @@ pub enum Scenario {
     /// One round trip: REQ `send` (shared body), its output fed to REP, REP `recv`, REP
     /// `send` of the request's body back, its output fed to REQ, REQ `recv` and a check.
     ReqRep,
+    /// PUSH `send_slices` of 64 bodies at a time (the batch call), then the encoded bytes
+    /// of the batch taken and every frame checked.
+    PushSendMany,
+    /// As [`PullRecv`](Self::PullRecv), with `recv_many` taking the 64 messages at once.
+    PullRecvMany,
 }
 
 impl Scenario {
     /// Every scenario, in the order of the report.
-    pub const ALL: [Scenario; 4] = [
+    pub const ALL: [Scenario; 6] = [
         Scenario::PushSend,
         Scenario::PullRecv,
         Scenario::PubFanout,
         Scenario::ReqRep,
+        Scenario::PushSendMany,
+        Scenario::PullRecvMany,
     ];
 
     /// The scenario's name on the command line and in the baseline.
@@ -309,6 +316,8 @@ impl Scenario {
             Scenario::PullRecv => "pull-recv",
             Scenario::PubFanout => "pub-fanout",
             Scenario::ReqRep => "reqrep",
+            Scenario::PushSendMany => "push-send-many",
+            Scenario::PullRecvMany => "pull-recv-many",
         }
     }
 
@@ -322,9 +331,11 @@ impl Scenario {
     pub fn run(self, count: u64) -> Result<(), Failure> {
         match self {
             Scenario::PushSend => push_send(count),
-            Scenario::PullRecv => pull_recv(count),
+            Scenario::PullRecv => pull_recv(count, false),
             Scenario::PubFanout => pub_fanout(count),
             Scenario::ReqRep => reqrep(count),
+            Scenario::PushSendMany => push_send_many(count),
+            Scenario::PullRecvMany => pull_recv(count, true),
         }
     }
 }
@@ -388,7 +399,39 @@ fn push_send(count: u64) -> Result<(), Failure> {
     Ok(())
 }
 
-fn pull_recv(count: u64) -> Result<(), Failure> {
+/// `send_slices` of a batch at a time, then the batch's bytes checked frame by frame.
+fn push_send_many(count: u64) -> Result<(), Failure> {
+    let (mut net, push, _) = push_pull();
+    let mut bodies = [[0u8; BODY_LEN]; BATCH];
+    let total = WARM_UP + count;
+    let mut sent = 0u64;
+    let mut encoded = [0u8; BATCH * ENCODED_LEN];
+    while sent < total {
+        let n = (total - sent).min(BATCH as u64) as usize;
+        for (k, body) in bodies.iter_mut().take(n).enumerate() {
+            body[..8].copy_from_slice(&(sent + k as u64).to_le_bytes());
+        }
+        let taken = net.socket(push.socket).send_slices(&bodies[..n], NOW);
+        ensure!(taken == Ok(n), "message {sent}: send_slices gave {taken:?}");
+        let mut seen = 0usize;
+        net.take_all(push.socket, |_, chunk| {
+            if let Some(dst) = encoded.get_mut(seen..seen + chunk.len()) {
+                dst.copy_from_slice(chunk);
+            }
+            seen += chunk.len();
+        });
+        ensure!(seen == n * ENCODED_LEN, "message {sent}: {seen} bytes out");
+        for (k, frame) in encoded.chunks(ENCODED_LEN).take(n).enumerate() {
+            let ok = frame[..2] == [0, BODY_LEN as u8] && frame[2..10] == bodies[k][..8];
+            ensure!(ok, "message {}: frame {:?}", sent + k as u64, &frame[..10]);
+        }
+        sent += n as u64;
+    }
+    Ok(())
+}
+
+/// `recv` of each message, or `recv_many` of the batch (`many`).
+fn pull_recv(count: u64, many: bool) -> Result<(), Failure> {
     let (mut net, push, pull) = push_pull();
     // BATCH messages encoded by the PUSH, kept as bytes: the PULL is fed these again and
     // again (a data frame's encoding does not depend on what came before).
@@ -406,15 +449,26 @@ fn pull_recv(count: u64) -> Result<(), Failure> {
     );
     let total = WARM_UP + count;
     let mut received = 0u64;
+    let mut batch = Vec::with_capacity(BATCH);
     while received < total {
         let n = (total - received).min(BATCH as u64) as usize;
         net.feed(pull, &encoded[..n * ENCODED_LEN]);
-        for k in 0..n {
-            let msg = net.socket(pull.socket).recv(NOW);
-            let ok = msg
-                .as_ref()
-                .is_some_and(|m| has_body(m, k as u64) && m.len() == 1);
-            ensure!(ok, "message {}: received {msg:?}", received + k as u64);
+        if many {
+            batch.clear();
+            let got = net.socket(pull.socket).recv_many(&mut batch, BATCH, NOW);
+            ensure!(got == n, "message {received}: recv_many gave {got} of {n}");
+            for (k, m) in batch.iter().enumerate() {
+                let ok = has_body(m, k as u64) && m.len() == 1;
+                ensure!(ok, "message {}: received {m:?}", received + k as u64);
+            }
+        } else {
+            for k in 0..n {
+                let msg = net.socket(pull.socket).recv(NOW);
+                let ok = msg
+                    .as_ref()
+                    .is_some_and(|m| has_body(m, k as u64) && m.len() == 1);
+                ensure!(ok, "message {}: received {msg:?}", received + k as u64);
+            }
         }
         let extra = net.socket(pull.socket).recv(NOW);
         ensure!(extra.is_none(), "an extra message: {extra:?}");
