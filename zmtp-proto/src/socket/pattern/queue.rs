@@ -2,6 +2,7 @@
 //! peers with room) and fair queuing (round robin over attached peers with a complete
 //! message, what departed peers left first), with RCVHWM holding and resuming input.
 
+use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
 use crate::socket::output::deliver_to;
@@ -163,7 +164,16 @@ impl Socket {
             return 0;
         };
         let k = max.min(p.inq.len());
-        out.extend(p.inq.drain(..k));
+        if k == p.inq.len() && out.is_empty() && out.capacity() >= k {
+            // The whole queue into an empty list that could hold it: swap the two
+            // buffers, so that no message is moved one by one (`Vec` and `VecDeque`
+            // convert into each other without copying when the queue starts at the front
+            // of its buffer, as one refilled from an empty list does).
+            let spare = VecDeque::from(core::mem::take(out));
+            *out = Vec::from(core::mem::replace(&mut p.inq, spare));
+        } else {
+            out.extend(p.inq.drain(..k));
+        }
         if p.held && p.inq.len() <= rcvhwm / 2 {
             self.resume_input(peer, now.now());
         }
