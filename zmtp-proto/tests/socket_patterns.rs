@@ -89,6 +89,50 @@ fn pull_fair_queues_one_message_per_peer() {
 }
 
 #[test]
+fn recv_many_keeps_order_whether_it_takes_all_or_part_of_a_queue() {
+    let mut c = Cluster::new(4);
+    let pull = c.add_default(Pull);
+    let ep = c.bind(pull, ANY);
+    let push = c.add_default(Push);
+    c.connect(push, &ep);
+    let mut next = 0;
+    let mut send = |c: &mut Cluster, n: usize| {
+        for _ in 0..n {
+            c.send(push, m(&[&next.to_string()])).unwrap();
+            next += 1;
+        }
+        c.run_until_idle();
+    };
+    let mut got: Vec<String> = Vec::new();
+    let mut batch: Vec<Message> = Vec::with_capacity(8);
+    // Part of a queue (5 of 12), then the rest into an empty list that can hold it
+    // (whole queue: the buffers are swapped), then into a list that is not empty, and
+    // again after the queue was refilled in the buffer it was given.
+    send(&mut c, 12);
+    let now = c.now();
+    assert_eq!(c.socket(pull).recv_many(&mut batch, 5, now), 5);
+    got.extend(texts(&batch));
+    batch.clear();
+    assert_eq!(c.socket(pull).recv_many(&mut batch, 100, now), 7);
+    got.extend(texts(&batch));
+    batch.clear();
+    send(&mut c, 3);
+    batch.push(m(&["kept"]));
+    assert_eq!(c.socket(pull).recv_many(&mut batch, 100, now), 3);
+    assert_eq!(texts(&batch)[0], "kept");
+    got.extend(texts(&batch[1..]));
+    batch = Vec::new();
+    send(&mut c, 4);
+    // An empty list without room: the messages are moved, and all arrive.
+    assert_eq!(c.socket(pull).recv_many(&mut batch, 100, now), 4);
+    got.extend(texts(&batch));
+    send(&mut c, 2);
+    assert_eq!(recv_texts(&mut c, pull), ["19", "20"]);
+    let want: Vec<String> = (0..19).map(|i| i.to_string()).collect();
+    assert_eq!(got, want);
+}
+
+#[test]
 fn dealer_load_balances_out_and_fair_queues_in() {
     let mut c = Cluster::new(3);
     let hub = c.add_default(Dealer);
