@@ -45,8 +45,9 @@ pub use runtime::{
 };
 pub use zmtp_async::{
     curve_keypair, z85, AuthReply, Authenticator, Bytes, CloseReport, EndpointError, Error,
-    KeyPair, Message, Monitor, MonitorEvent, MonitorEventKind, Options, PeerProperties, PublicKey,
-    SecretKey, Security, SendError, Sent, SocketType, TextError, ZapRequest,
+    GroupError, KeyPair, Message, MetadataError, Monitor, MonitorEvent, MonitorEventKind, Options,
+    PeerProperties, PublicKey, SecretKey, Security, SendError, Sent, SocketType, TextError,
+    ZapRequest,
 };
 
 /// A ZeroMQ socket. Its tasks run on the executor of the enclosing [`block_on`], or on

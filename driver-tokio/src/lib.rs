@@ -61,8 +61,9 @@ mod runtime;
 pub use runtime::{Tokio, TokioTask, TokioTcp, TokioTcpListener, TokioUnix, TokioUnixListener};
 pub use zmtp_async::{
     curve_keypair, z85, AuthReply, Authenticator, Bytes, CloseReport, EndpointError, Error,
-    KeyPair, Message, Monitor, MonitorEvent, MonitorEventKind, Options, PeerProperties, PublicKey,
-    SecretKey, Security, SendError, Sent, SocketType, TextError, ZapRequest,
+    GroupError, KeyPair, Message, MetadataError, Monitor, MonitorEvent, MonitorEventKind, Options,
+    PeerProperties, PublicKey, SecretKey, Security, SendError, Sent, SocketType, TextError,
+    ZapRequest,
 };
 
 /// A ZeroMQ socket. Its I/O runs on tasks of the tokio runtime it was created in

@@ -192,10 +192,7 @@ impl Pattern for Radio {
         let mut any = false;
         for i in 0..s.attached.len() {
             let peer = s.attached[i];
-            let joined = s
-                .peers
-                .get(&peer)
-                .is_some_and(|p| p.subs.contains(&group));
+            let joined = s.peers.get(&peer).is_some_and(|p| p.subs.contains(&group));
             if joined && s.has_room(peer) {
                 let body = msg.first().cloned().unwrap_or_default();
                 s.deliver(peer, Message::two(group.clone(), body));
