@@ -424,3 +424,41 @@ fn dish_sends_its_joins_sorted_on_every_connect_and_join_and_leave_as_they_come(
         b"\x04\x06\x04JOINa\x04\x06\x04JOINb\x04\x06\x04JOINc"
     );
 }
+
+// ----- routing ids across reconnects --------------------------------------------------------
+
+#[test]
+fn server_and_peer_route_to_a_peer_they_reconnected_to() {
+    for (seed, (ty, partner)) in [(Server, Client), (Peer, Peer)].into_iter().enumerate() {
+        for immediate in [false, true] {
+            let what = format!("{ty:?}, immediate {immediate}");
+            let mut c = Cluster::new(70 + seed as u64);
+            c.hold_connects_to(HELD);
+            let sock = c.add(
+                ty,
+                opts(|o| {
+                    o.reconnect_ivl = Some(Duration::from_millis(100));
+                    o.immediate = immediate;
+                }),
+            );
+            c.connect(sock, HELD);
+            for round in 0..3 {
+                let mut raw = answer_connect(&mut c, sock, Config::new(partner));
+                assert!(raw.send_frames(&mut c, &[b"hi"]));
+                c.run_until_idle();
+                let got = c.recv(sock).expect("the message");
+                let id = got.routing_id().expect("a routing id");
+                assert_eq!(
+                    c.send(sock, to(id, "back")),
+                    Ok(Sent::Queued),
+                    "{what}, round {round}"
+                );
+                c.run_until_idle();
+                raw.exchange(&mut c);
+                assert_eq!(raw.messages(), [[&b"back"[..]]], "{what}, round {round}");
+                c.remote_reset(raw.remote);
+                c.run_for(Duration::from_millis(150));
+            }
+        }
+    }
+}
