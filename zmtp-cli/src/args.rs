@@ -5,6 +5,7 @@ use std::ffi::{OsStr, OsString};
 use std::time::Duration;
 
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use zmtp_async::GROUP_MAX_LEN;
 use zmtp_tokio::{z85, SocketType};
 
 use crate::hex;
@@ -86,7 +87,8 @@ pub enum CliCommand {
 #[derive(Debug, Args)]
 pub struct CommonCli {
     /// The socket type, in any case: pair, pub, sub, xpub, xsub, push, pull, req, rep,
-    /// dealer, router
+    /// dealer, router; draft (single-frame messages): client, server, radio, dish, scatter,
+    /// gather, peer, channel
     #[arg(
         short = 't',
         long = "type",
@@ -172,9 +174,13 @@ pub struct SendCli {
     #[arg(long, value_name = "MS", value_parser = millis)]
     pub delay: Option<Duration>,
     /// pub, xpub: before the first send, wait until N subscriptions have arrived (a SUB
-    /// without --subscribe makes one)
+    /// without --subscribe makes one); radio: until N dishes have connected, then 200 ms
+    /// for their joins
     #[arg(long, value_name = "N", value_parser = positive)]
     pub wait_subscribers: Option<u64>,
+    /// radio: the group every message goes to (at most 255 bytes; '' is the empty group)
+    #[arg(long, value_name = "GROUP", value_parser = clap::value_parser!(OsString))]
+    pub group: Option<OsString>,
     /// FRAME arguments and input lines are hex
     #[arg(long, conflicts_with = "unescape")]
     pub hex_frames: bool,
@@ -197,12 +203,16 @@ pub struct RecvCli {
     #[arg(short = 'n', long = "count", value_name = "N", allow_hyphen_values = true,
           value_parser = positive)]
     pub count: Option<u64>,
-    /// Send every message back as received (pair, dealer, router, rep)
+    /// Send every message back as received (pair, dealer, router, rep; client, channel,
+    /// and server and peer to the sender's routing id)
     #[arg(long)]
     pub echo: bool,
     /// Subscribe to PREFIX (repeatable; a SUB without any gets everything)
     #[arg(long, value_name = "PREFIX", value_parser = clap::value_parser!(OsString))]
     pub subscribe: Vec<OsString>,
+    /// dish: join GROUP (repeatable, at least one; matched whole, not as a prefix)
+    #[arg(long, value_name = "GROUP", value_parser = clap::value_parser!(OsString))]
+    pub join: Vec<OsString>,
     #[command(flatten)]
     pub security: SecurityCli,
 }
@@ -251,6 +261,22 @@ pub enum TypeArg {
     Dealer,
     /// ROUTER
     Router,
+    /// CLIENT (draft)
+    Client,
+    /// SERVER (draft)
+    Server,
+    /// RADIO (draft)
+    Radio,
+    /// DISH (draft)
+    Dish,
+    /// SCATTER (draft)
+    Scatter,
+    /// GATHER (draft)
+    Gather,
+    /// PEER (draft)
+    Peer,
+    /// CHANNEL (draft)
+    Channel,
 }
 
 impl From<TypeArg> for SocketType {
@@ -267,8 +293,32 @@ impl From<TypeArg> for SocketType {
             TypeArg::Rep => SocketType::Rep,
             TypeArg::Dealer => SocketType::Dealer,
             TypeArg::Router => SocketType::Router,
+            TypeArg::Client => SocketType::Client,
+            TypeArg::Server => SocketType::Server,
+            TypeArg::Radio => SocketType::Radio,
+            TypeArg::Dish => SocketType::Dish,
+            TypeArg::Scatter => SocketType::Scatter,
+            TypeArg::Gather => SocketType::Gather,
+            TypeArg::Peer => SocketType::Peer,
+            TypeArg::Channel => SocketType::Channel,
         }
     }
+}
+
+/// Whether `ty` is one of the draft types, whose messages are single frames: `send` makes
+/// each frame a message of its own.
+pub fn single_frame(ty: SocketType) -> bool {
+    matches!(
+        ty,
+        SocketType::Client
+            | SocketType::Server
+            | SocketType::Radio
+            | SocketType::Dish
+            | SocketType::Scatter
+            | SocketType::Gather
+            | SocketType::Peer
+            | SocketType::Channel
+    )
 }
 
 /// `--linger`: how long close waits for queued messages.
@@ -371,6 +421,10 @@ pub struct SocketArgs {
     pub echo: bool,
     /// `--subscribe` prefixes.
     pub subscribe: Vec<Vec<u8>>,
+    /// `--join`: the groups a DISH joins (each once).
+    pub join: Vec<Vec<u8>>,
+    /// `--group`: the group a RADIO sends to.
+    pub group: Option<Vec<u8>>,
     /// `--timeout`.
     pub timeout: Option<Duration>,
     /// `--identity`.
@@ -383,7 +437,8 @@ pub struct SocketArgs {
     pub input: Input,
     /// `--delay`: wait this long before the first send.
     pub delay: Option<Duration>,
-    /// `--wait-subscribers`: subscriptions to wait for before the first send.
+    /// `--wait-subscribers`: subscriptions (PUB, XPUB) or dishes (RADIO) to wait for before
+    /// the first send.
     pub wait_subscribers: Option<u64>,
     /// Security options.
     pub role: Role,
@@ -605,6 +660,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, Failure> {
                 count,
                 delay,
                 wait_subscribers,
+                group,
                 hex_frames,
                 unescape,
                 frames,
@@ -613,6 +669,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, Failure> {
                 count,
                 delay,
                 wait_subscribers,
+                group,
                 hex_frames,
                 unescape,
                 frames,
@@ -631,6 +688,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, Failure> {
                     count: r.count,
                     echo: r.echo,
                     subscribe: r.subscribe,
+                    join: r.join,
                 },
             )
             .map(Command::Recv)
@@ -658,6 +716,7 @@ struct SendRest {
     count: Option<u64>,
     delay: Option<Duration>,
     wait_subscribers: Option<u64>,
+    group: Option<OsString>,
     hex_frames: bool,
     unescape: bool,
     frames: Vec<OsString>,
@@ -670,6 +729,7 @@ enum SendOrRecv {
         count: Option<u64>,
         echo: bool,
         subscribe: Vec<OsString>,
+        join: Vec<OsString>,
     },
 }
 
@@ -726,6 +786,8 @@ fn socket_args(
         output,
         echo: false,
         subscribe: Vec::new(),
+        join: Vec::new(),
+        group: None,
         timeout: common.timeout,
         identity: common.identity.as_deref().map(os_bytes),
         hwm: common.hwm,
@@ -739,7 +801,7 @@ fn socket_args(
     };
     match specific {
         SendOrRecv::Send(s) => {
-            if matches!(ty, SocketType::Pull | SocketType::Sub) {
+            if !ty.sends() {
                 return Err(usage(format!("a {name} socket cannot send")));
             }
             if ty == SocketType::Rep {
@@ -747,11 +809,34 @@ fn socket_args(
                     "a REP socket cannot send first (use 'recv -t rep --echo', or 'send -t req')",
                 ));
             }
-            if s.wait_subscribers.is_some() && !matches!(ty, SocketType::Pub | SocketType::XPub) {
-                return Err(usage(format!(
-                    "--wait-subscribers needs a pub or xpub socket, not {name}"
-                )));
+            if ty == SocketType::Server {
+                return Err(usage(
+                    "a SERVER socket cannot send first: it replies to its clients' routing ids \
+                     (use 'recv -t server --echo', or 'send -t client')",
+                ));
             }
+            only_for(
+                "--wait-subscribers",
+                s.wait_subscribers.is_some(),
+                ty,
+                &[SocketType::Pub, SocketType::XPub, SocketType::Radio],
+            )?;
+            only_for("--group", s.group.is_some(), ty, &[SocketType::Radio])?;
+            if ty == SocketType::Radio && s.group.is_none() {
+                return Err(usage(
+                    "a RADIO sends to a group: give --group GROUP ('' for the empty group)",
+                ));
+            }
+            if ty == SocketType::Peer && !matches!(args.endpoints[..], [(Direction::Connect, _)]) {
+                return Err(usage(
+                    "send -t peer sends to the one peer it connects to: give one -c EP and no -b",
+                ));
+            }
+            args.group = s
+                .group
+                .as_deref()
+                .map(|g| group_arg("--group", g))
+                .transpose()?;
             args.input = match (s.hex_frames, s.unescape) {
                 (true, _) => Input::Hex,
                 (false, true) => Input::Escaped,
@@ -780,18 +865,15 @@ fn socket_args(
             count,
             echo,
             subscribe,
+            join,
         } => {
-            if echo
-                && !matches!(
-                    ty,
-                    SocketType::Rep | SocketType::Router | SocketType::Dealer | SocketType::Pair
-                )
-            {
+            if echo && !ECHOES.contains(&ty) {
                 return Err(usage(format!(
-                    "--echo needs a socket that can answer (rep, router, dealer, pair), not {name}"
+                    "--echo needs a socket that can answer ({}), not {name}",
+                    lower_names(ECHOES, ", ")
                 )));
             }
-            if matches!(ty, SocketType::Push | SocketType::Pub) {
+            if !ty.receives() {
                 return Err(usage(format!("a {name} socket cannot receive")));
             }
             if ty == SocketType::Req {
@@ -799,10 +881,23 @@ fn socket_args(
                     "a REQ socket must send first (use 'send -t req', which prints the replies)",
                 ));
             }
-            if !subscribe.is_empty() && !matches!(ty, SocketType::Sub | SocketType::XSub) {
-                return Err(usage(format!(
-                    "--subscribe needs a sub or xsub socket, not {name}"
-                )));
+            only_for(
+                "--subscribe",
+                !subscribe.is_empty(),
+                ty,
+                &[SocketType::Sub, SocketType::XSub],
+            )?;
+            only_for("--join", !join.is_empty(), ty, &[SocketType::Dish])?;
+            if ty == SocketType::Dish && join.is_empty() {
+                return Err(usage(
+                    "a DISH receives only the groups it joins: give --join GROUP (repeatable)",
+                ));
+            }
+            for g in &join {
+                let g = group_arg("--join", g)?;
+                if !args.join.contains(&g) {
+                    args.join.push(g);
+                }
             }
             args.count = count;
             args.echo = echo;
@@ -810,6 +905,56 @@ fn socket_args(
         }
     }
     Ok(args)
+}
+
+/// The types `recv --echo` takes: those that can answer what they receive.
+const ECHOES: &[SocketType] = &[
+    SocketType::Rep,
+    SocketType::Router,
+    SocketType::Dealer,
+    SocketType::Pair,
+    SocketType::Client,
+    SocketType::Server,
+    SocketType::Peer,
+    SocketType::Channel,
+];
+
+/// The names of `types` in lower case (as `-t` takes them), separated by `sep`.
+fn lower_names(types: &[SocketType], sep: &str) -> String {
+    let names: Vec<String> = types.iter().map(|t| t.name().to_lowercase()).collect();
+    names.join(sep)
+}
+
+/// A usage error when an option `flag` that only `types` take was `given` with `ty`.
+fn only_for(flag: &str, given: bool, ty: SocketType, types: &[SocketType]) -> Result<(), Failure> {
+    if !given || types.contains(&ty) {
+        return Ok(());
+    }
+    let list = match types {
+        [one] => one.name().to_lowercase(),
+        [rest @ .., last] => format!(
+            "{} or {}",
+            lower_names(rest, ", "),
+            last.name().to_lowercase()
+        ),
+        [] => String::new(),
+    };
+    Err(usage(format!(
+        "{flag} needs a {list} socket, not {}",
+        ty.name()
+    )))
+}
+
+/// A group given to `flag` (`--group`, `--join`): at most [`GROUP_MAX_LEN`] bytes.
+fn group_arg(flag: &str, group: &OsStr) -> Result<Vec<u8>, Failure> {
+    let group = os_bytes(group);
+    if group.len() > GROUP_MAX_LEN {
+        return Err(usage(format!(
+            "{flag}: a group is at most {GROUP_MAX_LEN} bytes, not {}",
+            group.len()
+        )));
+    }
+    Ok(group)
 }
 
 /// One frame as given, read the way `input` says; `None` if it is malformed.
