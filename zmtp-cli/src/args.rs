@@ -16,10 +16,14 @@ const MAIN_AFTER: &str = "\
 Endpoints (EP): tcp://HOST:PORT (bind tcp://*:PORT, or tcp://127.0.0.1:* for any free port),
 ipc:///path, ipc://@abstract-name, inproc://name.
 
+Socket types: the classic pair, pub, sub, xpub, xsub, push, pull, req, rep, dealer,
+router, and the draft client, server, radio, dish, scatter, gather, peer, channel (libzmq's
+draft API), whose messages are single frames.
+
 Exit status: 0 done, 1 bad usage or configuration, 2 runtime failure (bind failed,
 authentication refused, I/O error), 3 --timeout expired, 4 messages not delivered (send:
-dropped for want of a subscriber or of a peer with that routing id, or still queued when
---linger ran out).";
+dropped for want of a subscriber, a dish or a peer with that routing id, or still queued
+when --linger ran out).";
 
 /// The text after the options list of `zmtp send --help`.
 const SEND_AFTER: &str = "\
@@ -31,10 +35,18 @@ to send to.
 A PUB sends only to subscribers that have joined: start them first, or use
 --wait-subscribers N (or --delay MS) so that early messages are not dropped.
 
+Draft types send single-frame messages only: each FRAME argument, and each TAB-separated
+frame of an input line, is a message of its own. A RADIO sends every message to --group
+GROUP, and only dishes that have joined GROUP get it; --wait-subscribers N waits for N
+dishes to connect, then 200 ms for their joins. A PEER (-c EP, once) sends to the peer it
+connects to. A CLIENT, SCATTER or CHANNEL sends as a DEALER, PUSH or PAIR does. A SERVER
+only replies: use 'recv -t server --echo'.
+
 Exit status: 0 every message sent and written, 1 bad usage, 2 runtime failure, 3 --timeout
 expired, 4 messages not delivered: dropped by a PUB or XPUB without a subscriber for them,
-or by a ROUTER without a peer of that routing id, or still queued when --linger ran out
-(no peer to take them). Standard error counts them.";
+by a RADIO without a dish that joined the group, or by a ROUTER without a peer of that
+routing id, or still queued when --linger ran out (no peer to take them). Standard error
+counts them.";
 
 /// The text after the options list of `zmtp recv --help`.
 const RECV_AFTER: &str = "\
@@ -43,6 +55,10 @@ every message stays on one line: a backslash is written \\\\, TAB \\t, newline \
 return \\r, and any other control character or byte that is not UTF-8 \\xHH. Text without
 these prints as it is. --hex prints every frame in hex instead, --raw the bytes as they came.
 send --unescape (or --hex-frames for --hex output) reads the lines back.
+
+A DISH (--join GROUP, repeatable) prints each message's group as a first column, before
+its frame. A SERVER or PEER prints the message alone: the routing id it came with is a
+number local to this socket, which --echo answers to.
 
 Exit status: 0 done, 1 bad usage, 2 runtime failure, 3 --timeout expired.";
 
@@ -189,7 +205,8 @@ pub struct SendCli {
     pub unescape: bool,
     #[command(flatten)]
     pub security: SecurityCli,
-    /// The frames of one message; none: read messages from standard input
+    /// The frames of one message (draft types: one message each); none: read messages from
+    /// standard input
     #[arg(value_name = "FRAME", value_parser = clap::value_parser!(OsString))]
     pub frames: Vec<OsString>,
 }
@@ -1212,6 +1229,64 @@ mod tests {
     }
 
     #[test]
+    fn draft_types_take_their_groups() {
+        let Ok(Command::Recv(r)) = parse(args(&[
+            "recv", "-t", "DISH", "-c", "x", "--join", "a", "--join", "", "--join", "a",
+        ])) else {
+            panic!("not a recv");
+        };
+        assert_eq!(r.ty, SocketType::Dish);
+        // Each group once, in the order given; the empty group is a group.
+        assert_eq!(r.join, [b"a".to_vec(), Vec::new()]);
+        let Ok(Command::Send(s)) = parse(args(&[
+            "send",
+            "-t",
+            "radio",
+            "-b",
+            "x",
+            "--group",
+            "news",
+            "--wait-subscribers",
+            "2",
+            "a",
+            "b",
+        ])) else {
+            panic!("not a send");
+        };
+        assert_eq!(s.group.as_deref(), Some(&b"news"[..]));
+        assert_eq!(s.wait_subscribers, Some(2));
+        assert_eq!(s.frames, Some(vec![b"a".to_vec(), b"b".to_vec()]));
+        for (ty, expected) in [
+            ("client", SocketType::Client),
+            ("scatter", SocketType::Scatter),
+            ("channel", SocketType::Channel),
+            ("peer", SocketType::Peer),
+        ] {
+            let Ok(Command::Send(s)) = parse(args(&["send", "-t", ty, "-c", "x", "m"])) else {
+                panic!("{ty}: not a send");
+            };
+            assert_eq!(s.ty, expected);
+            assert!(single_frame(s.ty));
+        }
+        assert!(!single_frame(SocketType::Dealer));
+        for ty in ["server", "peer", "client", "channel"] {
+            assert!(parse(args(&["recv", "-t", ty, "-b", "x", "--echo"])).is_ok());
+        }
+        assert!(
+            usage_error(&["recv", "-t", "gather", "-c", "x", "--join", "g"])
+                .contains("--join needs a dish socket, not GATHER")
+        );
+        assert!(
+            usage_error(&["send", "-t", "dealer", "-c", "x", "--group", "g", "m"])
+                .contains("--group needs a radio socket, not DEALER")
+        );
+        assert!(
+            usage_error(&["send", "-t", "push", "-c", "x", "--wait-subscribers", "1"])
+                .contains("a pub, xpub or radio socket")
+        );
+    }
+
+    #[test]
     fn each_subcommand_has_its_own_help() {
         let Ok(Command::Print(send)) = parse(args(&["send", "--help"])) else {
             panic!("no help");
@@ -1222,6 +1297,8 @@ mod tests {
             panic!("no help");
         };
         assert!(recv.contains("--echo") && !recv.contains("--wait-subscribers"));
+        assert!(recv.contains("--join") && !recv.contains("--group"));
+        assert!(send.contains("--group") && !send.contains("--join"));
         assert!(help_text().contains("completions"));
     }
 }

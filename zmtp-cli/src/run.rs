@@ -781,6 +781,56 @@ mod tests {
     }
 
     #[test]
+    fn a_dish_message_prints_its_group_first() {
+        let mut news = Message::from(&b"rain\tsnow"[..]);
+        news.set_group("wea\tther").unwrap();
+        assert_eq!(
+            format_message(&news, Output::Escaped),
+            b"wea\\tther\train\\tsnow\n"
+        );
+        assert_eq!(
+            format_message(&news, Output::Hex),
+            b"7765610974686572\t7261696e09736e6f77\n"
+        );
+        // A routing id is not printed: the line is the body alone.
+        let mut reply = Message::from("pong");
+        reply.set_routing_id(7).unwrap();
+        assert_eq!(format_message(&reply, Output::Escaped), b"pong\n");
+    }
+
+    #[test]
+    fn draft_types_send_each_frame_as_a_message() {
+        let frames = vec![b"a".to_vec(), b"b".to_vec()];
+        let classic = Shape {
+            single_frame: false,
+            group: None,
+            routing_id: None,
+        };
+        assert_eq!(
+            classic.messages(frames.clone()).unwrap(),
+            [Message::from(["a", "b"])]
+        );
+        let radio = Shape {
+            single_frame: true,
+            group: Some(Bytes::from_static(b"g")),
+            routing_id: None,
+        };
+        let sent = radio.messages(frames.clone()).unwrap();
+        assert_eq!(sent.len(), 2);
+        assert!(sent
+            .iter()
+            .all(|m| m.len() == 1 && m.group() == Some(&b"g"[..])));
+        let peer = Shape {
+            single_frame: true,
+            group: None,
+            routing_id: Some(42),
+        };
+        let sent = peer.messages(frames).unwrap();
+        assert_eq!(sent[1].routing_id(), Some(42));
+        assert_eq!(&sent[1].frames()[0][..], b"b");
+    }
+
+    #[test]
     fn events_name_the_peer_by_its_address() {
         use MonitorEventKind::*;
         let ep = "tcp://0.0.0.0:5559";
