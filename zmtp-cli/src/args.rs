@@ -40,7 +40,7 @@ frame of an input line, is a message of its own. A RADIO sends every message to 
 GROUP, and only dishes that have joined GROUP get it; --wait-subscribers N waits for N
 dishes to connect, then 200 ms for their joins. A PEER (-c EP, once) sends to the peer it
 connects to. A CLIENT, SCATTER or CHANNEL sends as a DEALER, PUSH or PAIR does. A SERVER
-only replies: use 'recv -t server --echo'.
+only replies to what it receives (see 'zmtp recv --help').
 
 Exit status: 0 every message sent and written, 1 bad usage, 2 runtime failure, 3 --timeout
 expired, 4 messages not delivered: dropped by a PUB or XPUB without a subscriber for them,

@@ -712,14 +712,22 @@ fn each_subcommand_has_its_own_help() {
                 "--wait-subscribers",
                 "--delay",
                 "--unescape",
+                "--group <GROUP>",
                 "Exit status",
             ],
-            &["--echo", "--subscribe <PREFIX>", "--transport"],
+            &["--echo", "--subscribe <PREFIX>", "--join", "--transport"],
         ),
         (
             &["help", "recv"],
-            &["Usage: zmtp recv", "--echo", "--subscribe", "--raw", "\\t"],
-            &["--wait-subscribers", "--transport"],
+            &[
+                "Usage: zmtp recv",
+                "--echo",
+                "--subscribe",
+                "--join <GROUP>",
+                "--raw",
+                "\\t",
+            ],
+            &["--wait-subscribers", "--group", "--transport"],
         ),
         (
             &["bench", "-h"],
@@ -1090,6 +1098,15 @@ fn garbage_arguments_never_panic() {
         "send -t xsub -c {ep} --timeout 300 --linger 0 --hex-frames ''",
         "recv -t XPUB -b tcp://127.0.0.1:* --timeout 300 --heartbeat 1",
         "send -t router -b tcp://127.0.0.1:* --timeout 300 nobody x",
+        // The draft types.
+        "send -t radio --group",
+        "recv -t dish --join",
+        "send -t peer -c ipc:// x",
+        "send -t peer -c inproc://x --timeout 300 --linger 0 x",
+        "recv -t dish -c {ep} --join '' --join '' --timeout 300",
+        "send -t radio -b tcp://127.0.0.1:* --group '' --wait-subscribers 3 --timeout 300 ''",
+        "recv -t server -b tcp://127.0.0.1:* --echo --timeout 300 --hex",
+        "send -t scatter -c {ep} --timeout 300 --hex-frames '' 00",
     ];
     let mut cases: Vec<Vec<OsString>> = lines.iter().map(|l| words(l)).collect();
     let bad = |bytes: &[u8]| OsString::from_vec(bytes.to_vec());
