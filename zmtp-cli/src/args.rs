@@ -177,11 +177,24 @@ pub struct SecurityCli {
     pub curve_secret: Option<String>,
 }
 
-/// `zmtp send`'s own options.
+/// `zmtp send`'s arguments.
 #[derive(Debug, Args)]
 pub struct SendCli {
     #[command(flatten)]
     pub common: CommonCli,
+    #[command(flatten)]
+    pub options: SendOptions,
+    #[command(flatten)]
+    pub security: SecurityCli,
+    /// The frames of one message (draft types: one message each); none: read messages from
+    /// standard input
+    #[arg(value_name = "FRAME", value_parser = clap::value_parser!(OsString))]
+    pub frames: Vec<OsString>,
+}
+
+/// `zmtp send`'s own options.
+#[derive(Debug, Args)]
+pub struct SendOptions {
     /// Send the message N times (each line of input N times)
     #[arg(short = 'n', long = "count", value_name = "N", allow_hyphen_values = true,
           value_parser = positive)]
@@ -203,12 +216,6 @@ pub struct SendCli {
     /// FRAME arguments and input lines use recv's escapes (\t \n \r \\ \xHH)
     #[arg(long)]
     pub unescape: bool,
-    #[command(flatten)]
-    pub security: SecurityCli,
-    /// The frames of one message (draft types: one message each); none: read messages from
-    /// standard input
-    #[arg(value_name = "FRAME", value_parser = clap::value_parser!(OsString))]
-    pub frames: Vec<OsString>,
 }
 
 /// `zmtp recv`'s own options.
@@ -671,27 +678,11 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, Failure> {
         })),
         CliCommand::Send(s) => {
             let sub = sub_matches(&matches, "send");
-            let SendCli {
-                common,
-                security,
-                count,
-                delay,
-                wait_subscribers,
-                group,
-                hex_frames,
-                unescape,
-                frames,
-            } = s;
-            let rest = SendRest {
-                count,
-                delay,
-                wait_subscribers,
-                group,
-                hex_frames,
-                unescape,
-                frames,
+            let send = SendOrRecv::Send {
+                options: s.options,
+                frames: s.frames,
             };
-            socket_args(sub, common, security, SendOrRecv::Send(rest))
+            socket_args(sub, s.common, s.security, send)
                 .map(Command::Send)
                 .map_err(|e| see_also(e, &see))
         }
@@ -728,20 +719,12 @@ fn sub_matches<'m>(matches: &'m ArgMatches, name: &str) -> Option<&'m ArgMatches
         .and_then(|(n, m)| (n == name).then_some(m))
 }
 
-/// `send`'s options beyond the common ones.
-struct SendRest {
-    count: Option<u64>,
-    delay: Option<Duration>,
-    wait_subscribers: Option<u64>,
-    group: Option<OsString>,
-    hex_frames: bool,
-    unescape: bool,
-    frames: Vec<OsString>,
-}
-
 /// The options only one of `send` and `recv` has.
 enum SendOrRecv {
-    Send(SendRest),
+    Send {
+        options: SendOptions,
+        frames: Vec<OsString>,
+    },
     Recv {
         count: Option<u64>,
         echo: bool,
@@ -817,7 +800,7 @@ fn socket_args(
         frames: None,
     };
     match specific {
-        SendOrRecv::Send(s) => {
+        SendOrRecv::Send { options: s, frames } => {
             if !ty.sends() {
                 return Err(usage(format!("a {name} socket cannot send")));
             }
@@ -862,11 +845,11 @@ fn socket_args(
             args.count = s.count;
             args.delay = s.delay;
             args.wait_subscribers = s.wait_subscribers;
-            if !s.frames.is_empty() {
-                let mut frames = Vec::with_capacity(s.frames.len());
-                for p in &s.frames {
+            if !frames.is_empty() {
+                let mut decoded = Vec::with_capacity(frames.len());
+                for p in &frames {
                     let raw = os_bytes(p);
-                    frames.push(decode_frame(&raw, args.input).ok_or_else(|| {
+                    decoded.push(decode_frame(&raw, args.input).ok_or_else(|| {
                         usage(format!(
                             "{}: frame '{}' is not {}",
                             input_flag(args.input),
@@ -875,7 +858,7 @@ fn socket_args(
                         ))
                     })?);
                 }
-                args.frames = Some(frames);
+                args.frames = Some(decoded);
             }
         }
         SendOrRecv::Recv {
