@@ -3,181 +3,173 @@
 //! routing id, `send -t peer`), output and exit codes.
 //!
 //! Each pair runs twice. The binary against itself, two processes ([`itself`]). And the
-//! binary against a socket in this test's process, reached only through the [`Peer`] trait:
-//! the scenarios are generic over it, and `against!` runs them all with one implementation.
-//! They run with [`Ours`] (zmtp-mio) today; another implementation of the draft API, such
-//! as libzmq's draft sockets, runs the same scenarios by implementing [`Peer`] and adding
-//! one `against!` line.
+//! binary against a socket in this test's process, made by a
+//! [`DraftMaker`](zmtp_conformance::draft::DraftMaker), the conformance suite's interface to
+//! any implementation of the draft API: the scenarios take the maker as an argument, and
+//! `against!` runs them all with one. They run with our mio driver and with the core under
+//! the suite's pumped test driver today; libzmq's draft sockets run the same scenarios by
+//! giving `against!` their maker.
 
 mod common;
 
 use std::ffi::OsString;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use common::{ok, run, spawn, text, usage_fails, Outcome, Running, GUARD};
-use zmtp_mio::{Context, Message, Options, SocketType};
+use common::{ok, run, spawn, text, usage_fails, Outcome, Running, GUARD, LIMIT};
+use zmtp_conformance::draft::{Curve, Draft, DraftMaker, DraftSocket, Ours, Refusal};
+use zmtp_conformance::mio_driver::MioDriver;
+use zmtp_conformance::our::PollDriver;
+use zmtp_tokio::SocketType;
 
 /// How long a peer waits to send or receive before the test fails.
 const PEER_WAIT: Duration = Duration::from_secs(10);
 
-/// A message as a [`Peer`] received it.
-#[derive(Debug, PartialEq, Eq)]
-struct Got {
-    /// Its one frame.
-    body: Vec<u8>,
-    /// The routing id it came with (SERVER, PEER).
-    routing_id: Option<u32>,
-    /// The group it came with (DISH).
-    group: Option<Vec<u8>>,
+/// The other side of a scenario: a socket of `maker`'s, over TCP on 127.0.0.1 with NULL
+/// security, with waits that give up after [`PEER_WAIT`]. Every failure panics (it fails the
+/// test).
+struct Peer {
+    socket: Box<dyn DraftSocket>,
 }
 
-impl Got {
-    /// A message with neither routing id nor group.
-    fn plain(body: &str) -> Got {
-        Got {
-            body: body.as_bytes().to_vec(),
-            routing_id: None,
-            group: None,
-        }
-    }
-}
-
-/// The other side of a scenario: one draft socket in this process, bound or connected over
-/// TCP on 127.0.0.1. Every call that fails panics (it fails the test).
-trait Peer: Sized {
+impl Peer {
     /// A socket of type `ty` bound to an ephemeral port, and its endpoint.
-    fn bind(ty: SocketType) -> (Self, String);
+    fn bind(maker: &dyn DraftMaker, ty: SocketType) -> (Peer, String) {
+        let mut socket = maker.socket(ty, &Curve::Off);
+        let endpoint = socket.bind("tcp://127.0.0.1:*").expect("bind");
+        (Peer { socket }, endpoint)
+    }
+
     /// A socket of type `ty` connected to `endpoint`; a DISH joins `groups` first.
-    fn connect(ty: SocketType, endpoint: &str, groups: &[&str]) -> Self;
+    fn connect(maker: &dyn DraftMaker, ty: SocketType, endpoint: &str, groups: &[&str]) -> Peer {
+        let mut socket = maker.socket(ty, &Curve::Off);
+        for group in groups {
+            socket.join(group.as_bytes());
+        }
+        socket.connect(endpoint).expect("connect");
+        Peer { socket }
+    }
+
     /// A PEER connected to `endpoint` as `zmq_connect_peer` does, and the routing id of
     /// the peer there.
-    fn connect_peer(endpoint: &str) -> (Self, u32);
-    /// Send `body` as one message, to `routing_id` (SERVER, PEER) or `group` (RADIO).
-    fn send(&self, body: &str, routing_id: Option<u32>, group: Option<&str>);
-    /// The next message, waiting at most [`PEER_WAIT`].
-    fn recv(&self) -> Got;
-}
-
-/// Our sockets, on the blocking zmtp-mio driver.
-struct Ours {
-    socket: zmtp_mio::Socket,
-    /// Dropped after the socket (which lingers 0 ms: nothing waits).
-    _context: Context,
-}
-
-impl Ours {
-    fn new(ty: SocketType) -> Ours {
-        let context = Context::new().expect("context");
-        let options = Options::default().with_linger(Some(Duration::ZERO));
-        let socket = context.socket_with(ty, options).expect("socket");
-        socket.set_rcvtimeo(Some(PEER_WAIT));
-        socket.set_sndtimeo(Some(PEER_WAIT));
-        Ours {
-            socket,
-            _context: context,
-        }
-    }
-}
-
-impl Peer for Ours {
-    fn bind(ty: SocketType) -> (Ours, String) {
-        let ours = Ours::new(ty);
-        let endpoint = ours.socket.bind("tcp://127.0.0.1:*").expect("bind");
-        (ours, endpoint)
+    fn connect_peer(maker: &dyn DraftMaker, endpoint: &str) -> (Peer, u32) {
+        let mut socket = maker.socket(SocketType::Peer, &Curve::Off);
+        let id = socket.connect_peer(endpoint).expect("connect_peer");
+        (Peer { socket }, id)
     }
 
-    fn connect(ty: SocketType, endpoint: &str, groups: &[&str]) -> Ours {
-        let ours = Ours::new(ty);
-        for group in groups {
-            ours.socket.join(group).expect("join");
+    /// Call `attempt` until it gives a value, letting the socket make progress in between.
+    fn within<T>(
+        &mut self,
+        what: &str,
+        mut attempt: impl FnMut(&mut dyn DraftSocket) -> Option<T>,
+    ) -> T {
+        let deadline = Instant::now() + PEER_WAIT;
+        loop {
+            if let Some(value) = attempt(self.socket.as_mut()) {
+                return value;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what}: nothing after {PEER_WAIT:?}"
+            );
+            self.pause(Duration::from_millis(1));
         }
-        ours.socket.connect(endpoint).expect("connect");
-        ours
     }
 
-    fn connect_peer(endpoint: &str) -> (Ours, u32) {
-        let ours = Ours::new(SocketType::Peer);
-        let id = ours.socket.connect_peer(endpoint).expect("connect_peer");
-        (ours, id)
+    /// Let the socket make progress for `duration`.
+    fn pause(&mut self, duration: Duration) {
+        let end = Instant::now() + duration;
+        loop {
+            self.socket.pump();
+            if Instant::now() >= end {
+                return;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
     }
 
-    fn send(&self, body: &str, routing_id: Option<u32>, group: Option<&str>) {
-        let mut msg = Message::from(body);
-        if let Some(id) = routing_id {
-            msg.set_routing_id(id).expect("routing id");
-        }
-        if let Some(group) = group {
-            msg.set_group(group).expect("group");
-        }
-        self.socket.send(msg).expect("send");
+    /// Send `msg`, waiting while the socket would block.
+    fn send(&mut self, msg: Draft) {
+        self.within("send", |s| match s.try_send(&msg) {
+            Ok(()) => Some(()),
+            Err(Refusal::WouldBlock) => None,
+            Err(e) => panic!("send {msg:?}: {e:?}"),
+        });
     }
 
-    fn recv(&self) -> Got {
-        let msg = self.socket.recv().expect("a message in time");
-        assert_eq!(msg.len(), 1, "{msg:?}");
-        Got {
-            body: msg.frames()[0].to_vec(),
-            routing_id: msg.routing_id(),
-            group: msg.group().map(<[u8]>::to_vec),
+    /// The next message.
+    fn recv(&mut self) -> Draft {
+        self.within("recv", |s| s.try_recv())
+    }
+
+    /// Keep the socket going until `running` exits (or [`LIMIT`] passes), then its outcome.
+    fn finish(&mut self, mut running: Running) -> Outcome {
+        let started = Instant::now();
+        while !running.exited() && started.elapsed() < LIMIT {
+            self.pause(Duration::from_millis(1));
         }
+        running.finish()
     }
 }
 
-/// Every scenario, as tests in module `$module`, against peers of type `$peer`.
+/// Every scenario, as tests in module `$module`, against the sockets `$maker` makes.
 macro_rules! against {
-    ($module:ident, $peer:ty) => {
+    ($module:ident, $maker:expr) => {
         mod $module {
             use super::*;
 
             #[test]
             fn our_server_echoes_to_each_clients_routing_id() {
-                server_echoes::<$peer>();
+                server_echoes(&$maker);
             }
 
             #[test]
             fn our_client_sends_each_frame_as_a_message() {
-                client_sends::<$peer>();
+                client_sends(&$maker);
             }
 
             #[test]
             fn our_radio_sends_to_a_joined_group_and_exits_4_for_another() {
-                radio_sends::<$peer>();
+                radio_sends(&$maker);
             }
 
             #[test]
             fn our_dish_prints_the_groups_it_joined_group_first() {
-                dish_receives::<$peer>();
+                dish_receives(&$maker);
             }
 
             #[test]
             fn our_scatter_sends_each_frame_of_each_line() {
-                scatter_sends::<$peer>();
+                scatter_sends(&$maker);
             }
 
             #[test]
             fn our_gather_prints_what_a_scatter_sends() {
-                gather_receives::<$peer>();
+                gather_receives(&$maker);
             }
 
             #[test]
             fn our_peer_sends_to_the_peer_it_connected_to() {
-                peer_sends::<$peer>();
+                peer_sends(&$maker);
             }
 
             #[test]
             fn our_peer_echoes_to_the_sender() {
-                peer_echoes::<$peer>();
+                peer_echoes(&$maker);
             }
 
             #[test]
             fn our_channel_sends_and_echoes() {
-                channel_both_ways::<$peer>();
+                channel_both_ways(&$maker);
             }
         }
     };
 }
 
-against!(ours, Ours);
+against!(mio, Ours::<MioDriver>::new());
+// The core under a driver that moves only when pumped: the scenarios keep a peer going
+// while the binary runs.
+against!(poll, Ours::<PollDriver>::new());
 
 /// Start `zmtp` with `args` and a bound endpoint (`-v` is added); the endpoint it bound.
 fn spawn_bound(args: &[&str], stdin: Option<&[u8]>) -> (Running, String) {
@@ -188,37 +180,44 @@ fn spawn_bound(args: &[&str], stdin: Option<&[u8]>) -> (Running, String) {
     (running, endpoint)
 }
 
-/// Run `zmtp` with `args`, connected to `endpoint`, to its end.
-fn run_connected(args: &[&str], endpoint: &str, stdin: Option<&[u8]>) -> Outcome {
+/// Start `zmtp` with `args`, connected to `endpoint`.
+fn spawn_connected(args: &[&str], endpoint: &str, stdin: Option<&[u8]>) -> Running {
     let mut all = args.to_vec();
     all.extend(["-c", endpoint, "--timeout", GUARD]);
-    run(&all, stdin)
+    spawn(&all, stdin)
+}
+
+/// Run `zmtp` with `args`, connected to `endpoint`, to its end.
+fn run_connected(args: &[&str], endpoint: &str, stdin: Option<&[u8]>) -> Outcome {
+    spawn_connected(args, endpoint, stdin).finish()
+}
+
+/// A message of `body` alone.
+fn plain(body: &str) -> Draft {
+    Draft::new(body)
 }
 
 /// `recv -t server --echo`: each message goes back to the client it came from.
-fn server_echoes<P: Peer>() {
+fn server_echoes(maker: &dyn DraftMaker) {
     let (running, endpoint) = spawn_bound(&["recv", "-t", "server", "--echo", "-n", "2"], None);
-    let client = P::connect(SocketType::Client, &endpoint, &[]);
+    let mut client = Peer::connect(maker, SocketType::Client, &endpoint, &[]);
     for body in ["ping", "tab\there"] {
-        client.send(body, None, None);
-        assert_eq!(client.recv(), Got::plain(body));
+        client.send(plain(body));
+        assert_eq!(client.recv(), plain(body));
     }
-    let out = running.finish();
+    let out = client.finish(running);
     ok(&out);
     // The routing id is not printed; a TAB in a frame is escaped as usual.
     assert_eq!(text(&out.stdout), "ping\ntab\\there\n");
 }
 
-/// `send -t client A B -n 2`: four messages of one frame, A B A B.
-fn client_sends<P: Peer>() {
-    let (server, endpoint) = P::bind(SocketType::Server);
-    let out = run_connected(
-        &["send", "-t", "client", "-n", "2", "a", "b"],
-        &endpoint,
-        None,
-    );
+/// `send -t client A B -n 2`: four messages of one frame, A B A B, from one routing id.
+fn client_sends(maker: &dyn DraftMaker) {
+    let (mut server, endpoint) = Peer::bind(maker, SocketType::Server);
+    let args = ["send", "-t", "client", "-n", "2", "a", "b"];
+    let out = server.finish(spawn_connected(&args, &endpoint, None));
     ok(&out);
-    let got: Vec<Got> = (0..4).map(|_| server.recv()).collect();
+    let got: Vec<Draft> = (0..4).map(|_| server.recv()).collect();
     let bodies: Vec<&[u8]> = got.iter().map(|g| &g.body[..]).collect();
     assert_eq!(bodies, [b"a", b"b", b"a", b"b"]);
     let id = got[0].routing_id;
@@ -230,24 +229,20 @@ fn client_sends<P: Peer>() {
 
 /// `send -t radio --group G --wait-subscribers 1` waits for a dish that joined G; to a
 /// group that dish has not joined, nothing is delivered (exit 4).
-fn radio_sends<P: Peer>() {
+fn radio_sends(maker: &dyn DraftMaker) {
     let radio = ["send", "-t", "radio", "--wait-subscribers", "1", "--group"];
     let (running, endpoint) =
         spawn_bound(&[&radio[..], &["weather", "rain", "snow"]].concat(), None);
-    let dish = P::connect(SocketType::Dish, &endpoint, &["weather"]);
-    let out = running.finish();
+    let mut dish = Peer::connect(maker, SocketType::Dish, &endpoint, &["weather"]);
+    let out = dish.finish(running);
     ok(&out);
     for body in ["rain", "snow"] {
-        let expected = Got {
-            group: Some(b"weather".to_vec()),
-            ..Got::plain(body)
-        };
-        assert_eq!(dish.recv(), expected);
+        assert_eq!(dish.recv(), Draft::in_group(b"weather", body));
     }
 
     let (running, endpoint) = spawn_bound(&[&radio[..], &["news", "quiet"]].concat(), None);
-    let _dish = P::connect(SocketType::Dish, &endpoint, &["weather"]);
-    let out = running.finish();
+    let mut dish = Peer::connect(maker, SocketType::Dish, &endpoint, &["weather"]);
+    let out = dish.finish(running);
     assert_eq!(out.code, Some(4), "{out:?}");
     assert!(
         out.stderr
@@ -258,87 +253,56 @@ fn radio_sends<P: Peer>() {
 
 /// `recv -t dish --join A --join B`: the messages of A and B, each line starting with its
 /// group; another group's never.
-fn dish_receives<P: Peer>() {
-    let (radio, endpoint) = P::bind(SocketType::Radio);
-    let mut running = spawn(
-        &[
-            "recv",
-            "-t",
-            "dish",
-            "-c",
-            &endpoint,
-            "--join",
-            "weather",
-            "--join",
-            "sport",
-            "-n",
-            "6",
-            "--timeout",
-            GUARD,
-        ],
-        None,
-    );
+fn dish_receives(maker: &dyn DraftMaker) {
+    let (mut radio, endpoint) = Peer::bind(maker, SocketType::Radio);
+    let args = [
+        "recv", "-t", "dish", "--join", "weather", "--join", "sport", "-n", "6",
+    ];
+    let mut running = spawn_connected(&args, &endpoint, None);
     // Send until the dish has had enough (its joins arrive at some point).
     while !running.exited() {
-        radio.send("sunny", None, Some("weather"));
-        radio.send("quiet", None, Some("news"));
-        radio.send("goal", None, Some("sport"));
-        std::thread::sleep(Duration::from_millis(10));
+        radio.send(Draft::in_group(b"weather", "sunny"));
+        radio.send(Draft::in_group(b"news", "quiet"));
+        radio.send(Draft::in_group(b"sport", "goal"));
+        radio.pause(Duration::from_millis(10));
     }
-    let out = running.finish();
+    let out = radio.finish(running);
     ok(&out);
     let lines: Vec<&str> = text(&out.stdout).lines().collect();
     assert_eq!(lines.len(), 6, "{lines:?}");
-    for wanted in ["weather\tsunny", "sport\tgoal"] {
+    let expected = ["weather\tsunny", "sport\tgoal"];
+    for wanted in expected {
         assert!(lines.contains(&wanted), "{wanted:?} not in {lines:?}");
     }
-    assert!(
-        lines
-            .iter()
-            .all(|l| ["weather\tsunny", "sport\tgoal"].contains(l)),
-        "{lines:?}"
-    );
+    assert!(lines.iter().all(|l| expected.contains(l)), "{lines:?}");
 }
 
 /// `send -t scatter` from standard input: each TAB-separated frame a message of its own.
-fn scatter_sends<P: Peer>() {
-    let (gather, endpoint) = P::bind(SocketType::Gather);
-    let out = run_connected(&["send", "-t", "scatter"], &endpoint, Some(b"a\tb\nc\n"));
-    ok(&out);
+fn scatter_sends(maker: &dyn DraftMaker) {
+    let (mut gather, endpoint) = Peer::bind(maker, SocketType::Gather);
+    let running = spawn_connected(&["send", "-t", "scatter"], &endpoint, Some(b"a\tb\nc\n"));
+    ok(&gather.finish(running));
     for body in ["a", "b", "c"] {
-        assert_eq!(gather.recv(), Got::plain(body));
+        assert_eq!(gather.recv(), plain(body));
     }
 }
 
 /// `recv -t gather` prints what a scatter sends, one line each.
-fn gather_receives<P: Peer>() {
-    let (scatter, endpoint) = P::bind(SocketType::Scatter);
-    let running = spawn(
-        &[
-            "recv",
-            "-t",
-            "gather",
-            "-c",
-            &endpoint,
-            "-n",
-            "2",
-            "--timeout",
-            GUARD,
-        ],
-        None,
-    );
-    scatter.send("x", None, None);
-    scatter.send("y", None, None);
-    let out = running.finish();
+fn gather_receives(maker: &dyn DraftMaker) {
+    let (mut scatter, endpoint) = Peer::bind(maker, SocketType::Scatter);
+    let running = spawn_connected(&["recv", "-t", "gather", "-n", "2"], &endpoint, None);
+    scatter.send(plain("x"));
+    scatter.send(plain("y"));
+    let out = scatter.finish(running);
     ok(&out);
     assert_eq!(text(&out.stdout), "x\ny\n");
 }
 
 /// `send -t peer -c EP`: every message to the one peer it connected to.
-fn peer_sends<P: Peer>() {
-    let (peer, endpoint) = P::bind(SocketType::Peer);
-    let out = run_connected(&["send", "-t", "peer", "hello", "world"], &endpoint, None);
-    ok(&out);
+fn peer_sends(maker: &dyn DraftMaker) {
+    let (mut peer, endpoint) = Peer::bind(maker, SocketType::Peer);
+    let running = spawn_connected(&["send", "-t", "peer", "hello", "world"], &endpoint, None);
+    ok(&peer.finish(running));
     let (first, second) = (peer.recv(), peer.recv());
     assert_eq!(
         (&first.body[..], &second.body[..]),
@@ -349,38 +313,31 @@ fn peer_sends<P: Peer>() {
 }
 
 /// `recv -t peer --echo`: the message goes back to the peer it came from.
-fn peer_echoes<P: Peer>() {
+fn peer_echoes(maker: &dyn DraftMaker) {
     let (running, endpoint) = spawn_bound(&["recv", "-t", "peer", "--echo", "-n", "1"], None);
-    let (peer, id) = P::connect_peer(&endpoint);
-    peer.send("hi", Some(id), None);
-    let echo = peer.recv();
-    assert_eq!(
-        echo,
-        Got {
-            routing_id: Some(id),
-            ..Got::plain("hi")
-        }
-    );
-    let out = running.finish();
+    let (mut peer, id) = Peer::connect_peer(maker, &endpoint);
+    peer.send(Draft::to(id, "hi"));
+    assert_eq!(peer.recv(), Draft::to(id, "hi"));
+    let out = peer.finish(running);
     ok(&out);
     assert_eq!(text(&out.stdout), "hi\n");
 }
 
 /// `recv -t channel --echo` answers; `send -t channel A B` sends two messages.
-fn channel_both_ways<P: Peer>() {
+fn channel_both_ways(maker: &dyn DraftMaker) {
     let (running, endpoint) = spawn_bound(&["recv", "-t", "channel", "--echo", "-n", "1"], None);
-    let channel = P::connect(SocketType::Channel, &endpoint, &[]);
-    channel.send("c1", None, None);
-    assert_eq!(channel.recv(), Got::plain("c1"));
-    let out = running.finish();
+    let mut channel = Peer::connect(maker, SocketType::Channel, &endpoint, &[]);
+    channel.send(plain("c1"));
+    assert_eq!(channel.recv(), plain("c1"));
+    let out = channel.finish(running);
     ok(&out);
     assert_eq!(text(&out.stdout), "c1\n");
 
-    let (channel, endpoint) = P::bind(SocketType::Channel);
-    let out = run_connected(&["send", "-t", "channel", "x", "y"], &endpoint, None);
-    ok(&out);
-    assert_eq!(channel.recv(), Got::plain("x"));
-    assert_eq!(channel.recv(), Got::plain("y"));
+    let (mut channel, endpoint) = Peer::bind(maker, SocketType::Channel);
+    let running = spawn_connected(&["send", "-t", "channel", "x", "y"], &endpoint, None);
+    ok(&channel.finish(running));
+    assert_eq!(channel.recv(), plain("x"));
+    assert_eq!(channel.recv(), plain("y"));
 }
 
 /// The binary against itself: both sides are `zmtp` processes.
