@@ -63,6 +63,30 @@
 //! - A receive that finds a message ready takes one lock, and makes no system call and
 //!   no wake-up (unless taking it lets a peer held at RCVHWM be read again).
 //!   [`Socket::recv_many`] takes a batch of ready messages under one lock.
+//!
+//! # Draft socket types
+//! CLIENT/SERVER, RADIO/DISH, SCATTER/GATHER, PEER and CHANNEL work here as in the async
+//! drivers (their crate docs describe each type): single-frame messages, routing ids and
+//! groups on the [`Message`], [`Socket::join`] and [`Socket::leave`] for a DISH,
+//! [`Socket::connect_peer`] for a PEER.
+//!
+//! ```
+//! use zmtp_mio::{Context, Message, SocketType};
+//!
+//! # fn main() -> Result<(), zmtp_mio::Error> {
+//! let ctx = Context::new()?;
+//! let server = ctx.socket(SocketType::Server)?;
+//! let endpoint = server.bind("tcp://127.0.0.1:*")?;
+//! let client = ctx.socket(SocketType::Client)?;
+//! client.connect(&endpoint)?;
+//! client.send("2 + 2")?;
+//! let question = server.recv()?;
+//! let mut answer = Message::from("4");
+//! answer.set_routing_id(question.routing_id().expect("a SERVER's messages have one"))?;
+//! server.send(answer)?;
+//! assert_eq!(client.recv_string()?, "4");
+//! # Ok(()) }
+//! ```
 #![warn(missing_docs)]
 
 mod reactor;

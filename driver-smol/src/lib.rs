@@ -4,7 +4,9 @@
 //! (routing, high-water marks, reconnects, heartbeats, monitor events) is made there; the
 //! runtime-agnostic [`zmtp_async`] moves bytes over `tcp://`, `ipc://` and `inproc://`
 //! streams and arms timers, and this crate gives it smol's executors, async-io's timers
-//! and `Async` streams ([`Smol`]). The surface is `zmtp-tokio`'s, name for name.
+//! and `Async` streams ([`Smol`]). The surface is `zmtp-tokio`'s, name for name, the
+//! draft socket types (CLIENT/SERVER, RADIO/DISH, SCATTER/GATHER, PEER, CHANNEL)
+//! included: `zmtp-tokio`'s crate docs describe each.
 //!
 //! Sockets created inside [`block_on`] run their I/O on that thread, with the future (a
 //! single-threaded runtime); sockets created elsewhere run on smol's global executor.

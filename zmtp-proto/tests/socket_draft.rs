@@ -261,3 +261,86 @@ fn draft_types_connect_only_to_their_partners() {
         }
     }
 }
+
+#[test]
+fn draft_senders_honour_sndhwm() {
+    use zmtp_testkit::message::opts;
+    // SCATTER, CLIENT and CHANNEL block at SNDHWM, as PUSH, DEALER and PAIR do.
+    for (seed, (ty, peer_ty)) in [(Scatter, Gather), (Client, Server), (Channel, Channel)]
+        .into_iter()
+        .enumerate()
+    {
+        let mut c = Cluster::new(20 + seed as u64);
+        let s = c.add(ty, opts(|o| o.sndhwm = 3));
+        assert!(
+            matches!(c.send(s, "x"), Err(SendError::WouldBlock(_))),
+            "{ty:?} with no peer"
+        );
+        let ep = "tcp://127.0.0.1:6100";
+        c.connect(s, ep);
+        c.run_until_idle();
+        for k in 0..3 {
+            assert_eq!(c.send(s, format!("{k}")), Ok(Sent::Queued), "{ty:?}");
+        }
+        match c.send(s, "over") {
+            Err(SendError::WouldBlock(back)) => assert_eq!(text(&back), "over", "{ty:?}"),
+            other => panic!("{ty:?}: {other:?}"),
+        }
+        let peer = c.add_default(peer_ty);
+        c.bind(peer, ep);
+        c.run_for(std::time::Duration::from_millis(300));
+        assert_eq!(texts(&mut c, peer), ["0", "1", "2"], "{ty:?}");
+    }
+
+    // SERVER: a client at its HWM refuses with WouldBlock, the message handed back.
+    let mut c = Cluster::new(30);
+    let server = c.add(Server, opts(|o| o.sndhwm = 2));
+    let ep = c.bind(server, ANY);
+    let client = c.add_default(Client);
+    c.connect(client, &ep);
+    c.run_until_idle();
+    c.send(client, "hi").unwrap();
+    c.run_until_idle();
+    let id = c.recv(server).unwrap().routing_id().unwrap();
+    c.silence(client);
+    // The client stops reading: its queue and then the stream's buffers fill up.
+    let mut refused = None;
+    for k in 0..100_000 {
+        match c.send(server, to(id, &format!("{k}"))) {
+            Ok(Sent::Queued) => c.run_until_idle(),
+            Err(SendError::WouldBlock(back)) => {
+                refused = Some(back);
+                break;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let back = refused.expect("the SERVER refused at HWM");
+    assert_eq!(
+        back.routing_id(),
+        Some(id),
+        "handed back with its routing id"
+    );
+
+    // RADIO: drops for a DISH at its HWM, never blocks.
+    let mut c = Cluster::new(31);
+    let radio = c.add(Radio, opts(|o| o.sndhwm = 2));
+    let ep = "tcp://127.0.0.1:6101";
+    let dish = c.add_default(Dish);
+    c.socket(dish).join(b"g").unwrap();
+    c.bind(dish, ep);
+    c.connect(radio, ep);
+    c.run_until_idle();
+    let mut dropped = 0;
+    for k in 0..10 {
+        // Nothing moves between sends: the DISH's queue at the RADIO fills at 2.
+        match c.send(radio, grouped("g", &format!("{k}"))) {
+            Ok(Sent::Queued) => {}
+            Ok(Sent::Dropped) => dropped += 1,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(dropped, 8);
+    c.run_until_idle();
+    assert_eq!(texts(&mut c, dish), ["0", "1"]);
+}
