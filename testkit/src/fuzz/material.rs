@@ -43,7 +43,7 @@ pub(crate) fn curve_server() -> Option<Security> {
 pub(crate) const TYPES: &[SocketType] = SOCKET_TYPES.split_at(11).0;
 
 /// Socket types for the socket body: [`TYPES`], then the draft types that work over
-/// streams (DGRAM needs udp).
+/// streams (DGRAM needs udp), each next to its partner.
 pub(crate) const SOCKET_TYPES: &[SocketType] = &[
     SocketType::Pair,
     SocketType::Pub,
@@ -56,12 +56,12 @@ pub(crate) const SOCKET_TYPES: &[SocketType] = &[
     SocketType::Rep,
     SocketType::Dealer,
     SocketType::Router,
-    SocketType::Server,
     SocketType::Client,
+    SocketType::Server,
     SocketType::Radio,
     SocketType::Dish,
-    SocketType::Gather,
     SocketType::Scatter,
+    SocketType::Gather,
     SocketType::Peer,
     SocketType::Channel,
 ];
