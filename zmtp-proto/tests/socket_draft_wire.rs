@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use zmtp_proto::codec::{Command, Version};
 use zmtp_proto::socket::{Message, MonitorEventKind, Sent, GROUP_MAX_LEN};
-use zmtp_proto::{Bytes, Config, OwnedItem, SocketType::*};
+use zmtp_proto::{Bytes, Config, Error, OwnedItem, SocketType::*};
 use zmtp_testkit::cluster::{Cluster, Node, RawPeer};
 use zmtp_testkit::message::{opts, text};
 
@@ -80,8 +80,8 @@ fn count(c: &Cluster, n: Node, kind: MonitorEventKind) -> usize {
     c.monitor_kinds(n).iter().filter(|&&k| k == kind).count()
 }
 
-/// `peer`'s stream is the one `n` closed, and the only one it lost.
-fn closed_alone(c: &Cluster, n: Node, peer: &RawPeer, what: &str) {
+/// `peer`'s stream is the one `n` closed, for `error`, and the only one it lost.
+fn closed_alone(c: &Cluster, n: Node, peer: &RawPeer, what: &str, error: Error) {
     assert!(
         !c.remote_open(peer.remote),
         "{what}: the stream is still open"
@@ -93,6 +93,16 @@ fn closed_alone(c: &Cluster, n: Node, peer: &RawPeer, what: &str) {
         1,
         "{what}: {:?}",
         c.monitor_kinds(n)
+    );
+    let ended = c
+        .member(n)
+        .monitor
+        .iter()
+        .find(|e| e.kind == MonitorEventKind::Disconnected);
+    assert_eq!(
+        ended.and_then(|e| e.error.clone()),
+        Some(error),
+        "{what}: the typed error"
     );
 }
 
@@ -239,7 +249,17 @@ fn an_over_long_join_or_leave_fails_only_that_radio_stream() {
 
         raw.send_command(&mut c, cmd);
         c.run_until_idle();
-        closed_alone(&c, radio, &raw, &format!("{cmd:?}"));
+        let len = match cmd {
+            Command::Join(g) | Command::Leave(g) => g.len(),
+            _ => unreachable!(),
+        };
+        closed_alone(
+            &c,
+            radio,
+            &raw,
+            &format!("{cmd:?}"),
+            Error::GroupTooLong { len },
+        );
         // The other DISH is still served.
         assert_eq!(c.send(radio, grouped(b"g", "after")), Ok(Sent::Queued));
         c.run_until_idle();
@@ -307,7 +327,7 @@ fn a_dish_fails_a_stream_whose_message_is_not_group_and_body() {
 
         raw.send_frames(&mut c, frames);
         c.run_until_idle();
-        closed_alone(&c, dish, &raw, what);
+        closed_alone(&c, dish, &raw, what, Error::MalformedGroupMessage);
         assert!(c.recv_all(dish).is_empty(), "{what}: a message came of it");
         // The other RADIO is still heard.
         c.send(radio, grouped(b"g1", "still")).unwrap();

@@ -462,6 +462,17 @@ impl Socket {
 
     /// Queue an event about a peer's connection: on its endpoint, naming its address.
     fn monitor_peer(&mut self, kind: MonitorEventKind, value: u32, peer: PeerId) {
+        self.monitor_peer_error(kind, value, peer, None);
+    }
+
+    /// As `monitor_peer`, with why the peer's connection ended.
+    fn monitor_peer_error(
+        &mut self,
+        kind: MonitorEventKind,
+        value: u32,
+        peer: PeerId,
+        error: Option<&Error>,
+    ) {
         if self.monitor_mask & kind.value() == 0 {
             return;
         }
@@ -473,7 +484,9 @@ impl Socket {
             .get(&p.endpoint)
             .map(|e| e.text.clone())
             .unwrap_or_default();
-        let event = MonitorEvent::new(kind, value, endpoint).with_peer_address(p.address.clone());
+        let mut event =
+            MonitorEvent::new(kind, value, endpoint).with_peer_address(p.address.clone());
+        event.error = error.cloned();
         self.monitors.push_back(event);
     }
 

@@ -190,6 +190,12 @@ pub struct MonitorEvent {
     /// kinds, DISCONNECTED); empty for the others, for ipc and inproc (whose peers have no
     /// address), and for an event decoded from libzmq's v1 format, which does not carry it.
     pub peer_address: String,
+    /// Why the connection ended, on DISCONNECTED and the HANDSHAKE_FAILED_* kinds, when it
+    /// ended on an error of ours to report (a protocol error such as
+    /// [`Error::GroupTooLong`](crate::Error::GroupTooLong), a refused handshake, a
+    /// heartbeat timeout); `None` for a peer that closed or was dropped. libzmq's events
+    /// carry no such detail: it is not in [`to_v1_frames`](Self::to_v1_frames).
+    pub error: Option<crate::Error>,
 }
 
 impl MonitorEvent {
@@ -201,6 +207,7 @@ impl MonitorEvent {
             value,
             endpoint: endpoint.into(),
             peer_address: String::new(),
+            error: None,
         }
     }
 

@@ -56,6 +56,10 @@ impl Socket {
             ),
             _ => false,
         };
+        let error = match &ending {
+            Ending::Failed(e) => Some(e),
+            _ => None,
+        };
         if !stream.established {
             match &ending {
                 // An ERROR with a ZAP status ("300", "400", "500") is an authentication
@@ -67,27 +71,44 @@ impl Socket {
                         .ok()
                         .and_then(|s| s.parse().ok())
                         .unwrap_or(0);
-                    self.monitor_peer(MonitorEventKind::HandshakeFailedAuth, status, peer)
+                    self.monitor_peer_error(
+                        MonitorEventKind::HandshakeFailedAuth,
+                        status,
+                        peer,
+                        error,
+                    )
                 }
                 // Our own verdict refused the peer.
-                Ending::Failed(Error::AuthRejected { status }) => self.monitor_peer(
+                Ending::Failed(Error::AuthRejected { status }) => self.monitor_peer_error(
                     MonitorEventKind::HandshakeFailedAuth,
                     u32::from(*status),
                     peer,
+                    error,
                 ),
                 Ending::Failed(e) => match monitor::protocol_error_code(e) {
-                    Some(code) => {
-                        self.monitor_peer(MonitorEventKind::HandshakeFailedProtocol, code, peer)
-                    }
-                    None => self.monitor_peer(MonitorEventKind::HandshakeFailedNoDetail, 0, peer),
+                    Some(code) => self.monitor_peer_error(
+                        MonitorEventKind::HandshakeFailedProtocol,
+                        code,
+                        peer,
+                        error,
+                    ),
+                    None => self.monitor_peer_error(
+                        MonitorEventKind::HandshakeFailedNoDetail,
+                        0,
+                        peer,
+                        error,
+                    ),
                 },
-                Ending::Closed => {
-                    self.monitor_peer(MonitorEventKind::HandshakeFailedNoDetail, 0, peer)
-                }
+                Ending::Closed => self.monitor_peer_error(
+                    MonitorEventKind::HandshakeFailedNoDetail,
+                    0,
+                    peer,
+                    error,
+                ),
                 Ending::Dropped => {}
             }
         }
-        self.monitor_peer(MonitorEventKind::Disconnected, 0, peer);
+        self.monitor_peer_error(MonitorEventKind::Disconnected, 0, peer, error);
         if !matches!(ending, Ending::Closed) {
             self.commands.push_back(Command::ClosePeer { peer });
         }
