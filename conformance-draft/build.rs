@@ -7,10 +7,11 @@
 //! it met first. `zmtp-conformance` names no library, so depending on it is safe.
 //!
 //! libsodium is found with `pkg-config` (Debian's `libsodium-dev`). Its static library is
-//! copied into a directory of its own before `zeromq-src` adds that directory to the link
-//! search path: Debian's directory (`/usr/lib/x86_64-linux-gnu`) also holds the system's
-//! static `libzmq.a` (4.3.4, no draft), which would otherwise be found before the one built
-//! here.
+//! copied into a directory of its own, and that directory, not Debian's, is what
+//! `zeromq-src` adds to the link search path: Debian's (`/usr/lib/x86_64-linux-gnu`) also
+//! holds the system's static `libzmq.a` (4.3.4, no draft). Given Debian's directory, this
+//! toolchain still bundled the libzmq built here (tried with rustc 1.95), but only search
+//! order decides that, so the directory is kept out; the tests check the version anyway.
 
 use std::env;
 use std::path::PathBuf;
