@@ -29,7 +29,6 @@ use std::cell::RefCell;
 use std::ffi::c_int;
 use std::fmt::Write as _;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use zmtp_proto::socket::{Message, Options, SendError};
@@ -495,8 +494,6 @@ struct Net<'c> {
     socks: Vec<Sock<'c>>,
 }
 
-static NEXT_NAME: AtomicU64 = AtomicU64::new(0);
-
 fn frames_of(msg: Message) -> Frames {
     msg.into_frames().into_iter().map(|f| f.to_vec()).collect()
 }
@@ -637,21 +634,6 @@ impl<'c> Net<'c> {
         let deadline = Instant::now() + d;
         while Instant::now() < deadline {
             self.idle(None);
-        }
-    }
-
-    /// A fresh endpoint to bind on `transport`.
-    fn endpoint(transport: Transport) -> String {
-        let n = NEXT_NAME.fetch_add(1, Ordering::Relaxed);
-        let pid = std::process::id();
-        match transport {
-            Transport::Tcp => "tcp://127.0.0.1:*".to_string(),
-            Transport::Ipc => {
-                let path = std::env::temp_dir().join(format!("zmtp-matrix-{pid}-{n}.sock"));
-                format!("ipc://{}", path.display())
-            }
-            Transport::IpcAbstract => format!("ipc://@zmtp-matrix-{pid}-{n}"),
-            Transport::Inproc => format!("inproc://zmtp-matrix-{n}"),
         }
     }
 
@@ -1010,7 +992,7 @@ fn link(net: &mut Net<'_>, c: &Combo, topic: &[u8], a_id: Option<&[u8]>) -> Link
         Side::A => (a, b),
         Side::B => (b, a),
     };
-    let endpoint = net.bind(bind_h, &Net::endpoint(c.transport));
+    let endpoint = net.bind(bind_h, &c.transport.fresh_endpoint());
     net.connect(conn_h, &endpoint);
     let mut l = Link {
         pair,
@@ -1297,7 +1279,7 @@ fn wire_many(
     one_binds: bool,
 ) -> Vec<String> {
     if one_binds {
-        let ep = net.bind(one, &Net::endpoint(transport));
+        let ep = net.bind(one, &transport.fresh_endpoint());
         for &m in many {
             net.connect(m, &ep);
         }
@@ -1305,7 +1287,7 @@ fn wire_many(
     } else {
         let mut eps = Vec::new();
         for &m in many {
-            let ep = net.bind(m, &Net::endpoint(transport));
+            let ep = net.bind(m, &transport.fresh_endpoint());
             net.connect(one, &ep);
             eps.push(ep);
         }
@@ -1640,6 +1622,50 @@ thread_local! {
     static PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
 }
 
+/// While alive, panics are recorded for [`caught`] instead of printed; the previous hook
+/// comes back on drop.
+pub(crate) struct PanicCapture(Option<PanicHook>);
+
+type PanicHook = Box<dyn Fn(&panic::PanicHookInfo<'_>) + Sync + Send + 'static>;
+
+impl PanicCapture {
+    pub(crate) fn install() -> PanicCapture {
+        let previous = panic::take_hook();
+        panic::set_hook(Box::new(|info| {
+            let text = match info.payload().downcast_ref::<String>() {
+                Some(s) => s.clone(),
+                None => info
+                    .payload()
+                    .downcast_ref::<&str>()
+                    .map_or_else(|| "panic".to_string(), |s| s.to_string()),
+            };
+            let at = info
+                .location()
+                .map(|l| format!(" (at {}:{})", l.file(), l.line()))
+                .unwrap_or_default();
+            PANIC.with(|p| *p.borrow_mut() = Some(format!("{text}{at}")));
+        }));
+        PanicCapture(Some(previous))
+    }
+}
+
+impl Drop for PanicCapture {
+    fn drop(&mut self) {
+        if let Some(previous) = self.0.take() {
+            panic::set_hook(previous);
+        }
+    }
+}
+
+/// Run `f`; its panic's message (and place), if it panicked (under a [`PanicCapture`]).
+pub(crate) fn caught(f: impl FnOnce()) -> Option<String> {
+    panic::catch_unwind(AssertUnwindSafe(f)).err().map(|_| {
+        PANIC
+            .with(|p| p.borrow_mut().take())
+            .unwrap_or_else(|| "panic".to_string())
+    })
+}
+
 /// Run the matrix for driver `D`: every combination and scenario whose name contains
 /// every string of `filter` (all of them if it is empty). `progress` is called after each.
 pub fn run<D: OurDriver>(filter: &[String], progress: impl FnMut(&Outcome)) -> Vec<Outcome> {
@@ -1685,22 +1711,8 @@ fn run_combos(
     filter: &[String],
     mut progress: impl FnMut(&Outcome),
 ) -> Vec<Outcome> {
-    let previous = panic::take_hook();
-    panic::set_hook(Box::new(|info| {
-        let text = match info.payload().downcast_ref::<String>() {
-            Some(s) => s.clone(),
-            None => info
-                .payload()
-                .downcast_ref::<&str>()
-                .map_or_else(|| "panic".to_string(), |s| s.to_string()),
-        };
-        let at = info
-            .location()
-            .map(|l| format!(" (at {}:{})", l.file(), l.line()))
-            .unwrap_or_default();
-        PANIC.with(|p| *p.borrow_mut() = Some(format!("{text}{at}")));
-    }));
     let mut outcomes = Vec::new();
+    let _quiet = PanicCapture::install();
     for combo in combos {
         for scenario in Scenario::ALL {
             if !scenario.applies(&combo) {
@@ -1711,15 +1723,10 @@ fn run_combos(
                 continue;
             }
             let start = Instant::now();
-            let result = panic::catch_unwind(AssertUnwindSafe(|| {
+            let error = caught(|| {
                 let ctx = Ctx::new();
                 let mut net = Net::new(&ctx, make, make_peer);
                 scenario.run(&mut net, &combo);
-            }));
-            let error = result.err().map(|_| {
-                PANIC
-                    .with(|p| p.borrow_mut().take())
-                    .unwrap_or_else(|| "panic".to_string())
             });
             let outcome = Outcome {
                 driver,
@@ -1732,7 +1739,6 @@ fn run_combos(
             outcomes.push(outcome);
         }
     }
-    panic::set_hook(previous);
     outcomes
 }
 

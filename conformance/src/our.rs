@@ -35,6 +35,24 @@ pub enum Transport {
 }
 
 impl Transport {
+    /// A fresh endpoint to bind on this transport (`tcp://127.0.0.1:*`, or a name unique in
+    /// this process and test run).
+    pub fn fresh_endpoint(self) -> String {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT_NAME: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT_NAME.fetch_add(1, Ordering::Relaxed);
+        let pid = std::process::id();
+        match self {
+            Transport::Tcp => "tcp://127.0.0.1:*".to_string(),
+            Transport::Ipc => {
+                let path = std::env::temp_dir().join(format!("zmtp-matrix-{pid}-{n}.sock"));
+                format!("ipc://{}", path.display())
+            }
+            Transport::IpcAbstract => format!("ipc://@zmtp-matrix-{pid}-{n}"),
+            Transport::Inproc => format!("inproc://zmtp-matrix-{n}"),
+        }
+    }
+
     /// Short name for reports.
     pub fn name(self) -> &'static str {
         match self {
@@ -81,6 +99,15 @@ pub trait OurSocket {
     /// `ZMQ_SUBSCRIBE` on a SUB socket. (The matrix subscribes an XSUB by sending
     /// `[0x01, topic]`.)
     fn subscribe(&mut self, topic: &[u8]);
+
+    /// DISH: join `group`.
+    fn join(&mut self, group: &[u8]);
+
+    /// DISH: leave `group`.
+    fn leave(&mut self, group: &[u8]);
+
+    /// PEER: start connecting to `endpoint`; returns the routing id of the peer there.
+    fn connect_peer(&mut self, endpoint: &str) -> Result<u32, String>;
 
     /// Let the socket make progress for `duration`; with zero, one round that does not
     /// block. A driver whose I/O runs on background tasks may just sleep (or return at

@@ -364,6 +364,25 @@ impl crate::our::OurSocket for SocketDriver {
         self.step();
     }
 
+    fn join(&mut self, group: &[u8]) {
+        self.socket.join(group).expect("join");
+        self.step();
+    }
+
+    fn leave(&mut self, group: &[u8]) {
+        self.socket.leave(group).expect("leave");
+        self.step();
+    }
+
+    fn connect_peer(&mut self, endpoint: &str) -> Result<u32, String> {
+        let id = self
+            .socket
+            .connect_peer(endpoint)
+            .map_err(|e| e.to_string())?;
+        self.step();
+        Ok(id)
+    }
+
     fn pump(&mut self, duration: Duration) {
         self.step();
         self.pump_for(duration);

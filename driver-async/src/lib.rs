@@ -50,8 +50,9 @@ pub use zmtp_driver::Error;
 pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey, SecretKey};
 pub use zmtp_proto::mechanism::Security;
 pub use zmtp_proto::socket::{
-    AuthReply, Authenticator, CloseReport, EndpointError, Message, MonitorEvent, MonitorEventKind,
-    Options, PeerProperties, SendError, Sent, TextError, ZapRequest,
+    AuthReply, Authenticator, CloseReport, EndpointError, GroupError, Message, MetadataError,
+    MonitorEvent, MonitorEventKind, Options, PeerProperties, SendError, Sent, TextError,
+    ZapRequest, GROUP_MAX_LEN,
 };
 pub use zmtp_proto::{z85, Bytes, SocketType};
 /// The traits of [`MessageStream`] and [`Monitor`], re-exported so that naming them needs
@@ -493,6 +494,80 @@ impl<R: Runtime> Socket<R> {
             }
             core.socket.unsubscribe(topic.as_ref());
             Ok(())
+        })
+    }
+
+    /// DISH: receive the messages RADIO peers send to `group` (at most 255 bytes, matched
+    /// whole); every RADIO is told now and again on each reconnect (libzmq's `zmq_join`).
+    /// Another type fails with [`Error::Unsupported`]; a group already joined or too long
+    /// with [`Error::Group`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zmtp_tokio::Error> {
+    /// use std::time::Duration;
+    /// use zmtp_tokio::{Message, Socket, SocketType};
+    ///
+    /// let radio = Socket::new(SocketType::Radio)?;
+    /// let endpoint = radio.bind("tcp://127.0.0.1:*").await?;
+    /// let dish = Socket::new(SocketType::Dish)?;
+    /// dish.join("weather")?;
+    /// dish.connect(&endpoint)?;
+    /// // RADIO drops what no one has joined: send until the join has arrived.
+    /// let news = loop {
+    ///     let mut news = Message::from("rain");
+    ///     news.set_group("weather")?;
+    ///     radio.send(news).await?;
+    ///     if let Ok(got) = tokio::time::timeout(Duration::from_millis(10), dish.recv()).await {
+    ///         break got?;
+    ///     }
+    /// };
+    /// assert_eq!(news.group(), Some(&b"weather"[..]));
+    /// assert_eq!(news.to_str(), Ok("rain"));
+    /// dish.leave("weather")?;
+    /// # Ok(()) }
+    /// ```
+    pub fn join(&self, group: impl AsRef<[u8]>) -> Result<(), Error> {
+        Ok(self.inner.with(|core| core.socket.join(group.as_ref()))?)
+    }
+
+    /// DISH: stop receiving the messages of `group` (libzmq's `zmq_leave`); as
+    /// [`join`](Self::join) for errors, and a group not joined is [`Error::Group`].
+    pub fn leave(&self, group: impl AsRef<[u8]>) -> Result<(), Error> {
+        Ok(self.inner.with(|core| core.socket.leave(group.as_ref()))?)
+    }
+
+    /// PEER: connect to `endpoint` (as [`connect`](Self::connect)) and return the routing
+    /// id of the peer there, to address messages to it with
+    /// [`Message::set_routing_id`] (libzmq's `zmq_connect_peer`). Messages to it wait for
+    /// the connection. Another type, or `IMMEDIATE` set, fails with [`Error::Endpoint`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zmtp_tokio::Error> {
+    /// use zmtp_tokio::{Message, Socket, SocketType};
+    ///
+    /// let b = Socket::new(SocketType::Peer)?;
+    /// let endpoint = b.bind("tcp://127.0.0.1:*").await?;
+    /// let a = Socket::new(SocketType::Peer)?;
+    /// let to_b = a.connect_peer(&endpoint)?;
+    /// let mut hello = Message::from("hello");
+    /// hello.set_routing_id(to_b)?;
+    /// a.send(hello).await?;
+    ///
+    /// let got = b.recv().await?;
+    /// let mut reply = Message::from("hi");
+    /// reply.set_routing_id(got.routing_id().unwrap())?; // b's id for a
+    /// b.send(reply).await?;
+    /// assert_eq!(a.recv().await?.routing_id(), Some(to_b));
+    /// # Ok(()) }
+    /// ```
+    pub fn connect_peer(&self, endpoint: &str) -> Result<u32, Error> {
+        self.inner.with_timers(|core| {
+            if core.closed {
+                return Err(Error::Closed);
+            }
+            Ok(core.socket.connect_peer(endpoint)?)
         })
     }
 

@@ -63,6 +63,30 @@
 //! - A receive that finds a message ready takes one lock, and makes no system call and
 //!   no wake-up (unless taking it lets a peer held at RCVHWM be read again).
 //!   [`Socket::recv_many`] takes a batch of ready messages under one lock.
+//!
+//! # Draft socket types
+//! CLIENT/SERVER, RADIO/DISH, SCATTER/GATHER, PEER and CHANNEL work here as in the async
+//! drivers (their crate docs describe each type): single-frame messages, routing ids and
+//! groups on the [`Message`], [`Socket::join`] and [`Socket::leave`] for a DISH,
+//! [`Socket::connect_peer`] for a PEER.
+//!
+//! ```
+//! use zmtp_mio::{Context, Message, SocketType};
+//!
+//! # fn main() -> Result<(), zmtp_mio::Error> {
+//! let ctx = Context::new()?;
+//! let server = ctx.socket(SocketType::Server)?;
+//! let endpoint = server.bind("tcp://127.0.0.1:*")?;
+//! let client = ctx.socket(SocketType::Client)?;
+//! client.connect(&endpoint)?;
+//! client.send("2 + 2")?;
+//! let question = server.recv()?;
+//! let mut answer = Message::from("4");
+//! answer.set_routing_id(question.routing_id().expect("a SERVER's messages have one"))?;
+//! server.send(answer)?;
+//! assert_eq!(client.recv_string()?, "4");
+//! # Ok(()) }
+//! ```
 #![warn(missing_docs)]
 
 mod reactor;
@@ -80,8 +104,9 @@ pub use zmtp_driver::Error;
 pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey, SecretKey};
 pub use zmtp_proto::mechanism::Security;
 pub use zmtp_proto::socket::{
-    AuthReply, Authenticator, CloseReport, EndpointError, Message, MonitorEvent, MonitorEventKind,
-    Options, PeerProperties, SendError, Sent, TextError, ZapRequest,
+    AuthReply, Authenticator, CloseReport, EndpointError, GroupError, Message, MetadataError,
+    MonitorEvent, MonitorEventKind, Options, PeerProperties, SendError, Sent, TextError,
+    ZapRequest, GROUP_MAX_LEN,
 };
 pub use zmtp_proto::{z85, Bytes, SocketType};
 
@@ -519,6 +544,75 @@ impl Socket {
         refuse_inproc(endpoint)?;
         self.with(true, |s| s.core.connect(endpoint).map(|_| ()))??;
         Ok(())
+    }
+
+    /// PEER: connect to `endpoint` (as [`connect`](Self::connect)) and return the routing
+    /// id of the peer there, to address messages to it with [`Message::set_routing_id`]
+    /// (libzmq's `zmq_connect_peer`). Messages to it wait for the connection. Another
+    /// type, or `IMMEDIATE` set, fails with [`Error::Endpoint`].
+    ///
+    /// ```
+    /// use zmtp_mio::{Context, Message, SocketType};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::new()?;
+    /// let b = ctx.socket(SocketType::Peer)?;
+    /// let endpoint = b.bind("tcp://127.0.0.1:*")?;
+    /// let a = ctx.socket(SocketType::Peer)?;
+    /// let to_b = a.connect_peer(&endpoint)?;
+    /// let mut hello = Message::from("hello");
+    /// hello.set_routing_id(to_b)?;
+    /// a.send(hello)?;
+    /// let got = b.recv()?;
+    /// let mut reply = Message::from("hi");
+    /// reply.set_routing_id(got.routing_id().unwrap())?;
+    /// b.send(reply)?;
+    /// assert_eq!(a.recv()?.routing_id(), Some(to_b));
+    /// # Ok(()) }
+    /// ```
+    pub fn connect_peer(&self, endpoint: &str) -> Result<u32, Error> {
+        refuse_inproc(endpoint)?;
+        Ok(self.with(true, |s| s.core.connect_peer(endpoint))??)
+    }
+
+    /// DISH: receive the messages RADIO peers send to `group` (at most 255 bytes, matched
+    /// whole); every RADIO is told now and again on each reconnect (libzmq's `zmq_join`).
+    /// Another type fails with [`Error::Unsupported`]; a group already joined or too long
+    /// with [`Error::Group`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zmtp_mio::{Context, Error, Message, SocketType};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::new()?;
+    /// let radio = ctx.socket(SocketType::Radio)?;
+    /// let endpoint = radio.bind("tcp://127.0.0.1:*")?;
+    /// let dish = ctx.socket(SocketType::Dish)?;
+    /// dish.set_rcvtimeo(Some(Duration::from_millis(10)));
+    /// dish.join("weather")?;
+    /// dish.connect(&endpoint)?;
+    /// // RADIO drops what no one has joined: send until the join has arrived.
+    /// let news = loop {
+    ///     let mut news = Message::from("rain");
+    ///     news.set_group("weather")?;
+    ///     radio.send(news)?;
+    ///     match dish.recv() {
+    ///         Err(Error::Timeout) => continue,
+    ///         got => break got?,
+    ///     }
+    /// };
+    /// assert_eq!(news.group(), Some(&b"weather"[..]));
+    /// # Ok(()) }
+    /// ```
+    pub fn join(&self, group: impl AsRef<[u8]>) -> Result<(), Error> {
+        Ok(self.with(false, |s| s.core.join(group.as_ref()))??)
+    }
+
+    /// DISH: stop receiving the messages of `group` (libzmq's `zmq_leave`); as
+    /// [`join`](Self::join) for errors, and a group not joined is [`Error::Group`].
+    pub fn leave(&self, group: impl AsRef<[u8]>) -> Result<(), Error> {
+        Ok(self.with(false, |s| s.core.leave(group.as_ref()))??)
     }
 
     /// Stop listening on an endpoint given to `bind` (or its resolved form).

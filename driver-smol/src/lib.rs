@@ -4,7 +4,9 @@
 //! (routing, high-water marks, reconnects, heartbeats, monitor events) is made there; the
 //! runtime-agnostic [`zmtp_async`] moves bytes over `tcp://`, `ipc://` and `inproc://`
 //! streams and arms timers, and this crate gives it smol's executors, async-io's timers
-//! and `Async` streams ([`Smol`]). The surface is `zmtp-tokio`'s, name for name.
+//! and `Async` streams ([`Smol`]). The surface is `zmtp-tokio`'s, name for name, the
+//! draft socket types (CLIENT/SERVER, RADIO/DISH, SCATTER/GATHER, PEER, CHANNEL)
+//! included: `zmtp-tokio`'s crate docs describe each.
 //!
 //! Sockets created inside [`block_on`] run their I/O on that thread, with the future (a
 //! single-threaded runtime); sockets created elsewhere run on smol's global executor.
@@ -45,8 +47,9 @@ pub use runtime::{
 };
 pub use zmtp_async::{
     curve_keypair, z85, AuthReply, Authenticator, Bytes, CloseReport, EndpointError, Error,
-    KeyPair, Message, Monitor, MonitorEvent, MonitorEventKind, Options, PeerProperties, PublicKey,
-    SecretKey, Security, SendError, Sent, SocketType, TextError, ZapRequest,
+    GroupError, KeyPair, Message, MetadataError, Monitor, MonitorEvent, MonitorEventKind, Options,
+    PeerProperties, PublicKey, SecretKey, Security, SendError, Sent, SocketType, TextError,
+    ZapRequest,
 };
 
 /// A ZeroMQ socket. Its tasks run on the executor of the enclosing [`block_on`], or on

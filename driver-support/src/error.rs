@@ -6,7 +6,7 @@
 use std::fmt;
 use std::io;
 
-use zmtp_proto::socket::{EndpointError, Message, SendError, TextError};
+use zmtp_proto::socket::{EndpointError, GroupError, Message, MetadataError, SendError, TextError};
 use zmtp_proto::z85::Z85Error;
 use zmtp_proto::ConfigError;
 
@@ -53,6 +53,12 @@ pub enum Error {
         /// The message received.
         message: Message,
     },
+    /// A DISH's `join` of a group already joined or longer than 255 bytes, or `leave` of
+    /// one not joined (libzmq's `EINVAL`). `join` on another type is [`Error::Unsupported`].
+    Group(GroupError),
+    /// A routing id or group that cannot be set on a message ([`Message::set_routing_id`],
+    /// [`Message::set_group`]): what `?` makes of their refusal.
+    Metadata(MetadataError),
 }
 
 impl fmt::Display for Error {
@@ -68,6 +74,8 @@ impl fmt::Display for Error {
             Error::Unsupported => f.write_str("operation not supported"),
             Error::Send(e) => write!(f, "send refused: {e}"),
             Error::NotText { reason, .. } => write!(f, "not a text message: {reason}"),
+            Error::Group(e) => write!(f, "group refused: {e}"),
+            Error::Metadata(e) => write!(f, "message metadata refused: {e}"),
         }
     }
 }
@@ -79,6 +87,8 @@ impl std::error::Error for Error {
             Error::Send(e) => Some(e),
             Error::NotText { reason, .. } => Some(reason),
             Error::Options(e) => Some(e),
+            Error::Group(e) => Some(e),
+            Error::Metadata(e) => Some(e),
             _ => None,
         }
     }
@@ -115,6 +125,23 @@ impl From<SendError> for Error {
             SendError::Closed(_) => Error::Closed,
             e => Error::Send(e),
         }
+    }
+}
+
+/// A refused `join` or `leave`: [`Error::Unsupported`] on a type other than DISH,
+/// [`Error::Group`] otherwise.
+impl From<GroupError> for Error {
+    fn from(e: GroupError) -> Error {
+        match e {
+            GroupError::NotDish => Error::Unsupported,
+            e => Error::Group(e),
+        }
+    }
+}
+
+impl From<MetadataError> for Error {
+    fn from(e: MetadataError) -> Error {
+        Error::Metadata(e)
     }
 }
 

@@ -54,6 +54,134 @@
 //! Sends append to the peer's output and are written at once when the stream has room;
 //! whatever accumulates while it has none goes out in one write when it has. There is no
 //! flush to call.
+//!
+//! # Draft socket types
+//! libzmq's draft types (built with its draft API there) are ordinary socket types here,
+//! on every driver. All of them move single-frame messages only: a message of several
+//! frames is refused by `send` ([`SendError::NotSupported`]) and dropped whole when a peer
+//! sends one, as libzmq does. What libzmq keeps beside the frame, the routing id and the
+//! group, is on the [`Message`] ([`Message::routing_id`], [`Message::group`]).
+//!
+//! ## CLIENT and SERVER
+//! A CLIENT talks to SERVERs, load-balancing its messages over them and fair-queuing
+//! what comes back, like a DEALER. A SERVER numbers each client (a `u32`, never 0) and
+//! gives that number as the routing id of every message from it; a reply names its
+//! client the same way. A SERVER refuses a message whose routing id is unknown
+//! ([`SendError::HostUnreachable`]) or whose client is at its HWM
+//! ([`SendError::WouldBlock`]).
+//!
+//! ```
+//! use zmtp_tokio::{Message, Socket, SocketType};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), zmtp_tokio::Error> {
+//! let server = Socket::new(SocketType::Server)?;
+//! let endpoint = server.bind("tcp://127.0.0.1:*").await?;
+//! let client = Socket::new(SocketType::Client)?;
+//! client.connect(&endpoint)?;
+//!
+//! client.send("2 + 2").await?;
+//! let question = server.recv().await?;
+//! let mut answer = Message::from("4");
+//! answer.set_routing_id(question.routing_id().expect("a SERVER's messages have one"))?;
+//! server.send(answer).await?;
+//! assert_eq!(client.recv_string().await?, "4");
+//! # Ok(()) }
+//! ```
+//!
+//! ## RADIO and DISH
+//! A DISH [`join`](Socket::join)s groups (up to 255 bytes, matched whole, not as
+//! prefixes); a RADIO sends each message to the DISHes that joined its group
+//! ([`Message::set_group`]) and drops it for the others and for a DISH at its HWM, as PUB
+//! does. A DISH tells every RADIO its groups again whenever it reconnects. Received
+//! messages carry their group.
+//!
+//! ```
+//! use std::time::Duration;
+//! use zmtp_tokio::{Message, Socket, SocketType};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), zmtp_tokio::Error> {
+//! let radio = Socket::new(SocketType::Radio)?;
+//! let endpoint = radio.bind("tcp://127.0.0.1:*").await?;
+//! let dish = Socket::new(SocketType::Dish)?;
+//! dish.join("weather")?;
+//! dish.connect(&endpoint)?;
+//! // Until the DISH's join has arrived, the RADIO drops what it sends: keep sending.
+//! let got = loop {
+//!     for (group, text) in [("sport", "goal"), ("weather", "rain")] {
+//!         let mut msg = Message::from(text);
+//!         msg.set_group(group)?;
+//!         radio.send(msg).await?;
+//!     }
+//!     if let Ok(got) = tokio::time::timeout(Duration::from_millis(10), dish.recv()).await {
+//!         break got?;
+//!     }
+//! };
+//! assert_eq!((got.group(), got.to_str()), (Some(&b"weather"[..]), Ok("rain")));
+//! # Ok(()) }
+//! ```
+//!
+//! ## SCATTER and GATHER
+//! PUSH and PULL for single frames: a SCATTER deals its messages round-robin to its
+//! GATHERs, which fair-queue them.
+//!
+//! ```
+//! use zmtp_tokio::{Socket, SocketType};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), zmtp_tokio::Error> {
+//! let gather = Socket::new(SocketType::Gather)?;
+//! let endpoint = gather.bind("tcp://127.0.0.1:*").await?;
+//! let scatter = Socket::new(SocketType::Scatter)?;
+//! scatter.connect(&endpoint)?;
+//! scatter.send("job 1").await?;
+//! assert_eq!(gather.recv_string().await?, "job 1");
+//! # Ok(()) }
+//! ```
+//!
+//! ## PEER
+//! A SERVER that also connects: [`connect_peer`](Socket::connect_peer) returns the
+//! routing id of the peer it connects to, so a message can be addressed to it at once
+//! (it waits for the connection). Each side numbers its peers itself: the two ends' ids
+//! for one connection are unrelated.
+//!
+//! ```
+//! use zmtp_tokio::{Message, Socket, SocketType};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), zmtp_tokio::Error> {
+//! let alice = Socket::new(SocketType::Peer)?;
+//! let endpoint = alice.bind("tcp://127.0.0.1:*").await?;
+//! let bob = Socket::new(SocketType::Peer)?;
+//! let to_alice = bob.connect_peer(&endpoint)?;
+//! let mut hello = Message::from("hello, alice");
+//! hello.set_routing_id(to_alice)?;
+//! bob.send(hello).await?;
+//! let got = alice.recv().await?;
+//! assert_eq!(got.to_str(), Ok("hello, alice"));
+//! assert!(got.routing_id().is_some()); // alice's number for bob
+//! # Ok(()) }
+//! ```
+//!
+//! ## CHANNEL
+//! PAIR for single frames: one peer at a time, both ways.
+//!
+//! ```
+//! use zmtp_tokio::{Socket, SocketType};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), zmtp_tokio::Error> {
+//! let a = Socket::new(SocketType::Channel)?;
+//! let endpoint = a.bind("tcp://127.0.0.1:*").await?;
+//! let b = Socket::new(SocketType::Channel)?;
+//! b.connect(&endpoint)?;
+//! b.send("ping").await?;
+//! assert_eq!(a.recv_string().await?, "ping");
+//! a.send("pong").await?;
+//! assert_eq!(b.recv_string().await?, "pong");
+//! # Ok(()) }
+//! ```
 #![warn(missing_docs)]
 
 mod runtime;
@@ -61,8 +189,9 @@ mod runtime;
 pub use runtime::{Tokio, TokioTask, TokioTcp, TokioTcpListener, TokioUnix, TokioUnixListener};
 pub use zmtp_async::{
     curve_keypair, z85, AuthReply, Authenticator, Bytes, CloseReport, EndpointError, Error,
-    KeyPair, Message, Monitor, MonitorEvent, MonitorEventKind, Options, PeerProperties, PublicKey,
-    SecretKey, Security, SendError, Sent, SocketType, TextError, ZapRequest,
+    GroupError, KeyPair, Message, MetadataError, Monitor, MonitorEvent, MonitorEventKind, Options,
+    PeerProperties, PublicKey, SecretKey, Security, SendError, Sent, SocketType, TextError,
+    ZapRequest,
 };
 
 /// A ZeroMQ socket. Its I/O runs on tasks of the tokio runtime it was created in

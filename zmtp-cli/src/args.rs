@@ -5,6 +5,7 @@ use std::ffi::{OsStr, OsString};
 use std::time::Duration;
 
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use zmtp_async::GROUP_MAX_LEN;
 use zmtp_tokio::{z85, SocketType};
 
 use crate::hex;
@@ -15,10 +16,14 @@ const MAIN_AFTER: &str = "\
 Endpoints (EP): tcp://HOST:PORT (bind tcp://*:PORT, or tcp://127.0.0.1:* for any free port),
 ipc:///path, ipc://@abstract-name, inproc://name.
 
+Socket types: the classic pair, pub, sub, xpub, xsub, push, pull, req, rep, dealer,
+router, and the draft client, server, radio, dish, scatter, gather, peer, channel (libzmq's
+draft API), whose messages are single frames.
+
 Exit status: 0 done, 1 bad usage or configuration, 2 runtime failure (bind failed,
 authentication refused, I/O error), 3 --timeout expired, 4 messages not delivered (send:
-dropped for want of a subscriber or of a peer with that routing id, or still queued when
---linger ran out).";
+dropped for want of a subscriber, a dish or a peer with that routing id, or still queued
+when --linger ran out).";
 
 /// The text after the options list of `zmtp send --help`.
 const SEND_AFTER: &str = "\
@@ -30,10 +35,18 @@ to send to.
 A PUB sends only to subscribers that have joined: start them first, or use
 --wait-subscribers N (or --delay MS) so that early messages are not dropped.
 
+Draft types send single-frame messages only: each FRAME argument, and each TAB-separated
+frame of an input line, is a message of its own. A RADIO sends every message to --group
+GROUP, and only dishes that have joined GROUP get it; --wait-subscribers N waits for N
+dishes to connect, then 200 ms for their joins. A PEER (-c EP, once) sends to the peer it
+connects to. A CLIENT, SCATTER or CHANNEL sends as a DEALER, PUSH or PAIR does. A SERVER
+only replies to what it receives (see 'zmtp recv --help').
+
 Exit status: 0 every message sent and written, 1 bad usage, 2 runtime failure, 3 --timeout
 expired, 4 messages not delivered: dropped by a PUB or XPUB without a subscriber for them,
-or by a ROUTER without a peer of that routing id, or still queued when --linger ran out
-(no peer to take them). Standard error counts them.";
+by a RADIO without a dish that joined the group, or by a ROUTER without a peer of that
+routing id, or still queued when --linger ran out (no peer to take them). Standard error
+counts them.";
 
 /// The text after the options list of `zmtp recv --help`.
 const RECV_AFTER: &str = "\
@@ -42,6 +55,10 @@ every message stays on one line: a backslash is written \\\\, TAB \\t, newline \
 return \\r, and any other control character or byte that is not UTF-8 \\xHH. Text without
 these prints as it is. --hex prints every frame in hex instead, --raw the bytes as they came.
 send --unescape (or --hex-frames for --hex output) reads the lines back.
+
+A DISH (--join GROUP, repeatable) prints each message's group as a first column, before
+its frame. A SERVER or PEER prints the message alone: the routing id it came with is a
+number local to this socket, which --echo answers to.
 
 Exit status: 0 done, 1 bad usage, 2 runtime failure, 3 --timeout expired.";
 
@@ -86,7 +103,8 @@ pub enum CliCommand {
 #[derive(Debug, Args)]
 pub struct CommonCli {
     /// The socket type, in any case: pair, pub, sub, xpub, xsub, push, pull, req, rep,
-    /// dealer, router
+    /// dealer, router; draft (single-frame messages): client, server, radio, dish, scatter,
+    /// gather, peer, channel
     #[arg(
         short = 't',
         long = "type",
@@ -159,11 +177,24 @@ pub struct SecurityCli {
     pub curve_secret: Option<String>,
 }
 
-/// `zmtp send`'s own options.
+/// `zmtp send`'s arguments.
 #[derive(Debug, Args)]
 pub struct SendCli {
     #[command(flatten)]
     pub common: CommonCli,
+    #[command(flatten)]
+    pub options: SendOptions,
+    #[command(flatten)]
+    pub security: SecurityCli,
+    /// The frames of one message (draft types: one message each); none: read messages from
+    /// standard input
+    #[arg(value_name = "FRAME", value_parser = clap::value_parser!(OsString))]
+    pub frames: Vec<OsString>,
+}
+
+/// `zmtp send`'s own options.
+#[derive(Debug, Args)]
+pub struct SendOptions {
     /// Send the message N times (each line of input N times)
     #[arg(short = 'n', long = "count", value_name = "N", allow_hyphen_values = true,
           value_parser = positive)]
@@ -172,20 +203,19 @@ pub struct SendCli {
     #[arg(long, value_name = "MS", value_parser = millis)]
     pub delay: Option<Duration>,
     /// pub, xpub: before the first send, wait until N subscriptions have arrived (a SUB
-    /// without --subscribe makes one)
+    /// without --subscribe makes one); radio: until N dishes have connected, then 200 ms
+    /// for their joins
     #[arg(long, value_name = "N", value_parser = positive)]
     pub wait_subscribers: Option<u64>,
+    /// radio: the group every message goes to (at most 255 bytes; '' is the empty group)
+    #[arg(long, value_name = "GROUP", value_parser = clap::value_parser!(OsString))]
+    pub group: Option<OsString>,
     /// FRAME arguments and input lines are hex
     #[arg(long, conflicts_with = "unescape")]
     pub hex_frames: bool,
     /// FRAME arguments and input lines use recv's escapes (\t \n \r \\ \xHH)
     #[arg(long)]
     pub unescape: bool,
-    #[command(flatten)]
-    pub security: SecurityCli,
-    /// The frames of one message; none: read messages from standard input
-    #[arg(value_name = "FRAME", value_parser = clap::value_parser!(OsString))]
-    pub frames: Vec<OsString>,
 }
 
 /// `zmtp recv`'s own options.
@@ -197,12 +227,16 @@ pub struct RecvCli {
     #[arg(short = 'n', long = "count", value_name = "N", allow_hyphen_values = true,
           value_parser = positive)]
     pub count: Option<u64>,
-    /// Send every message back as received (pair, dealer, router, rep)
+    /// Send every message back as received (pair, dealer, router, rep; client, channel,
+    /// and server and peer to the sender's routing id)
     #[arg(long)]
     pub echo: bool,
     /// Subscribe to PREFIX (repeatable; a SUB without any gets everything)
     #[arg(long, value_name = "PREFIX", value_parser = clap::value_parser!(OsString))]
     pub subscribe: Vec<OsString>,
+    /// dish: join GROUP (repeatable, at least one; matched whole, not as a prefix)
+    #[arg(long, value_name = "GROUP", value_parser = clap::value_parser!(OsString))]
+    pub join: Vec<OsString>,
     #[command(flatten)]
     pub security: SecurityCli,
 }
@@ -251,6 +285,22 @@ pub enum TypeArg {
     Dealer,
     /// ROUTER
     Router,
+    /// CLIENT (draft)
+    Client,
+    /// SERVER (draft)
+    Server,
+    /// RADIO (draft)
+    Radio,
+    /// DISH (draft)
+    Dish,
+    /// SCATTER (draft)
+    Scatter,
+    /// GATHER (draft)
+    Gather,
+    /// PEER (draft)
+    Peer,
+    /// CHANNEL (draft)
+    Channel,
 }
 
 impl From<TypeArg> for SocketType {
@@ -267,8 +317,32 @@ impl From<TypeArg> for SocketType {
             TypeArg::Rep => SocketType::Rep,
             TypeArg::Dealer => SocketType::Dealer,
             TypeArg::Router => SocketType::Router,
+            TypeArg::Client => SocketType::Client,
+            TypeArg::Server => SocketType::Server,
+            TypeArg::Radio => SocketType::Radio,
+            TypeArg::Dish => SocketType::Dish,
+            TypeArg::Scatter => SocketType::Scatter,
+            TypeArg::Gather => SocketType::Gather,
+            TypeArg::Peer => SocketType::Peer,
+            TypeArg::Channel => SocketType::Channel,
         }
     }
+}
+
+/// Whether `ty` is one of the draft types, whose messages are single frames: `send` makes
+/// each frame a message of its own.
+pub fn single_frame(ty: SocketType) -> bool {
+    matches!(
+        ty,
+        SocketType::Client
+            | SocketType::Server
+            | SocketType::Radio
+            | SocketType::Dish
+            | SocketType::Scatter
+            | SocketType::Gather
+            | SocketType::Peer
+            | SocketType::Channel
+    )
 }
 
 /// `--linger`: how long close waits for queued messages.
@@ -371,6 +445,10 @@ pub struct SocketArgs {
     pub echo: bool,
     /// `--subscribe` prefixes.
     pub subscribe: Vec<Vec<u8>>,
+    /// `--join`: the groups a DISH joins (each once).
+    pub join: Vec<Vec<u8>>,
+    /// `--group`: the group a RADIO sends to.
+    pub group: Option<Vec<u8>>,
     /// `--timeout`.
     pub timeout: Option<Duration>,
     /// `--identity`.
@@ -383,7 +461,8 @@ pub struct SocketArgs {
     pub input: Input,
     /// `--delay`: wait this long before the first send.
     pub delay: Option<Duration>,
-    /// `--wait-subscribers`: subscriptions to wait for before the first send.
+    /// `--wait-subscribers`: subscriptions (PUB, XPUB) or dishes (RADIO) to wait for before
+    /// the first send.
     pub wait_subscribers: Option<u64>,
     /// Security options.
     pub role: Role,
@@ -599,25 +678,11 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, Failure> {
         })),
         CliCommand::Send(s) => {
             let sub = sub_matches(&matches, "send");
-            let SendCli {
-                common,
-                security,
-                count,
-                delay,
-                wait_subscribers,
-                hex_frames,
-                unescape,
-                frames,
-            } = s;
-            let rest = SendRest {
-                count,
-                delay,
-                wait_subscribers,
-                hex_frames,
-                unescape,
-                frames,
+            let send = SendOrRecv::Send {
+                options: s.options,
+                frames: s.frames,
             };
-            socket_args(sub, common, security, SendOrRecv::Send(rest))
+            socket_args(sub, s.common, s.security, send)
                 .map(Command::Send)
                 .map_err(|e| see_also(e, &see))
         }
@@ -631,6 +696,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, Failure> {
                     count: r.count,
                     echo: r.echo,
                     subscribe: r.subscribe,
+                    join: r.join,
                 },
             )
             .map(Command::Recv)
@@ -653,23 +719,17 @@ fn sub_matches<'m>(matches: &'m ArgMatches, name: &str) -> Option<&'m ArgMatches
         .and_then(|(n, m)| (n == name).then_some(m))
 }
 
-/// `send`'s options beyond the common ones.
-struct SendRest {
-    count: Option<u64>,
-    delay: Option<Duration>,
-    wait_subscribers: Option<u64>,
-    hex_frames: bool,
-    unescape: bool,
-    frames: Vec<OsString>,
-}
-
 /// The options only one of `send` and `recv` has.
 enum SendOrRecv {
-    Send(SendRest),
+    Send {
+        options: SendOptions,
+        frames: Vec<OsString>,
+    },
     Recv {
         count: Option<u64>,
         echo: bool,
         subscribe: Vec<OsString>,
+        join: Vec<OsString>,
     },
 }
 
@@ -726,6 +786,8 @@ fn socket_args(
         output,
         echo: false,
         subscribe: Vec::new(),
+        join: Vec::new(),
+        group: None,
         timeout: common.timeout,
         identity: common.identity.as_deref().map(os_bytes),
         hwm: common.hwm,
@@ -738,8 +800,8 @@ fn socket_args(
         frames: None,
     };
     match specific {
-        SendOrRecv::Send(s) => {
-            if matches!(ty, SocketType::Pull | SocketType::Sub) {
+        SendOrRecv::Send { options: s, frames } => {
+            if !ty.sends() {
                 return Err(usage(format!("a {name} socket cannot send")));
             }
             if ty == SocketType::Rep {
@@ -747,11 +809,34 @@ fn socket_args(
                     "a REP socket cannot send first (use 'recv -t rep --echo', or 'send -t req')",
                 ));
             }
-            if s.wait_subscribers.is_some() && !matches!(ty, SocketType::Pub | SocketType::XPub) {
-                return Err(usage(format!(
-                    "--wait-subscribers needs a pub or xpub socket, not {name}"
-                )));
+            if ty == SocketType::Server {
+                return Err(usage(
+                    "a SERVER socket cannot send first: it replies to its clients' routing ids \
+                     (use 'recv -t server --echo', or 'send -t client')",
+                ));
             }
+            only_for(
+                "--wait-subscribers",
+                s.wait_subscribers.is_some(),
+                ty,
+                &[SocketType::Pub, SocketType::XPub, SocketType::Radio],
+            )?;
+            only_for("--group", s.group.is_some(), ty, &[SocketType::Radio])?;
+            if ty == SocketType::Radio && s.group.is_none() {
+                return Err(usage(
+                    "a RADIO sends to a group: give --group GROUP ('' for the empty group)",
+                ));
+            }
+            if ty == SocketType::Peer && !matches!(args.endpoints[..], [(Direction::Connect, _)]) {
+                return Err(usage(
+                    "send -t peer sends to the one peer it connects to: give one -c EP and no -b",
+                ));
+            }
+            args.group = s
+                .group
+                .as_deref()
+                .map(|g| group_arg("--group", g))
+                .transpose()?;
             args.input = match (s.hex_frames, s.unescape) {
                 (true, _) => Input::Hex,
                 (false, true) => Input::Escaped,
@@ -760,11 +845,11 @@ fn socket_args(
             args.count = s.count;
             args.delay = s.delay;
             args.wait_subscribers = s.wait_subscribers;
-            if !s.frames.is_empty() {
-                let mut frames = Vec::with_capacity(s.frames.len());
-                for p in &s.frames {
+            if !frames.is_empty() {
+                let mut decoded = Vec::with_capacity(frames.len());
+                for p in &frames {
                     let raw = os_bytes(p);
-                    frames.push(decode_frame(&raw, args.input).ok_or_else(|| {
+                    decoded.push(decode_frame(&raw, args.input).ok_or_else(|| {
                         usage(format!(
                             "{}: frame '{}' is not {}",
                             input_flag(args.input),
@@ -773,25 +858,22 @@ fn socket_args(
                         ))
                     })?);
                 }
-                args.frames = Some(frames);
+                args.frames = Some(decoded);
             }
         }
         SendOrRecv::Recv {
             count,
             echo,
             subscribe,
+            join,
         } => {
-            if echo
-                && !matches!(
-                    ty,
-                    SocketType::Rep | SocketType::Router | SocketType::Dealer | SocketType::Pair
-                )
-            {
+            if echo && !ECHOES.contains(&ty) {
                 return Err(usage(format!(
-                    "--echo needs a socket that can answer (rep, router, dealer, pair), not {name}"
+                    "--echo needs a socket that can answer ({}), not {name}",
+                    lower_names(ECHOES, ", ")
                 )));
             }
-            if matches!(ty, SocketType::Push | SocketType::Pub) {
+            if !ty.receives() {
                 return Err(usage(format!("a {name} socket cannot receive")));
             }
             if ty == SocketType::Req {
@@ -799,10 +881,23 @@ fn socket_args(
                     "a REQ socket must send first (use 'send -t req', which prints the replies)",
                 ));
             }
-            if !subscribe.is_empty() && !matches!(ty, SocketType::Sub | SocketType::XSub) {
-                return Err(usage(format!(
-                    "--subscribe needs a sub or xsub socket, not {name}"
-                )));
+            only_for(
+                "--subscribe",
+                !subscribe.is_empty(),
+                ty,
+                &[SocketType::Sub, SocketType::XSub],
+            )?;
+            only_for("--join", !join.is_empty(), ty, &[SocketType::Dish])?;
+            if ty == SocketType::Dish && join.is_empty() {
+                return Err(usage(
+                    "a DISH receives only the groups it joins: give --join GROUP (repeatable)",
+                ));
+            }
+            for g in &join {
+                let g = group_arg("--join", g)?;
+                if !args.join.contains(&g) {
+                    args.join.push(g);
+                }
             }
             args.count = count;
             args.echo = echo;
@@ -810,6 +905,56 @@ fn socket_args(
         }
     }
     Ok(args)
+}
+
+/// The types `recv --echo` takes: those that can answer what they receive.
+const ECHOES: &[SocketType] = &[
+    SocketType::Rep,
+    SocketType::Router,
+    SocketType::Dealer,
+    SocketType::Pair,
+    SocketType::Client,
+    SocketType::Server,
+    SocketType::Peer,
+    SocketType::Channel,
+];
+
+/// The names of `types` in lower case (as `-t` takes them), separated by `sep`.
+fn lower_names(types: &[SocketType], sep: &str) -> String {
+    let names: Vec<String> = types.iter().map(|t| t.name().to_lowercase()).collect();
+    names.join(sep)
+}
+
+/// A usage error when an option `flag` that only `types` take was `given` with `ty`.
+fn only_for(flag: &str, given: bool, ty: SocketType, types: &[SocketType]) -> Result<(), Failure> {
+    if !given || types.contains(&ty) {
+        return Ok(());
+    }
+    let list = match types {
+        [one] => one.name().to_lowercase(),
+        [rest @ .., last] => format!(
+            "{} or {}",
+            lower_names(rest, ", "),
+            last.name().to_lowercase()
+        ),
+        [] => String::new(),
+    };
+    Err(usage(format!(
+        "{flag} needs a {list} socket, not {}",
+        ty.name()
+    )))
+}
+
+/// A group given to `flag` (`--group`, `--join`): at most [`GROUP_MAX_LEN`] bytes.
+fn group_arg(flag: &str, group: &OsStr) -> Result<Vec<u8>, Failure> {
+    let group = os_bytes(group);
+    if group.len() > GROUP_MAX_LEN {
+        return Err(usage(format!(
+            "{flag}: a group is at most {GROUP_MAX_LEN} bytes, not {}",
+            group.len()
+        )));
+    }
+    Ok(group)
 }
 
 /// One frame as given, read the way `input` says; `None` if it is malformed.
@@ -1067,6 +1212,64 @@ mod tests {
     }
 
     #[test]
+    fn draft_types_take_their_groups() {
+        let Ok(Command::Recv(r)) = parse(args(&[
+            "recv", "-t", "DISH", "-c", "x", "--join", "a", "--join", "", "--join", "a",
+        ])) else {
+            panic!("not a recv");
+        };
+        assert_eq!(r.ty, SocketType::Dish);
+        // Each group once, in the order given; the empty group is a group.
+        assert_eq!(r.join, [b"a".to_vec(), Vec::new()]);
+        let Ok(Command::Send(s)) = parse(args(&[
+            "send",
+            "-t",
+            "radio",
+            "-b",
+            "x",
+            "--group",
+            "news",
+            "--wait-subscribers",
+            "2",
+            "a",
+            "b",
+        ])) else {
+            panic!("not a send");
+        };
+        assert_eq!(s.group.as_deref(), Some(&b"news"[..]));
+        assert_eq!(s.wait_subscribers, Some(2));
+        assert_eq!(s.frames, Some(vec![b"a".to_vec(), b"b".to_vec()]));
+        for (ty, expected) in [
+            ("client", SocketType::Client),
+            ("scatter", SocketType::Scatter),
+            ("channel", SocketType::Channel),
+            ("peer", SocketType::Peer),
+        ] {
+            let Ok(Command::Send(s)) = parse(args(&["send", "-t", ty, "-c", "x", "m"])) else {
+                panic!("{ty}: not a send");
+            };
+            assert_eq!(s.ty, expected);
+            assert!(single_frame(s.ty));
+        }
+        assert!(!single_frame(SocketType::Dealer));
+        for ty in ["server", "peer", "client", "channel"] {
+            assert!(parse(args(&["recv", "-t", ty, "-b", "x", "--echo"])).is_ok());
+        }
+        assert!(
+            usage_error(&["recv", "-t", "gather", "-c", "x", "--join", "g"])
+                .contains("--join needs a dish socket, not GATHER")
+        );
+        assert!(
+            usage_error(&["send", "-t", "dealer", "-c", "x", "--group", "g", "m"])
+                .contains("--group needs a radio socket, not DEALER")
+        );
+        assert!(
+            usage_error(&["send", "-t", "push", "-c", "x", "--wait-subscribers", "1"])
+                .contains("a pub, xpub or radio socket")
+        );
+    }
+
+    #[test]
     fn each_subcommand_has_its_own_help() {
         let Ok(Command::Print(send)) = parse(args(&["send", "--help"])) else {
             panic!("no help");
@@ -1077,6 +1280,8 @@ mod tests {
             panic!("no help");
         };
         assert!(recv.contains("--echo") && !recv.contains("--wait-subscribers"));
+        assert!(recv.contains("--join") && !recv.contains("--group"));
+        assert!(send.contains("--group") && !send.contains("--join"));
         assert!(help_text().contains("completions"));
     }
 }

@@ -5,14 +5,16 @@ use std::future::Future;
 use std::io::{BufRead, Write};
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use zmtp_tokio::{
     Authenticator, Bytes, CloseReport, Error, KeyPair, Message, Monitor, MonitorEvent,
-    MonitorEventKind, Options, PublicKey, Security, Sent, Socket, SocketType,
+    MonitorEventKind, Options, PublicKey, Security, SendError, Sent, Socket, SocketType,
 };
 
-use crate::args::{self, decode_frame, input_what, Direction, Output, Role, SocketArgs};
+use crate::args::{
+    self, decode_frame, input_what, single_frame, Direction, Output, Role, SocketArgs,
+};
 use crate::{escape, hex, print_stdout, Failure};
 
 /// Write one line to standard error, ignoring failures (there is nowhere else to report).
@@ -23,9 +25,14 @@ pub fn note(line: &str) {
 /// `zmtp send`.
 pub async fn send(args: SocketArgs) -> Result<(), Failure> {
     let deadline = args.timeout.map(|t| Instant::now() + t);
-    let (socket, monitor, watch) = before(deadline, args.timeout, open(&args)).await?;
+    let (socket, monitor, watch, peer) = before(deadline, args.timeout, open(&args)).await?;
+    let shape = Shape {
+        single_frame: single_frame(args.ty),
+        group: args.group.clone().map(Bytes::from),
+        routing_id: peer,
+    };
     let input = match &args.frames {
-        Some(frames) => Input::Frames(message(frames.iter().cloned())),
+        Some(frames) => Input::Frames(shape.messages(frames.clone())?),
         None => Input::Lines(read_lines()?),
     };
     let count = args.count.unwrap_or(1);
@@ -33,18 +40,27 @@ pub async fn send(args: SocketArgs) -> Result<(), Failure> {
     let (input_mode, output, ty) = (args.input, args.output, args.ty);
     let (delay, wait_subscribers, verbose) = (args.delay, args.wait_subscribers, args.verbose);
     let timeout = args.timeout;
+    let handshakes = watch.handshakes.subscribe();
     let work = async move {
         if let Some(delay) = delay {
             tokio::time::sleep(delay).await;
         }
-        if let Some(wanted) = wait_subscribers {
-            wait_for_subscriptions(&socket, wanted, verbose, deadline, timeout).await?;
+        match wait_subscribers {
+            Some(wanted) if ty == SocketType::Radio => {
+                wait_for_dishes(handshakes, wanted, deadline, timeout).await?;
+            }
+            Some(wanted) => {
+                wait_for_subscriptions(&socket, wanted, verbose, deadline, timeout).await?;
+            }
+            None => {}
         }
         let mut tally = Tally::default();
         match input {
-            Input::Frames(msg) => {
+            Input::Frames(messages) => {
                 for _ in 0..count {
-                    send_one(&socket, msg.clone(), request, output, &mut tally).await?;
+                    for msg in &messages {
+                        send_one(&socket, msg.clone(), request, output, &mut tally).await?;
+                    }
                 }
             }
             Input::Lines(mut lines) => {
@@ -54,15 +70,18 @@ pub async fn send(args: SocketArgs) -> Result<(), Failure> {
                     let line = line.map_err(|e| {
                         Failure::Runtime(format!("cannot read standard input: {e}"))
                     })?;
-                    let msg = parse_line(&line, input_mode).map_err(|bad| {
+                    let frames = parse_line(&line, input_mode).map_err(|bad| {
                         Failure::Usage(format!(
                             "line {number} of standard input: frame '{}' is not {}",
                             String::from_utf8_lossy(&bad),
                             input_what(input_mode)
                         ))
                     })?;
+                    let messages = shape.messages(frames)?;
                     for _ in 0..count {
-                        send_one(&socket, msg.clone(), request, output, &mut tally).await?;
+                        for msg in &messages {
+                            send_one(&socket, msg.clone(), request, output, &mut tally).await?;
+                        }
                     }
                 }
             }
@@ -125,9 +144,14 @@ impl Tally {
                 "no subscriber had subscribed to {them} (a PUB sends only to subscribers \
                  that have already joined: see --wait-subscribers and --delay)"
             ),
+            SocketType::Radio => format!(
+                "no dish had joined {its} group (a RADIO sends only to dishes that have \
+                 already joined: see --wait-subscribers and --delay)"
+            ),
             SocketType::Router => {
                 format!("no connected peer has {its} routing id (the first frame)")
             }
+            SocketType::Peer => format!("the peer had gone when {them} came to be sent"),
             _ => format!("the socket had no peer to take {them}"),
         };
         Err(Failure::Undelivered(format!(
@@ -182,11 +206,49 @@ async fn wait_for_subscriptions(
     Ok(())
 }
 
+/// How long a RADIO's `--wait-subscribers` waits, once its dishes have connected, for
+/// their joins (which a RADIO cannot see arrive).
+const JOIN_GRACE: Duration = Duration::from_millis(200);
+
+/// `--wait-subscribers` on a RADIO: wait until `wanted` dishes have completed their
+/// handshake (counted by `handshakes`), then [`JOIN_GRACE`] for their joins.
+async fn wait_for_dishes(
+    mut handshakes: watch::Receiver<u64>,
+    wanted: u64,
+    deadline: Option<Instant>,
+    timeout: Option<Duration>,
+) -> Result<(), Failure> {
+    let connected = {
+        let all = handshakes.wait_for(|&n| n >= wanted);
+        match deadline {
+            Some(d) => tokio::time::timeout_at(d, all)
+                .await
+                .ok()
+                .map(|r| r.is_ok()),
+            None => Some(all.await.is_ok()),
+        }
+    };
+    match connected {
+        Some(true) => {}
+        // The monitor ended: the socket is closing, and the work with it.
+        Some(false) => return Err(Failure::Runtime("the socket closed".into())),
+        None => {
+            let ms = timeout.map_or(0, |t| t.as_millis());
+            let arrived = *handshakes.borrow();
+            return Err(Failure::Timeout(format!(
+                "timed out after {ms} ms waiting for dishes: {arrived} of {wanted} connected"
+            )));
+        }
+    }
+    tokio::time::sleep(JOIN_GRACE).await;
+    Ok(())
+}
+
 /// `zmtp recv`.
 pub async fn recv(args: SocketArgs) -> Result<(), Failure> {
     let deadline = args.timeout.map(|t| Instant::now() + t);
-    let (socket, monitor, watch) = before(deadline, args.timeout, open(&args)).await?;
-    let (count, echo, output) = (args.count, args.echo, args.output);
+    let (socket, monitor, watch, _) = before(deadline, args.timeout, open(&args)).await?;
+    let (count, echo, output, verbose) = (args.count, args.echo, args.output, args.verbose);
     let work = async move {
         let mut received = 0u64;
         while count.is_none_or(|c| received < c) {
@@ -194,13 +256,20 @@ pub async fn recv(args: SocketArgs) -> Result<(), Failure> {
                 .recv()
                 .await
                 .map_err(|e| Failure::Runtime(format!("cannot receive: {e}")))?;
-            print_message(msg.frames(), output)?;
+            print_message(&msg, output)?;
             if echo {
-                // As received: ROUTER keeps the peer's identity frame, REP its envelope.
-                socket
-                    .send(msg)
-                    .await
-                    .map_err(|e| Failure::Runtime(format!("cannot send the echo: {e}")))?;
+                // As received: ROUTER keeps the peer's identity frame, REP its envelope,
+                // SERVER and PEER the routing id the message came with.
+                match socket.send(msg).await {
+                    Ok(_) => {}
+                    // A SERVER's or PEER's client that went away (a ROUTER drops those).
+                    Err(SendError::HostUnreachable(_)) => {
+                        if verbose {
+                            note("the sender has gone: its echo is dropped");
+                        }
+                    }
+                    Err(e) => return Err(Failure::Runtime(format!("cannot send the echo: {e}"))),
+                }
             }
             received += 1;
         }
@@ -212,24 +281,53 @@ pub async fn recv(args: SocketArgs) -> Result<(), Failure> {
 
 /// Where `send` takes its messages from.
 enum Input {
-    /// The FRAME arguments: one message.
-    Frames(Message),
-    /// Standard input, one message per line.
+    /// The FRAME arguments: one message (a classic type) or one per frame (a draft type).
+    Frames(Vec<Message>),
+    /// Standard input, one line at a time.
     Lines(mpsc::Receiver<std::io::Result<Vec<u8>>>),
 }
 
-fn message(frames: impl Iterator<Item = Vec<u8>>) -> Message {
-    Message::from(frames.map(Bytes::from).collect::<Vec<Bytes>>())
+/// How `send` makes messages of the frames of an input (the FRAME arguments, or a line).
+struct Shape {
+    /// A draft type: each frame is a message of its own (they take no multipart messages).
+    single_frame: bool,
+    /// RADIO: the group each message goes to.
+    group: Option<Bytes>,
+    /// PEER: the routing id of the peer it connected to.
+    routing_id: Option<u32>,
+}
+
+impl Shape {
+    /// The messages to send for `frames`, in order.
+    fn messages(&self, frames: Vec<Vec<u8>>) -> Result<Vec<Message>, Failure> {
+        let frames = frames.into_iter().map(Bytes::from);
+        if !self.single_frame {
+            return Ok(vec![Message::from(frames.collect::<Vec<Bytes>>())]);
+        }
+        frames
+            .map(|frame| {
+                let mut msg = Message::from(frame);
+                if let Some(group) = &self.group {
+                    msg.set_group(group)?;
+                }
+                if let Some(id) = self.routing_id {
+                    msg.set_routing_id(id)?;
+                }
+                Ok(msg)
+            })
+            .collect::<Result<_, zmtp_tokio::MetadataError>>()
+            .map_err(|e| Failure::Runtime(format!("cannot address a message: {e}")))
+    }
 }
 
 /// The frames of one line of input (TAB-separated); `Err` with a frame that is malformed
 /// (not hex for `--hex-frames`, a bad escape for `--unescape`).
-fn parse_line(line: &[u8], input: args::Input) -> Result<Message, Vec<u8>> {
+fn parse_line(line: &[u8], input: args::Input) -> Result<Vec<Vec<u8>>, Vec<u8>> {
     let mut frames = Vec::new();
     for part in line.split(|&b| b == b'\t') {
         frames.push(decode_frame(part, input).ok_or_else(|| part.to_vec())?);
     }
-    Ok(message(frames.into_iter()))
+    Ok(frames)
 }
 
 /// Lines of standard input (without their `\n`), read by a thread as they come.
@@ -273,25 +371,33 @@ async fn send_one(
     output: Output,
     tally: &mut Tally,
 ) -> Result<(), Failure> {
-    let sent = socket
-        .send(msg)
-        .await
-        .map_err(|e| Failure::Runtime(format!("cannot send: {e}")))?;
+    let sent = match socket.send(msg).await {
+        Ok(sent) => sent,
+        // A PEER whose peer has gone: not delivered, as a ROUTER's message to an unknown id.
+        Err(SendError::HostUnreachable(_)) => Sent::Dropped,
+        Err(e) => return Err(Failure::Runtime(format!("cannot send: {e}"))),
+    };
     tally.count(sent);
     if request {
         let reply = socket
             .recv()
             .await
             .map_err(|e| Failure::Runtime(format!("cannot receive the reply: {e}")))?;
-        print_message(reply.frames(), output)?;
+        print_message(&reply, output)?;
     }
     Ok(())
 }
 
-/// A message as one line: frames separated by a TAB, escaped, as lowercase hex or raw.
-fn format_message(frames: &[Bytes], output: Output) -> Vec<u8> {
-    let mut line = Vec::with_capacity(frames.iter().map(|f| f.len() * 2 + 1).sum::<usize>() + 1);
-    for (i, frame) in frames.iter().enumerate() {
+/// A message as one line: frames separated by a TAB, escaped, as lowercase hex or raw. A
+/// DISH's message has its group as a first column, written as the frames are.
+fn format_message(msg: &Message, output: Output) -> Vec<u8> {
+    let columns = msg
+        .group()
+        .into_iter()
+        .chain(msg.frames().iter().map(|f| &f[..]));
+    let size = columns.clone().map(|c| c.len() * 2 + 1).sum::<usize>() + 1;
+    let mut line = Vec::with_capacity(size);
+    for (i, frame) in columns.enumerate() {
         if i > 0 {
             line.push(b'\t');
         }
@@ -306,8 +412,8 @@ fn format_message(frames: &[Bytes], output: Output) -> Vec<u8> {
 }
 
 /// Print a message as one line (see [`format_message`]).
-fn print_message(frames: &[Bytes], output: Output) -> Result<(), Failure> {
-    print_stdout(&format_message(frames, output))
+fn print_message(msg: &Message, output: Output) -> Result<(), Failure> {
+    print_stdout(&format_message(msg, output))
 }
 
 /// Run `f` unless the deadline passes first.
@@ -329,9 +435,10 @@ fn timed_out(timeout: Option<Duration>) -> Failure {
     Failure::Timeout(format!("timed out after {ms} ms"))
 }
 
-/// The socket with its options, security, subscriptions and endpoints; its monitor; and
-/// what to make of the monitor's handshake failures.
-async fn open(args: &SocketArgs) -> Result<(Socket, Monitor, Watch), Failure> {
+/// The socket with its options, security, subscriptions and endpoints; its monitor; what
+/// to make of the monitor's handshake failures; and, for a PEER, the routing id of the
+/// peer it connected to last.
+async fn open(args: &SocketArgs) -> Result<(Socket, Monitor, Watch, Option<u32>), Failure> {
     let mut options = Options::default();
     options.linger = args.linger;
     if let Some(id) = &args.identity {
@@ -362,7 +469,7 @@ async fn open(args: &SocketArgs) -> Result<(Socket, Monitor, Watch), Failure> {
     };
     // --wait-subscribers sees subscriptions arrive as an XPUB does, each one of every
     // subscriber (XPUB_VERBOSE); to its subscribers, an XPUB is a PUB.
-    let ty = if args.wait_subscribers.is_some() {
+    let ty = if args.wait_subscribers.is_some() && args.ty != SocketType::Radio {
         options.xpub_verbose = true;
         SocketType::XPub
     } else {
@@ -396,10 +503,23 @@ async fn open(args: &SocketArgs) -> Result<(Socket, Monitor, Watch), Failure> {
     for prefix in &args.subscribe {
         socket.subscribe(prefix).map_err(subscribed)?;
     }
+    for group in &args.join {
+        socket
+            .join(group)
+            .map_err(|e| Failure::Usage(format!("cannot join: {e}")))?;
+    }
     let mut bound = Vec::new();
+    let mut peer = None;
     for (direction, endpoint) in &args.endpoints {
         let result = match direction {
             Direction::Bind => socket.bind(endpoint).await.map(Some),
+            // A PEER learns the routing id of the peer there, to address it.
+            Direction::Connect if args.ty == SocketType::Peer => {
+                socket.connect_peer(endpoint).map(|id| {
+                    peer = Some(id);
+                    None
+                })
+            }
             Direction::Connect => socket.connect(endpoint).map(|()| None),
         };
         let verb = match direction {
@@ -431,8 +551,9 @@ async fn open(args: &SocketArgs) -> Result<(Socket, Monitor, Watch), Failure> {
         server: args.role.is_server(),
         bound,
         verbose: args.verbose,
+        handshakes: watch::Sender::new(0),
     };
-    Ok((socket, monitor, watch))
+    Ok((socket, monitor, watch, peer))
 }
 
 /// Run `work` while watching the monitor, until it completes, a handshake failure ends the
@@ -490,6 +611,8 @@ struct Watch {
     bound: Vec<String>,
     /// Report every event on standard error.
     verbose: bool,
+    /// Handshakes that succeeded so far (a RADIO's `--wait-subscribers` counts its dishes).
+    handshakes: watch::Sender<u64>,
 }
 
 impl Watch {
@@ -506,6 +629,9 @@ impl Watch {
             note(&format!("{} [{}]", event_text(e, inbound), e.kind));
         }
         let kind = e.kind;
+        if kind == MonitorEventKind::HandshakeSucceeded {
+            self.handshakes.send_modify(|n| *n += 1);
+        }
         if !matches!(
             kind,
             MonitorEventKind::HandshakeFailedAuth
@@ -652,6 +778,56 @@ mod tests {
 
     fn event(kind: MonitorEventKind, endpoint: &str, peer: &str) -> MonitorEvent {
         MonitorEvent::new(kind, 0, endpoint).with_peer_address(peer)
+    }
+
+    #[test]
+    fn a_dish_message_prints_its_group_first() {
+        let mut news = Message::from(&b"rain\tsnow"[..]);
+        news.set_group("wea\tther").unwrap();
+        assert_eq!(
+            format_message(&news, Output::Escaped),
+            b"wea\\tther\train\\tsnow\n"
+        );
+        assert_eq!(
+            format_message(&news, Output::Hex),
+            b"7765610974686572\t7261696e09736e6f77\n"
+        );
+        // A routing id is not printed: the line is the body alone.
+        let mut reply = Message::from("pong");
+        reply.set_routing_id(7).unwrap();
+        assert_eq!(format_message(&reply, Output::Escaped), b"pong\n");
+    }
+
+    #[test]
+    fn draft_types_send_each_frame_as_a_message() {
+        let frames = vec![b"a".to_vec(), b"b".to_vec()];
+        let classic = Shape {
+            single_frame: false,
+            group: None,
+            routing_id: None,
+        };
+        assert_eq!(
+            classic.messages(frames.clone()).unwrap(),
+            [Message::from(["a", "b"])]
+        );
+        let radio = Shape {
+            single_frame: true,
+            group: Some(Bytes::from_static(b"g")),
+            routing_id: None,
+        };
+        let sent = radio.messages(frames.clone()).unwrap();
+        assert_eq!(sent.len(), 2);
+        assert!(sent
+            .iter()
+            .all(|m| m.len() == 1 && m.group() == Some(&b"g"[..])));
+        let peer = Shape {
+            single_frame: true,
+            group: None,
+            routing_id: Some(42),
+        };
+        let sent = peer.messages(frames).unwrap();
+        assert_eq!(sent[1].routing_id(), Some(42));
+        assert_eq!(&sent[1].frames()[0][..], b"b");
     }
 
     #[test]

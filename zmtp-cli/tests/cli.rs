@@ -2,12 +2,12 @@
 //! pattern in both directions, PLAIN and CURVE with right and wrong credentials on either
 //! side, multipart and hex frames, keygen, bench, and every exit code.
 
+mod common;
+
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use common::{ok, run, spawn, spawn_os, text, usage_fails, Outcome, GUARD};
 
 use zmtp_conformance::ffi::{
     Ctx, ZSocket, ZMQ_CURVE_PUBLICKEY, ZMQ_CURVE_SECRETKEY, ZMQ_CURVE_SERVERKEY, ZMQ_DEALER,
@@ -20,172 +20,6 @@ use zmtp_conformance::security::{
 };
 use zmtp_conformance::zap::ZapHandler;
 use zmtp_tokio::{KeyPair, PublicKey, SecretKey};
-
-const ZMTP: &str = env!("CARGO_BIN_EXE_zmtp");
-
-/// The longest any run of the binary may take before the test gives up on it.
-const LIMIT: Duration = Duration::from_secs(15);
-
-/// `--timeout` given to runs that should finish by themselves, so that a bug ends them with
-/// exit 3 rather than a hang.
-const GUARD: &str = "10000";
-
-fn text(bytes: &[u8]) -> &str {
-    std::str::from_utf8(bytes).expect("UTF-8")
-}
-
-/// How a run of the binary ended.
-#[derive(Debug)]
-struct Outcome {
-    /// The exit code; `None` if killed by a signal.
-    code: Option<i32>,
-    stdout: Vec<u8>,
-    stderr: String,
-}
-
-/// A running `zmtp`, its standard output and error read by threads.
-struct Running {
-    child: Child,
-    stdout: Option<JoinHandle<Vec<u8>>>,
-    stderr_lines: mpsc::Receiver<String>,
-    stderr: Vec<String>,
-    started: Instant,
-    /// The arguments, for failure messages.
-    what: String,
-}
-
-fn spawn_os(args: &[OsString], stdin: Option<&[u8]>) -> Running {
-    let mut child = Command::new(ZMTP)
-        .args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run zmtp");
-    if let Some(input) = stdin {
-        let mut pipe = child.stdin.take().expect("stdin");
-        let input = input.to_vec();
-        std::thread::spawn(move || {
-            let _ = pipe.write_all(&input);
-        });
-    }
-    let mut out = child.stdout.take().expect("stdout");
-    let stdout = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = out.read_to_end(&mut buf);
-        buf
-    });
-    let err = child.stderr.take().expect("stderr");
-    let (tx, stderr_lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(err).lines() {
-            let Ok(line) = line else { return };
-            if tx.send(line).is_err() {
-                return;
-            }
-        }
-    });
-    Running {
-        child,
-        stdout: Some(stdout),
-        stderr_lines,
-        stderr: Vec::new(),
-        started: Instant::now(),
-        what: format!("{args:?}"),
-    }
-}
-
-fn spawn(args: &[&str], stdin: Option<&[u8]>) -> Running {
-    let args: Vec<OsString> = args.iter().map(OsString::from).collect();
-    spawn_os(&args, stdin)
-}
-
-impl Running {
-    /// The endpoint the binary reports as bound (`-v` prints `zmtp: bound EP`).
-    fn bound_endpoint(&mut self) -> String {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.stderr_lines.recv_timeout(left) {
-                Ok(line) => {
-                    let found = line.strip_prefix("zmtp: bound ").map(str::to_string);
-                    self.stderr.push(line);
-                    if let Some(ep) = found {
-                        return ep;
-                    }
-                }
-                Err(_) => {
-                    let _ = self.child.kill();
-                    panic!(
-                        "{}: no bound endpoint reported; stderr: {:?}",
-                        self.what, self.stderr
-                    );
-                }
-            }
-        }
-    }
-
-    /// Whether the process has exited.
-    fn exited(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(Some(_)))
-    }
-
-    /// Wait for the exit (killing the process after `LIMIT`) and collect the output.
-    fn finish(mut self) -> Outcome {
-        let status = loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                break status;
-            }
-            if self.started.elapsed() > LIMIT {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                panic!(
-                    "zmtp still running after {LIMIT:?}; stderr: {:?}",
-                    self.stderr
-                );
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        };
-        let stdout = self
-            .stdout
-            .take()
-            .map(|t| t.join().unwrap_or_default())
-            .unwrap_or_default();
-        // The writer is gone: the reader thread ends at end of file.
-        while let Ok(line) = self.stderr_lines.recv_timeout(Duration::from_secs(2)) {
-            self.stderr.push(line);
-        }
-        let mut stderr = self.stderr.join("\n");
-        if !stderr.is_empty() {
-            stderr.push('\n');
-        }
-        Outcome {
-            code: status.code(),
-            stdout,
-            stderr,
-        }
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn run(args: &[&str], stdin: Option<&[u8]>) -> Outcome {
-    spawn(args, stdin).finish()
-}
-
-/// Assert a successful run.
-fn ok(outcome: &Outcome) {
-    assert_eq!(outcome.code, Some(0), "zmtp failed: {outcome:?}");
-}
 
 /// A libzmq socket of `kind` bound to an ephemeral TCP port; its endpoint.
 fn zbind<'c>(ctx: &'c Ctx, kind: i32) -> (ZSocket<'c>, String) {
@@ -878,14 +712,22 @@ fn each_subcommand_has_its_own_help() {
                 "--wait-subscribers",
                 "--delay",
                 "--unescape",
+                "--group <GROUP>",
                 "Exit status",
             ],
-            &["--echo", "--subscribe <PREFIX>", "--transport"],
+            &["--echo", "--subscribe <PREFIX>", "--join", "--transport"],
         ),
         (
             &["help", "recv"],
-            &["Usage: zmtp recv", "--echo", "--subscribe", "--raw", "\\t"],
-            &["--wait-subscribers", "--transport"],
+            &[
+                "Usage: zmtp recv",
+                "--echo",
+                "--subscribe",
+                "--join <GROUP>",
+                "--raw",
+                "\\t",
+            ],
+            &["--wait-subscribers", "--group", "--transport"],
         ),
         (
             &["bench", "-h"],
@@ -1121,14 +963,7 @@ fn bad_usage_exits_1_with_one_line_naming_the_problem() {
         ("bench --count 0", "--count"),
     ];
     for (line, needle) in cases {
-        let out = spawn_os(&words(line), None).finish();
-        assert_eq!(out.code, Some(1), "{line}: {out:?}");
-        assert!(out.stdout.is_empty(), "{line}: {out:?}");
-        assert_eq!(out.stderr.lines().count(), 1, "{line}: {out:?}");
-        assert!(
-            out.stderr.contains(needle),
-            "{line}: {needle:?} not in {out:?}"
-        );
+        usage_fails(&words(line), needle);
     }
 }
 
@@ -1263,6 +1098,15 @@ fn garbage_arguments_never_panic() {
         "send -t xsub -c {ep} --timeout 300 --linger 0 --hex-frames ''",
         "recv -t XPUB -b tcp://127.0.0.1:* --timeout 300 --heartbeat 1",
         "send -t router -b tcp://127.0.0.1:* --timeout 300 nobody x",
+        // The draft types.
+        "send -t radio --group",
+        "recv -t dish --join",
+        "send -t peer -c ipc:// x",
+        "send -t peer -c inproc://x --timeout 300 --linger 0 x",
+        "recv -t dish -c {ep} --join '' --join '' --timeout 300",
+        "send -t radio -b tcp://127.0.0.1:* --group '' --wait-subscribers 3 --timeout 300 ''",
+        "recv -t server -b tcp://127.0.0.1:* --echo --timeout 300 --hex",
+        "send -t scatter -c {ep} --timeout 300 --hex-frames '' 00",
     ];
     let mut cases: Vec<Vec<OsString>> = lines.iter().map(|l| words(l)).collect();
     let bad = |bytes: &[u8]| OsString::from_vec(bytes.to_vec());

@@ -74,6 +74,14 @@ pub enum Error {
     },
     /// A verdict was given while none was asked for.
     UnexpectedVerdict,
+    /// A RADIO's peer joined or left a group longer than 255 bytes.
+    GroupTooLong {
+        /// The group's length.
+        len: usize,
+    },
+    /// A DISH's peer sent a message that is not `[group (MORE), body]` with a group of at
+    /// most 255 bytes.
+    MalformedGroupMessage,
     /// The CURVE handshake or a CURVE MESSAGE failed.
     #[cfg(feature = "curve")]
     Curve(CurveError),
@@ -120,6 +128,12 @@ impl core::fmt::Display for Error {
                 write!(f, "peer refused by authentication ({status})")
             }
             Error::UnexpectedVerdict => f.write_str("authentication verdict without a request"),
+            Error::GroupTooLong { len } => {
+                write!(f, "peer named a group of {len} bytes (at most 255)")
+            }
+            Error::MalformedGroupMessage => f.write_str(
+                "message to a DISH is not [group, body] with a group of at most 255 bytes",
+            ),
             #[cfg(feature = "curve")]
             Error::Curve(e) => write!(f, "CURVE: {e}"),
         }

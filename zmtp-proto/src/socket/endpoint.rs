@@ -103,6 +103,9 @@ pub enum EndpointError {
     WildcardPortOnConnect,
     /// Connecting to `ipc://*`, which only names a path when binding.
     WildcardPathOnConnect,
+    /// `connect_peer` on a socket that is not a PEER, or with `IMMEDIATE` set (libzmq's
+    /// `ENOTSUP` and `EFAULT`).
+    ConnectPeerRefused,
 }
 
 impl fmt::Display for EndpointError {
@@ -145,6 +148,9 @@ impl fmt::Display for EndpointError {
             }
             EndpointError::WildcardPathOnConnect => {
                 f.write_str("cannot connect to the wildcard ipc path '*'")
+            }
+            EndpointError::ConnectPeerRefused => {
+                f.write_str("connect_peer needs a PEER socket with IMMEDIATE off")
             }
         }
     }

@@ -46,6 +46,12 @@ impl Socket {
         let id = EndpointId(self.new_id());
         let peer = PeerId(self.new_id());
         let routing_id = self.opts.connect_routing_id.take().unwrap_or_default();
+        // SERVER and PEER number their peers themselves.
+        let routing_id = if self.rules.numbers_peers() {
+            Bytes::new()
+        } else {
+            routing_id
+        };
         self.endpoints.insert(
             id,
             EndpointState {
@@ -77,6 +83,10 @@ impl Socket {
         );
         if !self.opts.immediate && !self.rules.routes_by_id {
             self.attach(peer);
+            if self.rules.numbers_peers() {
+                // SERVER, PEER: the peer's queue has its routing id from now on.
+                self.number_peer(peer);
+            }
         }
         self.commands
             .push_back(Command::Connect { endpoint: id, addr });

@@ -133,7 +133,10 @@ impl Socket {
                 Next::Item(item) => {
                     // Data frames raise no connection events; handshake items may.
                     let events = !matches!(item, OwnedItem::Frame { .. });
-                    self.on_item(peer, item);
+                    if let Err(e) = self.on_item(peer, item) {
+                        self.end_stream(peer, Ending::Failed(e), now);
+                        return;
+                    }
                     if events {
                         self.process_conn_events(peer, now);
                     }
@@ -162,10 +165,11 @@ impl Socket {
         }
     }
 
-    /// One item received from a peer's stream.
-    pub(super) fn on_item(&mut self, peer: PeerId, item: OwnedItem) {
+    /// One item received from a peer's stream. An error fails the stream (the caller
+    /// ends it).
+    pub(super) fn on_item(&mut self, peer: PeerId, item: OwnedItem) -> Result<(), crate::Error> {
         let Some(stream) = self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) else {
-            return;
+            return Ok(());
         };
         match item {
             OwnedItem::Ready(metadata) => {
@@ -176,19 +180,21 @@ impl Socket {
             }
             // A single-frame message needs no frame list.
             OwnedItem::Frame { body, more: false } if stream.partial.is_empty() => {
-                self.on_message(peer, Message::from(body));
+                return self.on_message(peer, Message::from(body));
             }
             OwnedItem::Frame { body, more } => {
                 stream.partial.push_back(body);
                 if !more {
                     let msg = core::mem::take(&mut stream.partial);
-                    self.on_message(peer, msg);
+                    return self.on_message(peer, msg);
                 }
             }
             OwnedItem::Subscribe(topic) => self.on_subscription(peer, topic, true),
             OwnedItem::Cancel(topic) => self.on_subscription(peer, topic, false),
-            OwnedItem::Join(_) | OwnedItem::Leave(_) => {}
+            OwnedItem::Join(group) => return self.on_group(peer, group, true),
+            OwnedItem::Leave(group) => return self.on_group(peer, group, false),
         }
+        Ok(())
     }
 
     /// A chunk of bytes from an in-process stream, shared rather than copied: a frame body
@@ -199,7 +205,12 @@ impl Socket {
             return;
         };
         match s.conn.receive_shared(now, chunk) {
-            Ok(Some(item)) => self.on_item(peer, item),
+            Ok(Some(item)) => {
+                if let Err(e) = self.on_item(peer, item) {
+                    self.end_stream(peer, Ending::Failed(e), now);
+                    return;
+                }
+            }
             Ok(None) => {}
             Err(e) => {
                 self.end_stream(peer, Ending::Failed(e), now);

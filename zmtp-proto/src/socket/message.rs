@@ -50,6 +50,14 @@ enum Frames {
     /// Two frames in place: a routing id or envelope and a body need no list.
     Two([Bytes; 2]),
     Many(Vec<Bytes>),
+    /// One frame with the metadata of the draft socket types (libzmq keeps it in the
+    /// message, never on the wire as a frame of its own): a routing id (0 = none) and a
+    /// group. In place, so that a message stays as small as one of two frames.
+    Tagged {
+        routing_id: u32,
+        body: Bytes,
+        group: Option<Bytes>,
+    },
 }
 
 impl Frames {
@@ -69,7 +77,7 @@ impl Frames {
 
     fn len(&self) -> usize {
         match self {
-            Frames::One(_) => 1,
+            Frames::One(_) | Frames::Tagged { .. } => 1,
             Frames::Two(_) => 2,
             Frames::Many(v) => v.len(),
         }
@@ -77,7 +85,7 @@ impl Frames {
 
     fn into_vec(self) -> Vec<Bytes> {
         match self {
-            Frames::One(b) => alloc::vec![b],
+            Frames::One(b) | Frames::Tagged { body: b, .. } => alloc::vec![b],
             Frames::Two(two) => Vec::from(two),
             Frames::Many(v) => v,
         }
@@ -90,9 +98,12 @@ impl Default for Frames {
     }
 }
 
+/// Messages are equal when their frames are, and their metadata (routing id, group).
 impl PartialEq for Message {
     fn eq(&self, other: &Message) -> bool {
         self.frames() == other.frames()
+            && self.routing_id() == other.routing_id()
+            && self.group() == other.group()
     }
 }
 
@@ -159,7 +170,7 @@ impl Message {
     /// ```
     pub fn frames(&self) -> &[Bytes] {
         match &self.frames {
-            Frames::One(b) => core::slice::from_ref(b),
+            Frames::One(b) | Frames::Tagged { body: b, .. } => core::slice::from_ref(b),
             Frames::Two(two) => two,
             Frames::Many(v) => v,
         }
@@ -190,11 +201,14 @@ impl Message {
         self.frames().iter().map(Bytes::len).sum()
     }
 
-    /// Append a frame.
+    /// Append a frame. A message of several frames has no routing id or group: adding a
+    /// frame drops them.
     pub fn push_back(&mut self, frame: impl Into<Bytes>) {
         let frame = frame.into();
         match &mut self.frames {
-            Frames::One(b) => self.frames = Frames::Two([core::mem::take(b), frame]),
+            Frames::One(b) | Frames::Tagged { body: b, .. } => {
+                self.frames = Frames::Two([core::mem::take(b), frame]);
+            }
             Frames::Two([a, b]) => {
                 let (a, b) = (core::mem::take(a), core::mem::take(b));
                 self.frames = Frames::Many(alloc::vec![a, b, frame]);
@@ -204,11 +218,14 @@ impl Message {
         }
     }
 
-    /// Prepend a frame (an envelope or routing id).
+    /// Prepend a frame (an envelope or routing id); as [`push_back`](Self::push_back), this
+    /// drops a routing id or group.
     pub fn push_front(&mut self, frame: impl Into<Bytes>) {
         let frame = frame.into();
         match &mut self.frames {
-            Frames::One(b) => self.frames = Frames::Two([frame, core::mem::take(b)]),
+            Frames::One(b) | Frames::Tagged { body: b, .. } => {
+                self.frames = Frames::Two([frame, core::mem::take(b)]);
+            }
             Frames::Two([a, b]) => {
                 let (a, b) = (core::mem::take(a), core::mem::take(b));
                 self.frames = Frames::Many(alloc::vec![frame, a, b]);
@@ -221,7 +238,7 @@ impl Message {
     /// Remove and return the first frame.
     pub fn pop_front(&mut self) -> Option<Bytes> {
         match &mut self.frames {
-            Frames::One(b) => {
+            Frames::One(b) | Frames::Tagged { body: b, .. } => {
                 let b = core::mem::take(b);
                 self.frames = Frames::Many(Vec::new());
                 Some(b)
@@ -302,6 +319,173 @@ impl Message {
         }
     }
 }
+
+/// The longest group a RADIO or DISH takes, in bytes (libzmq's `ZMQ_GROUP_MAX_LENGTH`).
+pub const GROUP_MAX_LEN: usize = 255;
+
+/// Metadata of the draft socket types. libzmq's messages are single frames, and so are the
+/// messages of the draft types: only a single-frame message carries a routing id or group.
+impl Message {
+    /// The routing id of a message received by a SERVER or PEER socket: the peer it came
+    /// from, to set on the reply ([`set_routing_id`](Self::set_routing_id)). `None` on
+    /// other messages. (libzmq's `zmq_msg_routing_id`, which gives 0 for none.)
+    ///
+    /// ```
+    /// use zmtp_proto::socket::Message;
+    ///
+    /// let mut reply = Message::from("pong");
+    /// assert_eq!(reply.routing_id(), None);
+    /// reply.set_routing_id(7).unwrap();
+    /// assert_eq!(reply.routing_id(), Some(7));
+    /// ```
+    pub fn routing_id(&self) -> Option<u32> {
+        match self.frames {
+            Frames::Tagged { routing_id, .. } if routing_id != 0 => Some(routing_id),
+            _ => None,
+        }
+    }
+
+    /// Address a message for a SERVER or PEER socket: the routing id of the peer to send it
+    /// to, as [`routing_id`](Self::routing_id) gave it on a received message (or PEER's
+    /// `connect_peer` returned). Fails on 0 (no id is 0) and on a message that is not a
+    /// single frame.
+    pub fn set_routing_id(&mut self, id: u32) -> Result<(), MetadataError> {
+        if id == 0 {
+            return Err(MetadataError::ZeroRoutingId);
+        }
+        *self.tagged()?.0 = id;
+        Ok(())
+    }
+
+    /// The group of a message received by a DISH (or set for a RADIO to send). `None` when
+    /// none was set.
+    ///
+    /// ```
+    /// use zmtp_proto::socket::{Message, MetadataError, GROUP_MAX_LEN};
+    ///
+    /// let mut news = Message::from("it rained");
+    /// news.set_group("weather").unwrap();
+    /// assert_eq!(news.group(), Some(&b"weather"[..]));
+    /// assert_eq!(
+    ///     news.set_group(vec![b'x'; GROUP_MAX_LEN + 1]),
+    ///     Err(MetadataError::GroupTooLong(256))
+    /// );
+    /// assert_eq!(Message::from(["a", "b"]).set_group("g"), Err(MetadataError::Frames(2)));
+    /// ```
+    pub fn group(&self) -> Option<&[u8]> {
+        match &self.frames {
+            Frames::Tagged { group, .. } => group.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Set the group a RADIO sends this message to (at most [`GROUP_MAX_LEN`] bytes,
+    /// copied).
+    /// Fails on a longer group and on a message that is not a single frame.
+    pub fn set_group(&mut self, group: impl AsRef<[u8]>) -> Result<(), MetadataError> {
+        let group = group.as_ref();
+        if group.len() > GROUP_MAX_LEN {
+            return Err(MetadataError::GroupTooLong(group.len()));
+        }
+        *self.tagged()?.1 = Some(Bytes::copy_from_slice(group));
+        Ok(())
+    }
+
+    /// Set the metadata of a single-frame message (a routing id of 0 is none); false, and
+    /// nothing changed, on another message.
+    pub(crate) fn tag(&mut self, routing_id: u32, group: Option<Bytes>) -> bool {
+        match self.tagged() {
+            Ok((id, g)) => {
+                *id = routing_id;
+                *g = group;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// A message of two frames, in place.
+    pub(crate) fn two(first: Bytes, second: Bytes) -> Message {
+        Message {
+            frames: Frames::Two([first, second]),
+            properties: None,
+        }
+    }
+
+    /// DISH: a message `[group, body]` becomes its body tagged with the group (keeping its
+    /// properties); returns the group. `None`, and nothing changed, on another shape.
+    pub(crate) fn ungroup(&mut self) -> Option<Bytes> {
+        let Frames::Two([group, body]) = &mut self.frames else {
+            return None;
+        };
+        let (group, body) = (core::mem::take(group), core::mem::take(body));
+        self.frames = Frames::Tagged {
+            routing_id: 0,
+            body,
+            group: Some(group.clone()),
+        };
+        Some(group)
+    }
+
+    /// The body of a single-frame message, by value, without its metadata.
+    pub(crate) fn into_body(self) -> Option<Bytes> {
+        match self.frames {
+            Frames::One(b) | Frames::Tagged { body: b, .. } => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The metadata slots of a single-frame message, made in place if it had none.
+    fn tagged(&mut self) -> Result<(&mut u32, &mut Option<Bytes>), MetadataError> {
+        if let Frames::One(b) = &mut self.frames {
+            self.frames = Frames::Tagged {
+                routing_id: 0,
+                body: core::mem::take(b),
+                group: None,
+            };
+        }
+        let frames = self.len();
+        match &mut self.frames {
+            Frames::Tagged {
+                routing_id, group, ..
+            } => Ok((routing_id, group)),
+            _ => Err(MetadataError::Frames(frames)),
+        }
+    }
+}
+
+/// Why a routing id or group cannot be set ([`Message::set_routing_id`],
+/// [`Message::set_group`]).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetadataError {
+    /// The message has this many frames, not one.
+    Frames(usize),
+    /// Routing ids are never 0.
+    ZeroRoutingId,
+    /// The group is this many bytes, more than [`GROUP_MAX_LEN`].
+    GroupTooLong(usize),
+}
+
+impl core::fmt::Display for MetadataError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            MetadataError::Frames(n) => {
+                write!(
+                    f,
+                    "only a single-frame message has metadata, not one of {n}"
+                )
+            }
+            MetadataError::ZeroRoutingId => f.write_str("a routing id is never 0"),
+            MetadataError::GroupTooLong(n) => {
+                write!(f, "a group of {n} bytes is longer than {GROUP_MAX_LEN}")
+            }
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for MetadataError {}
 
 /// Why a message is not text ([`Message::to_str`]).
 #[non_exhaustive]

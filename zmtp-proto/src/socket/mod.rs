@@ -60,9 +60,10 @@ use bytes::Bytes;
 pub use auth::{AuthReply, Authenticator, PeerProperties, ZapRequest};
 pub use close::CloseReport;
 pub use endpoint::{Endpoint, EndpointError};
-pub use message::{Message, TextError};
+pub use message::{Message, MetadataError, TextError, GROUP_MAX_LEN};
 pub use monitor::{MonitorEvent, MonitorEventKind};
 pub use options::Options;
+pub use pattern::radio::GroupError;
 
 use crate::{Buffered, ConfigError, Error, Instant, SocketType};
 use pattern::{PatternState, Rules};

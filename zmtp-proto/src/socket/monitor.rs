@@ -266,7 +266,9 @@ pub fn protocol_error_code(e: &Error) -> Option<u32> {
         | Error::IdentityTooLong => p::ZMTP_INVALID_METADATA,
         Error::UnsupportedVersion { .. }
         | Error::MessageTooLarge { .. }
-        | Error::TooManyFrames { .. } => p::ZMTP_UNSPECIFIED,
+        | Error::TooManyFrames { .. }
+        | Error::GroupTooLong { .. }
+        | Error::MalformedGroupMessage => p::ZMTP_UNSPECIFIED,
         #[cfg(feature = "curve")]
         Error::Curve(c) => match c {
             crate::mechanism::CurveError::InvalidSequence => p::ZMTP_INVALID_SEQUENCE,

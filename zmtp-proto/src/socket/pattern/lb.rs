@@ -1,41 +1,45 @@
-//! PUSH, PULL and DEALER: load balancing out, fair queuing in.
+//! PUSH, PULL and DEALER (and the single-frame SCATTER, GATHER and CLIENT): load
+//! balancing out, fair queuing in.
 
 use super::Pattern;
 use crate::socket::{Message, PeerId, SendError, Sent, Socket};
-use crate::{Clock, SocketType};
+use crate::Clock;
 
-/// PUSH sends only, PULL receives only, DEALER does both.
+/// PUSH and SCATTER send only, PULL and GATHER receive only, DEALER and CLIENT do both.
 pub(in crate::socket) struct LoadBalance;
 
 impl Pattern for LoadBalance {
-    fn on_message(s: &mut Socket, peer: PeerId, msg: Message) {
-        // PUSH has no application input: what a peer sends it is dropped.
-        if s.ty != SocketType::Push {
+    fn on_message(s: &mut Socket, peer: PeerId, msg: Message) -> Result<(), crate::Error> {
+        // PUSH and SCATTER have no application input: what a peer sends them is dropped.
+        if s.ty.receives() {
             s.queue_in(peer, msg);
         }
+        Ok(())
     }
 
     #[inline]
     fn send(s: &mut Socket, msg: Message, _now: &impl Clock) -> Result<Sent, SendError> {
-        match s.ty {
-            SocketType::Pull => Err(SendError::NotSupported(msg)),
-            _ => s.send_lb(msg.into()),
+        if s.ty.sends() {
+            s.send_lb(msg.into())
+        } else {
+            Err(SendError::NotSupported(msg))
         }
     }
 
     #[inline]
     fn recv(s: &mut Socket, now: &impl Clock) -> Option<Message> {
-        match s.ty {
-            SocketType::Push => None,
-            _ => s.fq_pop(false, now).map(|(_, _, msg)| msg),
+        if s.ty.receives() {
+            s.fq_pop(false, now).map(|(_, _, msg)| msg)
+        } else {
+            None
         }
     }
 
     fn can_send(s: &Socket) -> bool {
-        s.ty != SocketType::Pull && s.lb_room()
+        s.ty.sends() && s.lb_room()
     }
 
     fn can_recv(s: &Socket) -> bool {
-        s.ty != SocketType::Push && s.fq_ready()
+        s.ty.receives() && s.fq_ready()
     }
 }

@@ -4,7 +4,10 @@
 //! [`Pattern`]: load balancing and fair queuing ([`lb`]: PUSH, PULL, DEALER), publish and
 //! subscribe ([`pubsub`]: PUB, SUB, XPUB, XSUB), requests and replies ([`reqrep`]: REQ,
 //! REP), routing by id ([`router`]: ROUTER) and the exclusive pair ([`pair`]: PAIR), as
-//! libzmq 4.3 applies them. The families are built from the blocks in [`queue`] (round
+//! libzmq 4.3 applies them; and the draft types: SERVER and PEER ([`server`]: routing by
+//! numbered peers), RADIO and DISH ([`radio`]: groups), while CLIENT, SCATTER, GATHER
+//! and CHANNEL are the load-balancing and pair families restricted to single-frame
+//! messages (the `single_frame` rule). The families are built from the blocks in [`queue`] (round
 //! robin over attached peers, fair queuing with the messages of departed peers first).
 //!
 //! The one place a socket type is mapped to its behaviour is [`Rules::of`] (static
@@ -16,8 +19,10 @@ pub(super) mod lb;
 pub(super) mod pair;
 pub(super) mod pubsub;
 pub(super) mod queue;
+pub(super) mod radio;
 pub(super) mod reqrep;
 pub(super) mod router;
+pub(super) mod server;
 
 use super::{Message, PeerId, SendError, Sent, Socket};
 use crate::{Clock, Instant, SocketType};
@@ -41,13 +46,25 @@ pub(super) trait Pattern {
     /// The pattern forgets a peer that left (its routes, its subscriptions).
     fn detach(_s: &mut Socket, _peer: PeerId) {}
 
-    /// A complete message arrived from an attached peer (properties already set).
-    fn on_message(s: &mut Socket, peer: PeerId, msg: Message) {
+    /// A complete message arrived from an attached peer (properties already set). An
+    /// error fails the peer's connection.
+    fn on_message(s: &mut Socket, peer: PeerId, msg: Message) -> Result<(), crate::Error> {
         s.queue_in(peer, msg);
+        Ok(())
     }
 
     /// A peer subscribed or cancelled a subscription.
     fn on_subscription(_s: &mut Socket, _peer: PeerId, _topic: crate::Bytes, _subscribe: bool) {}
+
+    /// A peer joined or left a group (JOIN, LEAVE). An error fails its connection.
+    fn on_group(
+        _s: &mut Socket,
+        _peer: PeerId,
+        _group: crate::Bytes,
+        _join: bool,
+    ) -> Result<(), crate::Error> {
+        Ok(())
+    }
 
     /// Send a message (not empty; the socket is not closing).
     fn send(s: &mut Socket, msg: Message, now: &impl Clock) -> Result<Sent, SendError>;
@@ -79,10 +96,14 @@ pub(super) enum Family {
     ReqRep,
     /// ROUTER.
     Router,
-    /// PAIR.
+    /// PAIR, CHANNEL.
     Pair,
-    /// The draft types, until each has its module: peers connect, but nothing is sent
-    /// or received.
+    /// SERVER, PEER.
+    Server,
+    /// RADIO, DISH.
+    Radio,
+    /// DGRAM, which needs the udp transport: over streams peers connect, but nothing is
+    /// sent or received.
     Draft,
 }
 
@@ -108,9 +129,17 @@ pub(super) struct Rules {
     pub(super) routes_by_id: bool,
     /// Has local subscriptions (`subscribe`, `unsubscribe`).
     pub(super) subscribes: bool,
+    /// Only single-frame messages (the draft types): a multipart send is refused, a
+    /// multipart message from a peer dropped whole.
+    pub(super) single_frame: bool,
 }
 
 impl Rules {
+    /// SERVER and PEER: each peer gets a number as its routing id.
+    pub(super) fn numbers_peers(&self) -> bool {
+        self.family == Family::Server
+    }
+
     /// The rules of a socket type: its row of the table.
     pub(super) const fn of(ty: SocketType) -> Rules {
         const BASE: Rules = Rules {
@@ -122,6 +151,7 @@ impl Rules {
             plain_recv: false,
             routes_by_id: false,
             subscribes: false,
+            single_frame: false,
         };
         match ty {
             SocketType::Push => Rules {
@@ -188,6 +218,46 @@ impl Rules {
                 plain_recv: true,
                 ..BASE
             },
+            SocketType::Client => Rules {
+                direct_send: true,
+                plain_recv: true,
+                single_frame: true,
+                ..BASE
+            },
+            SocketType::Scatter => Rules {
+                plain_input: false,
+                direct_send: true,
+                single_frame: true,
+                ..BASE
+            },
+            SocketType::Gather => Rules {
+                plain_recv: true,
+                single_frame: true,
+                ..BASE
+            },
+            SocketType::Channel => Rules {
+                family: Family::Pair,
+                direct_send: true,
+                plain_recv: true,
+                single_frame: true,
+                ..BASE
+            },
+            SocketType::Server | SocketType::Peer => Rules {
+                family: Family::Server,
+                single_frame: true,
+                ..BASE
+            },
+            SocketType::Radio => Rules {
+                family: Family::Radio,
+                plain_input: false,
+                single_frame: true,
+                ..BASE
+            },
+            SocketType::Dish => Rules {
+                family: Family::Radio,
+                plain_input: false,
+                ..BASE
+            },
             _ => Rules {
                 family: Family::Draft,
                 plain_input: false,
@@ -197,11 +267,13 @@ impl Rules {
     }
 }
 
-/// The draft socket types (CLIENT, SERVER, RADIO, DISH, …) until each has its module.
+/// DGRAM over a stream transport.
 struct Draft;
 
 impl Pattern for Draft {
-    fn on_message(_s: &mut Socket, _peer: PeerId, _msg: Message) {}
+    fn on_message(_s: &mut Socket, _peer: PeerId, _msg: Message) -> Result<(), crate::Error> {
+        Ok(())
+    }
 
     fn send(_s: &mut Socket, msg: Message, _now: &impl Clock) -> Result<Sent, SendError> {
         Err(SendError::NotSupported(msg))
@@ -229,6 +301,8 @@ macro_rules! dispatch {
             Family::ReqRep => reqrep::ReqRep::$hook($($arg),*),
             Family::Router => router::Router::$hook($($arg),*),
             Family::Pair => pair::Pair::$hook($($arg),*),
+            Family::Server => server::Server::$hook($($arg),*),
+            Family::Radio => radio::Radio::$hook($($arg),*),
             Family::Draft => Draft::$hook($($arg),*),
         }
     };
@@ -240,6 +314,8 @@ pub(crate) struct PatternState {
     pub(super) router: router::RouterState,
     pub(super) reqrep: reqrep::ReqRepState,
     pub(super) pubsub: pubsub::PubSubState,
+    pub(super) server: server::ServerState,
+    pub(super) dish: radio::DishState,
 }
 
 impl PatternState {
@@ -253,6 +329,8 @@ impl PatternState {
             router: router::RouterState::new(z as u32),
             reqrep: reqrep::ReqRepState::new((z >> 32) as u32),
             pubsub: pubsub::PubSubState::default(),
+            server: server::ServerState::new((z as u32).rotate_left(16) ^ (z >> 48) as u32),
+            dish: radio::DishState::default(),
         }
     }
 }
@@ -291,18 +369,36 @@ impl Socket {
         dispatch!(self, detach(self, peer));
     }
 
-    /// A complete message arrived from a peer.
-    pub(super) fn on_message(&mut self, peer: PeerId, mut msg: Message) {
+    /// A complete message arrived from a peer. An error fails the peer's connection.
+    pub(super) fn on_message(
+        &mut self,
+        peer: PeerId,
+        mut msg: Message,
+    ) -> Result<(), crate::Error> {
         let Some(p) = self.peers.get_mut(&peer) else {
-            return;
+            return Ok(());
         };
         if !p.attached {
-            return;
+            return Ok(());
+        }
+        if self.rules.single_frame && msg.len() != 1 {
+            // A draft type drops a multipart message whole, as libzmq does.
+            return Ok(());
         }
         if p.authenticated {
             msg.set_properties(p.properties.clone());
         }
-        dispatch!(self, on_message(self, peer, msg));
+        dispatch!(self, on_message(self, peer, msg))
+    }
+
+    /// A peer joined or left a group. An error fails the peer's connection.
+    pub(super) fn on_group(
+        &mut self,
+        peer: PeerId,
+        group: crate::Bytes,
+        join: bool,
+    ) -> Result<(), crate::Error> {
+        dispatch!(self, on_group(self, peer, group, join))
     }
 
     /// A peer subscribed or cancelled.
@@ -319,7 +415,7 @@ impl Socket {
         if self.closing.is_some() {
             return Err(SendError::Closed(msg));
         }
-        if msg.is_empty() {
+        if msg.is_empty() || (self.rules.single_frame && msg.len() != 1) {
             return Err(SendError::NotSupported(msg));
         }
         dispatch!(self, send(self, msg, &now))

@@ -54,7 +54,7 @@ impl Pattern for PubSub {
         }
     }
 
-    fn on_message(s: &mut Socket, peer: PeerId, msg: Message) {
+    fn on_message(s: &mut Socket, peer: PeerId, msg: Message) -> Result<(), crate::Error> {
         match s.ty {
             SocketType::Pub => {}
             // Anything but a subscription that an XSUB sends upstream reaches the application.
@@ -62,6 +62,7 @@ impl Pattern for PubSub {
             SocketType::Sub if !sub_matches(s, &msg) => {}
             _ => s.queue_in(peer, msg),
         }
+        Ok(())
     }
 
     /// A peer subscribed or cancelled (PUB and XPUB only).
