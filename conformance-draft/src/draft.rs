@@ -5,7 +5,10 @@
 //! The draft socket types are single-part: a SERVER or PEER message carries the `u32`
 //! routing id of the pipe it came from (or is sent to), a RADIO/DISH message carries its
 //! group. Both live in the `zmq_msg_t`, not in frames, so they are set and read on a
-//! [`Msg`] ([`DraftMsg`]); [`DraftSocket`] wraps the usual send and receive around that.
+//! [`Msg`] ([`DraftMsg`]); [`DraftZSocket`] wraps the usual send and receive around that.
+//!
+//! A group is bytes without NUL, at most [`ZMQ_GROUP_MAX_LENGTH`] of them (libzmq passes
+//! groups as C strings).
 
 use std::ffi::{c_int, CStr, CString};
 
@@ -59,7 +62,7 @@ mod sys {
 /// # Panics
 /// If `group` contains a NUL byte or is longer than [`ZMQ_GROUP_MAX_LENGTH`]: libzmq would
 /// cut the first short silently, and `zmq_msg_set_group` the second.
-fn group_cstring(group: &str) -> CString {
+fn group_cstring(group: &[u8]) -> CString {
     assert!(
         group.len() <= ZMQ_GROUP_MAX_LENGTH,
         "a group has at most {ZMQ_GROUP_MAX_LENGTH} bytes, not {}",
@@ -85,7 +88,7 @@ pub trait DraftMsg {
     ///
     /// # Panics
     /// If `group` contains a NUL byte or is longer than [`ZMQ_GROUP_MAX_LENGTH`].
-    fn set_group(&mut self, group: &str) -> Result<(), ZmqError>;
+    fn set_group(&mut self, group: &[u8]) -> Result<(), ZmqError>;
 }
 
 impl DraftMsg for Msg {
@@ -111,7 +114,7 @@ impl DraftMsg for Msg {
         unsafe { CStr::from_ptr(group) }.to_bytes().to_vec()
     }
 
-    fn set_group(&mut self, group: &str) -> Result<(), ZmqError> {
+    fn set_group(&mut self, group: &[u8]) -> Result<(), ZmqError> {
         let c = group_cstring(group);
         // SAFETY: `as_raw` points to this initialised `zmq_msg_t`; `c` is a NUL-terminated
         // string of at most `ZMQ_GROUP_MAX_LENGTH` bytes that outlives the call (libzmq
@@ -133,22 +136,22 @@ pub struct DraftMessage {
 }
 
 /// The draft calls on a libzmq socket.
-pub trait DraftSocket {
+pub trait DraftZSocket {
     /// Join `group` on a DISH (`zmq_join`): the RADIOs it is connected to start sending that
     /// group's messages. Joining a group twice fails with `EINVAL`.
     ///
     /// # Panics
     /// If `group` contains a NUL byte or is longer than [`ZMQ_GROUP_MAX_LENGTH`].
-    fn join(&self, group: &str) -> Result<(), ZmqError>;
+    fn join(&self, group: &[u8]) -> Result<(), ZmqError>;
 
     /// Leave `group` on a DISH (`zmq_leave`).
     ///
     /// # Panics
     /// If `group` contains a NUL byte or is longer than [`ZMQ_GROUP_MAX_LENGTH`].
-    fn leave(&self, group: &str) -> Result<(), ZmqError>;
+    fn leave(&self, group: &[u8]) -> Result<(), ZmqError>;
 
     /// Connect a PEER to `endpoint` (`zmq_connect_peer`) and return the routing id of the
-    /// new pipe, to send to it with [`DraftSocket::send_to`]. Fails with `ENOTSUP` on other
+    /// new pipe, to send to it with [`DraftZSocket::send_to`]. Fails with `ENOTSUP` on other
     /// socket types.
     ///
     /// # Panics
@@ -163,15 +166,15 @@ pub trait DraftSocket {
     ///
     /// # Panics
     /// If `group` contains a NUL byte or is longer than [`ZMQ_GROUP_MAX_LENGTH`].
-    fn send_group(&self, group: &str, body: &[u8], flags: c_int) -> Result<(), ZmqError>;
+    fn send_group(&self, group: &[u8], body: &[u8], flags: c_int) -> Result<(), ZmqError>;
 
     /// Receive one message with its routing id and group, blocking up to `ZMQ_RCVTIMEO`
     /// (`EAGAIN` on timeout).
     fn recv_draft(&self) -> Result<DraftMessage, ZmqError>;
 }
 
-impl DraftSocket for ZSocket<'_> {
-    fn join(&self, group: &str) -> Result<(), ZmqError> {
+impl DraftZSocket for ZSocket<'_> {
+    fn join(&self, group: &[u8]) -> Result<(), ZmqError> {
         let c = group_cstring(group);
         // SAFETY: `as_raw` is this live socket, used on its own thread; `c` is a
         // NUL-terminated string that outlives the call (libzmq copies it).
@@ -179,7 +182,7 @@ impl DraftSocket for ZSocket<'_> {
         Ok(())
     }
 
-    fn leave(&self, group: &str) -> Result<(), ZmqError> {
+    fn leave(&self, group: &[u8]) -> Result<(), ZmqError> {
         let c = group_cstring(group);
         // SAFETY: as in `join`: a live socket and a NUL-terminated string outliving the call.
         check(unsafe { sys::zmq_leave(self.as_raw(), c.as_ptr()) })?;
@@ -203,7 +206,7 @@ impl DraftSocket for ZSocket<'_> {
         self.send_msg(&mut msg, flags)
     }
 
-    fn send_group(&self, group: &str, body: &[u8], flags: c_int) -> Result<(), ZmqError> {
+    fn send_group(&self, group: &[u8], body: &[u8], flags: c_int) -> Result<(), ZmqError> {
         let mut msg = Msg::with_data(body);
         msg.set_group(group)?;
         self.send_msg(&mut msg, flags)

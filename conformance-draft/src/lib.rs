@@ -15,15 +15,19 @@
 //!   [`ZSocket`](ffi::ZSocket), [`Msg`](ffi::Msg)), whose declarations name no library and
 //!   so bind to the static build here.
 //! - [`draft`] declares the draft functions and constants and adds them to those types:
-//!   [`DraftSocket`](draft::DraftSocket) (`zmq_join`, `zmq_leave`, `zmq_connect_peer`,
+//!   [`DraftZSocket`](draft::DraftZSocket) (`zmq_join`, `zmq_leave`, `zmq_connect_peer`,
 //!   sending to a routing id or a group, receiving with both) and
 //!   [`DraftMsg`](draft::DraftMsg) (`zmq_msg_set_routing_id`, `zmq_msg_group`, ...).
+//! - [`maker`]: the draft libzmq as an implementation of the conformance suite's draft
+//!   scenarios ([`maker::Libzmq`], a [`DraftMaker`](zmtp_conformance::draft::DraftMaker)),
+//!   run against itself and against each of our drivers by `tests/draft_libzmq.rs`.
 //!
 //! This is test-support code: it favours clarity and bounded waits over performance.
 #![warn(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod draft;
+pub mod maker;
 
 pub use zmtp_conformance::ffi;
 

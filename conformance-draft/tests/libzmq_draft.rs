@@ -14,7 +14,7 @@ use zmtp_conformance::security::{
     key, zcurve_client, zcurve_server, zsock, CLIENT_PUBLIC, SERVER_PUBLIC,
 };
 use zmtp_conformance_draft::draft::{
-    DraftMessage, DraftSocket, ZMQ_CHANNEL, ZMQ_CLIENT, ZMQ_DISH, ZMQ_GATHER, ZMQ_PEER, ZMQ_RADIO,
+    DraftMessage, DraftZSocket, ZMQ_CHANNEL, ZMQ_CLIENT, ZMQ_DISH, ZMQ_GATHER, ZMQ_PEER, ZMQ_RADIO,
     ZMQ_SCATTER, ZMQ_SERVER,
 };
 use zmtp_conformance_draft::ffi::{self, Ctx, ZSocket, ZMQ_RCVTIMEO};
@@ -108,7 +108,7 @@ fn client_server_reply_by_routing_id() {
 
 /// Send `body` in `group` from `radio` until `dish` receives a message (the DISH's JOIN
 /// reaches the RADIO some time after connecting; until then the RADIO drops everything).
-fn radio_until_received(radio: &ZSocket<'_>, dish: &ZSocket<'_>, group: &str) -> DraftMessage {
+fn radio_until_received(radio: &ZSocket<'_>, dish: &ZSocket<'_>, group: &[u8]) -> DraftMessage {
     dish.set_int(ZMQ_RCVTIMEO, 50).expect("ZMQ_RCVTIMEO");
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
@@ -130,14 +130,14 @@ fn radio_dish_joined_group_only() {
     let radio = zsock(&ctx, ZMQ_RADIO);
     let endpoint = bind_tcp(&radio);
     let dish = zsock(&ctx, ZMQ_DISH);
-    dish.join("weather").expect("join");
+    dish.join(b"weather").expect("join");
     assert!(
-        dish.join("weather").is_err(),
+        dish.join(b"weather").is_err(),
         "joining a group twice is refused"
     );
     dish.connect(&endpoint).expect("connect");
 
-    let first = radio_until_received(&radio, &dish, "weather");
+    let first = radio_until_received(&radio, &dish, b"weather");
     assert_eq!(
         (first.body, first.group),
         (b"first".to_vec(), b"weather".to_vec())
@@ -147,10 +147,10 @@ fn radio_dish_joined_group_only() {
     // before the marker.
     dish.set_int(ZMQ_RCVTIMEO, 5000).expect("ZMQ_RCVTIMEO");
     radio
-        .send_group("sports", b"not joined", 0)
+        .send_group(b"sports", b"not joined", 0)
         .expect("send sports");
     radio
-        .send_group("weather", b"marker", 0)
+        .send_group(b"weather", b"marker", 0)
         .expect("send marker");
     let m = loop {
         let m = dish.recv_draft().expect("dish recv");
@@ -162,9 +162,9 @@ fn radio_dish_joined_group_only() {
     expect_silence(&dish, "the DISH after the marker");
 
     // After LEAVE, the group's messages stop too (the DISH filters them itself at once).
-    dish.leave("weather").expect("leave");
+    dish.leave(b"weather").expect("leave");
     radio
-        .send_group("weather", b"after leave", 0)
+        .send_group(b"weather", b"after leave", 0)
         .expect("send after leave");
     expect_silence(&dish, "the DISH after leaving");
 }
