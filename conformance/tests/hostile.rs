@@ -1,7 +1,10 @@
 //! Hostile peers over real TCP sockets against each async driver (tokio, smol: one generic
 //! suite, declared per runtime by `suite!`): slow-loris greetings, frame headers announcing
 //! absurd sizes, floods of silent connections, garbage connections next to a well-behaved
-//! libzmq peer, a subscriber that never reads, and random bytes after a valid handshake.
+//! libzmq peer, a subscriber that never reads, random bytes after a valid handshake, and
+//! the draft types' hostile input (over-long JOIN and LEAVE to a RADIO, malformed group
+//! messages to a DISH, a multipart message to a SERVER) next to a well-behaved peer of ours
+//! (the libzmq here has no draft types).
 //!
 //! Our sockets run on the driver's process-wide runtime ([`MatrixRuntime::shared`]: a
 //! two-worker tokio runtime, smol's global executor). Hostile peers are raw
@@ -237,25 +240,41 @@ fn greeting() -> [u8; 64] {
     zmtp_testkit::wire::LIBZMQ_GREETING
 }
 
-/// A READY command frame with only `Socket-Type`.
-fn ready(socket_type: &str) -> Vec<u8> {
-    let mut body = vec![5];
-    body.extend_from_slice(b"READY");
-    body.push(11);
-    body.extend_from_slice(b"Socket-Type");
-    body.extend_from_slice(&(socket_type.len() as u32).to_be_bytes());
-    body.extend_from_slice(socket_type.as_bytes());
-    let mut frame = vec![0x04, body.len() as u8];
-    frame.extend_from_slice(&body);
+/// A frame of `body` with `flags` (0x01 MORE, 0x04 command); the long form (flag 0x02, an
+/// 8-byte size) when the body needs it.
+fn frame(flags: u8, body: &[u8]) -> Vec<u8> {
+    let mut frame = match u8::try_from(body.len()) {
+        Ok(len) => vec![flags, len],
+        Err(_) => {
+            let mut header = vec![flags | 0x02];
+            header.extend_from_slice(&(body.len() as u64).to_be_bytes());
+            header
+        }
+    };
+    frame.extend_from_slice(body);
     frame
 }
 
-/// A SUBSCRIBE command frame (ZMTP 3.1) for a short topic.
+/// A command frame: `name` then `data`.
+fn command(name: &[u8], data: &[u8]) -> Vec<u8> {
+    let mut body = vec![name.len() as u8];
+    body.extend_from_slice(name);
+    body.extend_from_slice(data);
+    frame(0x04, &body)
+}
+
+/// A READY command frame with only `Socket-Type`.
+fn ready(socket_type: &str) -> Vec<u8> {
+    let mut properties = vec![11];
+    properties.extend_from_slice(b"Socket-Type");
+    properties.extend_from_slice(&(socket_type.len() as u32).to_be_bytes());
+    properties.extend_from_slice(socket_type.as_bytes());
+    command(b"READY", &properties)
+}
+
+/// A SUBSCRIBE command frame (ZMTP 3.1).
 fn subscribe(topic: &[u8]) -> Vec<u8> {
-    let mut frame = vec![0x04, (10 + topic.len()) as u8, 9];
-    frame.extend_from_slice(b"SUBSCRIBE");
-    frame.extend_from_slice(topic);
-    frame
+    command(b"SUBSCRIBE", topic)
 }
 
 /// Read one frame: its flags and body.
@@ -1170,6 +1189,248 @@ fn random_bytes_after_a_handshake_close_only_that_peer<R: MatrixRuntime>() {
     libzmq_undisturbed(&mut mon, "libzmq PUSH");
 }
 
+// ----- 7. draft types: over-long groups, malformed group messages, multipart input --------
+
+/// A message to `group` (RADIO).
+fn grouped(group: &[u8], body: &str) -> Message {
+    let mut msg = Message::from(body);
+    msg.set_group(group).expect("a valid group");
+    msg
+}
+
+/// A message to the peer with routing id `id` (SERVER).
+fn routed(id: u32, body: &str) -> Message {
+    let mut msg = Message::from(body);
+    msg.set_routing_id(id).expect("a valid routing id");
+    msg
+}
+
+/// Bodies of the probes [`radio_reaches`] sends.
+const PROBE_BODY: &str = "probe";
+
+/// Probe `radio` until `dish` gets a message of `group` (its JOIN has reached the RADIO,
+/// which drops what nobody joined).
+fn radio_reaches<R: MatrixRuntime>(rt: &R, radio: &Socket<R>, dish: &Socket<R>, group: &[u8]) {
+    let end = Instant::now() + PROMPTLY;
+    while Instant::now() < end {
+        let _ = radio.try_send(grouped(group, PROBE_BODY));
+        let got = rt.block_on(timeout(rt, Duration::from_millis(10), dish.recv()));
+        if let Some(msg) = got {
+            let msg = msg.expect("recv");
+            assert_eq!(msg.group(), Some(group), "the probe's group");
+            return;
+        }
+    }
+    panic!("the DISH never got a message of {group:?}");
+}
+
+/// The next message of `ours` that is not a probe, within [`PROMPTLY`].
+fn recv_after_probes<R: MatrixRuntime>(rt: &R, ours: &Socket<R>, what: &str) -> Message {
+    loop {
+        let msg = rt
+            .block_on(timeout(rt, PROMPTLY, ours.recv()))
+            .unwrap_or_else(|| panic!("{what}: nothing received"))
+            .expect("recv");
+        if msg
+            .frames()
+            .first()
+            .is_none_or(|f| &f[..] != PROBE_BODY.as_bytes())
+        {
+            return msg;
+        }
+    }
+}
+
+/// Probe until the raw DISH `raw` gets a message of `group` from `radio`, as the two
+/// frames `[group (MORE), body]`.
+fn raw_dish_reached<R: MatrixRuntime>(radio: &Socket<R>, raw: &mut TcpStream, group: &[u8]) {
+    let end = Instant::now() + PROMPTLY;
+    raw.set_read_timeout(Some(Duration::from_millis(10)))
+        .expect("read timeout");
+    let mut first = [0u8; 1];
+    while Instant::now() < end {
+        let _ = radio.try_send(grouped(group, PROBE_BODY));
+        if raw.peek(&mut first).is_ok_and(|n| n > 0) {
+            // A frame has begun: the rest comes in the same segment or right after.
+            raw.set_read_timeout(Some(PROMPTLY)).expect("read timeout");
+            assert_eq!(
+                read_frame(raw).expect("group frame"),
+                (0x01, group.to_vec())
+            );
+            let body = read_frame(raw).expect("body frame");
+            assert_eq!(body, (0x00, PROBE_BODY.as_bytes().to_vec()));
+            return;
+        }
+    }
+    panic!("the raw DISH never got a message of {group:?}");
+}
+
+/// `ours` lost exactly the connection from `raw_addr`, per its monitor: a DISCONNECTED for
+/// it within [`PROMPTLY`], and for no other peer.
+fn disconnected_alone(rt: &impl MatrixRuntime, monitor: &mut zmtp_async::Monitor, raw_addr: &str) {
+    let mut events = our_events(rt, monitor, PROMPTLY, |e| {
+        e.kind == MonitorEventKind::Disconnected && e.peer_address == raw_addr
+    });
+    // Anything else that came with it.
+    events.extend(our_events(rt, monitor, Duration::from_millis(100), |_| {
+        false
+    }));
+    let lost: Vec<&str> = events
+        .iter()
+        .filter(|e| e.kind == MonitorEventKind::Disconnected)
+        .map(|e| e.peer_address.as_str())
+        .collect();
+    assert_eq!(lost, [raw_addr], "DISCONNECTED events: {events:?}");
+}
+
+fn an_over_long_join_closes_only_that_dish<R: MatrixRuntime>() {
+    let _serial = serial();
+    let rt = R::shared();
+    let radio = socket(&rt, SocketType::Radio, Options::default());
+    let mut monitor = radio.monitor();
+    let (endpoint, addr) = bind(&rt, &radio);
+    let dish = socket(&rt, SocketType::Dish, Options::default());
+    dish.join("g").expect("join");
+    dish.connect(&endpoint).expect("connect");
+    radio_reaches(&rt, &radio, &dish, b"g");
+
+    for (what, name, group) in [
+        ("JOIN of 256 bytes", &b"JOIN"[..], vec![b'g'; 256]),
+        ("LEAVE of 256 bytes", b"LEAVE", vec![b'g'; 256]),
+        ("JOIN of 4000 bytes", b"JOIN", vec![b'h'; 4000]),
+    ] {
+        let mut raw = raw_handshake(addr, "DISH");
+        let raw_addr = raw.local_addr().expect("local address").to_string();
+        raw.write_all(&command(b"JOIN", b"g")).expect("JOIN g");
+        raw_dish_reached(&radio, &mut raw, b"g");
+
+        let sent = Instant::now();
+        // The socket may close before all of it is taken.
+        let _ = raw.write_all(&command(name, &group));
+        let closed = wait_closed(&mut raw, PROMPTLY)
+            .unwrap_or_else(|| panic!("{what}: still open {PROMPTLY:?} after it"))
+            - sent;
+        eprintln!("{}: RADIO: {what}: closed {closed:?} after it", R::NAME);
+        disconnected_alone(&rt, &mut monitor, &raw_addr);
+
+        // The well-behaved DISH is still served.
+        rt.block_on(radio.send(grouped(b"g", what))).expect("send");
+        let msg = recv_after_probes(&rt, &dish, what);
+        assert_eq!(
+            msg.frames()[0],
+            what.as_bytes(),
+            "{what}: the DISH's message"
+        );
+    }
+}
+
+fn malformed_group_messages_close_only_that_radio<R: MatrixRuntime>() {
+    let _serial = serial();
+    let rt = R::shared();
+    let dish = socket(&rt, SocketType::Dish, Options::default());
+    let mut monitor = dish.monitor();
+    dish.join("g1").expect("join");
+    let (endpoint, addr) = bind(&rt, &dish);
+    let radio = socket(&rt, SocketType::Radio, Options::default());
+    radio.connect(&endpoint).expect("connect");
+    radio_reaches(&rt, &radio, &dish, b"g1");
+
+    let mut long_group = frame(0x01, &[b'g'; 256]);
+    long_group.extend_from_slice(&frame(0x00, b"body"));
+    for (what, bytes) in [
+        ("a group frame alone", b"\x00\x02g1".to_vec()),
+        (
+            "three frames",
+            b"\x01\x02g1\x01\x04body\x00\x05extra".to_vec(),
+        ),
+        ("a group of 256 bytes", long_group),
+    ] {
+        let mut raw = raw_handshake(addr, "RADIO");
+        let raw_addr = raw.local_addr().expect("local address").to_string();
+        // The DISH tells every RADIO its groups, as libzmq's does.
+        assert_eq!(
+            read_frame(&mut raw).expect("JOIN"),
+            (0x04, b"\x04JOINg1".to_vec())
+        );
+        raw.write_all(b"\x01\x02g1\x00\x04fine").expect("a message");
+        let msg = recv_after_probes(&rt, &dish, what);
+        assert_eq!(
+            (&msg.frames()[0][..], msg.group()),
+            (&b"fine"[..], Some(&b"g1"[..]))
+        );
+
+        let _ = raw.write_all(&bytes);
+        assert!(
+            wait_closed(&mut raw, PROMPTLY).is_some(),
+            "{what}: still open {PROMPTLY:?} after it"
+        );
+        disconnected_alone(&rt, &mut monitor, &raw_addr);
+        eprintln!("{}: DISH: {what}: the raw RADIO was closed", R::NAME);
+
+        // The well-behaved RADIO is still heard, and nothing came of the bad message.
+        rt.block_on(radio.send(grouped(b"g1", what))).expect("send");
+        let msg = recv_after_probes(&rt, &dish, what);
+        assert_eq!(
+            msg.frames()[0],
+            what.as_bytes(),
+            "{what}: the RADIO's message"
+        );
+    }
+}
+
+fn a_multipart_message_to_a_server_is_dropped_and_the_client_kept<R: MatrixRuntime>() {
+    let _serial = serial();
+    let rt = R::shared();
+    let server = socket(&rt, SocketType::Server, Options::default());
+    let mut monitor = server.monitor();
+    let (endpoint, addr) = bind(&rt, &server);
+    let client = socket(&rt, SocketType::Client, Options::default());
+    client.connect(&endpoint).expect("connect");
+    rt.block_on(client.send("from the client")).expect("send");
+    let from_client = recv_after_probes(&rt, &server, "the client's message");
+    assert_eq!(from_client.frames()[0], "from the client".as_bytes());
+
+    let mut raw = raw_handshake(addr, "CLIENT");
+    // A three-frame message, then one of a frame.
+    raw.write_all(b"\x01\x01x\x01\x01y\x00\x01z\x00\x05after")
+        .expect("messages");
+    let from_raw = recv_after_probes(&rt, &server, "the raw client's message");
+    assert_eq!(
+        from_raw.frames()[0],
+        "after".as_bytes(),
+        "the multipart message came"
+    );
+    let (client_id, raw_id) = (
+        from_client.routing_id().expect("routing id"),
+        from_raw.routing_id().expect("routing id"),
+    );
+    assert_ne!(client_id, raw_id);
+
+    // Both are still served.
+    rt.block_on(server.send(routed(raw_id, "to raw")))
+        .expect("send");
+    rt.block_on(server.send(routed(client_id, "to client")))
+        .expect("send");
+    assert_eq!(
+        read_frame(&mut raw).expect("reply"),
+        (0x00, b"to raw".to_vec())
+    );
+    let reply = recv_after_probes(&rt, &client, "the client's reply");
+    assert_eq!(reply.frames()[0], "to client".as_bytes());
+    assert!(server.try_recv().expect("try_recv").is_none(), "more came");
+    let events = our_events(&rt, &mut monitor, Duration::from_millis(100), |_| false);
+    assert!(
+        !events
+            .iter()
+            .any(|e| e.kind == MonitorEventKind::Disconnected),
+        "a connection was lost: {events:?}"
+    );
+    eprintln!(
+        "{}: SERVER: the multipart message was dropped, both clients served",
+        R::NAME
+    );
+}
+
 /// The suite for one runtime, in a module of its own (`on_tokio::...`, `on_smol::...`). The
 /// tests of both modules still run one at a time ([`serial`]).
 macro_rules! suite {
@@ -1215,6 +1476,21 @@ macro_rules! suite {
             #[test]
             fn random_bytes_after_a_handshake_close_only_that_peer() {
                 super::random_bytes_after_a_handshake_close_only_that_peer::<$runtime>();
+            }
+
+            #[test]
+            fn an_over_long_join_closes_only_that_dish() {
+                super::an_over_long_join_closes_only_that_dish::<$runtime>();
+            }
+
+            #[test]
+            fn malformed_group_messages_close_only_that_radio() {
+                super::malformed_group_messages_close_only_that_radio::<$runtime>();
+            }
+
+            #[test]
+            fn a_multipart_message_to_a_server_is_dropped_and_the_client_kept() {
+                super::a_multipart_message_to_a_server_is_dropped_and_the_client_kept::<$runtime>();
             }
         }
     };

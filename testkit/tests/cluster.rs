@@ -5,46 +5,11 @@ use std::time::Duration;
 
 use zmtp_proto::codec::SIGNATURE_LEN;
 use zmtp_proto::socket::AuthReply;
-use zmtp_proto::{Bytes, Config, Connection, SocketType};
-use zmtp_testkit::cluster::{Cluster, Remote};
+use zmtp_proto::{Bytes, SocketType};
+use zmtp_testkit::cluster::{Cluster, RawPeer};
 use zmtp_testkit::message::{opts, text};
-use zmtp_testkit::pair::raw::{pump, transmit};
 
 const ADDR: &str = "tcp://127.0.0.1:5555";
-
-/// A remote peer: a bare connection of `ty` at the test's end of the stream.
-struct Peer {
-    conn: Connection,
-    rx: Vec<u8>,
-}
-
-impl Peer {
-    fn new(c: &Cluster, ty: SocketType) -> Peer {
-        Peer {
-            conn: Connection::new(Config::new(ty), c.now()),
-            rx: Vec::new(),
-        }
-    }
-
-    /// Move bytes both ways until neither side has anything more to say.
-    fn exchange(&mut self, c: &mut Cluster, r: Remote) {
-        for _ in 0..32 {
-            c.handle_events();
-            let out = transmit(&mut self.conn);
-            let sent = !out.is_empty() && c.remote_wants_read(r);
-            if sent {
-                assert!(c.remote_send(r, &out));
-            }
-            let got = c.remote_receive(r, 0);
-            self.rx.extend_from_slice(&got);
-            pump(&mut self.conn, c.now(), &mut self.rx, &mut |_| {}).expect("valid ZMTP");
-            if !sent && got.is_empty() {
-                return;
-            }
-        }
-        panic!("the exchange never went idle");
-    }
-}
 
 #[test]
 fn a_remote_peer_handshakes_and_its_message_is_received() {
@@ -55,8 +20,8 @@ fn a_remote_peer_handshakes_and_its_message_is_received() {
     assert!(c.remote_open(r));
     assert_eq!(c.remote_peer(r).map(|(n, _)| n), Some(pull));
 
-    let mut peer = Peer::new(&c, SocketType::Push);
-    peer.exchange(&mut c, r);
+    let mut peer = RawPeer::new(&c, r, SocketType::Push);
+    peer.exchange(&mut c);
     assert!(peer.conn.is_established());
 
     let mut out = vec![0u8; 64];
@@ -100,8 +65,8 @@ fn a_reset_closes_the_stream_at_once() {
     c.monitor_all(pull);
     c.bind(pull, ADDR);
     let r = c.accept_remote(ADDR).expect("accepted");
-    let mut peer = Peer::new(&c, SocketType::Push);
-    peer.exchange(&mut c, r);
+    let mut peer = RawPeer::new(&c, r, SocketType::Push);
+    peer.exchange(&mut c);
     assert_eq!(c.socket(pull).peers().count(), 1);
 
     c.remote_reset(r);
@@ -143,8 +108,8 @@ fn held_connects_wait_for_the_test_and_can_be_refused() {
 
     // Completed: the stream is the test's.
     let r = c.connect_remote(dealer, again).expect("connected");
-    let mut peer = Peer::new(&c, SocketType::Router);
-    peer.exchange(&mut c, r);
+    let mut peer = RawPeer::new(&c, r, SocketType::Router);
+    peer.exchange(&mut c);
     assert!(peer.conn.is_established());
 }
 
@@ -159,21 +124,21 @@ fn deferred_authentication_waits_for_an_answer() {
     c.bind(pull, ADDR);
 
     let r = c.accept_remote(ADDR).expect("accepted");
-    let mut peer = Peer::new(&c, SocketType::Push);
-    peer.exchange(&mut c, r);
+    let mut peer = RawPeer::new(&c, r, SocketType::Push);
+    peer.exchange(&mut c);
     assert_eq!(c.member(pull).pending_auth.len(), 1);
     assert_eq!(c.member(pull).auth_requests.len(), 1);
     assert!(!peer.conn.is_established(), "no verdict yet");
 
     assert!(c.answer_auth(pull, AuthReply::status(200)));
     assert!(!c.answer_auth(pull, AuthReply::status(200)), "none left");
-    peer.exchange(&mut c, r);
+    peer.exchange(&mut c);
     assert!(peer.conn.is_established());
 
     // A request whose stream goes away goes with it.
     let r2 = c.accept_remote(ADDR).expect("accepted");
-    let mut second = Peer::new(&c, SocketType::Push);
-    second.exchange(&mut c, r2);
+    let mut second = RawPeer::new(&c, r2, SocketType::Push);
+    second.exchange(&mut c);
     assert_eq!(c.member(pull).pending_auth.len(), 1);
     c.remote_reset(r2);
     assert!(c.member(pull).pending_auth.is_empty());

@@ -132,12 +132,14 @@ fn past_findings() {
             .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
             .collect()
     }
-    // PROBE_ROUTER let a peer queue SNDHWM + 1 messages (the probe did not count).
+    // PROBE_ROUTER let a peer queue SNDHWM + 1 messages (the probe did not count). The
+    // first byte picks the socket type; rewritten when the draft types joined the list, so
+    // that each input still picks the type it was found with (REQ 07, DEALER 09).
     for input in [
         "092501000600060101000300",
         "09250100060006250100060006f6f6f6f640939393554293939393000037000000000e00000f000e00",
-        "acac0f0201010000b600d600b600d6d6d6d606000a0002010100230030d60e00",
-        "8221254041700100087d11828282ff7d8282828202222222222222222682ff7d82828282a3a282220079fffff909ffa6ce0ddbf6f6faff0e00",
+        "07ac0f0201010000b600d600b600d6d6d6d606000a0002010100230030d60e00",
+        "0921254041700100087d11828282ff7d8282828202222222222222222682ff7d82828282a3a282220079fffff909ffa6ce0ddbf6f6faff0e00",
     ] {
         run("socket", zmtp_testkit::fuzz::socket, &unhex(input));
     }

@@ -10,7 +10,7 @@
 //!
 //! Streams can also end at the test itself instead of at a second socket: a [`Remote`]
 //! (see [`remote`]) is a stream the test writes and reads byte by byte, for peers that
-//! are scripted or hostile. Connects to an address given to [`Cluster::hold_connects_to`]
+//! are scripted or hostile; a [`RawPeer`] plays such a peer with a bare connection. Connects to an address given to [`Cluster::hold_connects_to`]
 //! wait for the test to complete or refuse them, and a member with `defer_auth` keeps
 //! its authentication requests for [`Cluster::answer_auth`]. The cluster never moves the
 //! bytes of a remote stream on its own; [`Cluster::run_until_idle`] and the other driving
@@ -28,7 +28,7 @@ use zmtp_proto::socket::{
 };
 use zmtp_proto::{Instant, SocketType};
 
-pub use remote::Remote;
+pub use remote::{RawPeer, Remote};
 
 use crate::Rng;
 

@@ -13,10 +13,16 @@
 //! (see [`FIRST_EPHEMERAL_PORT`](super::FIRST_EPHEMERAL_PORT)). A remote stream is open until either side closes it: the socket (`ClosePeer`, acted on
 //! by [`Cluster::handle_events`]), the test ([`Cluster::remote_reset`]) or the death of the
 //! member ([`Cluster::kill`]).
+//!
+//! A [`RawPeer`] is a bare connection at the test's end of a remote stream: it handshakes
+//! with the socket, sends frames, commands or raw bytes, and keeps what the socket wrote.
 
+use zmtp_proto::codec::Command;
 use zmtp_proto::socket::{AuthReply, EndpointId, PeerId};
+use zmtp_proto::{Bytes, Config, Connection, EncodeError, OwnedItem, SocketType};
 
 use super::{Cluster, Node};
+use crate::pair::raw::{pump, transmit};
 
 /// A stream between a socket of the cluster and the test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -177,5 +183,165 @@ impl Cluster {
         };
         m.socket.handle_auth(peer, now, reply);
         true
+    }
+}
+
+/// A peer at the test's end of a [`Remote`] stream: a bare [`Connection`] the test drives
+/// by hand, to script or observe what goes over the stream byte by byte.
+///
+/// [`exchange`](Self::exchange) moves bytes both ways until both sides are idle (the
+/// handshake, then whatever either side has queued), checking that what the socket writes
+/// is valid ZMTP. The peer keeps every byte the socket wrote ([`received`](Self::received))
+/// and every item its connection parsed from them ([`items`](Self::items)); the `send_*`
+/// calls hand the socket frames, commands or raw bytes at once.
+///
+/// ```
+/// use zmtp_proto::SocketType;
+/// use zmtp_testkit::cluster::{Cluster, RawPeer};
+///
+/// let mut c = Cluster::new(1);
+/// let pull = c.add_default(SocketType::Pull);
+/// c.bind(pull, "tcp://127.0.0.1:5555");
+/// let remote = c.accept_remote("tcp://127.0.0.1:5555").unwrap();
+/// let mut push = RawPeer::new(&c, remote, SocketType::Push);
+/// push.exchange(&mut c);
+/// assert!(push.conn.is_established());
+/// push.send_frames(&mut c, &[b"hello"]);
+/// assert_eq!(&c.recv(pull).unwrap().frames()[0][..], b"hello");
+/// ```
+pub struct RawPeer {
+    /// The stream.
+    pub remote: Remote,
+    /// The peer's connection.
+    pub conn: Connection,
+    /// Bytes from the socket not yet parsed by `conn`.
+    rx: Vec<u8>,
+    /// Bytes of `conn` the socket has not read yet.
+    tx: Vec<u8>,
+    /// Every byte the socket wrote to the stream, in order, greeting included.
+    pub received: Vec<u8>,
+    /// Every item `conn` parsed from what the socket wrote, in order.
+    pub items: Vec<OwnedItem>,
+}
+
+impl RawPeer {
+    /// A peer of type `ty` (NULL security, ZMTP 3.1, no handshake deadline) at the test's
+    /// end of `remote`.
+    pub fn new(c: &Cluster, remote: Remote, ty: SocketType) -> RawPeer {
+        let mut config = Config::new(ty);
+        config.handshake_timeout = None;
+        RawPeer::with_config(c, remote, config)
+    }
+
+    /// A peer with a connection made from `config`.
+    pub fn with_config(c: &Cluster, remote: Remote, config: Config) -> RawPeer {
+        RawPeer {
+            remote,
+            conn: Connection::new(config, c.now()),
+            rx: Vec::new(),
+            tx: Vec::new(),
+            received: Vec::new(),
+            items: Vec::new(),
+        }
+    }
+
+    /// Move bytes both ways until neither side has anything more to say (or the stream
+    /// closed). The peer's bytes wait while the socket does not read (RCVHWM). Panics if
+    /// the socket writes invalid ZMTP or the two never go idle.
+    pub fn exchange(&mut self, c: &mut Cluster) {
+        for _ in 0..64 {
+            c.handle_events();
+            if !c.remote_open(self.remote) {
+                return;
+            }
+            let out = transmit(&mut self.conn);
+            self.tx.extend_from_slice(&out);
+            let sent = !self.tx.is_empty() && c.remote_wants_read(self.remote);
+            if sent {
+                assert!(c.remote_send(self.remote, &self.tx));
+                self.tx.clear();
+            }
+            let got = c.remote_receive(self.remote, 0);
+            self.take(c, &got);
+            if !sent && got.is_empty() {
+                c.handle_events();
+                return;
+            }
+        }
+        panic!("the exchange never went idle");
+    }
+
+    /// Parse bytes the socket wrote.
+    fn take(&mut self, c: &Cluster, got: &[u8]) {
+        self.received.extend_from_slice(got);
+        self.rx.extend_from_slice(got);
+        let items = &mut self.items;
+        pump(&mut self.conn, c.now(), &mut self.rx, &mut |item| {
+            items.push(item)
+        })
+        .expect("the socket writes valid ZMTP");
+    }
+
+    /// What `encode` writes into a buffer large enough for it (any control frame the
+    /// connection has pending comes first). Panics on any other refusal.
+    fn encode(
+        &mut self,
+        encode: impl Fn(&mut Connection, &mut [u8]) -> Result<usize, EncodeError>,
+    ) -> Vec<u8> {
+        let mut out = vec![0u8; 64];
+        loop {
+            match encode(&mut self.conn, &mut out) {
+                Ok(n) => {
+                    out.truncate(n);
+                    return out;
+                }
+                Err(EncodeError::InsufficientSize { required }) if required > out.len() => {
+                    out.resize(required, 0);
+                }
+                Err(e) => panic!("the peer's connection cannot send: {e:?}"),
+            }
+        }
+    }
+
+    /// The frames of one message (each but the last with MORE), to the socket now; false
+    /// if the stream is closed. Panics if the connection cannot send yet.
+    pub fn send_frames(&mut self, c: &mut Cluster, frames: &[&[u8]]) -> bool {
+        let mut bytes = Vec::new();
+        for (i, body) in frames.iter().enumerate() {
+            let more = i + 1 < frames.len();
+            bytes.extend(self.encode(|conn, out| conn.send_frame(body, more, out)));
+        }
+        self.send_raw(c, &bytes)
+    }
+
+    /// A command (JOIN, SUBSCRIBE, ...) to the socket now; false if the stream is closed.
+    /// Panics if the connection cannot send it.
+    pub fn send_command(&mut self, c: &mut Cluster, cmd: &Command<'_>) -> bool {
+        let bytes = self.encode(|conn, out| conn.send_command(cmd, out));
+        self.send_raw(c, &bytes)
+    }
+
+    /// Bytes to the socket as they are, in one piece (whether it reads now or not), then
+    /// the socket's commands acted on; false if the stream is closed.
+    pub fn send_raw(&mut self, c: &mut Cluster, bytes: &[u8]) -> bool {
+        let open = c.remote_send(self.remote, bytes);
+        c.handle_events();
+        open
+    }
+
+    /// The messages parsed so far, as lists of frames (frames grouped by their MORE flag;
+    /// commands left out).
+    pub fn messages(&self) -> Vec<Vec<Bytes>> {
+        let mut out = Vec::new();
+        let mut current = Vec::new();
+        for item in &self.items {
+            if let OwnedItem::Frame { body, more } = item {
+                current.push(body.clone());
+                if !more {
+                    out.push(std::mem::take(&mut current));
+                }
+            }
+        }
+        out
     }
 }

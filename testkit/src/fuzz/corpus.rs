@@ -5,7 +5,7 @@ use zmtp_proto::codec::{emit_property, property_len, Command, Greeting, Mechanis
 use zmtp_proto::{Config, Connection, SocketType};
 
 use super::connection::{connection_configs, op};
-use super::material::{LOCAL_ENTROPY, PEER_ENTROPY, SERVER_SECRET_Z85, START, TYPES};
+use super::material::{LOCAL_ENTROPY, PEER_ENTROPY, SERVER_SECRET_Z85, SOCKET_TYPES, START};
 use super::socket::act;
 #[cfg(doc)]
 use super::{connection, socket, TARGETS};
@@ -68,7 +68,7 @@ fn record_connection(b0: u8, b1: u8) -> Option<Vec<u8>> {
 /// A [`socket()`] input: the four setup bytes, then (action, parameter) pairs; a `RAW`
 /// action's bytes follow its pair.
 pub(super) fn socket_seed(ty: SocketType, b1: u8, b2: u8, b3: u8, actions: &[(u8, u8)]) -> Vec<u8> {
-    let index = TYPES.iter().position(|&t| t == ty).unwrap_or(0);
+    let index = SOCKET_TYPES.iter().position(|&t| t == ty).unwrap_or(0);
     let mut out = vec![u8::try_from(index).unwrap_or(0), b1, b2, b3];
     for &(a, p) in actions {
         out.extend_from_slice(&[a, p]);
@@ -284,6 +284,8 @@ pub fn seed_corpus() -> Vec<Seed> {
         ("dealer", SocketType::Dealer),
         ("router", SocketType::Router),
         ("xsub", SocketType::XSub),
+        ("gather", SocketType::Gather),
+        ("channel", SocketType::Channel),
     ] {
         let mut actions = vec![(ACCEPT, 0), (SETTLE, 0)];
         actions.extend_from_slice(&messages);
@@ -405,6 +407,114 @@ pub fn seed_corpus() -> Vec<Seed> {
             (RAW, 4),
             (recv4, 0),
             (recv4, 0),
+        ],
+    );
+    // Draft types: multipart input and sends (refused), routing ids, groups, connect_peer.
+    scenario(
+        "server",
+        SocketType::Server,
+        HWM4,
+        0,
+        &[
+            (ACCEPT, 0),
+            (ACCEPT, 0),
+            (SETTLE, 0),
+            (MESSAGE, 0x01),
+            (MESSAGE, 0x00),
+            (MESSAGE | 0x10, 0x04),
+            (FLUSH, 0),
+            (FLUSH | 0x10, 0),
+            (recv4, 0),
+            // To the first peer, the second, an unknown id, none.
+            (SEND, 0x00),
+            (SEND | 0x10, 0x04),
+            (SEND | 0x20, 0x00),
+            (SEND | 0x30, 0x00),
+            (SEND, 0x01),
+            (SETTLE, 0),
+        ],
+    );
+    for (name, ty) in [
+        ("client", SocketType::Client),
+        ("scatter", SocketType::Scatter),
+    ] {
+        let actions = [
+            (ACCEPT, 0),
+            (SETTLE, 0),
+            (MESSAGE, 0x00),
+            (FLUSH, 0),
+            (recv4, 0),
+            (SEND, 0x00),
+            (SEND, 0x01),
+            (SEND, 0x24),
+            (SETTLE, 0),
+        ];
+        scenario(name, ty, HWM4, 0, &actions);
+    }
+    scenario(
+        "radio",
+        SocketType::Radio,
+        HWM4,
+        0,
+        &[
+            (ACCEPT, 0),
+            (ACCEPT, 0x04),
+            (SETTLE, 0),
+            // JOIN g1 from both (the second a 3.0 peer), LEAVE g1 from the second.
+            (PEER_SUBSCRIBE, 0x02),
+            (PEER_SUBSCRIBE | 0x10, 0x02),
+            (PEER_SUBSCRIBE | 0x10, 0x03),
+            (FLUSH, 0),
+            (FLUSH | 0x10, 0),
+            // To g1, g2 (nobody), a group of 256 bytes (refused).
+            (SEND | 0x10, 0x00),
+            (SEND | 0x20, 0x04),
+            (SEND | 0x50, 0x00),
+            (SETTLE, 0),
+            // A JOIN of 256 bytes.
+            (PEER_SUBSCRIBE, 0x0A),
+            (FLUSH, 0),
+            (SETTLE, 0),
+        ],
+    );
+    scenario(
+        "dish",
+        SocketType::Dish,
+        HWM4,
+        0,
+        &[
+            // Join g1 and g (and a group of 256 bytes: refused), accept a RADIO.
+            (SUBSCRIBE, 0x02),
+            (SUBSCRIBE, 0x06),
+            (SUBSCRIBE, 0x0A),
+            (ACCEPT, 0),
+            (SETTLE, 0),
+            // [g1, body] twice, [g, body], [g2, body] (not joined), then [g1, body, extra].
+            (MESSAGE, 0x20),
+            (MESSAGE, 0x24),
+            (MESSAGE, 0x60),
+            (MESSAGE, 0x40),
+            (MESSAGE, 0x21),
+            (FLUSH, 0),
+            (recv4, 0),
+            (SUBSCRIBE, 0x03),
+        ],
+    );
+    scenario(
+        "peer_connect_peer",
+        SocketType::Peer,
+        HWM4,
+        0,
+        &[
+            (CONNECT_FAILED | 0x10, 0),
+            (SEND, 0x00),
+            (CONNECTED, 0),
+            (SETTLE, 0),
+            (MESSAGE, 0x00),
+            (FLUSH, 0),
+            (recv4, 0),
+            (SEND, 0x04),
+            (SETTLE, 0),
         ],
     );
     scenario(

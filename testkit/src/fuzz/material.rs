@@ -39,8 +39,12 @@ pub(crate) fn curve_server() -> Option<Security> {
     Some(Security::curve_server(server_keys()?))
 }
 
-/// Socket types for the connection and socket bodies, chosen from the input.
-pub(crate) const TYPES: &[SocketType] = &[
+/// Socket types for the connection body, chosen from the input: the standard ones.
+pub(crate) const TYPES: &[SocketType] = SOCKET_TYPES.split_at(11).0;
+
+/// Socket types for the socket body: [`TYPES`], then the draft types that work over
+/// streams (DGRAM needs udp), each next to its partner.
+pub(crate) const SOCKET_TYPES: &[SocketType] = &[
     SocketType::Pair,
     SocketType::Pub,
     SocketType::Sub,
@@ -52,4 +56,12 @@ pub(crate) const TYPES: &[SocketType] = &[
     SocketType::Rep,
     SocketType::Dealer,
     SocketType::Router,
+    SocketType::Client,
+    SocketType::Server,
+    SocketType::Radio,
+    SocketType::Dish,
+    SocketType::Scatter,
+    SocketType::Gather,
+    SocketType::Peer,
+    SocketType::Channel,
 ];

@@ -8,11 +8,14 @@ use core::time::Duration;
 use zmtp_proto::codec::{
     emit_property, Command, FrameHeader, Greeting, Mechanism, Metadata, Version, GREETING_LEN,
 };
-use zmtp_proto::socket::{AuthReply, Message, Options, PeerId, Socket};
+use zmtp_proto::socket::{
+    AuthReply, EndpointError, GroupError, Message, MetadataError, Options, PeerId, SendError,
+    Socket, GROUP_MAX_LEN,
+};
 use zmtp_proto::{Bytes, Config, Connection, Error, OwnedItem, SocketType};
 
 use super::input::{contains, pick, Cursor};
-use super::material::{LOCAL_ENTROPY, TYPES};
+use super::material::{LOCAL_ENTROPY, SOCKET_TYPES};
 use crate::cluster::{Cluster, Node, Remote};
 use crate::pair::raw::pump;
 
@@ -33,6 +36,44 @@ const CONNECT_ADDR: &str = "tcp://127.0.0.1:6000";
 /// Payload lengths of scripted and application frames.
 const PAYLOADS: &[usize] = &[0, 1, 7, 40, 300];
 
+/// A group for JOIN, LEAVE and group messages, by `sel`: short ones, one of the longest
+/// allowed (255 bytes) and over-long ones. None holds [`MAGIC`] or [`APP_MAGIC`].
+fn group(sel: u8) -> Vec<u8> {
+    match sel % 7 {
+        0 => Vec::new(),
+        1 => b"g1".to_vec(),
+        2 => b"g2".to_vec(),
+        3 => b"g".to_vec(),
+        4 => vec![b'g'; GROUP_MAX_LEN],
+        5 => vec![b'g'; GROUP_MAX_LEN + 1],
+        _ => vec![b'h'; 1000],
+    }
+}
+
+/// Where an application message of SERVER or PEER is addressed.
+enum To {
+    /// A peer the pattern routes to, by its id (a single frame).
+    Attached,
+    /// A peer, or (RADIO) a group.
+    Peer,
+    /// An unknown id, or none.
+    Nobody,
+}
+
+/// The draft types (single-frame messages only).
+fn is_draft(ty: SocketType) -> bool {
+    use SocketType::*;
+    matches!(
+        ty,
+        Server | Client | Radio | Dish | Gather | Scatter | Peer | Channel
+    )
+}
+
+/// SERVER and PEER: messages carry the routing id of their peer.
+fn numbers_peers(ty: SocketType) -> bool {
+    matches!(ty, SocketType::Server | SocketType::Peer)
+}
+
 /// The peer types a scripted peer of a `ty` socket takes.
 fn scripted_peer_types(ty: SocketType) -> &'static [SocketType] {
     use SocketType::*;
@@ -45,6 +86,14 @@ fn scripted_peer_types(ty: SocketType) -> &'static [SocketType] {
         Rep => &[Req, Dealer],
         Dealer => &[Rep, Dealer, Router],
         Router => &[Req, Dealer, Router],
+        Server => &[Client],
+        Client => &[Server],
+        Radio => &[Dish],
+        Dish => &[Radio],
+        Gather => &[Scatter],
+        Scatter => &[Gather],
+        Peer => &[Peer],
+        Channel => &[Channel],
         _ => &[Pair],
     }
 }
@@ -75,6 +124,8 @@ struct Script {
     observer_partial: Vec<Bytes>,
     /// Application messages this stream delivered (each at most once).
     app_seen: BTreeSet<u32>,
+    /// Groups the scripted peer joined (at any time): a RADIO sends it no others.
+    joined: BTreeSet<Vec<u8>>,
 }
 
 impl Script {
@@ -123,6 +174,15 @@ struct World {
     /// Application messages by seq: their tagged frames.
     app_sent: BTreeMap<u32, Vec<Bytes>>,
     next_app_seq: u32,
+    /// SERVER, PEER: the peer each application message was addressed to.
+    app_dest: BTreeMap<u32, PeerId>,
+    /// DISH: the group of each scripted message (by (uid, seq)).
+    groups_sent: BTreeMap<(u32, u32), Bytes>,
+    /// DISH: the groups joined now, and every group ever joined.
+    joined: BTreeSet<Vec<u8>>,
+    ever_joined: BTreeSet<Vec<u8>>,
+    /// SERVER, PEER: the routing id of each scripted stream's messages (by uid).
+    routes: BTreeMap<u32, u32>,
     /// Bounds of `peer_stats` (0: none).
     max_in: usize,
     max_out: usize,
@@ -206,7 +266,11 @@ impl World {
         let types = scripted_peer_types(self.ty);
         let peer_type = if spec & 0x08 != 0 {
             // Incompatible: refused when its READY arrives.
-            SocketType::Gather
+            if self.ty.is_compatible(SocketType::Gather) {
+                SocketType::Pair
+            } else {
+                SocketType::Gather
+            }
         } else {
             pick(types, usize::from(spec & 3), SocketType::Pair)
         };
@@ -243,6 +307,7 @@ impl World {
             observer_rx: Vec::new(),
             observer_partial: Vec::new(),
             app_seen: BTreeSet::new(),
+            joined: BTreeSet::new(),
         };
         // Greeting (libzmq's padding now and then) and READY.
         let mut unit = vec![0u8; GREETING_LEN];
@@ -283,7 +348,9 @@ impl World {
     }
 
     /// A scripted message from stream `i`: `spec` bits 0-1 the frame count (1-3), bits 2-4
-    /// the payload size, bit 5 a hop before the delimiter (REP sockets).
+    /// the payload size, bit 5 a hop before the delimiter (REP sockets); to a DISH, bits
+    /// 5-7 pick the group frame that comes first (see [`group`]). Draft types drop the
+    /// messages of several frames, a DISH fails the stream of any not `[group, body]`.
     fn script_message(&mut self, i: usize, spec: u8) {
         let ty = self.ty;
         let Some(s) = self.streams.get_mut(i) else {
@@ -314,6 +381,11 @@ impl World {
         if matches!(ty, SocketType::Req | SocketType::Rep) {
             frames.push(Bytes::new());
         }
+        if ty == SocketType::Dish {
+            let g = Bytes::from(group(spec >> 5));
+            frames.push(g.clone());
+            self.groups_sent.insert((s.uid, seq), g);
+        }
         frames.extend(tagged.iter().cloned());
         let mut unit = Vec::new();
         let n = frames.len();
@@ -331,12 +403,30 @@ impl World {
         self.stats.sent += 1;
     }
 
-    /// A subscription from a scripted subscriber (to PUB and XPUB sockets).
+    /// A subscription from a scripted subscriber (to PUB and XPUB sockets); JOIN or LEAVE
+    /// (bit 0) of a group (bits 1-3, see [`group`]) from a scripted DISH, or from any
+    /// scripted peer with bit 7.
     fn script_subscription(&mut self, i: usize, spec: u8) {
         let Some(s) = self.streams.get_mut(i) else {
             return;
         };
         if s.tainted {
+            return;
+        }
+        if s.peer_type == SocketType::Dish || spec & 0x80 != 0 {
+            // JOIN and LEAVE (as commands to 3.0 peers too, as libzmq's DISH sends them),
+            // from a DISH to its RADIO or from any peer to a socket that takes none.
+            let g = group(spec >> 1);
+            let cmd = if spec & 1 == 0 {
+                s.joined.insert(g.clone());
+                Command::Join(&g)
+            } else {
+                Command::Leave(&g)
+            };
+            let mut unit = vec![0u8; cmd.frame_len()];
+            if cmd.emit_frame(&mut unit).is_ok() {
+                s.push_unit(&unit);
+            }
             return;
         }
         let topic = pick(TOPICS, usize::from(spec >> 1), b"");
@@ -504,6 +594,28 @@ impl World {
                 "{:?} socket sent an altered or partial message: {msg:?}",
                 self.ty
             );
+            // A draft type puts nothing but the body on the wire, after RADIO's group; and
+            // a RADIO sends only the groups the peer joined.
+            match self.ty {
+                SocketType::Radio => assert!(
+                    matches!(envelope, [g] if s.joined.contains(&g[..])),
+                    "RADIO sent {msg:?} to a peer that joined {:?}",
+                    s.joined
+                ),
+                ty if is_draft(ty) => {
+                    assert!(envelope.is_empty(), "{ty:?} sent an envelope: {msg:?}")
+                }
+                _ => {}
+            }
+            // SERVER and PEER send to the peer the routing id named.
+            if let Some(dest) = seq.and_then(|seq| self.app_dest.get(&seq)) {
+                assert!(
+                    *dest == s.peer,
+                    "{:?}: message {seq:?} for {dest:?} went to {:?}",
+                    self.ty,
+                    s.peer
+                );
+            }
             if let Some(seq) = seq {
                 assert!(
                     s.app_seen.insert(seq),
@@ -517,6 +629,27 @@ impl World {
     /// A message `recv` gave: whole, genuine, and given once.
     fn check_received(&mut self, msg: &Message) {
         let frames = msg.frames();
+        // Draft types: one frame, with the metadata of the type and no other. A DISH gives
+        // only the groups it joined; SERVER and PEER name the peer, never with 0.
+        if is_draft(self.ty) {
+            assert_eq!(frames.len(), 1, "{:?} gave {frames:?}", self.ty);
+        }
+        match msg.group() {
+            Some(g) if self.ty == SocketType::Dish => assert!(
+                self.ever_joined.contains(g),
+                "DISH gave a message of group {g:?}, never joined"
+            ),
+            None if self.ty != SocketType::Dish => {}
+            g => panic!("{:?} gave a message of group {g:?}", self.ty),
+        }
+        let routing_id = msg.routing_id();
+        assert_eq!(
+            routing_id.is_some(),
+            numbers_peers(self.ty),
+            "{:?} gave routing id {routing_id:?}",
+            self.ty
+        );
+        assert_ne!(routing_id, Some(0), "routing id 0");
         let body = if self.ty == SocketType::Router {
             assert!(
                 frames.len() >= 2,
@@ -551,6 +684,17 @@ impl World {
         );
         if let Some(id) = id {
             assert!(self.received.insert(id), "message {id:?} received twice");
+            let group = self.groups_sent.get(&id).map(|g| &g[..]);
+            assert!(
+                msg.group() == group,
+                "message {id:?} sent with group {group:?}, received with {:?}",
+                msg.group()
+            );
+            // One routing id per stream.
+            if let Some(rid) = routing_id {
+                let first = *self.routes.entry(id.0).or_insert(rid);
+                assert_eq!(first, rid, "stream {} has two routing ids", id.0);
+            }
         }
         self.stats.received += 1;
     }
@@ -589,16 +733,164 @@ impl World {
             frames.push(id);
         }
         frames.extend(tagged);
+        let single = frames.len() == 1;
         let could = self.sock().can_send();
-        let r = match frames.as_slice() {
-            [only] if spec & 0x20 != 0 => self.net.send_slice(self.node, only),
-            _ => self.net.send(self.node, Message::from(frames)),
+        let r = if numbers_peers(self.ty) || self.ty == SocketType::Radio {
+            let mut msg = Message::from(frames);
+            let to = self.address(&mut msg, seq, route);
+            let r = self.net.send(self.node, msg);
+            let unreachable = matches!(r, Err(SendError::HostUnreachable(_)));
+            let closing = matches!(r, Err(SendError::Closed(_)));
+            match to {
+                To::Nobody if single && !closing => {
+                    assert!(unreachable, "{:?} took a message to nobody: {r:?}", self.ty)
+                }
+                To::Attached => assert!(
+                    !unreachable,
+                    "{:?}: the id of a routable peer is unknown",
+                    self.ty
+                ),
+                _ => {}
+            }
+            r
+        } else {
+            match frames.as_slice() {
+                [only] if spec & 0x20 != 0 => self.net.send_slice(self.node, only),
+                _ => self.net.send(self.node, Message::from(frames)),
+            }
         };
         assert!(
             could || r.is_err(),
             "{:?}: can_send was false but send took it",
             self.ty
         );
+        if is_draft(self.ty) && !single {
+            assert!(
+                matches!(r, Err(SendError::NotSupported(_) | SendError::Closed(_))),
+                "{:?} took a multipart message: {r:?}",
+                self.ty
+            );
+        }
+    }
+
+    /// SERVER and PEER: give `msg` (application message `seq`) the routing id `route`
+    /// picks: a peer's, an unknown one, or none after 0 is refused. RADIO: the group
+    /// `route` picks (see [`group`]), refused when too long.
+    fn address(&mut self, msg: &mut Message, seq: u32, route: u8) -> To {
+        let single = msg.len() == 1;
+        if self.ty == SocketType::Radio {
+            let g = group(route);
+            let set = msg.set_group(&g);
+            assert_eq!(set.is_ok(), single && g.len() <= GROUP_MAX_LEN, "{set:?}");
+            if g.len() > GROUP_MAX_LEN && single {
+                assert_eq!(set, Err(MetadataError::GroupTooLong(g.len())));
+            }
+            return To::Peer;
+        }
+        let sock = self.sock_ref();
+        let ids: Vec<(u32, PeerId, bool)> = sock
+            .peers()
+            .filter_map(|p| {
+                let st = sock.peer_stats(p)?;
+                let id = <[u8; 4]>::try_from(&st.routing_id[..]).ok()?;
+                Some((u32::from_be_bytes(id), p, st.attached))
+            })
+            .collect();
+        let n = ids.len();
+        match usize::from(route) % (n + 2) {
+            k if k < n => {
+                let Some(&(id, peer, attached)) = ids.get(k) else {
+                    return To::Peer;
+                };
+                assert_ne!(id, 0, "a peer numbered 0");
+                let set = msg.set_routing_id(id);
+                assert_eq!(set.is_ok(), single, "{set:?}");
+                self.app_dest.insert(seq, peer);
+                if attached && single {
+                    To::Attached
+                } else {
+                    To::Peer
+                }
+            }
+            k if k == n => {
+                // The id after the largest in use (wrapping, never 0): nobody's.
+                let mut id = ids.iter().map(|&(id, _, _)| id).max().unwrap_or(0);
+                loop {
+                    id = id.wrapping_add(1);
+                    if id != 0 && ids.iter().all(|&(used, _, _)| used != id) {
+                        break;
+                    }
+                }
+                let set = msg.set_routing_id(id);
+                assert_eq!(set.is_ok(), single, "{set:?}");
+                To::Nobody
+            }
+            _ => {
+                assert!(msg.set_routing_id(0).is_err(), "routing id 0 taken");
+                To::Nobody
+            }
+        }
+    }
+
+    /// DISH: join or leave (`p` bit 0) the group `p >> 1` picks (see [`group`]); any other
+    /// type: refused. The outcome follows the groups joined so far.
+    fn join_or_leave(&mut self, p: u8) {
+        let g = group(p >> 1);
+        let join = p & 1 == 0;
+        let r = if join {
+            self.sock().join(&g)
+        } else {
+            self.sock().leave(&g)
+        };
+        let expected = if self.ty != SocketType::Dish {
+            Err(GroupError::NotDish)
+        } else if g.len() > GROUP_MAX_LEN {
+            Err(GroupError::TooLong(g.len()))
+        } else if join == self.joined.contains(&g) {
+            Err(GroupError::Membership)
+        } else {
+            Ok(())
+        };
+        assert_eq!(
+            r,
+            expected,
+            "{:?}: join {join} of {} bytes",
+            self.ty,
+            g.len()
+        );
+        if r.is_ok() && join {
+            self.ever_joined.insert(g.clone());
+            self.joined.insert(g);
+        } else if r.is_ok() {
+            self.joined.remove(&g);
+        }
+    }
+
+    /// PEER: `connect_peer` to the connect endpoint, whose id then names a peer; any other
+    /// type, or IMMEDIATE: refused.
+    fn connect_peer(&mut self) {
+        let immediate = self.sock_ref().options().immediate;
+        let r = self.sock().connect_peer(CONNECT_ADDR);
+        let Ok(id) = r else {
+            assert!(
+                self.ty != SocketType::Peer || immediate,
+                "PEER's connect_peer refused: {r:?}"
+            );
+            assert_eq!(r, Err(EndpointError::ConnectPeerRefused));
+            return;
+        };
+        assert!(
+            self.ty == SocketType::Peer && !immediate,
+            "{:?} (IMMEDIATE {immediate}) took connect_peer",
+            self.ty
+        );
+        assert_ne!(id, 0, "connect_peer gave 0");
+        let sock = self.sock_ref();
+        let named = sock
+            .peers()
+            .filter_map(|p| sock.peer_stats(p))
+            .any(|st| st.routing_id[..] == id.to_be_bytes());
+        assert!(named, "connect_peer gave {id}, which names no peer");
     }
 
     fn recv(&mut self) -> bool {
@@ -705,15 +997,20 @@ pub(super) mod act {
 /// A whole [`Socket`] driven by a sequence of actions.
 ///
 /// Input: byte 0 the socket type (PAIR, PUB, SUB, XPUB, XSUB, PUSH, PULL, REQ, REP,
-/// DEALER, ROUTER); bytes 1-3 the options (`socket_options`: RCVHWM and SNDHWM of 1-4, a
-/// ZAP domain, IMMEDIATE, heartbeats, ROUTER/REQ/XPUB options, CONFLATE, MAXMSGSIZE,
-/// linger, handshake deadline, reconnect policy) and, with bit 5 of byte 1, a connect
-/// endpoint besides the bound one. Then actions, one byte each (low 4 bits, see `act`)
-/// with a parameter byte or two: a peer connects on the bound endpoint (or the connect
-/// endpoint's connection opens or fails), a scripted peer queues a message or a
-/// subscription, scripted bytes are fed, raw bytes are fed, a peer disconnects, the
-/// application sends, receives or subscribes, the clock advances, written bytes are
-/// reported (into a per-stream observer), a verdict is given, the socket closes.
+/// DEALER, ROUTER, and the draft SERVER, CLIENT, RADIO, DISH, GATHER, SCATTER, PEER,
+/// CHANNEL); bytes 1-3 the options (`socket_options`: RCVHWM and SNDHWM of 1-4, a ZAP
+/// domain, IMMEDIATE, heartbeats, ROUTER/REQ/XPUB options, CONFLATE, MAXMSGSIZE, linger,
+/// handshake deadline, reconnect policy) and, with bit 5 of byte 1, a connect endpoint
+/// besides the bound one. Then actions, one byte each (low 4 bits, see `act`) with a
+/// parameter byte or two: a peer connects on the bound endpoint (or the connect endpoint's
+/// connection opens or fails), a scripted peer queues a message (to a DISH: a group frame
+/// first) or a subscription (from a DISH peer, or with bit 7: JOIN or LEAVE of a group of
+/// 0 to 1000 bytes), scripted bytes are fed, raw bytes are fed, a peer disconnects, the
+/// application sends (SERVER and PEER: to a peer's routing id, an unknown one or none;
+/// RADIO: to a group, over-long ones refused), receives, subscribes or (high bits of the
+/// action, or a DISH) joins or leaves a group, calls `connect_peer` (high bits of the
+/// connect-failure action), the clock advances, written bytes are reported (into a
+/// per-stream observer), a verdict is given, the socket closes.
 ///
 /// Scripted peers send a greeting, READY and messages whose frames carry a unique tag;
 /// raw bytes never contain the tag. Checked after every step: no panic; every peer's
@@ -721,7 +1018,14 @@ pub(super) mod act {
 /// `recv` gives that holds a tag is exactly the frames of the scripted message it names
 /// (after the envelope the socket type strips), received once; `recv` and `send` agree
 /// with `can_recv` and `can_send`; what the socket writes is valid ZMTP and each
-/// application message arrives whole and once per stream.
+/// application message arrives whole and once per stream. For the draft types besides:
+/// multipart sends are refused and `recv` gives single frames only; a DISH gives only
+/// groups it joined, each message with the group it was sent with; SERVER and PEER give
+/// each stream's messages one routing id, never 0, send to the peer an id names, and
+/// refuse unknown ids and none; RADIO puts `[group, body]` on the wire only to peers that
+/// joined the group, the other draft types the body alone; `join`, `leave` and
+/// `connect_peer` succeed or fail as the type, the group's length and the groups joined
+/// say, and `connect_peer`'s id names a peer.
 pub fn socket(data: &[u8]) {
     run_socket(data);
 }
@@ -729,7 +1033,7 @@ pub fn socket(data: &[u8]) {
 pub(super) fn run_socket(data: &[u8]) -> SocketOutcome {
     let mut c = Cursor::new(data);
     let (b0, b1, b2, b3) = (c.byte(), c.byte(), c.byte(), c.byte());
-    let ty = pick(TYPES, usize::from(b0), SocketType::Pair);
+    let ty = pick(SOCKET_TYPES, usize::from(b0), SocketType::Pair);
     let opts = socket_options(b1, b2, b3);
     let conflate = opts.conflate
         && matches!(
@@ -768,6 +1072,11 @@ pub(super) fn run_socket(data: &[u8]) -> SocketOutcome {
         received: BTreeSet::new(),
         app_sent: BTreeMap::new(),
         next_app_seq: 0,
+        app_dest: BTreeMap::new(),
+        groups_sent: BTreeMap::new(),
+        joined: BTreeSet::new(),
+        ever_joined: BTreeSet::new(),
+        routes: BTreeMap::new(),
         max_in,
         max_out,
         stats: SocketOutcome::default(),
@@ -798,6 +1107,7 @@ pub(super) fn run_socket(data: &[u8]) -> SocketOutcome {
                     }
                 }
             }
+            act::CONNECT_FAILED if action >> 4 != 0 => w.connect_peer(),
             act::CONNECT_FAILED => {
                 if let Some(ep) = w.net.take_held_connect(w.node) {
                     w.net.refuse_connect(w.node, ep);
@@ -839,6 +1149,7 @@ pub(super) fn run_socket(data: &[u8]) -> SocketOutcome {
                     }
                 }
             }
+            act::SUBSCRIBE if action >> 4 != 0 || ty == SocketType::Dish => w.join_or_leave(p),
             act::SUBSCRIBE => {
                 let topic = pick(TOPICS, usize::from(p >> 1), b"");
                 if p & 1 == 0 {

@@ -79,3 +79,52 @@ fn raw_bytes_never_hold_the_tag() {
     data.extend_from_slice(&[0, 0, 0, 0]);
     run_socket(&data);
 }
+
+#[test]
+fn draft_seeds_reach_what_they_are_meant_to() {
+    for (name, received, delivered) in [
+        // Two single-frame messages of three (the multipart one dropped); one to each peer.
+        ("server", 2, 2),
+        // [g1, body] twice and [g, body]; not g2, and nothing after the malformed one.
+        ("dish", 3, 0),
+        // Only the peer that kept g1 joined.
+        ("radio", 0, 1),
+        // Queued to connect_peer's id before the stream opened, then another.
+        ("peer_connect_peer", 1, 2),
+    ] {
+        let seed = seeds_of("socket").into_iter().find(|s| s.name == name);
+        let out = run_socket(&seed.expect("the seed").data);
+        assert_eq!(
+            (out.received, out.app_delivered),
+            (received, delivered),
+            "{name}: {out:?}"
+        );
+    }
+}
+
+#[test]
+fn a_server_reconnected_with_immediate_routes_to_its_peer() {
+    // SERVER with IMMEDIATE connects; its peer sends, goes away and comes back; then a
+    // message to the peer's id (the only one) must not be refused as unknown.
+    let data = socket_seed(
+        SocketType::Server,
+        0x0F | 0x20 | 0x40,
+        0,
+        0,
+        &[
+            (act::CONNECTED, 0),
+            (act::SETTLE, 0),
+            (act::MESSAGE, 0),
+            (act::FLUSH, 0),
+            (act::RECV, 0),
+            (act::CLOSED, 0),
+            (act::TIMEOUT, 0),
+            (act::CONNECTED, 0),
+            (act::SETTLE, 0),
+            (act::SEND, 0),
+            (act::SETTLE, 0),
+        ],
+    );
+    let out = run_socket(&data);
+    assert_eq!((out.received, out.app_delivered), (1, 1), "{out:?}");
+}

@@ -84,11 +84,19 @@ impl Socket {
 }
 
 impl Pattern for Server {
-    /// Number a peer that has no id yet (accepted, or connected by `connect`; PEER's
-    /// `connect_peer` numbered its peer already).
+    /// Number a peer that has no id yet (accepted, or connected by `connect` with
+    /// `IMMEDIATE`). A peer numbered before is routable again under its id: PEER's
+    /// `connect_peer` numbered its peer already, and a connected peer that `IMMEDIATE`
+    /// detached while it reconnected keeps its number (unless another peer took it).
     fn attach(s: &mut Socket, peer: PeerId, _now: Instant) -> bool {
-        let numbered = s.peers.get(&peer).is_some_and(|p| p.routing_id.len() == 4);
-        if !numbered {
+        let id = s
+            .peers
+            .get(&peer)
+            .map_or(0, |p| Socket::peer_number(&p.routing_id));
+        let routes = &mut s.pattern.server.routes;
+        if id != 0 && routes.get(&id).is_none_or(|&p| p == peer) {
+            routes.insert(id, peer);
+        } else {
             s.number_peer(peer);
         }
         s.attach(peer);
