@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every check and test of the workspace, in named steps: a failure names its step.
-# Installs what is missing first: libzmq (the real peer the conformance tests run against)
-# through apt-get when run as root, and valgrind for the icount step.
+# Installs what is missing first, through apt-get when run as root: libzmq (the real peer
+# the conformance tests run against), libsodium (CURVE in the draft libzmq that
+# zmtp-conformance-draft builds from source), and valgrind for the icount step.
 #
 #   bash scripts/test.sh            every step
 #   bash scripts/test.sh STEP...    only these steps (lint, nostd, tests, conformance, fuzz, icount)
@@ -12,22 +13,29 @@ STEPS=(lint nostd tests conformance fuzz icount)
 step_name=setup
 trap 'echo "== FAILED in step: $step_name" >&2' ERR
 
-if [ ! -e /usr/include/zmq.h ]; then
+# Install Debian package PACKAGE unless FILE exists: as root through apt-get, otherwise
+# say what to run.
+need_package() {
+  local file=$1 package=$2
+  [ -e "$file" ] && return 0
   if [ "$(id -u)" = 0 ]; then
-    echo "== installing libzmq3-dev"
+    echo "== installing $package"
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libzmq3-dev >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$package" >/dev/null
   else
-    echo "libzmq3-dev is missing: run 'sudo apt-get install libzmq3-dev' (or run this as root)" >&2
+    echo "$package is missing: run 'sudo apt-get install $package' (or run this as root)" >&2
     exit 1
   fi
-fi
+}
+
+need_package /usr/include/zmq.h libzmq3-dev
+need_package /usr/include/sodium.h libsodium-dev
 
 # Formatting, lints on every target, and the docs (broken links and missing docs are errors).
 lint() {
   cargo fmt --all -- --check
   cargo clippy --workspace --all-targets -- -D warnings
-  RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -q -p zmtp-proto -p zmtp-driver -p zmtp-async -p zmtp-tokio -p zmtp-smol -p zmtp-mio -p zmtp-conformance
+  RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -q -p zmtp-proto -p zmtp-driver -p zmtp-async -p zmtp-tokio -p zmtp-smol -p zmtp-mio -p zmtp-conformance -p zmtp-conformance-draft
 }
 
 # The core without std: built bare, with CURVE, and with alloc only, whose tests run too
@@ -42,15 +50,18 @@ nostd() {
 }
 
 # Every crate's own tests. The workspace build has CURVE on (the tokio driver enables it);
-# the core alone is tested without it too.
+# the core alone is tested without it too. The two interop suites run in `conformance`.
 tests() {
-  cargo test --workspace --exclude zmtp-conformance
+  cargo test --workspace --exclude zmtp-conformance --exclude zmtp-conformance-draft
   cargo test -p zmtp-proto
 }
 
-# The scenario suite against libzmq and between our drivers, and the hostile peers.
+# The scenario suite against libzmq and between our drivers, and the hostile peers; then
+# the draft socket types against the second peer, a static draft build of libzmq 4.3.5 (its
+# own test binaries: they must not link the system libzmq too).
 conformance() {
   cargo test -p zmtp-conformance
+  cargo test -p zmtp-conformance-draft
 }
 
 # Every fuzz target under libFuzzer for FUZZ_SECONDS (default 30) each. (Their bodies run as
@@ -62,16 +73,7 @@ fuzz() {
 # Instructions per message of the core's hot paths under callgrind, against the committed
 # baseline: fails when one grows more than 5 % (see scripts/icount.sh).
 icount() {
-  if ! command -v valgrind >/dev/null; then
-    if [ "$(id -u)" = 0 ]; then
-      echo "== installing valgrind"
-      apt-get update -qq
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null
-    else
-      echo "valgrind is missing: run 'sudo apt-get install valgrind' (or run this as root)" >&2
-      exit 1
-    fi
-  fi
+  need_package /usr/bin/valgrind valgrind
   bash scripts/icount.sh
 }
 

@@ -634,3 +634,56 @@ pub fn run(
     }
     outcomes
 }
+
+/// The command line of a test binary that runs draft scenarios: arguments that do not start
+/// with `-` filter by name, `--verbose` (or `-v`) prints every case and not only failures.
+/// It gathers the outcomes of several [`run`]s and prints one summary line at the end.
+#[derive(Debug)]
+pub struct Runner {
+    filter: Vec<String>,
+    verbose: bool,
+    started: Instant,
+    outcomes: Vec<Outcome>,
+}
+
+impl Runner {
+    /// A runner for this process's arguments.
+    pub fn from_args() -> Runner {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        Runner {
+            verbose: args.iter().any(|a| a == "--verbose" || a == "-v"),
+            filter: args.into_iter().filter(|a| !a.starts_with('-')).collect(),
+            started: Instant::now(),
+            outcomes: Vec::new(),
+        }
+    }
+
+    /// [`run`] `a` against `b` with this runner's filter, printing each failure (and each
+    /// success when verbose); returns how many of these cases failed.
+    pub fn run(&mut self, a: &dyn DraftMaker, b: &dyn DraftMaker) -> usize {
+        let verbose = self.verbose;
+        let outcomes = run(a, b, &self.filter, |o| match &o.error {
+            Some(e) => println!("FAIL {} ({} ms): {e}", o.name, o.elapsed.as_millis()),
+            None if verbose => println!("ok   {} ({} ms)", o.name, o.elapsed.as_millis()),
+            None => {}
+        });
+        let failed = outcomes.iter().filter(|o| o.error.is_some()).count();
+        self.outcomes.extend(outcomes);
+        failed
+    }
+
+    /// Print the summary line (`draft types: N cases run, N passed, N failed in S s`) and
+    /// exit with status 1 if any case failed or none ran.
+    pub fn finish(self) {
+        let failed = self.outcomes.iter().filter(|o| o.error.is_some()).count();
+        println!(
+            "draft types: {} cases run, {} passed, {failed} failed in {:.1} s",
+            self.outcomes.len(),
+            self.outcomes.len() - failed,
+            self.started.elapsed().as_secs_f64()
+        );
+        if failed > 0 || self.outcomes.is_empty() {
+            std::process::exit(1);
+        }
+    }
+}

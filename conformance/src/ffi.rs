@@ -1,8 +1,14 @@
-//! A minimal hand-written binding to the system libzmq, with a small safe wrapper.
+//! A minimal hand-written binding to libzmq, with a small safe wrapper.
 //!
 //! Only what the interop tests and the benchmark need: contexts, sockets, options,
 //! bind/connect and multipart send/receive. Every constant below was checked against `zmq.h`
 //! of libzmq 4.3.
+//!
+//! The declarations name no library (no `#[link]`): each executable that uses this module
+//! chooses which libzmq answers them. This package's own tests, the benchmark and the
+//! `zmtp` command's tests link the system libzmq (4.3.4) from their build scripts;
+//! `zmtp-conformance-draft` links a static draft-enabled 4.3.5 and builds its draft calls on
+//! [`ZSocket::as_raw`] and [`Msg::as_raw`].
 //!
 //! Besides the convenient multipart calls, which copy every frame into a `Vec`, there is a
 //! path shaped for speed, the way libzmq's own `local_thr`/`remote_thr` tools move
@@ -175,6 +181,7 @@ mod sys {
         pub fn zmq_errno() -> c_int;
         pub fn zmq_strerror(errnum: c_int) -> *const c_char;
         pub fn zmq_version(major: *mut c_int, minor: *mut c_int, patch: *mut c_int);
+        pub fn zmq_has(capability: *const c_char) -> c_int;
 
         pub fn zmq_ctx_new() -> *mut c_void;
         pub fn zmq_ctx_term(context: *mut c_void) -> c_int;
@@ -199,6 +206,7 @@ mod sys {
         pub fn zmq_socket_monitor(s: *mut c_void, addr: *const c_char, events: c_int) -> c_int;
 
         pub fn zmq_msg_init(msg: *mut ZmqMsg) -> c_int;
+        pub fn zmq_msg_init_size(msg: *mut ZmqMsg, size: usize) -> c_int;
         pub fn zmq_msg_recv(msg: *mut ZmqMsg, s: *mut c_void, flags: c_int) -> c_int;
         pub fn zmq_msg_send(msg: *mut ZmqMsg, s: *mut c_void, flags: c_int) -> c_int;
         pub fn zmq_msg_data(msg: *mut ZmqMsg) -> *mut c_void;
@@ -216,8 +224,9 @@ pub struct ZmqError {
 }
 
 impl ZmqError {
-    /// The error of the last failed libzmq call on this thread.
-    fn last() -> ZmqError {
+    /// The error of the last failed libzmq call on this thread (`zmq_errno`). Read it right
+    /// after the call that failed: any later libzmq call may change it.
+    pub fn last() -> ZmqError {
         // SAFETY: `zmq_errno` takes no arguments and only reads the thread-local errno.
         let errno = unsafe { sys::zmq_errno() };
         ZmqError { errno }
@@ -255,8 +264,9 @@ impl fmt::Display for ZmqError {
 
 impl std::error::Error for ZmqError {}
 
-/// Turn a libzmq `int` return value into a result (`-1` means failure).
-fn check(rc: c_int) -> Result<c_int, ZmqError> {
+/// Turn a libzmq `int` return value into a result: a negative value (libzmq returns `-1`)
+/// is the failure [`ZmqError::last`] describes, anything else is returned as it is.
+pub fn check(rc: c_int) -> Result<c_int, ZmqError> {
     if rc < 0 {
         Err(ZmqError::last())
     } else {
@@ -270,6 +280,17 @@ pub fn version() -> (i32, i32, i32) {
     // SAFETY: the three pointers are valid, distinct, writable `c_int`s for the call.
     unsafe { sys::zmq_version(&mut major, &mut minor, &mut patch) };
     (major, minor, patch)
+}
+
+/// Whether the linked libzmq has `capability` (`zmq_has`): a transport such as `"ipc"` or
+/// `"WS"`, a mechanism such as `"curve"`, or `"draft"` for the draft API.
+///
+/// # Panics
+/// If `capability` contains a NUL byte.
+pub fn has(capability: &str) -> bool {
+    let c = CString::new(capability).expect("capability without NUL bytes");
+    // SAFETY: `c` is a NUL-terminated string that outlives the call; `zmq_has` only reads it.
+    unsafe { sys::zmq_has(c.as_ptr()) == 1 }
 }
 
 /// A libzmq context (`zmq_ctx_new`), terminated on drop.
@@ -352,6 +373,13 @@ pub struct ZSocket<'ctx> {
 }
 
 impl ZSocket<'_> {
+    /// The socket handle (`void *`) for a libzmq call this wrapper does not offer, such as
+    /// the draft API's `zmq_join`. The handle stays valid while `self` lives; it must not be
+    /// closed, nor used from another thread unless the socket type is thread-safe.
+    pub fn as_raw(&self) -> *mut c_void {
+        self.raw
+    }
+
     /// Set an `int` option (`ZMQ_LINGER`, `ZMQ_RCVTIMEO`, `ZMQ_HEARTBEAT_IVL`, ...).
     pub fn set_int(&self, option: c_int, value: c_int) -> Result<(), ZmqError> {
         // SAFETY: `self.raw` is a live socket; the value pointer refers to a local `c_int`
@@ -600,6 +628,44 @@ impl Msg {
         // `zmq_msg_init` only marks the message empty; it cannot fail.
         debug_assert_eq!(rc, 0, "zmq_msg_init failed");
         Msg { raw }
+    }
+
+    /// A message holding a copy of `data` (`zmq_msg_init_size`), ready to send with
+    /// [`ZSocket::send_msg`].
+    ///
+    /// # Panics
+    /// If libzmq cannot allocate the body.
+    pub fn with_data(data: &[u8]) -> Msg {
+        let mut raw = Box::new(sys::ZmqMsg { _opaque: [0; 64] });
+        // SAFETY: as in `new`: `raw` is a properly sized and aligned `zmq_msg_t` that stays
+        // at this heap address until `zmq_msg_close` in `Drop`.
+        let rc = unsafe { sys::zmq_msg_init_size(&mut *raw, data.len()) };
+        if let Err(e) = check(rc) {
+            panic!("zmq_msg_init_size({}) failed: {e}", data.len());
+        }
+        let mut msg = Msg { raw };
+        if !data.is_empty() {
+            // SAFETY: the message was initialised with a body of exactly `data.len()` bytes,
+            // owned by the message and writable; `data` cannot overlap it (libzmq allocated
+            // it just now).
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    data.as_ptr(),
+                    sys::zmq_msg_data(&mut *msg.raw).cast::<u8>(),
+                    data.len(),
+                )
+            };
+        }
+        msg
+    }
+
+    /// The `zmq_msg_t` itself, for a libzmq call this wrapper does not offer, such as the
+    /// draft API's `zmq_msg_set_routing_id` or `zmq_msg_group`. The pointer stays valid
+    /// while `self` lives (the message sits on the heap and never moves); the message must
+    /// stay initialised (never pass it to
+    /// `zmq_msg_close` or an init function).
+    pub fn as_raw(&mut self) -> *mut c_void {
+        (&mut *self.raw as *mut sys::ZmqMsg).cast()
     }
 
     /// The size of the body in bytes (`zmq_msg_size`).

@@ -598,5 +598,15 @@ both_directions! {
 #[test]
 fn libzmq_is_4_x() {
     let (major, minor, patch) = ffi::version();
+    println!(
+        "linked libzmq {major}.{minor}.{patch}, draft API: {}",
+        ffi::has("draft")
+    );
     assert_eq!(major, 4, "libzmq {major}.{minor}.{patch}");
+    // The system library, not the static draft build of `zmtp-conformance-draft`: this
+    // package links only `-lzmq`.
+    assert!(
+        !ffi::has("draft"),
+        "libzmq {major}.{minor}.{patch} with the draft API linked"
+    );
 }
