@@ -164,7 +164,6 @@ macro_rules! against {
     };
 }
 
-
 /// Start `zmtp` with `args` and a bound endpoint (`-v` is added); the endpoint it bound.
 pub fn spawn_bound(args: &[&str], stdin: Option<&[u8]>) -> (Running, String) {
     let mut all = args.to_vec();
