@@ -30,6 +30,7 @@ need_package() {
 
 need_package /usr/include/zmq.h libzmq3-dev
 need_package /usr/include/sodium.h libsodium-dev
+need_package /usr/bin/pkg-config pkg-config
 
 # Formatting, lints on every target, and the docs (broken links and missing docs are errors).
 lint() {

@@ -136,23 +136,7 @@ impl<R: MatrixRuntime> OurSocket for AsyncSocket<R> {
             .and_then(Result::ok)
     }
 
-    fn subscribe(&mut self, topic: &[u8]) {
-        self.socket.subscribe(topic).expect("subscribe");
-    }
-
-    fn join(&mut self, group: &[u8]) {
-        self.socket.join(group).expect("join");
-    }
-
-    fn leave(&mut self, group: &[u8]) {
-        self.socket.leave(group).expect("leave");
-    }
-
-    fn connect_peer(&mut self, endpoint: &str) -> Result<u32, String> {
-        self.socket
-            .connect_peer(endpoint)
-            .map_err(|e| e.to_string())
-    }
+    driver_socket_calls!();
 
     fn pump(&mut self, duration: Duration) {
         // The I/O runs on the runtime's threads; there is nothing to drive here.

@@ -22,6 +22,31 @@
 #![warn(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+/// The [`our::OurSocket`] calls that a driver's socket (`self.socket`) answers with its
+/// own methods of the same names: `subscribe`, `join`, `leave` and `connect_peer` are alike
+/// in every driver's API.
+macro_rules! driver_socket_calls {
+    () => {
+        fn subscribe(&mut self, topic: &[u8]) {
+            self.socket.subscribe(topic).expect("subscribe");
+        }
+
+        fn join(&mut self, group: &[u8]) {
+            self.socket.join(group).expect("join");
+        }
+
+        fn leave(&mut self, group: &[u8]) {
+            self.socket.leave(group).expect("leave");
+        }
+
+        fn connect_peer(&mut self, endpoint: &str) -> Result<u32, String> {
+            self.socket
+                .connect_peer(endpoint)
+                .map_err(|e| e.to_string())
+        }
+    };
+}
+
 pub mod async_driver;
 pub mod draft;
 pub mod driver;

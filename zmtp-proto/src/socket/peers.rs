@@ -140,6 +140,14 @@ impl Socket {
         self.peers.remove(&peer);
     }
 
+    /// The stream of a peer whose handshake is done (to send it commands).
+    pub(super) fn established_link(&mut self, peer: PeerId) -> Option<&mut super::Link> {
+        self.peers
+            .get_mut(&peer)
+            .and_then(|p| p.stream.as_mut())
+            .filter(|l| l.established)
+    }
+
     /// Make a peer routable.
     pub(super) fn attach(&mut self, peer: PeerId) {
         if let Some(p) = self.peers.get_mut(&peer) {

@@ -200,12 +200,7 @@ fn drop_topic(s: &mut Socket, topic: &Bytes) {
 
 /// Send a SUBSCRIBE/CANCEL to one peer whose handshake is done.
 fn send_subscription(s: &mut Socket, peer: PeerId, topic: &[u8], subscribe: bool) {
-    let Some(link) = s
-        .peers
-        .get_mut(&peer)
-        .and_then(|p| p.stream.as_mut())
-        .filter(|l| l.established)
-    else {
+    let Some(link) = s.established_link(peer) else {
         return;
     };
     let r = if subscribe {

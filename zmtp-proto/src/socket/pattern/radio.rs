@@ -109,12 +109,7 @@ impl Socket {
 
     /// A JOIN or LEAVE command to one peer whose handshake is done.
     fn send_group(&mut self, peer: PeerId, group: &[u8], join: bool) {
-        let Some(link) = self
-            .peers
-            .get_mut(&peer)
-            .and_then(|p| p.stream.as_mut())
-            .filter(|l| l.established)
-        else {
+        let Some(link) = self.established_link(peer) else {
             return;
         };
         let cmd = if join {
