@@ -88,9 +88,12 @@ pub(crate) fn parse_head<'a, V: Visitor<'a>>(
     }
 }
 
+/// A header field: name and trimmed value.
+type Field<'a> = (&'a [u8], &'a [u8]);
+
 /// Check a header line (or what has arrived of it) byte by byte; `Some((name, value))` once
 /// the colon was seen, with the value trimmed.
-fn check_field(line: &[u8]) -> Result<Option<(&[u8], &[u8])>, HandshakeError> {
+fn check_field(line: &[u8]) -> Result<Option<Field<'_>>, HandshakeError> {
     let mut colon = None;
     for (i, &b) in line.iter().enumerate() {
         if b == b':' {
@@ -181,11 +184,13 @@ pub(crate) fn expect_prefix(
 mod tests {
     use super::*;
 
+    type List = heapless::Vec<Field<'static>, 8>;
+
     /// Records fields; the start line must be `S`.
-    struct Fields(heapless::Vec<(&'static [u8], &'static [u8]), 8>);
+    struct Fields(List);
 
     impl Visitor<'static> for Fields {
-        type Output = heapless::Vec<(&'static [u8], &'static [u8]), 8>;
+        type Output = List;
         fn start_line(&mut self, line: &[u8], complete: bool) -> Result<(), HandshakeError> {
             if expect_prefix(line, b"S", HandshakeError::Malformed)? && line.len() > 1 {
                 return Err(HandshakeError::Malformed);
@@ -209,10 +214,7 @@ mod tests {
         }
     }
 
-    fn parse(
-        input: &'static [u8],
-    ) -> Result<Status<(heapless::Vec<(&'static [u8], &'static [u8]), 8>, usize)>, HandshakeError>
-    {
+    fn parse(input: &'static [u8]) -> Result<Status<(List, usize)>, HandshakeError> {
         parse_head(input, Fields(heapless::Vec::new()))
     }
 
