@@ -1010,6 +1010,29 @@ proptest! {
         prop_assert_eq!(decode_one(&decoder, &out[..n]).unwrap(), Some((expected, n)));
     }
 
+    /// Masking in two pieces, each at its offset, is masking whole (any offset).
+    #[test]
+    fn mask_in_pieces(
+        data in vec(any::<u8>(), 0..64),
+        key in any::<[u8; 4]>(),
+        split in 0usize..64,
+        offset in any::<usize>(),
+    ) {
+        let expected: Vec<u8> = data
+            .iter()
+            .enumerate()
+            .map(|(i, b)| b ^ key[(offset % 4 + i) % 4])
+            .collect();
+        let mut masked = data.clone();
+        let (a, b) = masked.split_at_mut(split.min(data.len()));
+        let second = offset % 4 + a.len();
+        apply_mask(a, key, offset);
+        apply_mask(b, key, second);
+        prop_assert_eq!(&masked, &expected);
+        apply_mask(&mut masked, key, offset);
+        prop_assert_eq!(masked, data);
+    }
+
     /// A stream of valid frames decodes to the same frames whatever the pieces.
     #[test]
     fn frames_in_pieces(

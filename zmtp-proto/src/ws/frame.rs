@@ -83,7 +83,8 @@ pub struct Header {
     pub opcode: Opcode,
     /// The masking key, present exactly when the frame is masked.
     pub mask: Option<[u8; 4]>,
-    /// The payload length (for ZWS data frames: the flags byte plus the body).
+    /// The payload length (for ZWS data frames: the flags byte plus the body). Below
+    /// 2<sup>63</sup>: RFC 6455 keeps the top bit of the 64-bit form clear.
     pub payload_len: u64,
 }
 
@@ -222,8 +223,16 @@ const fn header_len(payload_len: u64, masked: bool) -> usize {
 /// payload. Masking and unmasking are the same operation; a payload can be (un)masked in
 /// pieces by passing each piece's offset.
 pub fn apply_mask(data: &mut [u8], key: [u8; 4], offset: usize) {
-    for (i, b) in data.iter_mut().enumerate() {
-        *b ^= key[(offset + i) % 4];
+    let mut key = key;
+    key.rotate_left(offset % 4);
+    let mut words = data.chunks_exact_mut(4);
+    for word in &mut words {
+        for (b, k) in word.iter_mut().zip(key) {
+            *b ^= k;
+        }
+    }
+    for (b, k) in words.into_remainder().iter_mut().zip(key) {
+        *b ^= k;
     }
 }
 
@@ -424,13 +433,13 @@ const fn zws_flags(flags: FrameFlags) -> u8 {
 
 /// The wire length of a ZWS frame with a `body_len`-byte body, masked or not.
 pub const fn frame_len(body_len: usize, masked: bool) -> usize {
-    header_len(body_len as u64 + 1, masked) + 1 + body_len
+    frame_head_len(body_len, masked).saturating_add(body_len)
 }
 
 /// The wire length of what [`emit_frame_head`] writes: the WebSocket header and the flags
 /// byte.
 pub const fn frame_head_len(body_len: usize, masked: bool) -> usize {
-    header_len(body_len as u64 + 1, masked) + 1
+    header_len((body_len as u64).saturating_add(1), masked) + 1
 }
 
 /// Emit the start of a ZWS frame with a `body_len`-byte body: the WebSocket header (FIN,
@@ -447,7 +456,7 @@ pub fn emit_frame_head(
         fin: true,
         opcode: Opcode::Binary,
         mask,
-        payload_len: body_len as u64 + 1,
+        payload_len: (body_len as u64).saturating_add(1),
     };
     let len = frame_head_len(body_len, mask.is_some());
     let Some(dst) = out.get_mut(..len) else {
