@@ -270,6 +270,36 @@ pub enum Received {
 /// Stateless but for its settings: which [`Role`] we have (so which mask bit to expect)
 /// and the largest frame body to accept.
 ///
+/// ```
+/// use zmtp_proto::codec::Status;
+/// use zmtp_proto::ws::{emit_pong, Decoder, Received, Role};
+///
+/// // What a client read from a libzmq server: a message "pong", then a ping.
+/// let mut rx = b"\x82\x05\x00pong\x89\x00".to_vec();
+/// let decoder = Decoder::new(Role::Client, Some(1 << 20));
+/// let mut tx = Vec::new();
+/// let mut at = 0;
+/// while let Status::Complete((received, used)) = decoder.decode(&mut rx[at..])? {
+///     let frame = &rx[at..at + used];
+///     match received {
+///         Received::Frame { flags, body } => {
+///             assert_eq!((&frame[body], flags.more), (&b"pong"[..], false))
+///         }
+///         Received::Ping { .. } => {
+///             // A client masks what it sends, with a fresh key each time.
+///             let mut pong = [0u8; 6];
+///             let n = emit_pong(&[], Some([1, 2, 3, 4]), &mut pong)?;
+///             tx.extend_from_slice(&pong[..n]);
+///         }
+///         Received::Pong { .. } => {}
+///         Received::Close { .. } => break,
+///     }
+///     at += used;
+/// }
+/// assert_eq!((at, tx), (9, vec![0x8a, 0x80, 1, 2, 3, 4]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
 /// # Fragmentation
 /// Refused. libzmq never fragments and refuses fragments itself; one ZMTP frame is one
 /// unfragmented WebSocket message. Reassembly would need storage outside the caller's
