@@ -12,6 +12,8 @@
 //! - [`Connection`]: one byte stream from greeting to traffic: version negotiation (3.0 and
 //!   3.1 peers), the NULL handshake, socket-type compatibility, heartbeats and the
 //!   handshake deadline.
+//! - [`ws`]: ZWS 2.0 (ZMTP over WebSocket): the HTTP upgrade and the framing, stateless
+//!   like the codec.
 //!
 //! # Driving a [`Connection`]
 //! The driver owns the stream, a receive buffer, a send buffer and one timer. The contract:
@@ -124,6 +126,7 @@ pub mod mechanism;
 pub mod socket;
 mod socket_type;
 mod time;
+pub mod ws;
 pub mod z85;
 
 #[cfg(feature = "alloc")]

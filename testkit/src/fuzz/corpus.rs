@@ -10,7 +10,7 @@ use super::socket::act;
 #[cfg(doc)]
 use super::{connection, socket, TARGETS};
 use crate::pair::raw::record_handshake;
-use crate::wire::{DEALER_READY, LIBZMQ_GREETING, SUB_READY};
+use crate::wire::{zws, DEALER_READY, LIBZMQ_GREETING, SUB_READY};
 
 /// One seed input: the target it is for, a file name, the bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -227,6 +227,8 @@ pub fn seed_corpus() -> Vec<Seed> {
         &[0x00, 0x00, 0x01, 200],
         b"\x00\x01z\x02\x40\x00\x00\x00\x00\x00\x00\x00",
     );
+
+    ws_seeds(&mut add);
 
     // Connections: recorded handshakes (libzmq's bytes) and traffic.
     let pairs: [(&str, u8, u8); 9] = [
@@ -533,4 +535,142 @@ pub fn seed_corpus() -> Vec<Seed> {
         ],
     );
     seeds
+}
+
+/// The seeds of [`ws_upgrade`](super::ws_upgrade) and [`ws_frame`](super::ws_frame): libzmq's
+/// heads and frames (per the project's ZMTP notes), our own for every mechanism, and a few
+/// that must be refused.
+fn ws_seeds(add: &mut impl FnMut(&'static str, &str, Vec<u8>)) {
+    use zmtp_proto::codec::{FrameFlags, Status};
+    use zmtp_proto::ws::{self, ClientHandshake, ServerHandshake, Target};
+
+    let mut upgrade = |name: &str, control: &[u8], head: &[u8]| {
+        let mut data = control.to_vec();
+        data.extend_from_slice(head);
+        add("ws_upgrade", name, data);
+    };
+    upgrade("libzmq_null_request", &[0x00], zws::NULL_REQUEST);
+    upgrade("libzmq_null_response", &[0x00], zws::NULL_RESPONSE);
+    let replace = |head: &[u8], from: &str, to: &str| {
+        String::from_utf8_lossy(head)
+            .replacen(from, to, 1)
+            .into_bytes()
+    };
+    upgrade(
+        "rfc45_order",
+        &[0x00],
+        &replace(
+            zws::NULL_REQUEST,
+            "ZWS2.0/NULL,ZWS2.0",
+            "ZWS2.0,ZWS2.0/NULL",
+        ),
+    );
+    upgrade(
+        "plain_first_to_null",
+        &[2 << 2, 9, 30],
+        &replace(
+            zws::NULL_REQUEST,
+            "ZWS2.0/NULL,ZWS2.0",
+            "ZWS2.0/PLAIN, ZWS2.0/NULL\r\nSec-WebSocket-Protocol: ZWS2.0",
+        ),
+    );
+    upgrade(
+        "http10",
+        &[0x00],
+        &replace(zws::NULL_REQUEST, "HTTP/1.1", "HTTP/1.0"),
+    );
+    upgrade(
+        "bare_response",
+        &[1 << 2, 40],
+        &replace(zws::NULL_RESPONSE, "ZWS2.0/NULL", "ZWS2.0"),
+    );
+    // Our client's request and our server's response, for each mechanism, with the key
+    // the body's client uses (libzmq's first).
+    for (i, name) in ["null", "plain", "curve"].into_iter().enumerate() {
+        let mechanism = [Mechanism::NULL, Mechanism::PLAIN, Mechanism::CURVE][i];
+        let (Ok(client), Ok(server), Ok(target)) = (
+            ClientHandshake::new(mechanism, zws::LIBZMQ_NONCE),
+            ServerHandshake::new(mechanism),
+            Target::from_address("ws://localhost:5555/zmq"),
+        ) else {
+            continue;
+        };
+        let mut request = vec![0u8; client.request_len(&target)];
+        if client.emit_request(&target, &mut request).is_err() {
+            continue;
+        }
+        let Ok(Status::Complete((req, _))) = server.parse_request(&request) else {
+            continue;
+        };
+        let mut response = vec![0u8; req.response_len()];
+        if req.emit_response(&mut response).is_err() {
+            continue;
+        }
+        let b0 = u8::try_from(i).unwrap_or(0);
+        upgrade(
+            &format!("{name}_request"),
+            &[b0 | 3 << 2, 1, 4, 60],
+            &request,
+        );
+        upgrade(&format!("{name}_response"), &[b0], &response);
+    }
+
+    let mut frames = |name: &str, control: &[u8], stream: &[u8]| {
+        let mut data = control.to_vec();
+        data.extend_from_slice(stream);
+        add("ws_frame", name, data);
+    };
+    let data = FrameFlags {
+        more: false,
+        command: false,
+    };
+    let more = FrameFlags {
+        more: true,
+        command: false,
+    };
+    let mut long = vec![0u8; ws::frame_len(300, false)];
+    let _ = ws::emit_frame(more, &[0x61; 300], None, &mut long);
+    let server_stream = [
+        zws::SERVER_READY,
+        zws::SERVER_DATA,
+        &long,
+        b"\x89\x00",
+        zws::PONG,
+        zws::CLOSE_ECHO,
+    ]
+    .concat();
+    frames("libzmq_server", &[0x00, 0x00, 0x00], &server_stream);
+    frames(
+        "libzmq_server_max16",
+        &[0x03 << 1, 0x03, 0x17, 1, 5, 2],
+        &server_stream,
+    );
+    let mut client_stream = zws::CLIENT_READY.to_vec();
+    let key = zws::CLIENT_MASK;
+    for (flags, body) in [(more, &b""[..]), (data, b"hello")] {
+        let mut out = vec![0u8; ws::frame_len(body.len(), true)];
+        if ws::emit_frame(flags, body, Some(key), &mut out).is_ok() {
+            client_stream.extend_from_slice(&out);
+        }
+    }
+    let mut control = [0u8; 32];
+    for emit in [ws::emit_ping, ws::emit_close] {
+        if let Ok(n) = emit(b"\x03\xe8bye", Some(key), &mut control) {
+            client_stream.extend_from_slice(control.get(..n).unwrap_or_default());
+        }
+    }
+    frames("libzmq_client", &[0x01, 0x00, 0xa3], &client_stream);
+    frames(
+        "libzmq_client_u16_limit",
+        &[0x01 | 7 << 1, 0x02, 0x11, 0x01, 0x2c, 3, 8],
+        &client_stream,
+    );
+    for (name, stream) in [
+        ("text", &b"\x81\x02hi"[..]),
+        ("fragment", b"\x02\x02\x00x\x80\x01y"),
+        ("huge", b"\x82\x7f\x7f\xff\xff\xff\xff\xff\xff\xff"),
+        ("reserved_flags", b"\x82\x02\x04x"),
+    ] {
+        frames(name, &[0x00, 0x00, 0x00], stream);
+    }
 }

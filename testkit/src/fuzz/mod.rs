@@ -21,6 +21,8 @@
 //! | [`connection`] | `connection` | 2 setup bytes, then operations | no panic; errors are sticky; the input contract holds |
 //! | [`curve_traffic`] | `curve_traffic` | 1 byte, then mutations | a tampered CURVE stream never delivers altered content |
 //! | [`socket()`] | `socket` | 4 option bytes, then actions | HWMs hold; every message received is whole, genuine, and received once |
+//! | [`ws_upgrade`] | `ws` | 1 byte, piece sizes, an HTTP head | in pieces as whole; accepted heads and chosen protocols are sound; our client and server agree |
+//! | [`ws_frame`] | `ws` | 3 control bytes, piece sizes, stream | in pieces as whole; limits and the decoding contract hold; frames re-emit to themselves |
 //!
 //! The bodies drive the core with this crate's harnesses: [`pair::raw`](crate::pair::raw)
 //! for bare connections (with the calling contract checked on every call) and the
@@ -44,6 +46,7 @@ mod material;
 mod socket;
 #[cfg(test)]
 mod tests;
+mod ws;
 
 pub use self::codec::{command, greeting, metadata, z85};
 pub use self::connection::connection;
@@ -51,6 +54,7 @@ pub use self::corpus::{seed_corpus, Seed};
 pub use self::curve_traffic::curve_traffic;
 pub use self::frame_decoder::frame_decoder;
 pub use self::socket::socket;
+pub use self::ws::{ws_frame, ws_upgrade};
 
 /// The body of a fuzz target.
 pub type Body = fn(&[u8]);
@@ -66,4 +70,6 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("connection", connection),
     ("curve_traffic", curve_traffic),
     ("socket", socket),
+    ("ws_upgrade", ws_upgrade),
+    ("ws_frame", ws_frame),
 ];

@@ -128,3 +128,64 @@ fn a_server_reconnected_with_immediate_routes_to_its_peer() {
     let out = run_socket(&data);
     assert_eq!((out.received, out.app_delivered), (1, 1), "{out:?}");
 }
+
+#[test]
+fn ws_seeds_reach_what_they_are_meant_to() {
+    use zmtp_proto::codec::Mechanism;
+    use zmtp_proto::ws::{
+        ClientHandshake, Decoder, FrameError, HandshakeError, Protocol, Role, ServerHandshake,
+    };
+
+    let seed = |target: &str, name: &str| {
+        seeds_of(target)
+            .into_iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no seed {target}/{name}"))
+            .data
+    };
+    // ws_upgrade: byte 0, then (byte 0 >> 2 & 7) piece sizes, then the head.
+    let head = |data: &[u8]| data[1 + usize::from(data[0] >> 2 & 7)..].to_vec();
+    let mechanisms = [Mechanism::NULL, Mechanism::PLAIN, Mechanism::CURVE];
+    let request = |name: &str| {
+        let data = seed("ws_upgrade", name);
+        let server = ServerHandshake::new(mechanisms[usize::from(data[0] & 3)]).unwrap();
+        server
+            .parse_request(&head(&data))
+            .map(|s| s.complete().map(|(r, _)| r.protocol))
+    };
+    let response = |name: &str| {
+        let data = seed("ws_upgrade", name);
+        let mechanism = mechanisms[usize::from(data[0] & 3)];
+        let client = ClientHandshake::new(mechanism, crate::wire::zws::LIBZMQ_NONCE).unwrap();
+        client
+            .parse_response(&head(&data))
+            .map(|s| s.complete().map(|(p, _)| p))
+    };
+    assert_eq!(request("libzmq_null_request"), Ok(Some(Protocol::Null)));
+    assert_eq!(request("rfc45_order"), Ok(Some(Protocol::Null)));
+    assert_eq!(request("plain_first_to_null"), Ok(Some(Protocol::Null)));
+    assert_eq!(request("http10"), Err(HandshakeError::BadVersion));
+    assert_eq!(request("plain_request"), Ok(Some(Protocol::Plain)));
+    assert_eq!(request("curve_request"), Ok(Some(Protocol::Curve)));
+    assert_eq!(response("libzmq_null_response"), Ok(Some(Protocol::Null)));
+    assert_eq!(response("bare_response"), Ok(Some(Protocol::Bare)));
+    assert_eq!(response("null_response"), Ok(Some(Protocol::Null)));
+    assert_eq!(response("plain_response"), Ok(Some(Protocol::Plain)));
+    assert_eq!(response("curve_response"), Ok(Some(Protocol::Curve)));
+
+    // ws_frame: 3 control bytes, then the stream (these seeds have no pieces or u16).
+    let frames = |name: &str, role: Role| {
+        let data = seed("ws_frame", name);
+        let stream = &data[3..];
+        super::ws::run(&Decoder::new(role, None), stream, &[stream.len()])
+    };
+    let server = frames("libzmq_server", Role::Client);
+    assert_eq!((server.frames(), server.error), (6, None));
+    let client = frames("libzmq_client", Role::Server);
+    assert_eq!((client.frames(), client.error), (5, None));
+    assert_eq!(frames("text", Role::Client).error, Some(FrameError::Text));
+    assert_eq!(
+        frames("fragment", Role::Client).error,
+        Some(FrameError::Fragmented)
+    );
+}
