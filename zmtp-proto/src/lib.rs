@@ -124,6 +124,7 @@ pub mod mechanism;
 pub mod socket;
 mod socket_type;
 mod time;
+pub mod udp;
 pub mod z85;
 
 #[cfg(feature = "alloc")]
