@@ -8,6 +8,13 @@
 //! [`socket::endpoint::UdpEndpoint`](crate::socket::endpoint::UdpEndpoint) (with the `alloc`
 //! feature).
 //!
+//! # Who may use udp
+//! Over `udp://` a RADIO may only connect, a DISH or DGRAM only bind, and no other type may
+//! use it ([`may_bind_udp`], [`may_connect_udp`]; with the `alloc` feature
+//! [`Endpoint::check_bind_for`](crate::socket::Endpoint::check_bind_for) and
+//! [`Endpoint::check_connect_for`](crate::socket::Endpoint::check_connect_for) make these
+//! checks together with the endpoint's own).
+//!
 //! # RADIO and DISH
 //! A datagram is `[u8 group length][group][body]`, one single-frame message each; an empty
 //! body is fine. `02 67 31 68 65 6c 6c 6f` is group `g1`, body `hello`. A DISH's JOIN and
@@ -76,6 +83,7 @@ use core::fmt;
 use core::net::{Ipv4Addr, SocketAddrV4};
 
 use crate::codec::{ensure, InsufficientSize, Writer};
+use crate::SocketType;
 
 /// The longest datagram we send, in bytes: the size of libzmq's receive buffer
 /// (`MAX_UDP_MSG`). libzmq truncates longer datagrams without telling anyone, and its sender
@@ -93,6 +101,19 @@ pub const RADIO_BODY_MAX_LEN: usize = MAX_DATAGRAM_LEN - 1;
 
 /// The longest DGRAM address frame, trailing NUL included: `"255.255.255.255:65535\0"`.
 pub const DGRAM_ADDRESS_MAX_LEN: usize = 22;
+
+/// Whether a socket of this type may bind a `udp://` endpoint: only DISH and DGRAM may
+/// (libzmq's `ENOCOMPATPROTO` for every other type).
+pub const fn may_bind_udp(socket_type: SocketType) -> bool {
+    matches!(socket_type, SocketType::Dish | SocketType::Dgram)
+}
+
+/// Whether a socket of this type may connect to a `udp://` endpoint: only RADIO may
+/// (libzmq's `ENOCOMPATPROTO` for every other type, DGRAM included: a DGRAM binds and
+/// names each message's destination in its address frame).
+pub const fn may_connect_udp(socket_type: SocketType) -> bool {
+    matches!(socket_type, SocketType::Radio)
+}
 
 /// One RADIO/DISH message as one datagram: `[u8 group length][group][body]`.
 ///
