@@ -189,9 +189,9 @@ pub enum EndpointError {
 impl fmt::Display for EndpointError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            EndpointError::MissingScheme => {
-                f.write_str("endpoint has no transport (expected tcp://, ipc://, inproc:// or udp://)")
-            }
+            EndpointError::MissingScheme => f.write_str(
+                "endpoint has no transport (expected tcp://, ipc://, inproc:// or udp://)",
+            ),
             EndpointError::UnknownTransport(t) => write!(
                 f,
                 "unknown transport {:?} (expected tcp, ipc, inproc or udp, in lowercase)",
