@@ -532,5 +532,10 @@ pub fn seed_corpus() -> Vec<Seed> {
             (SETTLE, 0),
         ],
     );
+
+    // udp: RADIO/DISH datagrams, messages to send, DGRAM addresses, udp endpoints.
+    for (name, data) in super::datagram::seeds() {
+        add("datagram", name, data);
+    }
     seeds
 }

@@ -21,6 +21,7 @@
 //! | [`connection`] | `connection` | 2 setup bytes, then operations | no panic; errors are sticky; the input contract holds |
 //! | [`curve_traffic`] | `curve_traffic` | 1 byte, then mutations | a tampered CURVE stream never delivers altered content |
 //! | [`socket()`] | `socket` | 4 option bytes, then actions | HWMs hold; every message received is whole, genuine, and received once |
+//! | [`datagram`] | `datagram` | 1 mode byte, then a datagram, a message, a DGRAM address or a udp endpoint | udp limits hold (groups ≤ 127, datagrams ≤ 8192 sent); parse → emit and emit → parse round-trip |
 //!
 //! The bodies drive the core with this crate's harnesses: [`pair::raw`](crate::pair::raw)
 //! for bare connections (with the calling contract checked on every call) and the
@@ -38,6 +39,7 @@ mod codec;
 mod connection;
 mod corpus;
 mod curve_traffic;
+mod datagram;
 mod frame_decoder;
 mod input;
 mod material;
@@ -49,6 +51,7 @@ pub use self::codec::{command, greeting, metadata, z85};
 pub use self::connection::connection;
 pub use self::corpus::{seed_corpus, Seed};
 pub use self::curve_traffic::curve_traffic;
+pub use self::datagram::datagram;
 pub use self::frame_decoder::frame_decoder;
 pub use self::socket::socket;
 
@@ -66,4 +69,5 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("connection", connection),
     ("curve_traffic", curve_traffic),
     ("socket", socket),
+    ("datagram", datagram),
 ];

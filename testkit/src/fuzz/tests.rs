@@ -4,6 +4,7 @@ use zmtp_proto::SocketType;
 
 use super::connection::run_connection;
 use super::curve_traffic::{run_curve_traffic, CURVE_FRAMES};
+use super::datagram::run_datagram;
 use super::socket::{act, run_socket, MAGIC};
 use super::{corpus::socket_seed, seed_corpus, Seed, TARGETS};
 
@@ -127,4 +128,21 @@ fn a_server_reconnected_with_immediate_routes_to_its_peer() {
     );
     let out = run_socket(&data);
     assert_eq!((out.received, out.app_delivered), (1, 1), "{out:?}");
+}
+
+#[test]
+fn datagram_seeds_are_taken_or_refused_as_meant() {
+    let seeds = seeds_of("datagram");
+    let refused = [
+        "radio_lying_length",
+        "emit_group_128",
+        "emit_8193",
+        "dgram_shorthand",
+        "udp_iface_unicast",
+    ];
+    assert!(seeds.len() >= 15, "{} seeds", seeds.len());
+    for s in seeds {
+        let taken = !refused.contains(&s.name.as_str());
+        assert_eq!(run_datagram(&s.data), Some(taken), "{}", s.name);
+    }
 }
