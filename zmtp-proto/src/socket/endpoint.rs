@@ -119,7 +119,7 @@ pub enum IpcEndpoint {
 pub enum EndpointError {
     /// No `transport://` prefix.
     MissingScheme,
-    /// The transport is not `tcp`, `ipc` or `inproc` (transports are lowercase).
+    /// The transport is not `tcp`, `ipc`, `inproc` or `udp` (transports are lowercase).
     UnknownTransport(String),
     /// A `tcp://` or `udp://` endpoint has no `:port`, or an empty port.
     MissingPort,
@@ -162,7 +162,9 @@ pub enum EndpointError {
     /// The interface of a `udp://` endpoint is a multicast address (libzmq's `EINVAL`).
     MulticastInterface(String),
     /// `udp://iface;host:port` where the host is not a multicast address literal: an
-    /// interface only goes with a multicast group (libzmq's `EINVAL`). Holds the host.
+    /// interface only goes with a multicast group (libzmq's `EINVAL`). Holds the host. A
+    /// host name is refused too, where libzmq would first resolve it and accept it if it
+    /// named a group.
     InterfaceNeedsMulticast(String),
     /// The interface and the multicast group of a `udp://` endpoint are of different
     /// address families, IPv4 and IPv6 (libzmq's `EINVAL`).
