@@ -1,18 +1,65 @@
 //! What the tests of the `zmtp` binary share: running it as a process and reading how it
 //! ended.
+//!
+//! Also included by a test binary of `zmtp-conformance-draft` (which runs the draft
+//! scenarios of `draft.rs` beside this file against the draft libzmq), where cargo provides
+//! no path to the binary: [`zmtp`] then builds it.
 
 // Each test crate uses its own part of this module.
 #![allow(dead_code)]
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// The binary under test.
-pub const ZMTP: &str = env!("CARGO_BIN_EXE_zmtp");
+/// The binary under test: the one cargo built for `zmtp-cli`'s own tests or, in another
+/// package's tests, one built here once per process with `cargo build -p zmtp-cli` in the
+/// test's profile, found in the directory above the test executable's `deps`.
+///
+/// # Panics
+/// If that build fails or leaves no binary where it is expected.
+pub fn zmtp() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    if let Some(path) = option_env!("CARGO_BIN_EXE_zmtp") {
+        return Path::new(path);
+    }
+    BUILT.get_or_init(build_zmtp)
+}
+
+/// Build `zmtp` with cargo, in the profile of this test; its path.
+fn build_zmtp() -> PathBuf {
+    let mut cargo = Command::new(env!("CARGO"));
+    cargo
+        .args(["build", "-q", "-p", "zmtp-cli"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if !cfg!(debug_assertions) {
+        cargo.arg("--release");
+    }
+    let status = cargo
+        .status()
+        .unwrap_or_else(|e| panic!("could not run cargo to build zmtp: {e}"));
+    assert!(
+        status.success(),
+        "`cargo build -p zmtp-cli` failed ({status}): the zmtp binary is needed by these tests"
+    );
+    let exe = std::env::current_exe().expect("the test executable's path");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or_else(|| panic!("{} has no grandparent directory", exe.display()));
+    let path = dir.join(format!("zmtp{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        path.is_file(),
+        "cargo built zmtp-cli but {} is missing (a test built for another target directory \
+         or profile?)",
+        path.display()
+    );
+    path
+}
 
 /// The longest any run of the binary may take before the test gives up on it.
 pub const LIMIT: Duration = Duration::from_secs(15);
@@ -50,7 +97,7 @@ pub struct Running {
 
 /// Start `zmtp` with `args`, writing `stdin` (if any) to its standard input.
 pub fn spawn_os(args: &[OsString], stdin: Option<&[u8]>) -> Running {
-    let mut child = Command::new(ZMTP)
+    let mut child = Command::new(zmtp())
         .args(args)
         .stdin(if stdin.is_some() {
             Stdio::piped()

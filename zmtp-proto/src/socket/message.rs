@@ -703,6 +703,16 @@ mod tests {
     }
 
     #[test]
+    fn metadata_does_not_make_a_message_bigger() {
+        // The routing id and group sit in place of a second frame: every queue and move of
+        // a message costs what it did before the draft types (two frames, properties).
+        assert_eq!(
+            core::mem::size_of::<Message>(),
+            2 * core::mem::size_of::<Bytes>() + 2 * core::mem::size_of::<usize>()
+        );
+    }
+
+    #[test]
     fn one_frame_and_many_frames_behave_alike() {
         let mut m = Message::new();
         assert!(m.is_empty());

@@ -192,7 +192,7 @@ pub struct MonitorEvent {
     pub peer_address: String,
     /// Why the connection ended, on DISCONNECTED and the HANDSHAKE_FAILED_* kinds, when it
     /// ended on an error of ours to report (a protocol error such as
-    /// [`Error::GroupTooLong`](crate::Error::GroupTooLong), a refused handshake, a
+    /// [`Error::GroupTooLong`], a refused handshake, a
     /// heartbeat timeout); `None` for a peer that closed or was dropped. libzmq's events
     /// carry no such detail: it is not in [`to_v1_frames`](Self::to_v1_frames).
     pub error: Option<crate::Error>,
