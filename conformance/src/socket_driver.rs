@@ -50,7 +50,7 @@ fn listen(addr: &Endpoint) -> io::Result<Listening> {
     match addr {
         Endpoint::Tcp(tcp) => listen_tcp(&resolve_blocking(tcp)?),
         Endpoint::Ipc(ipc) => listen_ipc(ipc),
-        Endpoint::Inproc(_) => Err(io::Error::new(
+        Endpoint::Inproc(_) | Endpoint::Udp(_) => Err(io::Error::new(
             io::ErrorKind::Unsupported,
             "this test driver speaks tcp and ipc only",
         )),

@@ -535,6 +535,8 @@ impl<R: Runtime> CommandHandler for Commands<'_, R> {
                 inproc = Some(name.clone());
                 inproc_bind(name).map(|rx| (Acceptor::Inproc(rx), addr.to_string()))
             }
+            // Sockets refuse udp:// for now: it never gets here.
+            Endpoint::Udp(_) => Err(io::ErrorKind::Unsupported.into()),
         };
         if let Some(acceptor) = inner.listened(core, endpoint, bound) {
             let task = inner
@@ -675,6 +677,8 @@ async fn connect<R: Runtime>(runtime: &R, addr: &Endpoint) -> io::Result<Transpo
             runtime.unix_from_std(zmtp_driver::transport::connect_ipc(ipc)?)?,
         )),
         Endpoint::Inproc(name) => Ok(Transport::Inproc(inproc_connect(name)?)),
+        // Sockets refuse udp:// for now: it never gets here.
+        Endpoint::Udp(_) => Err(io::ErrorKind::Unsupported.into()),
     }
 }
 

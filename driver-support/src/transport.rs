@@ -265,6 +265,10 @@ impl StdTransport {
                 io::ErrorKind::Unsupported,
                 "inproc:// has no stream outside an async driver",
             )),
+            Endpoint::Udp(_) => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "udp:// has no stream",
+            )),
         }
     }
 

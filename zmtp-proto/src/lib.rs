@@ -126,6 +126,7 @@ pub mod mechanism;
 pub mod socket;
 mod socket_type;
 mod time;
+pub mod udp;
 pub mod ws;
 pub mod z85;
 

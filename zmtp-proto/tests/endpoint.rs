@@ -124,7 +124,10 @@ fn invalid_endpoints_name_the_mistake() {
         ("tcp:/127.0.0.1:5555", E::MissingScheme),
         ("://x", E::MissingScheme),
         ("TCP://127.0.0.1:5555", E::UnknownTransport(s("TCP"))),
-        ("udp://127.0.0.1:5555", E::UnknownTransport(s("udp"))),
+        (
+            "epgm://eth0;239.192.1.1:5555",
+            E::UnknownTransport(s("epgm")),
+        ),
         ("pgm://eth0;239.192.1.1:5555", E::UnknownTransport(s("pgm"))),
         ("tcp://localhost", E::MissingPort),
         ("tcp://localhost:", E::MissingPort),

@@ -393,7 +393,8 @@ impl CommandHandler for Commands<'_> {
                 }
             },
             Endpoint::Ipc(ipc) => listen_ipc(ipc),
-            Endpoint::Inproc(_) => Err(io::ErrorKind::Unsupported.into()),
+            // Sockets refuse udp:// for now: it never gets here.
+            Endpoint::Inproc(_) | Endpoint::Udp(_) => Err(io::ErrorKind::Unsupported.into()),
         };
         shared.listen_at(self.st, id, endpoint, listening);
     }
@@ -414,6 +415,8 @@ impl CommandHandler for Commands<'_> {
                 shared.connected(self.st, id, endpoint, stream, now);
             }
             Endpoint::Inproc(_) => shared.connected(self.st, id, endpoint, None, now),
+            // Sockets refuse udp:// for now: it never gets here.
+            Endpoint::Udp(_) => shared.connected(self.st, id, endpoint, None, now),
         }
     }
 

@@ -534,6 +534,11 @@ pub fn seed_corpus() -> Vec<Seed> {
             (SETTLE, 0),
         ],
     );
+
+    // udp: RADIO/DISH datagrams, messages to send, DGRAM addresses, udp endpoints.
+    for (name, data) in super::datagram::seeds() {
+        add("datagram", name, data);
+    }
     seeds
 }
 

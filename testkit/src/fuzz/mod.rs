@@ -23,6 +23,7 @@
 //! | [`socket()`] | `socket` | 4 option bytes, then actions | HWMs hold; every message received is whole, genuine, and received once |
 //! | [`ws_upgrade`] | `ws` | 1 byte, piece sizes, an HTTP head | in pieces as whole; accepted heads and chosen protocols are sound; our client and server agree |
 //! | [`ws_frame`] | `ws` | 3 control bytes, piece sizes, stream | in pieces as whole; limits and the decoding contract hold; frames re-emit to themselves |
+//! | [`datagram`] | `datagram` | 1 mode byte, then a datagram, a message, a DGRAM address or a udp endpoint | udp limits hold (groups ≤ 127, datagrams ≤ 8192 sent); parse → emit and emit → parse round-trip |
 //!
 //! The bodies drive the core with this crate's harnesses: [`pair::raw`](crate::pair::raw)
 //! for bare connections (with the calling contract checked on every call) and the
@@ -40,6 +41,7 @@ mod codec;
 mod connection;
 mod corpus;
 mod curve_traffic;
+mod datagram;
 mod frame_decoder;
 mod input;
 mod material;
@@ -52,6 +54,7 @@ pub use self::codec::{command, greeting, metadata, z85};
 pub use self::connection::connection;
 pub use self::corpus::{seed_corpus, Seed};
 pub use self::curve_traffic::curve_traffic;
+pub use self::datagram::datagram;
 pub use self::frame_decoder::frame_decoder;
 pub use self::socket::socket;
 pub use self::ws::{ws_frame, ws_upgrade};
@@ -72,4 +75,5 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("socket", socket),
     ("ws_upgrade", ws_upgrade),
     ("ws_frame", ws_frame),
+    ("datagram", datagram),
 ];

@@ -4,6 +4,7 @@ use zmtp_proto::SocketType;
 
 use super::connection::run_connection;
 use super::curve_traffic::{run_curve_traffic, CURVE_FRAMES};
+use super::datagram::run_datagram;
 use super::socket::{act, run_socket, MAGIC};
 use super::{corpus::socket_seed, seed_corpus, Seed, TARGETS};
 
@@ -188,4 +189,21 @@ fn ws_seeds_reach_what_they_are_meant_to() {
         frames("fragment", Role::Client).error,
         Some(FrameError::Fragmented)
     );
+}
+
+#[test]
+fn datagram_seeds_are_taken_or_refused_as_meant() {
+    let seeds = seeds_of("datagram");
+    let refused = [
+        "radio_lying_length",
+        "emit_group_128",
+        "emit_8193",
+        "dgram_shorthand",
+        "udp_iface_unicast",
+    ];
+    assert!(seeds.len() >= 15, "{} seeds", seeds.len());
+    for s in seeds {
+        let taken = !refused.contains(&s.name.as_str());
+        assert_eq!(run_datagram(&s.data), Some(taken), "{}", s.name);
+    }
 }

@@ -1,22 +1,29 @@
 //! Endpoint strings as libzmq users write them: `tcp://host:port`, `ipc://path`,
-//! `ipc://@name` and `inproc://name`.
+//! `ipc://@name`, `inproc://name` and `udp://[iface;]host:port`.
 //!
 //! [`Endpoint::parse`] checks the form only; it resolves no names and touches no
 //! interfaces. Whether an endpoint may be bound or connected to is a second, separate check
 //! ([`Endpoint::check_bind`], [`Endpoint::check_connect`]), as in libzmq, where `tcp://*:*`
-//! is a valid bind endpoint but never a valid connect endpoint.
+//! is a valid bind endpoint but never a valid connect endpoint. Which socket types may use
+//! a transport, and in which direction, is a third ([`Endpoint::check_bind_for`],
+//! [`Endpoint::check_connect_for`]): over `udp://` a RADIO only connects and a DISH or
+//! DGRAM only binds.
 
 use alloc::borrow::ToOwned;
-use alloc::string::String;
+use alloc::string::{String, ToString};
 use core::fmt;
-use core::net::{Ipv4Addr, Ipv6Addr};
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use core::str::FromStr;
+
+use crate::udp::{may_bind_udp, may_connect_udp};
+use crate::SocketType;
 
 /// A parsed endpoint.
 ///
 /// Its [`Display`](fmt::Display) form is canonical (`tcp://127.0.0.1:5555`,
-/// `tcp://[::1]:5555`, `tcp://*:*`, `ipc:///tmp/x`, `ipc://@name`, `inproc://name`) and
-/// parses back to an equal value for every endpoint that [`Endpoint::parse`] returns.
+/// `tcp://[::1]:5555`, `tcp://*:*`, `ipc:///tmp/x`, `ipc://@name`, `inproc://name`,
+/// `udp://*;239.0.0.1:5555`) and parses back to an equal value for every endpoint that
+/// [`Endpoint::parse`] returns.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Endpoint {
     /// `tcp://host:port`.
@@ -25,6 +32,8 @@ pub enum Endpoint {
     Ipc(IpcEndpoint),
     /// `inproc://name`: a non-empty name, local to one context.
     Inproc(String),
+    /// `udp://[iface;]host:port`: RADIO/DISH or DGRAM datagrams (see [`crate::udp`]).
+    Udp(UdpEndpoint),
 }
 
 /// The host and port of a `tcp://` endpoint.
@@ -37,18 +46,60 @@ pub struct TcpEndpoint {
     pub port: Option<u16>,
 }
 
-/// The host part of a `tcp://` endpoint.
+/// The host part of a `tcp://` or `udp://` endpoint, or the interface of a `udp://` one.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Host {
-    /// `*`: every local interface (bind only).
+    /// `*`: every local interface (bind only). As a `udp://` interface: the system's
+    /// default multicast interface.
     Any,
     /// A dotted-quad IPv4 literal.
     Ipv4(Ipv4Addr),
-    /// An IPv6 literal, written in brackets: `[::1]`.
+    /// An IPv6 literal, written in brackets: `[::1]` (a `udp://` interface may omit them).
     Ipv6(Ipv6Addr),
     /// A host name (connect) or an interface or host name (bind), left for the driver to
-    /// resolve.
+    /// resolve. As a `udp://` interface: a NIC name.
     Name(String),
+}
+
+/// A `udp://` endpoint: `udp://host:port`, `udp://*:port` or, for multicast,
+/// `udp://[iface;]group:port`.
+///
+/// What it means depends on the direction, as in libzmq (`udp_address.cpp`):
+///
+/// - **Connect** (RADIO): datagrams go to `host:port`. For a multicast group the driver
+///   sends from the interface (`IP_MULTICAST_IF`, unless it is `*` or absent) with the
+///   socket's multicast loop and hops options.
+/// - **Bind** (DISH, DGRAM): with a unicast host, the socket binds `host:port` (`*` for
+///   every interface). With a multicast group it binds the wildcard address on `port` with
+///   `SO_REUSEADDR` and `SO_REUSEPORT`, then joins the group on the interface (`*` or
+///   absent: the system's default).
+///
+/// The interface may be `*`, an IPv4 or IPv6 literal (brackets optional), or a NIC name
+/// such as `eth0`. A name is kept as written ([`Host::Name`]): resolving it is the
+/// driver's task, and a driver that cannot resolve interface names fails the bind or
+/// connect, like a libzmq built without `ifaddrs` support, which gives `ENODEV`. An
+/// interface is only allowed before a multicast literal (libzmq's `EINVAL` otherwise).
+/// libzmq resolves IPv6 only with its `ZMQ_IPV6` option set and needs an interface index
+/// (a NIC name) for IPv6 multicast; both are left to the driver.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct UdpEndpoint {
+    /// The multicast interface written before `;`, if any: [`Host::Any`] for `*`, an
+    /// address literal, or [`Host::Name`] for a NIC name.
+    pub interface: Option<Host>,
+    /// The destination (connect), the local address (bind) or the multicast group: `*`
+    /// (bind only), an address literal or a name to resolve.
+    pub host: Host,
+    /// The port; `None` is the `*` wildcard (bind only). Port 0 also asks for an ephemeral
+    /// port on bind.
+    pub port: Option<u16>,
+}
+
+impl UdpEndpoint {
+    /// The multicast group, when the host is a multicast address literal (IPv4
+    /// `224.0.0.0/4`, IPv6 `ff00::/8`). A name is never taken for a group.
+    pub fn multicast_group(&self) -> Option<IpAddr> {
+        host_ip(&self.host).filter(IpAddr::is_multicast)
+    }
 }
 
 /// The target of an `ipc://` endpoint.
@@ -68,13 +119,13 @@ pub enum IpcEndpoint {
 pub enum EndpointError {
     /// No `transport://` prefix.
     MissingScheme,
-    /// The transport is not `tcp`, `ipc` or `inproc` (transports are lowercase).
+    /// The transport is not `tcp`, `ipc`, `inproc` or `udp` (transports are lowercase).
     UnknownTransport(String),
-    /// A `tcp://` endpoint has no `:port`, or an empty port.
+    /// A `tcp://` or `udp://` endpoint has no `:port`, or an empty port.
     MissingPort,
     /// The port is neither `*` nor a decimal number up to 65535.
     BadPort(String),
-    /// The host is empty.
+    /// The host of a `tcp://` or `udp://` endpoint is empty.
     EmptyHost,
     /// The host contains a character no host or interface name has (whitespace, a control
     /// character, `/`, `[` or `]`).
@@ -103,6 +154,35 @@ pub enum EndpointError {
     WildcardPortOnConnect,
     /// Connecting to `ipc://*`, which only names a path when binding.
     WildcardPathOnConnect,
+    /// `udp://;group:port`: an empty interface before the `;`.
+    EmptyInterface,
+    /// The interface before the `;` of a `udp://` endpoint is neither `*`, an address
+    /// literal nor a NIC name (it has a port, a `;`, whitespace or similar).
+    BadInterface(String),
+    /// The interface of a `udp://` endpoint is a multicast address (libzmq's `EINVAL`).
+    MulticastInterface(String),
+    /// `udp://iface;host:port` where the host is not a multicast address literal: an
+    /// interface only goes with a multicast group (libzmq's `EINVAL`). Holds the host. A
+    /// host name is refused too, where libzmq would first resolve it and accept it if it
+    /// named a group.
+    InterfaceNeedsMulticast(String),
+    /// The interface and the multicast group of a `udp://` endpoint are of different
+    /// address families, IPv4 and IPv6 (libzmq's `EINVAL`).
+    InterfaceFamilyMismatch,
+    /// This socket type may not use this transport in this direction (libzmq's
+    /// `ENOCOMPATPROTO`): over `udp://` a RADIO may only connect, a DISH or DGRAM only bind,
+    /// and no other type may use it.
+    IncompatibleTransport {
+        /// The transport, as written before `://`.
+        transport: &'static str,
+        /// The socket's type.
+        socket_type: SocketType,
+        /// Whether it was a bind (otherwise a connect).
+        bind: bool,
+    },
+    /// The endpoint is valid but this socket cannot use its transport (yet): `udp://` is
+    /// parsed and checked, but sockets do not run it yet.
+    TransportUnavailable(&'static str),
     /// `connect_peer` on a socket that is not a PEER, or with `IMMEDIATE` set (libzmq's
     /// `ENOTSUP` and `EFAULT`).
     ConnectPeerRefused,
@@ -111,19 +191,19 @@ pub enum EndpointError {
 impl fmt::Display for EndpointError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            EndpointError::MissingScheme => {
-                f.write_str("endpoint has no transport (expected tcp://, ipc:// or inproc://)")
-            }
+            EndpointError::MissingScheme => f.write_str(
+                "endpoint has no transport (expected tcp://, ipc://, inproc:// or udp://)",
+            ),
             EndpointError::UnknownTransport(t) => write!(
                 f,
-                "unknown transport {:?} (expected tcp, ipc or inproc, in lowercase)",
+                "unknown transport {:?} (expected tcp, ipc, inproc or udp, in lowercase)",
                 t
             ),
-            EndpointError::MissingPort => f.write_str("tcp endpoint has no port (host:port)"),
+            EndpointError::MissingPort => f.write_str("endpoint has no port (host:port)"),
             EndpointError::BadPort(p) => {
                 write!(f, "invalid port {p:?} (expected 0..=65535 or *)")
             }
-            EndpointError::EmptyHost => f.write_str("tcp endpoint has an empty host"),
+            EndpointError::EmptyHost => f.write_str("endpoint has an empty host"),
             EndpointError::BadHost(h) => write!(f, "invalid character in host {h:?}"),
             EndpointError::BadIpv4(h) => write!(f, "invalid IPv4 address {h:?}"),
             EndpointError::BadIpv6(h) => write!(f, "invalid IPv6 address {h:?}"),
@@ -152,6 +232,35 @@ impl fmt::Display for EndpointError {
             EndpointError::ConnectPeerRefused => {
                 f.write_str("connect_peer needs a PEER socket with IMMEDIATE off")
             }
+            EndpointError::EmptyInterface => f.write_str("udp endpoint has an empty interface"),
+            EndpointError::BadInterface(i) => write!(
+                f,
+                "invalid interface {i:?} (expected *, an address or an interface name)"
+            ),
+            EndpointError::MulticastInterface(i) => {
+                write!(f, "the interface {i:?} is a multicast address")
+            }
+            EndpointError::InterfaceNeedsMulticast(h) => write!(
+                f,
+                "an interface goes only with a multicast group, and {h:?} is not one"
+            ),
+            EndpointError::InterfaceFamilyMismatch => {
+                f.write_str("the interface and the multicast group are not of the same family")
+            }
+            EndpointError::IncompatibleTransport {
+                transport,
+                socket_type,
+                bind,
+            } => write!(
+                f,
+                "a {} socket cannot {} over {transport}:// (udp: RADIO connects, DISH and \
+                 DGRAM bind)",
+                socket_type.name(),
+                if *bind { "bind" } else { "connect" }
+            ),
+            EndpointError::TransportUnavailable(t) => {
+                write!(f, "sockets cannot use {t}:// yet")
+            }
         }
     }
 }
@@ -166,12 +275,15 @@ impl Endpoint {
     /// `:`, except that an IPv6 literal is written in brackets (`[::1]:5555`); the port is
     /// `*` or decimal `0..=65535`; the host is `*`, an IPv4 or bracketed IPv6 literal, or a
     /// name. `ipc://@name` is an abstract socket, any other `ipc://` target a path. Names and
-    /// paths must not be empty.
+    /// paths must not be empty. `udp://` takes the host and port of `tcp://`, optionally
+    /// after an interface and a `;` (split at the last `;`, as libzmq does), which requires
+    /// a multicast literal for the host; see [`UdpEndpoint`].
     pub fn parse(s: &str) -> Result<Endpoint, EndpointError> {
         let (scheme, rest) = s.split_once("://").ok_or(EndpointError::MissingScheme)?;
         match scheme {
             "" => Err(EndpointError::MissingScheme),
             "tcp" => parse_tcp(rest).map(Endpoint::Tcp),
+            "udp" => parse_udp(rest).map(Endpoint::Udp),
             "ipc" => parse_ipc(rest).map(Endpoint::Ipc),
             "inproc" if rest.is_empty() => Err(EndpointError::EmptyName),
             "inproc" => Ok(Endpoint::Inproc(rest.to_owned())),
@@ -187,15 +299,22 @@ impl Endpoint {
     }
 
     /// Checks that the endpoint can be connected to: in addition to
-    /// [`check_bind`](Endpoint::check_bind), a `tcp://` host must not be `*`, its port must
-    /// be neither `*` nor 0, and an `ipc://` path must not be `*`.
+    /// [`check_bind`](Endpoint::check_bind), a `tcp://` or `udp://` host must not be `*`,
+    /// its port must be neither `*` nor 0, and an `ipc://` path must not be `*`.
     pub fn check_connect(&self) -> Result<(), EndpointError> {
         self.check_form()?;
         match self {
             Endpoint::Tcp(TcpEndpoint {
                 host: Host::Any, ..
+            })
+            | Endpoint::Udp(UdpEndpoint {
+                host: Host::Any, ..
             }) => Err(EndpointError::WildcardHostOnConnect),
             Endpoint::Tcp(TcpEndpoint {
+                port: None | Some(0),
+                ..
+            })
+            | Endpoint::Udp(UdpEndpoint {
                 port: None | Some(0),
                 ..
             }) => Err(EndpointError::WildcardPortOnConnect),
@@ -206,12 +325,51 @@ impl Endpoint {
         }
     }
 
-    /// The transport name as written before `://`: `"tcp"`, `"ipc"` or `"inproc"`.
+    /// Everything libzmq checks before a socket of type `socket_type` binds this endpoint:
+    /// [`check_bind`](Endpoint::check_bind), then the transport's socket types. Over
+    /// `udp://` only DISH and DGRAM bind; any other type gets
+    /// [`EndpointError::IncompatibleTransport`] (libzmq's `ENOCOMPATPROTO`). Every type may
+    /// bind every other transport.
+    pub fn check_bind_for(&self, socket_type: SocketType) -> Result<(), EndpointError> {
+        self.check_bind()?;
+        match self {
+            Endpoint::Udp(_) if !may_bind_udp(socket_type) => {
+                Err(EndpointError::IncompatibleTransport {
+                    transport: "udp",
+                    socket_type,
+                    bind: true,
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Everything libzmq checks before a socket of type `socket_type` connects to this
+    /// endpoint: [`check_connect`](Endpoint::check_connect), then the transport's socket
+    /// types. Over `udp://` only RADIO connects; any other type gets
+    /// [`EndpointError::IncompatibleTransport`] (libzmq's `ENOCOMPATPROTO`). Every type may
+    /// connect over every other transport.
+    pub fn check_connect_for(&self, socket_type: SocketType) -> Result<(), EndpointError> {
+        self.check_connect()?;
+        match self {
+            Endpoint::Udp(_) if !may_connect_udp(socket_type) => {
+                Err(EndpointError::IncompatibleTransport {
+                    transport: "udp",
+                    socket_type,
+                    bind: false,
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The transport name as written before `://`: `"tcp"`, `"ipc"`, `"inproc"` or `"udp"`.
     pub fn transport(&self) -> &'static str {
         match self {
             Endpoint::Tcp(_) => "tcp",
             Endpoint::Ipc(_) => "ipc",
             Endpoint::Inproc(_) => "inproc",
+            Endpoint::Udp(_) => "udp",
         }
     }
 
@@ -230,6 +388,7 @@ impl Endpoint {
             Endpoint::Ipc(_) => Ok(()),
             Endpoint::Inproc(n) if n.is_empty() => Err(EndpointError::EmptyName),
             Endpoint::Inproc(_) => Ok(()),
+            Endpoint::Udp(udp) => check_udp(udp),
         }
     }
 }
@@ -255,6 +414,21 @@ impl fmt::Display for Endpoint {
             Endpoint::Ipc(IpcEndpoint::Path(p)) => write!(f, "ipc://{p}"),
             Endpoint::Ipc(IpcEndpoint::Abstract(n)) => write!(f, "ipc://@{n}"),
             Endpoint::Inproc(n) => write!(f, "inproc://{n}"),
+            Endpoint::Udp(UdpEndpoint {
+                interface,
+                host,
+                port,
+            }) => {
+                f.write_str("udp://")?;
+                if let Some(interface) = interface {
+                    write!(f, "{interface};")?;
+                }
+                write!(f, "{host}:")?;
+                match port {
+                    Some(p) => write!(f, "{p}"),
+                    None => f.write_str("*"),
+                }
+            }
         }
     }
 }
@@ -276,6 +450,110 @@ fn parse_tcp(rest: &str) -> Result<TcpEndpoint, EndpointError> {
     if rest.contains(';') {
         return Err(EndpointError::UnsupportedSourceAddress);
     }
+    let (host, port) = parse_host_port(rest)?;
+    Ok(TcpEndpoint { host, port })
+}
+
+/// `rest` is everything after `udp://`.
+fn parse_udp(rest: &str) -> Result<UdpEndpoint, EndpointError> {
+    let (interface, target) = match rest.rsplit_once(';') {
+        Some((interface, target)) => (Some(parse_interface(interface)?), target),
+        None => (None, rest),
+    };
+    let (host, port) = parse_host_port(target)?;
+    let udp = UdpEndpoint {
+        interface,
+        host,
+        port,
+    };
+    check_udp(&udp)?;
+    Ok(udp)
+}
+
+/// The interface of a `udp://` endpoint, everything before the `;`: `*`, an IPv4 or IPv6
+/// literal (in brackets or not, since no port follows), or a NIC name.
+fn parse_interface(interface: &str) -> Result<Host, EndpointError> {
+    let bad = || EndpointError::BadInterface(interface.to_owned());
+    if interface.is_empty() {
+        return Err(EndpointError::EmptyInterface);
+    }
+    if interface == "*" {
+        return Ok(Host::Any);
+    }
+    if let Some(bracketed) = interface.strip_prefix('[') {
+        let inner = bracketed
+            .strip_suffix(']')
+            .ok_or(EndpointError::UnclosedBracket)?;
+        return inner
+            .parse()
+            .map(Host::Ipv6)
+            .map_err(|_| EndpointError::BadIpv6(inner.to_owned()));
+    }
+    if let Ok(a) = interface.parse::<Ipv4Addr>() {
+        return Ok(Host::Ipv4(a));
+    }
+    if let Ok(a) = interface.parse::<Ipv6Addr>() {
+        return Ok(Host::Ipv6(a));
+    }
+    if interface.contains(':') {
+        // Neither an IPv6 literal nor a name: most likely an address with a port.
+        return Err(bad());
+    }
+    if interface.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return Err(EndpointError::BadIpv4(interface.to_owned()));
+    }
+    check_interface_name(interface)?;
+    Ok(Host::Name(interface.to_owned()))
+}
+
+/// What a NIC name must satisfy: a host name's rules, and no `;`.
+fn check_interface_name(name: &str) -> Result<(), EndpointError> {
+    if name.is_empty() {
+        return Err(EndpointError::EmptyInterface);
+    }
+    match check_name(name, name) {
+        Ok(()) if !name.contains(';') => Ok(()),
+        _ => Err(EndpointError::BadInterface(name.to_owned())),
+    }
+}
+
+/// The rules of a `udp://` endpoint beyond the form of its parts: an interface only before
+/// a multicast group, never a multicast interface, and both of one family.
+fn check_udp(udp: &UdpEndpoint) -> Result<(), EndpointError> {
+    if let Host::Name(name) = &udp.host {
+        check_name(name, name)?;
+    }
+    let Some(interface) = &udp.interface else {
+        return Ok(());
+    };
+    if let Host::Name(name) = interface {
+        check_interface_name(name)?;
+    }
+    let interface_ip = host_ip(interface);
+    if interface_ip.is_some_and(|ip| ip.is_multicast()) {
+        return Err(EndpointError::MulticastInterface(interface.to_string()));
+    }
+    let Some(group) = udp.multicast_group() else {
+        return Err(EndpointError::InterfaceNeedsMulticast(udp.host.to_string()));
+    };
+    match interface_ip {
+        Some(ip) if ip.is_ipv4() != group.is_ipv4() => Err(EndpointError::InterfaceFamilyMismatch),
+        _ => Ok(()),
+    }
+}
+
+/// The address of a literal host.
+fn host_ip(host: &Host) -> Option<IpAddr> {
+    match host {
+        Host::Ipv4(a) => Some(IpAddr::V4(*a)),
+        Host::Ipv6(a) => Some(IpAddr::V6(*a)),
+        Host::Any | Host::Name(_) => None,
+    }
+}
+
+/// `host:port` with an optional bracketed IPv6 host: `rest` is everything after
+/// `tcp://`, or after `udp://` and any interface.
+fn parse_host_port(rest: &str) -> Result<(Host, Option<u16>), EndpointError> {
     let (host, port) = if let Some(bracketed) = rest.strip_prefix('[') {
         let (inner, after) = bracketed
             .split_once(']')
@@ -292,10 +570,7 @@ fn parse_tcp(rest: &str) -> Result<TcpEndpoint, EndpointError> {
         let (host, port) = rest.rsplit_once(':').ok_or(EndpointError::MissingPort)?;
         (parse_host(host, rest)?, port)
     };
-    Ok(TcpEndpoint {
-        host,
-        port: parse_port(port)?,
-    })
+    Ok((host, parse_port(port)?))
 }
 
 /// `rest` is everything after `ipc://`.

@@ -14,11 +14,25 @@ use super::{
 };
 use crate::{Buffered, Config, Connection, Instant};
 
+/// Transports the parser knows but sockets do not run yet: `udp://` (no datagram engine
+/// yet), so that no driver is ever asked to listen on or connect to one.
+fn refuse_unavailable(addr: &Endpoint) -> Result<(), EndpointError> {
+    match addr {
+        Endpoint::Udp(_) => Err(EndpointError::TransportUnavailable("udp")),
+        _ => Ok(()),
+    }
+}
+
 impl Socket {
     /// Listen on `endpoint` (`tcp://*:5555`, `tcp://127.0.0.1:*`, `ipc://path`, `inproc://name`).
+    ///
+    /// `udp://` endpoints are checked as libzmq checks them (only DISH and DGRAM may bind
+    /// one), then refused with [`EndpointError::TransportUnavailable`]: sockets do not run
+    /// udp yet.
     pub fn bind(&mut self, endpoint: &str) -> Result<EndpointId, EndpointError> {
         let addr = Endpoint::parse(endpoint)?;
-        addr.check_bind()?;
+        addr.check_bind_for(self.socket_type())?;
+        refuse_unavailable(&addr)?;
         let id = EndpointId(self.new_id());
         self.endpoints.insert(
             id,
@@ -40,9 +54,14 @@ impl Socket {
     /// Connect to `endpoint`. Unless `immediate` is set, the peer's queue exists at once:
     /// messages sent now wait for the connection (not for ROUTER, which routes by the id
     /// learnt in the handshake).
+    ///
+    /// `udp://` endpoints are checked as libzmq checks them (only RADIO may connect to
+    /// one), then refused with [`EndpointError::TransportUnavailable`]: sockets do not run
+    /// udp yet.
     pub fn connect(&mut self, endpoint: &str) -> Result<EndpointId, EndpointError> {
         let addr = Endpoint::parse(endpoint)?;
-        addr.check_connect()?;
+        addr.check_connect_for(self.socket_type())?;
+        refuse_unavailable(&addr)?;
         let id = EndpointId(self.new_id());
         let peer = PeerId(self.new_id());
         let routing_id = self.opts.connect_routing_id.take().unwrap_or_default();
