@@ -179,14 +179,7 @@ impl Buffered {
         let mut b = Buffered::wrap(conn);
         let mut ws = Box::new(zws);
         let head = ws.take_head();
-        append_with(
-            &mut b.tx,
-            &mut b.spare,
-            &mut b.tx_head,
-            &mut b.tx_len,
-            head.len(),
-            &mut |dst| dst.copy_from_slice(&head),
-        );
+        b.append_tx(head.len(), &mut |dst| dst.copy_from_slice(&head));
         b.ws = Some(ws);
         Ok(b)
     }
@@ -198,24 +191,20 @@ impl Buffered {
 
     /// Translate the WebSocket input into ZMTP input (and queue our answers).
     fn pump_ws(&mut self) -> Result<(), Error> {
-        let Some(ws) = self.ws.as_deref_mut() else {
-            return Ok(());
-        };
         if let Some(e) = self.conn.error() {
             return Err(e.clone());
         }
+        let Some(mut ws) = self.ws.take() else {
+            return Ok(());
+        };
         let established = self.conn.is_established();
-        let (tx, spare, head, len) = (
-            &mut self.tx,
-            &mut self.spare,
-            &mut self.tx_head,
-            &mut self.tx_len,
-        );
-        ws.pump_input(&mut self.rx, established, |bytes| {
-            append_with(tx, spare, head, len, bytes.len(), &mut |dst| {
-                dst.copy_from_slice(bytes)
-            })
-        })
+        let mut rx = core::mem::take(&mut self.rx);
+        let r = ws.pump_input(&mut rx, established, |bytes| {
+            self.append_tx(bytes.len(), &mut |dst| dst.copy_from_slice(bytes))
+        });
+        self.rx = rx;
+        self.ws = Some(ws);
+        r
     }
 
     /// The connection.
@@ -509,6 +498,49 @@ impl Buffered {
         }
     }
 
+    /// [`encode`](Self::encode) for a ZWS stream: the connection encodes into the layer's
+    /// scratch, whose frames are translated into the output. Control frames (`control`)
+    /// are asked for until none is left: the connection writes those that fit, and the
+    /// scratch may be short of later ones.
+    fn encode_ws(
+        &mut self,
+        ws: &mut Zws,
+        mut room: usize,
+        control: bool,
+        mut f: impl FnMut(&mut Connection, &mut [u8]) -> Result<usize, EncodeError>,
+    ) -> Result<(), EncodeError> {
+        loop {
+            let n = loop {
+                match f(&mut self.conn, ws.scratch(room)) {
+                    Ok(n) => break n,
+                    Err(EncodeError::InsufficientSize { required }) if required > room => {
+                        room = required;
+                    }
+                    Err(e) => return Err(e),
+                }
+            };
+            ws.translate_scratch(n, |n, write| self.append_tx(n, write));
+            if n == 0 || !control {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Append `n` bytes that `write` fills to the output.
+    fn append_tx(&mut self, n: usize, write: &mut dyn FnMut(&mut [u8])) {
+        if n == 0 {
+            return;
+        }
+        let tail = encoded_tail(&mut self.tx, &mut self.spare, &mut self.tx_head, n);
+        if let Some((buf, used)) = tail {
+            if let Some(dst) = buf.get_mut(*used..*used + n) {
+                write(dst);
+                *used += n;
+                self.tx_len += n;
+            }
+        }
+    }
+
     /// Append what `f` encodes to the last encoded segment; `hint` is the size expected
     /// (the frame or topic length).
     fn encode(
@@ -517,30 +549,10 @@ impl Buffered {
         mut f: impl FnMut(&mut Connection, &mut [u8]) -> Result<usize, EncodeError>,
     ) -> Result<(), EncodeError> {
         let mut room = hint + ROOM_SLACK;
-        if let Some(ws) = self.ws.as_deref_mut() {
-            // Control frames (`hint` 0) are asked for until none is left: the connection
-            // writes those that fit, and the scratch may be short of later ones.
-            loop {
-                let n = loop {
-                    match f(&mut self.conn, ws.scratch(room)) {
-                        Ok(n) => break n,
-                        Err(EncodeError::InsufficientSize { required }) if required > room => {
-                            room = required;
-                        }
-                        Err(e) => return Err(e),
-                    }
-                };
-                let (tx, spare, head, len) = (
-                    &mut self.tx,
-                    &mut self.spare,
-                    &mut self.tx_head,
-                    &mut self.tx_len,
-                );
-                ws.translate_scratch(n, |n, write| append_with(tx, spare, head, len, n, write));
-                if n == 0 || hint != 0 {
-                    return Ok(());
-                }
-            }
+        if let Some(mut ws) = self.ws.take() {
+            let r = self.encode_ws(&mut ws, room, hint == 0, f);
+            self.ws = Some(ws);
+            return r;
         }
         loop {
             let tail = encoded_tail(&mut self.tx, &mut self.spare, &mut self.tx_head, room);
@@ -563,27 +575,6 @@ impl Buffered {
                 }
                 Err(e) => return Err(e),
             }
-        }
-    }
-}
-
-/// Append `n` bytes that `write` fills to the output queue.
-fn append_with(
-    tx: &mut VecDeque<Segment>,
-    spare: &mut Vec<u8>,
-    tx_head: &mut usize,
-    tx_len: &mut usize,
-    n: usize,
-    write: &mut dyn FnMut(&mut [u8]),
-) {
-    if n == 0 {
-        return;
-    }
-    if let Some((buf, used)) = encoded_tail(tx, spare, tx_head, n) {
-        if let Some(dst) = buf.get_mut(*used..*used + n) {
-            write(dst);
-            *used += n;
-            *tx_len += n;
         }
     }
 }

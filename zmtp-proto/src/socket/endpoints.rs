@@ -242,11 +242,7 @@ impl Socket {
             return out;
         }
         for chunk in out.chunks_mut(8) {
-            self.seed = self.seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.seed;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            chunk.copy_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+            chunk.copy_from_slice(&crate::ws::splitmix64(&mut self.seed).to_le_bytes());
         }
         out
     }

@@ -76,7 +76,7 @@ pub use http::{MAX_HEAD_LEN, MAX_NAME_LEN, MAX_VALUE_LEN};
 #[cfg(feature = "alloc")]
 pub use stream::WsSide;
 #[cfg(feature = "alloc")]
-pub(crate) use stream::Zws;
+pub(crate) use stream::{splitmix64, Zws};
 pub use upgrade::{
     emit_response, AcceptKey, ClientHandshake, Protocol, ServerHandshake, Target, UpgradeRequest,
     ACCEPT_LEN, KEY_LEN, REJECTION,

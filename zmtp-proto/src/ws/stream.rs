@@ -152,12 +152,7 @@ impl Zws {
     }
 
     fn next_mask(&mut self) -> Option<[u8; 4]> {
-        let state = self.masks.as_mut()?;
-        *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = *state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        let [a, b, c, d, ..] = (z ^ (z >> 31)).to_le_bytes();
+        let [a, b, c, d, ..] = splitmix64(self.masks.as_mut()?).to_le_bytes();
         Some([a, b, c, d])
     }
 
@@ -321,6 +316,16 @@ impl Zws {
             self.partial.extend_from_slice(rest);
         }
     }
+}
+
+/// The next value of a splitmix64 sequence (masks need no secrecy, only variety: RFC 6455
+/// masks against proxies that would read frames as HTTP).
+pub(crate) fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// Append one ZMTP frame to `zmtp_in`.
