@@ -3,7 +3,7 @@
 //! filtering, REQ/REP and ROUTER envelopes, load balancing, fair queuing, reconnection)
 //! for every compatible pair (PAIR, PUSH/PULL, PUB/SUB, XPUB/XSUB, REQ/REP, REQ/ROUTER,
 //! DEALER/REP, DEALER/ROUTER, DEALER/DEALER, ROUTER/ROUTER), our socket on either side and
-//! either side binding, with NULL, for our tokio, mio and polling drivers.
+//! either side binding, with NULL, for our tokio, smol, mio and polling drivers.
 //!
 //! Runs without the test harness and prints a summary; exits non-zero if any scenario
 //! failed. Arguments that do not start with `-` filter scenarios by name; `--verbose`
@@ -11,7 +11,7 @@
 
 use std::time::Instant;
 
-use zmtp_conformance::async_driver::TokioDriver;
+use zmtp_conformance::async_driver::{SmolDriver, TokioDriver};
 use zmtp_conformance::matrix::{self, Outcome};
 use zmtp_conformance::mio_driver::MioDriver;
 use zmtp_conformance::our::{PollDriver, Transport};
@@ -32,6 +32,9 @@ fn main() {
     let ws = [Transport::Ws];
     let mut outcomes = Vec::new();
     outcomes.extend(matrix::run_against_libzmq::<TokioDriver>(
+        &ws, &filter, progress,
+    ));
+    outcomes.extend(matrix::run_against_libzmq::<SmolDriver>(
         &ws, &filter, progress,
     ));
     outcomes.extend(matrix::run_against_libzmq::<MioDriver>(

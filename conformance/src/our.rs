@@ -159,6 +159,6 @@ impl OurDriver for PollDriver {
     }
 
     fn own_transports() -> &'static [Transport] {
-        &[Transport::Tcp, Transport::Ipc]
+        &[Transport::Tcp, Transport::Ipc, Transport::Ws]
     }
 }
