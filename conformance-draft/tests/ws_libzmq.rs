@@ -155,3 +155,42 @@ async fn our_heartbeats_are_answered_by_libzmq_over_ws() -> Result<(), Error> {
     assert_eq!(&recv(&pull).await?.frames()[0][..], b"alive");
     Ok(())
 }
+
+/// CURVE with our heartbeats on: they still go as WebSocket pings (a ZMTP PING would be
+/// sealed in a CURVE MESSAGE, which libzmq does not answer over ws), and libzmq's pongs
+/// keep the connection alive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_heartbeats_over_curve_are_answered_by_libzmq_over_ws() -> Result<(), Error> {
+    ensure_draft_libzmq();
+    let ctx = Ctx::new();
+    let mut options = with_security(Security::curve_server(server_keys()));
+    options.heartbeat_ivl = Some(Duration::from_millis(50));
+    options.heartbeat_timeout = Some(Duration::from_millis(150));
+    let pull = Socket::with_options(SocketType::Pull, options)?;
+    let endpoint = pull.bind("ws://127.0.0.1:*").await?;
+    let push = zsock(&ctx, ZMQ_PUSH);
+    zcurve_client(&push, &key(SERVER_PUBLIC));
+    let mut monitor = push
+        .monitor(&ctx, ZMQ_EVENT_ALL)
+        .expect("zmq_socket_monitor");
+    push.connect(&endpoint).expect("zmq_connect ws");
+    assert!(
+        monitor
+            .wait_event(ZMQ_EVENT_HANDSHAKE_SUCCEEDED, TIMEOUT)
+            .is_some(),
+        "no handshake"
+    );
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    monitor.poll();
+    assert!(
+        !monitor
+            .events()
+            .iter()
+            .any(|e| e.event == ZMQ_EVENT_DISCONNECTED),
+        "our heartbeat timed out: {:?}",
+        monitor.events()
+    );
+    push.send(b"alive", 0).expect("libzmq send");
+    assert_eq!(&recv(&pull).await?.frames()[0][..], b"alive");
+    Ok(())
+}

@@ -197,12 +197,14 @@ impl Buffered {
         let Some(mut ws) = self.ws.take() else {
             return Ok(());
         };
-        let established = self.conn.is_established();
         let mut rx = core::mem::take(&mut self.rx);
-        let r = ws.pump_input(&mut rx, established, |bytes| {
+        let r = ws.pump_input(&mut rx, |bytes| {
             self.append_tx(bytes.len(), &mut |dst| dst.copy_from_slice(bytes))
         });
         self.rx = rx;
+        if ws.take_keepalive() {
+            self.conn.note_traffic();
+        }
         self.ws = Some(ws);
         r
     }
@@ -379,6 +381,13 @@ impl Buffered {
 
     /// Append pending control frames to the send buffer.
     pub fn poll_transmit(&mut self) {
+        if let Some(mut ws) = self.ws.take() {
+            // Heartbeats over ws are WebSocket pings, even when traffic is sealed.
+            if self.conn.take_ping() {
+                ws.ping(&mut |n, write| self.append_tx(n, write));
+            }
+            self.ws = Some(ws);
+        }
         // Control frames are small; one retry with the exact size always succeeds.
         let _ = self.encode(0, |conn, out| Ok(conn.poll_transmit(out)?));
     }

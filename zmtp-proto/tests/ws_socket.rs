@@ -145,7 +145,7 @@ fn heartbeats_over_ws_keep_an_idle_connection() {
 
 #[cfg(feature = "curve")]
 #[test]
-fn curve_over_ws() {
+fn curve_over_ws_with_heartbeats() {
     use zmtp_proto::curve_crypto::KeyPair;
     use zmtp_proto::mechanism::Security;
     let keys = |n: u8| KeyPair::from_secret([n; 32]);
@@ -161,11 +161,22 @@ fn curve_over_ws() {
             o.security = Security::CurveClient {
                 server_key: keys(1).public,
                 keys: keys(2),
-            }
+            };
+            o.heartbeat_ivl = Some(Duration::from_millis(100));
+            o.heartbeat_timeout = Some(Duration::from_millis(300));
         }),
     );
+    c.monitor_all(client);
     c.connect(client, &ep);
     c.run_until_idle();
+    // Heartbeats under CURVE are WebSocket pings too, answered, so the idle link lives.
+    for _ in 0..30 {
+        assert!(c.advance_to_next_timer());
+        c.run_until_idle();
+    }
+    assert!(!c
+        .monitor_kinds(client)
+        .contains(&MonitorEventKind::Disconnected));
     c.send(client, m(&["secret", "two"])).unwrap();
     c.run_until_idle();
     let got = c.recv(server).unwrap();

@@ -6,12 +6,14 @@
 //!   becomes one ZMTP frame in the connection's input, after a ZMTP 3.0 greeting made up
 //!   for the peer (ZWS has none; 3.0 makes the connection send subscriptions as `0x01`/
 //!   `0x00` messages, the only form a libzmq PUB reads over ws). A ping is answered with
-//!   an empty pong, a pong is handed on as a ZMTP PONG (traffic for the heartbeat
-//!   timeout), a close ends the stream with [`Error::WsClosed`] (not echoed: the stream
-//!   is closed at once).
+//!   an empty pong; pings and pongs count as traffic for the connection's heartbeat
+//!   timeout ([`Connection::note_traffic`](crate::Connection::note_traffic)); a close
+//!   ends the stream with [`Error::WsClosed`] (not echoed: the stream is closed at once).
 //! - **Out**: our 64-byte greeting is swallowed; each ZMTP frame becomes one WebSocket
-//!   message (masked by a client), and our ZMTP PING becomes an empty WebSocket ping, as
-//!   libzmq's heartbeats are over ws.
+//!   message (masked by a client). Our heartbeats are empty WebSocket pings, as libzmq's
+//!   are over ws: [`Buffered`](crate::Buffered) takes them from the connection
+//!   ([`Connection::take_ping`](crate::Connection::take_ping)) before any PING command is
+//!   written, sealed or not.
 //!
 //! Memory: the WebSocket input is turned into ZMTP input as it arrives (one copy, the same
 //! size plus at most 8 header bytes a frame); what a header announces costs nothing until
@@ -73,10 +75,9 @@ pub(crate) struct Zws {
     head: Vec<u8>,
     /// Where the connection encodes its ZMTP output before translation.
     scratch: Vec<u8>,
+    /// A WebSocket ping or pong arrived since [`take_keepalive`](Self::take_keepalive).
+    keepalive: bool,
 }
-
-/// A ZMTP PONG command frame (no context): what a WebSocket pong becomes.
-const PONG_FRAME: &[u8] = b"\x04\x05\x04PONG";
 
 impl Zws {
     /// A layer for `side`; the connection runs `mechanism` and takes bodies of at most
@@ -124,12 +125,19 @@ impl Zws {
             masks,
             head,
             scratch: Vec::new(),
+            keepalive: false,
         })
     }
 
     /// The WebSocket input buffer.
     pub(crate) fn raw(&mut self) -> &mut BytesMut {
         &mut self.raw
+    }
+
+    /// Whether a WebSocket ping or pong arrived since the last call (traffic for the
+    /// connection's heartbeats, which it cannot see).
+    pub(crate) fn take_keepalive(&mut self) -> bool {
+        core::mem::take(&mut self.keepalive)
     }
 
     /// WebSocket bytes not yet translated.
@@ -161,7 +169,6 @@ impl Zws {
     pub(crate) fn pump_input(
         &mut self,
         zmtp_in: &mut BytesMut,
-        established: bool,
         mut out: impl FnMut(&[u8]),
     ) -> Result<(), Error> {
         loop {
@@ -200,15 +207,12 @@ impl Zws {
                             put_zmtp(zmtp_in, flags, body);
                         }
                         Received::Ping { .. } => {
+                            self.keepalive = true;
                             let mut pong = [0u8; 6];
                             let n = emit_pong(&[], mask, &mut pong).unwrap_or(0);
                             out(pong.get(..n).unwrap_or_default());
                         }
-                        Received::Pong { .. } => {
-                            if established {
-                                zmtp_in.extend_from_slice(PONG_FRAME);
-                            }
-                        }
+                        Received::Pong { .. } => self.keepalive = true,
                         Received::Close { .. } => {
                             // The stream is closed at once (libzmq echoes the close and
                             // leaves TCP open; a peer that closes wants neither).
@@ -243,6 +247,16 @@ impl Zws {
         let n = greeting.emit(&mut bytes).unwrap_or(0);
         zmtp_in.extend_from_slice(bytes.get(..n).unwrap_or_default());
         Ok(())
+    }
+
+    /// A heartbeat: an empty WebSocket ping, handed to `out` as
+    /// [`translate_output`](Self::translate_output) hands frames.
+    pub(crate) fn ping(&mut self, out: &mut impl FnMut(usize, &mut dyn FnMut(&mut [u8]))) {
+        let mask = self.next_mask();
+        let len = super::control_len(0, mask.is_some());
+        out(len, &mut |dst| {
+            let _ = emit_ping(&[], mask, dst);
+        });
     }
 
     /// Room for the connection to encode at least `room` bytes of ZMTP output into.
@@ -297,15 +311,12 @@ impl Zws {
             };
             let body = rest.get(n..end).unwrap_or_default();
             at += end;
-            let mask = self.next_mask();
             if header.flags.command && body.starts_with(b"\x04PING") {
-                let len = super::control_len(0, mask.is_some());
-                out(len, &mut |dst| {
-                    let _ = emit_ping(&[], mask, dst);
-                });
+                self.ping(&mut out);
             } else if header.flags.command && body.starts_with(b"\x04PONG") {
                 // Pongs are WebSocket's business over ws; a ZMTP PING is not answered.
             } else {
+                let mask = self.next_mask();
                 let len = frame_len(body.len(), mask.is_some());
                 out(len, &mut |dst| {
                     let _ = emit_frame(header.flags, body, mask, dst);
