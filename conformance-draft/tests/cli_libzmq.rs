@@ -24,3 +24,69 @@ fn libzmq() -> Libzmq {
 }
 
 against!(libzmq, libzmq());
+
+/// `ws://` through the command, against libzmq's draft build (the only one with ZWS).
+mod ws {
+    use super::common::{ok, run, spawn, text, GUARD};
+    use zmtp_conformance::ffi::{Ctx, ZMQ_PULL, ZMQ_PUSH};
+    use zmtp_conformance::security::zsock;
+
+    #[test]
+    fn our_push_connects_to_a_libzmq_pull_over_ws() {
+        super::libzmq();
+        let ctx = Ctx::new();
+        let pull = zsock(&ctx, ZMQ_PULL);
+        pull.bind("ws://127.0.0.1:*").expect("zmq_bind ws");
+        let ep = pull.last_endpoint().expect("ZMQ_LAST_ENDPOINT");
+        let out = run(
+            &[
+                "send",
+                "-t",
+                "push",
+                "-c",
+                &ep,
+                "--timeout",
+                GUARD,
+                "hello",
+                "world",
+            ],
+            None,
+        );
+        ok(&out);
+        assert_eq!(
+            pull.recv_multipart().expect("libzmq recv"),
+            [b"hello".to_vec(), b"world".to_vec()]
+        );
+    }
+
+    #[test]
+    fn a_libzmq_push_connects_to_our_pull_bound_on_ws() {
+        super::libzmq();
+        let ctx = Ctx::new();
+        let mut running = spawn(
+            &[
+                "recv",
+                "-v",
+                "-t",
+                "pull",
+                "-b",
+                "ws://127.0.0.1:*",
+                "-n",
+                "2",
+                "--timeout",
+                GUARD,
+            ],
+            None,
+        );
+        let ep = running.bound_endpoint();
+        assert!(ep.starts_with("ws://127.0.0.1:"), "{ep}");
+        let push = zsock(&ctx, ZMQ_PUSH);
+        push.connect(&ep).expect("zmq_connect ws");
+        for m in ["m0", "m1"] {
+            push.send_multipart(&[m.as_bytes()]).expect("libzmq send");
+        }
+        let out = running.finish();
+        ok(&out);
+        assert_eq!(text(&out.stdout), "m0\nm1\n");
+    }
+}

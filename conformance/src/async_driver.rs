@@ -99,7 +99,12 @@ impl<R: MatrixRuntime> OurDriver for AsyncDriver<R> {
     }
 
     fn own_transports() -> &'static [Transport] {
-        &[Transport::Tcp, Transport::Ipc, Transport::Inproc]
+        &[
+            Transport::Tcp,
+            Transport::Ipc,
+            Transport::Inproc,
+            Transport::Ws,
+        ]
     }
 }
 

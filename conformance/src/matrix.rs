@@ -365,10 +365,11 @@ impl Scenario {
     }
 }
 
-/// Every combination for a driver offering `own` transports between its own sockets.
-pub fn combos(own: &[Transport]) -> Vec<Combo> {
+/// The combinations against libzmq over `transports`: every pair, our socket on each
+/// side, either side binding.
+pub fn libzmq_combos(transports: &[Transport]) -> Vec<Combo> {
     let mut all = Vec::new();
-    for transport in LIBZMQ_TRANSPORTS {
+    for &transport in transports {
         for pair in PAIRS {
             let ours_sides: &[Side] = if pair.symmetric() {
                 &[Side::A]
@@ -389,6 +390,12 @@ pub fn combos(own: &[Transport]) -> Vec<Combo> {
             }
         }
     }
+    all
+}
+
+/// Every combination for a driver offering `own` transports between its own sockets.
+pub fn combos(own: &[Transport]) -> Vec<Combo> {
+    let mut all = libzmq_combos(&LIBZMQ_TRANSPORTS);
     for &transport in own {
         for pair in PAIRS {
             let binders: &[Side] = if pair.symmetric() {
@@ -1673,6 +1680,24 @@ pub fn run<D: OurDriver>(filter: &[String], progress: impl FnMut(&Outcome)) -> V
     run_combos(
         D::name(),
         combos(D::own_transports()),
+        make,
+        make,
+        filter,
+        progress,
+    )
+}
+
+/// Run the scenarios against libzmq over `transports` only (for example `ws://`, which
+/// only a draft build of libzmq has), for driver `D`.
+pub fn run_against_libzmq<D: OurDriver>(
+    transports: &[Transport],
+    filter: &[String],
+    progress: impl FnMut(&Outcome),
+) -> Vec<Outcome> {
+    let make: Make = make_boxed::<D>;
+    run_combos(
+        D::name(),
+        libzmq_combos(transports),
         make,
         make,
         filter,

@@ -38,7 +38,7 @@ impl OurDriver for MioDriver {
     }
 
     fn own_transports() -> &'static [Transport] {
-        &[Transport::Tcp, Transport::Ipc]
+        &[Transport::Tcp, Transport::Ipc, Transport::Ws]
     }
 }
 

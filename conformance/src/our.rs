@@ -32,6 +32,8 @@ pub enum Transport {
     /// `inproc://name`: between two of our sockets only (libzmq's inproc is local to its
     /// own context).
     Inproc,
+    /// `ws://127.0.0.1:*` (ZWS 2.0; libzmq has it in draft builds only).
+    Ws,
 }
 
 impl Transport {
@@ -50,6 +52,7 @@ impl Transport {
             }
             Transport::IpcAbstract => format!("ipc://@zmtp-matrix-{pid}-{n}"),
             Transport::Inproc => format!("inproc://zmtp-matrix-{n}"),
+            Transport::Ws => "ws://127.0.0.1:*".to_string(),
         }
     }
 
@@ -60,6 +63,7 @@ impl Transport {
             Transport::Ipc => "ipc",
             Transport::IpcAbstract => "ipc@",
             Transport::Inproc => "inproc",
+            Transport::Ws => "ws",
         }
     }
 }
@@ -155,6 +159,6 @@ impl OurDriver for PollDriver {
     }
 
     fn own_transports() -> &'static [Transport] {
-        &[Transport::Tcp, Transport::Ipc]
+        &[Transport::Tcp, Transport::Ipc, Transport::Ws]
     }
 }

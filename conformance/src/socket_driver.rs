@@ -16,6 +16,7 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::time::{Duration, Instant as StdInstant};
+use zmtp_proto::socket::endpoint::WsEndpoint;
 
 use zmtp_driver::{
     listen_ipc, listen_tcp, resolve_blocking, run_commands, CommandHandler, Listening, StdTransport,
@@ -48,7 +49,9 @@ pub struct SocketDriver {
 /// Listen on `addr` (blocking to resolve a host name).
 fn listen(addr: &Endpoint) -> io::Result<Listening> {
     match addr {
-        Endpoint::Tcp(tcp) => listen_tcp(&resolve_blocking(tcp)?),
+        Endpoint::Tcp(tcp) | Endpoint::Ws(WsEndpoint { tcp, .. }) => {
+            listen_tcp(&resolve_blocking(tcp)?)
+        }
         Endpoint::Ipc(ipc) => listen_ipc(ipc),
         Endpoint::Inproc(_) | Endpoint::Udp(_) => Err(io::Error::new(
             io::ErrorKind::Unsupported,

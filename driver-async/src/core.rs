@@ -20,7 +20,7 @@ use zmtp_driver::{
     listen_ipc, listen_tcp, run_commands, Attempts, CommandHandler, Listening, SocketFile,
     StdListener, TcpAddrs,
 };
-use zmtp_proto::socket::endpoint::IpcEndpoint;
+use zmtp_proto::socket::endpoint::{IpcEndpoint, WsEndpoint};
 use zmtp_proto::socket::{
     AuthReply, CloseReport, Endpoint, EndpointId, MonitorEvent, PeerId, Socket as ProtoSocket,
     ZapRequest,
@@ -475,6 +475,8 @@ impl<R: Runtime> Inner<R> {
         let (acceptor, reply) = match bound {
             Ok((acceptor, resolved)) => {
                 core.socket.handle_listening(endpoint, &resolved);
+                // As the socket names it (`ws://` over the TCP listener).
+                let resolved = core.socket.last_endpoint().to_string();
                 (Some(acceptor), Ok(resolved))
             }
             Err(e) => {
@@ -510,7 +512,7 @@ impl<R: Runtime> CommandHandler for Commands<'_, R> {
         let mut inproc = None;
         let mut socket_file = None;
         let bound = match &addr {
-            Endpoint::Tcp(tcp) => match TcpAddrs::of(tcp) {
+            Endpoint::Tcp(tcp) | Endpoint::Ws(WsEndpoint { tcp, .. }) => match TcpAddrs::of(tcp) {
                 TcpAddrs::Known(a) => inner.acceptor(listen_tcp(&[a]), &mut socket_file),
                 TcpAddrs::Lookup { host, port } => {
                     // A name: resolved on the runtime, without the lock, by the task that
@@ -653,7 +655,7 @@ enum Acceptor<R: Runtime> {
 /// addresses tried in order), or to a bound `inproc://` name.
 async fn connect<R: Runtime>(runtime: &R, addr: &Endpoint) -> io::Result<Transport<R>> {
     match addr {
-        Endpoint::Tcp(tcp) => {
+        Endpoint::Tcp(tcp) | Endpoint::Ws(WsEndpoint { tcp, .. }) => {
             let addrs = match TcpAddrs::of(tcp) {
                 TcpAddrs::Known(a) => vec![a],
                 TcpAddrs::Lookup { host, port } => runtime.resolve(host, port).await?,

@@ -10,6 +10,8 @@ fn push_pull_over(endpoint: &str) {
     let ctx = Context::new().unwrap();
     let pull = ctx.socket(SocketType::Pull).unwrap();
     let ep = pull.bind(endpoint).unwrap();
+    // Named by its own transport (`ws://` listens on TCP but is still `ws://`).
+    assert_eq!(ep.split("://").next(), endpoint.split("://").next());
     let push = ctx.socket(SocketType::Push).unwrap();
     push.connect(&ep).unwrap();
     for i in 0..1000u32 {
@@ -35,6 +37,11 @@ fn push_pull_over(endpoint: &str) {
 #[test]
 fn push_pull_tcp() {
     push_pull_over("tcp://127.0.0.1:*");
+}
+
+#[test]
+fn push_pull_ws() {
+    push_pull_over("ws://127.0.0.1:*/zmq");
 }
 
 #[test]

@@ -246,12 +246,13 @@ pub enum StdTransport {
 }
 
 impl StdTransport {
-    /// Connect to a `tcp://` or `ipc://` endpoint, **blocking**: a name is looked up and
-    /// every address it resolves to is tried in order, each for at most `timeout`. For
-    /// test drivers and tools, not for an I/O thread.
+    /// Connect to a `tcp://`, `ws://` (its TCP stream) or `ipc://` endpoint, **blocking**:
+    /// a name is looked up and every address it resolves to is tried in order, each for at
+    /// most `timeout`. For test drivers and tools, not for an I/O thread.
     pub fn connect_blocking(addr: &Endpoint, timeout: Duration) -> io::Result<StdTransport> {
         match addr {
-            Endpoint::Tcp(tcp) => {
+            Endpoint::Tcp(_) | Endpoint::Ws(_) => {
+                let tcp = addr.tcp().ok_or(io::ErrorKind::Unsupported)?;
                 let stream = Attempts::new(resolve_blocking(tcp)?).connect_each(|a| {
                     let stream = TcpStream::connect_timeout(&a, timeout)?;
                     tcp_connected(&stream)?;

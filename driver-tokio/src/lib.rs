@@ -2,8 +2,8 @@
 //!
 //! A thin driver over the sans-IO [`zmtp_proto`] core: every protocol and pattern decision
 //! (routing, high-water marks, reconnects, heartbeats, monitor events) is made there; the
-//! runtime-agnostic [`zmtp_async`] moves bytes over `tcp://`, `ipc://` and `inproc://`
-//! streams and arms timers, and this crate gives it tokio's tasks, timers and streams
+//! runtime-agnostic [`zmtp_async`] moves bytes over `tcp://`, `ws://`, `ipc://` and
+//! `inproc://` streams and arms timers, and this crate gives it tokio's tasks, timers and streams
 //! ([`Tokio`]). Names and options follow libzmq and pyzmq; `zmtp-smol` has the same
 //! surface on smol.
 //!
@@ -19,6 +19,25 @@
 //! push.send("hello").await?;
 //! let msg = pull.recv().await?;
 //! assert_eq!(&msg.frames()[0][..], b"hello");
+//! # Ok(()) }
+//! ```
+//!
+//! `ws://` (ZWS 2.0, ZMTP over WebSocket, as libzmq's draft builds speak it) is a TCP
+//! stream the core upgrades and frames; only the endpoint changes:
+//!
+//! ```
+//! use zmtp_tokio::{Socket, SocketType};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let pull = Socket::new(SocketType::Pull)?;
+//! let endpoint = pull.bind("ws://127.0.0.1:*").await?;
+//! assert!(endpoint.starts_with("ws://127.0.0.1:"));
+//! let push = Socket::new(SocketType::Push)?;
+//! push.connect(&endpoint)?;
+//! push.send("over websocket").await?;
+//! let msg = pull.recv().await?;
+//! assert_eq!(&msg.frames()[0][..], b"over websocket");
 //! # Ok(()) }
 //! ```
 //!

@@ -3,6 +3,7 @@
 //! It adds no protocol logic: it only keeps the buffers and turns borrowed [`Item`]s into
 //! owned [`Bytes`] that share the receive buffer's allocation (no copy of frame bodies).
 
+use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
@@ -13,6 +14,7 @@ use crate::config::Config;
 use crate::connection::{Connection, Item};
 use crate::error::{EncodeError, Error};
 use crate::time::Instant;
+use crate::ws::{HandshakeError, WsSide, Zws};
 
 /// An owned [`Item`]: payloads are slices of the receive buffer, not copies.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,6 +98,9 @@ pub struct Buffered {
     tx_len: usize,
     /// An emptied encode buffer kept for reuse.
     spare: Vec<u8>,
+    /// The ZWS layer of a `ws://` stream: `rx` and the connection's output are then ZMTP
+    /// translated from and to WebSocket bytes (see [`Buffered::wrap_ws`]).
+    ws: Option<Box<Zws>>,
 }
 
 #[derive(Debug)]
@@ -148,7 +153,60 @@ impl Buffered {
             tx_head: 0,
             tx_len: 0,
             spare: Vec::new(),
+            ws: None,
         }
+    }
+
+    /// Buffers around a connection whose stream is ZWS (`ws://`): the HTTP upgrade first
+    /// (a client's request is queued at once; a server answers the request it reads), then
+    /// one WebSocket message per ZMTP frame and no ZMTP greeting. The connection itself is
+    /// unchanged: this layer makes up the peer's greeting (ZMTP 3.0, so subscriptions go
+    /// as `0x01`/`0x00` messages, as libzmq's PUB wants them over ws), swallows ours,
+    /// re-frames each direction, turns our PINGs into WebSocket pings and answers the
+    /// peer's. Everything else ([`transmit`](Self::transmit), [`advance`](Self::advance),
+    /// [`read_buf`](Self::read_buf)...) then counts WebSocket bytes.
+    ///
+    /// # Errors
+    /// [`HandshakeError::UnsupportedMechanism`] for a mechanism ZWS does not run, and
+    /// [`HandshakeError::InvalidTarget`] for a client's host or path that cannot go into
+    /// a request.
+    pub fn wrap_ws(conn: Connection, side: &WsSide<'_>) -> Result<Buffered, HandshakeError> {
+        let zws = Zws::new(
+            side,
+            conn.config().security.mechanism(),
+            conn.config().max_message_size,
+        )?;
+        let mut b = Buffered::wrap(conn);
+        let mut ws = Box::new(zws);
+        let head = ws.take_head();
+        b.append_tx(head.len(), &mut |dst| dst.copy_from_slice(&head));
+        b.ws = Some(ws);
+        Ok(b)
+    }
+
+    /// Whether the stream is ZWS ([`wrap_ws`](Self::wrap_ws)).
+    pub fn is_ws(&self) -> bool {
+        self.ws.is_some()
+    }
+
+    /// Translate the WebSocket input into ZMTP input (and queue our answers).
+    fn pump_ws(&mut self) -> Result<(), Error> {
+        if let Some(e) = self.conn.error() {
+            return Err(e.clone());
+        }
+        let Some(mut ws) = self.ws.take() else {
+            return Ok(());
+        };
+        let mut rx = core::mem::take(&mut self.rx);
+        let r = ws.pump_input(&mut rx, |bytes| {
+            self.append_tx(bytes.len(), &mut |dst| dst.copy_from_slice(bytes))
+        });
+        self.rx = rx;
+        if ws.take_keepalive() {
+            self.conn.note_traffic();
+        }
+        self.ws = Some(ws);
+        r
     }
 
     /// The connection.
@@ -163,12 +221,15 @@ impl Buffered {
 
     /// Append bytes read from the stream.
     pub fn receive(&mut self, data: &[u8]) {
-        self.rx.extend_from_slice(data);
+        match self.ws.as_deref_mut() {
+            Some(ws) => ws.raw().extend_from_slice(data),
+            None => self.rx.extend_from_slice(data),
+        }
     }
 
     /// Bytes received and not yet processed.
     pub fn buffered_input(&self) -> usize {
-        self.rx.len()
+        self.rx.len() + self.ws.as_ref().map_or(0, |ws| ws.raw_len())
     }
 
     /// The receive buffer, for drivers that read straight into it, with room for the next
@@ -177,6 +238,14 @@ impl Buffered {
     /// claiming a huge frame gets no memory until it sends the bytes. The room left by
     /// frames already taken (and dropped) is reused rather than allocated again.
     pub fn read_buf(&mut self) -> &mut BytesMut {
+        if let Some(ws) = self.ws.as_deref_mut() {
+            let need = ws.needed();
+            let raw = ws.raw();
+            if raw.capacity() - raw.len() < need.max(RX_MIN_ROOM) {
+                raw.reserve(need.clamp(RX_CHUNK, MAX_RESERVE));
+            }
+            return raw;
+        }
         if self.rx.capacity() - self.rx.len() < self.rx_need.max(RX_MIN_ROOM) {
             self.rx.reserve(self.rx_need.clamp(RX_CHUNK, MAX_RESERVE));
         }
@@ -186,6 +255,7 @@ impl Buffered {
     /// The next complete item from the received bytes, if any. When none is complete,
     /// [`read_buf`](Self::read_buf) gives the receive buffer room for what it needs.
     pub fn poll_item(&mut self, now: Instant) -> Result<Option<OwnedItem>, Error> {
+        self.pump_ws()?;
         loop {
             let input = self.conn.handle_input(now, &mut self.rx)?;
             let (consumed, payload) = (input.consumed, input.payload.clone());
@@ -218,6 +288,10 @@ impl Buffered {
     /// `poll_item` does per frame: one header check per message and one split of the
     /// buffer per batch.
     pub fn poll_messages(&mut self, max: usize, mut f: impl FnMut(Bytes)) -> usize {
+        if self.ws.is_some() {
+            // ZWS input is translated by `poll_item`.
+            return 0;
+        }
         let (taken, n) = self.conn.scan_messages(&self.rx, max);
         if taken == 0 {
             return 0;
@@ -253,6 +327,10 @@ impl Buffered {
         now: Instant,
         chunk: Bytes,
     ) -> Result<Option<OwnedItem>, Error> {
+        if let Some(ws) = self.ws.as_deref_mut() {
+            ws.raw().extend_from_slice(&chunk);
+            return Ok(None);
+        }
         let header_len = self.rx.len();
         if (2..=9).contains(&header_len) && chunk.len() >= SHARED_BODY_MIN {
             // A copy of the header, so that the input buffer can be cleared afterwards.
@@ -303,6 +381,13 @@ impl Buffered {
 
     /// Append pending control frames to the send buffer.
     pub fn poll_transmit(&mut self) {
+        if let Some(mut ws) = self.ws.take() {
+            // Heartbeats over ws are WebSocket pings, even when traffic is sealed.
+            if self.conn.take_ping() {
+                ws.ping(&mut |n, write| self.append_tx(n, write));
+            }
+            self.ws = Some(ws);
+        }
         // Control frames are small; one retry with the exact size always succeeds.
         let _ = self.encode(0, |conn, out| Ok(conn.poll_transmit(out)?));
     }
@@ -310,8 +395,10 @@ impl Buffered {
     /// Append one data frame to the send buffer.
     pub fn send_frame(&mut self, body: &[u8], more: bool) -> Result<(), EncodeError> {
         // The common case: a clear frame written straight into room the encode buffer
-        // already has.
-        if let Some(Segment::Encoded { buf, used }) = self.tx.back_mut() {
+        // already has (ZWS frames are translated by `encode`).
+        if let Some(Segment::Encoded { buf, used }) =
+            self.tx.back_mut().filter(|_| self.ws.is_none())
+        {
             let n = FrameHeader::data_len(body.len());
             let end = *used + n + body.len();
             if let Some(dst) = buf.get_mut(*used..end) {
@@ -334,7 +421,7 @@ impl Buffered {
     /// (no copy), a small one is copied like [`send_frame`](Self::send_frame).
     pub fn send_frame_shared(&mut self, body: &Bytes, more: bool) -> Result<(), EncodeError> {
         // Encrypted bodies are sealed in the output buffer: no way around the copy.
-        if body.len() < SHARED_BODY_MIN || self.conn.encrypts() {
+        if body.len() < SHARED_BODY_MIN || self.conn.encrypts() || self.ws.is_some() {
             return self.send_frame(body, more);
         }
         let len = body.len();
@@ -420,6 +507,49 @@ impl Buffered {
         }
     }
 
+    /// [`encode`](Self::encode) for a ZWS stream: the connection encodes into the layer's
+    /// scratch, whose frames are translated into the output. Control frames (`control`)
+    /// are asked for until none is left: the connection writes those that fit, and the
+    /// scratch may be short of later ones.
+    fn encode_ws(
+        &mut self,
+        ws: &mut Zws,
+        mut room: usize,
+        control: bool,
+        mut f: impl FnMut(&mut Connection, &mut [u8]) -> Result<usize, EncodeError>,
+    ) -> Result<(), EncodeError> {
+        loop {
+            let n = loop {
+                match f(&mut self.conn, ws.scratch(room)) {
+                    Ok(n) => break n,
+                    Err(EncodeError::InsufficientSize { required }) if required > room => {
+                        room = required;
+                    }
+                    Err(e) => return Err(e),
+                }
+            };
+            ws.translate_scratch(n, |n, write| self.append_tx(n, write));
+            if n == 0 || !control {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Append `n` bytes that `write` fills to the output.
+    fn append_tx(&mut self, n: usize, write: &mut dyn FnMut(&mut [u8])) {
+        if n == 0 {
+            return;
+        }
+        let tail = encoded_tail(&mut self.tx, &mut self.spare, &mut self.tx_head, n);
+        if let Some((buf, used)) = tail {
+            if let Some(dst) = buf.get_mut(*used..*used + n) {
+                write(dst);
+                *used += n;
+                self.tx_len += n;
+            }
+        }
+    }
+
     /// Append what `f` encodes to the last encoded segment; `hint` is the size expected
     /// (the frame or topic length).
     fn encode(
@@ -428,6 +558,11 @@ impl Buffered {
         mut f: impl FnMut(&mut Connection, &mut [u8]) -> Result<usize, EncodeError>,
     ) -> Result<(), EncodeError> {
         let mut room = hint + ROOM_SLACK;
+        if let Some(mut ws) = self.ws.take() {
+            let r = self.encode_ws(&mut ws, room, hint == 0, f);
+            self.ws = Some(ws);
+            return r;
+        }
         loop {
             let tail = encoded_tail(&mut self.tx, &mut self.spare, &mut self.tx_head, room);
             let Some((buf, used)) = tail else {

@@ -82,6 +82,17 @@ pub enum Error {
     /// A DISH's peer sent a message that is not `[group (MORE), body]` with a group of at
     /// most 255 bytes.
     MalformedGroupMessage,
+    /// A `ws://` stream's HTTP upgrade was refused (by the peer's answer, or ours to its
+    /// request).
+    WsHandshake(crate::ws::HandshakeError),
+    /// A `ws://` stream carried a WebSocket frame ZWS does not allow.
+    WsFrame(crate::ws::FrameError),
+    /// The `ws://` peer chose or offered only bare `ZWS2.0` (routing id first, no READY),
+    /// which is not supported: a NULL socket offers and prefers `ZWS2.0/NULL`.
+    WsBareProtocol,
+    /// The `ws://` peer sent a WebSocket close. Not a protocol error: a connecting socket
+    /// reconnects.
+    WsClosed,
     /// The CURVE handshake or a CURVE MESSAGE failed.
     #[cfg(feature = "curve")]
     Curve(CurveError),
@@ -134,6 +145,10 @@ impl core::fmt::Display for Error {
             Error::MalformedGroupMessage => f.write_str(
                 "message to a DISH is not [group, body] with a group of at most 255 bytes",
             ),
+            Error::WsHandshake(e) => write!(f, "WebSocket upgrade: {e}"),
+            Error::WsFrame(e) => write!(f, "WebSocket: {e}"),
+            Error::WsBareProtocol => f.write_str("bare ZWS2.0 (no mechanism) is not supported"),
+            Error::WsClosed => f.write_str("the WebSocket peer closed the connection"),
             #[cfg(feature = "curve")]
             Error::Curve(e) => write!(f, "CURVE: {e}"),
         }

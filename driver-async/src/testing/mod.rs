@@ -39,6 +39,7 @@ macro_rules! driver_tests {
         $crate::driver_tests!(@each $runtime, $block_on;
             push_pull_tcp_ipv4,
             push_pull_tcp_ipv6,
+            push_pull_ws,
             push_pull_ipc_path_and_abstract,
             host_names_are_resolved_for_bind_and_connect,
             ipc_wildcard_binds_a_fresh_file_removed_on_unbind,
@@ -115,6 +116,8 @@ pub fn unique(tag: &str) -> String {
 async fn push_pull_over<R: Runtime>(endpoint: &str) {
     let pull = Socket::<R>::new(SocketType::Pull).unwrap();
     let ep = pull.bind(endpoint).await.unwrap();
+    // Named by its own transport (`ws://` listens on TCP but is still `ws://`).
+    assert_eq!(ep.split("://").next(), endpoint.split("://").next());
     let push = Socket::<R>::new(SocketType::Push).unwrap();
     push.connect(&ep).unwrap();
     let big = vec![7u8; 4 << 20];
@@ -142,6 +145,11 @@ async fn push_pull_over<R: Runtime>(endpoint: &str) {
 /// PUSH/PULL over TCP on IPv4 loopback: 100 messages and a 4 MiB multipart.
 pub async fn push_pull_tcp_ipv4<R: Runtime>() {
     push_pull_over::<R>("tcp://127.0.0.1:*").await;
+}
+
+/// The same over `ws://` (ZWS 2.0 over TCP), with a path in the endpoint.
+pub async fn push_pull_ws<R: Runtime>() {
+    push_pull_over::<R>("ws://127.0.0.1:*/zmq").await;
 }
 
 /// The same over IPv6 loopback, where there is one.

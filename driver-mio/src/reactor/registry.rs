@@ -7,6 +7,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
+use zmtp_proto::socket::endpoint::WsEndpoint;
 
 use mio::net::TcpStream;
 use mio::unix::SourceFd;
@@ -134,7 +135,8 @@ impl Shared {
                     _socket_file: l.socket_file,
                 };
                 s.listeners.insert(endpoint, listener);
-                Ok(l.endpoint)
+                // As the socket names it (`ws://` over the TCP listener).
+                Ok(s.core.last_endpoint().to_string())
             }
             Err(e) => {
                 let errno = e.raw_os_error().and_then(|n| u32::try_from(n).ok());
@@ -386,7 +388,7 @@ impl CommandHandler for Commands<'_> {
     fn listen(&mut self, endpoint: EndpointId, addr: Endpoint) {
         let (shared, id) = (self.shared, self.id);
         let listening = match &addr {
-            Endpoint::Tcp(tcp) => match TcpAddrs::of(tcp) {
+            Endpoint::Tcp(tcp) | Endpoint::Ws(WsEndpoint { tcp, .. }) => match TcpAddrs::of(tcp) {
                 TcpAddrs::Known(a) => listen_tcp(&[a]),
                 TcpAddrs::Lookup { host, port } => {
                     return shared.lookup(self.st, id, endpoint, host, port, Lookup::Listen)
@@ -402,7 +404,7 @@ impl CommandHandler for Commands<'_> {
     fn connect(&mut self, endpoint: EndpointId, addr: Endpoint) {
         let (shared, id, now) = (self.shared, self.id, self.now());
         match &addr {
-            Endpoint::Tcp(tcp) => match TcpAddrs::of(tcp) {
+            Endpoint::Tcp(tcp) | Endpoint::Ws(WsEndpoint { tcp, .. }) => match TcpAddrs::of(tcp) {
                 TcpAddrs::Known(a) => {
                     shared.connect_each(self.st, id, endpoint, Attempts::new(vec![a]), now)
                 }

@@ -245,7 +245,9 @@ impl CommandHandler for Commands<'_> {
         let (c, n) = (&mut *self.cluster, self.n);
         let text = addr.to_string();
         let resolved = match text.rsplit_once(':') {
-            Some((head, "*")) | Some((head, "0")) if text.starts_with("tcp://") => {
+            Some((head, "*")) | Some((head, "0"))
+                if text.starts_with("tcp://") || text.starts_with("ws://") =>
+            {
                 let port = c.next_port;
                 c.next_port += 1;
                 format!("{head}:{port}")

@@ -89,6 +89,14 @@ impl Connection {
         self.pending.greeting_rest = true;
     }
 
+    /// Take a due heartbeat to send by other means, so that no PING command is written
+    /// for it: whether one was due. A ZWS stream sends a WebSocket ping instead, as
+    /// libzmq does over ws (under CURVE a PING command would travel sealed, where the
+    /// WebSocket layer cannot turn it into a ping, and libzmq does not answer it).
+    pub fn take_ping(&mut self) -> bool {
+        core::mem::take(&mut self.pending.ping)
+    }
+
     /// A heartbeat is due.
     pub(super) fn queue_ping(&mut self) {
         self.pending.ping = true;

@@ -111,6 +111,13 @@ impl Connection {
         }
     }
 
+    /// Traffic seen beneath the ZMTP frames (a WebSocket ping or pong on a ZWS stream):
+    /// it counts for heartbeats as a frame does, clearing the heartbeat timeout and the
+    /// peer's TTL.
+    pub fn note_traffic(&mut self) {
+        self.traffic_seen();
+    }
+
     /// Any complete frame counts as traffic for heartbeats.
     pub(super) fn traffic_seen(&mut self) {
         self.timers.set(Timer::PongTimeout, None);

@@ -1,5 +1,5 @@
 //! Endpoint strings as libzmq users write them: `tcp://host:port`, `ipc://path`,
-//! `ipc://@name`, `inproc://name` and `udp://[iface;]host:port`.
+//! `ipc://@name`, `inproc://name`, `udp://[iface;]host:port` and `ws://host:port[/path]`.
 //!
 //! [`Endpoint::parse`] checks the form only; it resolves no names and touches no
 //! interfaces. Whether an endpoint may be bound or connected to is a second, separate check
@@ -34,6 +34,23 @@ pub enum Endpoint {
     Inproc(String),
     /// `udp://[iface;]host:port`: RADIO/DISH or DGRAM datagrams (see [`crate::udp`]).
     Udp(UdpEndpoint),
+    /// `ws://host:port[/path]`: ZWS 2.0, ZMTP over WebSocket over TCP (see [`crate::ws`]).
+    Ws(WsEndpoint),
+}
+
+/// A `ws://host:port[/path]` endpoint: a TCP endpoint, and the path a client requests.
+///
+/// The host and port follow the rules of `tcp://` (`*` binds every interface, `*` or 0 an
+/// ephemeral port). The path is everything from the first `/` after the port, kept as
+/// written; only a connecting socket uses it, in its upgrade request (whose path starts at
+/// the *last* `/`, as libzmq's does: see [`Target::from_address`](crate::ws::Target)). A
+/// listening socket accepts any path, as libzmq does.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct WsEndpoint {
+    /// Where to listen or connect.
+    pub tcp: TcpEndpoint,
+    /// Empty, or `/` and visible ASCII.
+    pub path: String,
 }
 
 /// The host and port of a `tcp://` endpoint.
@@ -119,7 +136,7 @@ pub enum IpcEndpoint {
 pub enum EndpointError {
     /// No `transport://` prefix.
     MissingScheme,
-    /// The transport is not `tcp`, `ipc`, `inproc` or `udp` (transports are lowercase).
+    /// The transport is not `tcp`, `ipc`, `inproc`, `udp` or `ws` (transports are lowercase).
     UnknownTransport(String),
     /// A `tcp://` or `udp://` endpoint has no `:port`, or an empty port.
     MissingPort,
@@ -183,6 +200,9 @@ pub enum EndpointError {
     /// The endpoint is valid but this socket cannot use its transport (yet): `udp://` is
     /// parsed and checked, but sockets do not run it yet.
     TransportUnavailable(&'static str),
+    /// The path of a `ws://` endpoint has a byte that cannot go into an HTTP request line
+    /// (anything but visible ASCII).
+    BadWsPath(String),
     /// `connect_peer` on a socket that is not a PEER, or with `IMMEDIATE` set (libzmq's
     /// `ENOTSUP` and `EFAULT`).
     ConnectPeerRefused,
@@ -192,11 +212,11 @@ impl fmt::Display for EndpointError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             EndpointError::MissingScheme => f.write_str(
-                "endpoint has no transport (expected tcp://, ipc://, inproc:// or udp://)",
+                "endpoint has no transport (expected tcp://, ipc://, inproc://, udp:// or ws://)",
             ),
             EndpointError::UnknownTransport(t) => write!(
                 f,
-                "unknown transport {:?} (expected tcp, ipc, inproc or udp, in lowercase)",
+                "unknown transport {:?} (expected tcp, ipc, inproc, udp or ws, in lowercase)",
                 t
             ),
             EndpointError::MissingPort => f.write_str("endpoint has no port (host:port)"),
@@ -231,6 +251,9 @@ impl fmt::Display for EndpointError {
             }
             EndpointError::ConnectPeerRefused => {
                 f.write_str("connect_peer needs a PEER socket with IMMEDIATE off")
+            }
+            EndpointError::BadWsPath(p) => {
+                write!(f, "ws path {p:?} is not '/' followed by visible ASCII")
             }
             EndpointError::EmptyInterface => f.write_str("udp endpoint has an empty interface"),
             EndpointError::BadInterface(i) => write!(
@@ -284,6 +307,7 @@ impl Endpoint {
             "" => Err(EndpointError::MissingScheme),
             "tcp" => parse_tcp(rest).map(Endpoint::Tcp),
             "udp" => parse_udp(rest).map(Endpoint::Udp),
+            "ws" => parse_ws(rest).map(Endpoint::Ws),
             "ipc" => parse_ipc(rest).map(Endpoint::Ipc),
             "inproc" if rest.is_empty() => Err(EndpointError::EmptyName),
             "inproc" => Ok(Endpoint::Inproc(rest.to_owned())),
@@ -307,11 +331,25 @@ impl Endpoint {
             Endpoint::Tcp(TcpEndpoint {
                 host: Host::Any, ..
             })
+            | Endpoint::Ws(WsEndpoint {
+                tcp: TcpEndpoint {
+                    host: Host::Any, ..
+                },
+                ..
+            })
             | Endpoint::Udp(UdpEndpoint {
                 host: Host::Any, ..
             }) => Err(EndpointError::WildcardHostOnConnect),
             Endpoint::Tcp(TcpEndpoint {
                 port: None | Some(0),
+                ..
+            })
+            | Endpoint::Ws(WsEndpoint {
+                tcp:
+                    TcpEndpoint {
+                        port: None | Some(0),
+                        ..
+                    },
                 ..
             })
             | Endpoint::Udp(UdpEndpoint {
@@ -370,6 +408,17 @@ impl Endpoint {
             Endpoint::Ipc(_) => "ipc",
             Endpoint::Inproc(_) => "inproc",
             Endpoint::Udp(_) => "udp",
+            Endpoint::Ws(_) => "ws",
+        }
+    }
+
+    /// The TCP endpoint a driver listens on or connects to for this endpoint: the
+    /// endpoint itself for `tcp://`, the host and port of `ws://` (whose streams the
+    /// socket runs as ZWS); `None` for other transports.
+    pub fn tcp(&self) -> Option<&TcpEndpoint> {
+        match self {
+            Endpoint::Tcp(tcp) | Endpoint::Ws(WsEndpoint { tcp, .. }) => Some(tcp),
+            _ => None,
         }
     }
 
@@ -381,6 +430,12 @@ impl Endpoint {
                 ..
             }) => check_name(name, name),
             Endpoint::Tcp(_) => Ok(()),
+            Endpoint::Ws(ws) => {
+                if let Host::Name(name) = &ws.tcp.host {
+                    check_name(name, name)?;
+                }
+                check_ws_path(&ws.path)
+            }
             Endpoint::Ipc(IpcEndpoint::Path(p)) if p.is_empty() => Err(EndpointError::EmptyPath),
             Endpoint::Ipc(IpcEndpoint::Abstract(n)) if n.is_empty() => {
                 Err(EndpointError::EmptyAbstractName)
@@ -410,6 +465,14 @@ impl fmt::Display for Endpoint {
                     Some(p) => write!(f, "{p}"),
                     None => f.write_str("*"),
                 }
+            }
+            Endpoint::Ws(WsEndpoint { tcp, path }) => {
+                write!(f, "ws://{}:", tcp.host)?;
+                match tcp.port {
+                    Some(p) => write!(f, "{p}")?,
+                    None => f.write_str("*")?,
+                }
+                f.write_str(path)
             }
             Endpoint::Ipc(IpcEndpoint::Path(p)) => write!(f, "ipc://{p}"),
             Endpoint::Ipc(IpcEndpoint::Abstract(n)) => write!(f, "ipc://@{n}"),
@@ -452,6 +515,30 @@ fn parse_tcp(rest: &str) -> Result<TcpEndpoint, EndpointError> {
     }
     let (host, port) = parse_host_port(rest)?;
     Ok(TcpEndpoint { host, port })
+}
+
+/// `rest` is everything after `ws://`: `host:port`, then the path from the first `/`.
+fn parse_ws(rest: &str) -> Result<WsEndpoint, EndpointError> {
+    let (authority, path) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    let tcp = parse_tcp(authority)?;
+    check_ws_path(path)?;
+    Ok(WsEndpoint {
+        tcp,
+        path: path.to_owned(),
+    })
+}
+
+/// A `ws://` path is empty, or `/` and visible ASCII (it goes into the request line).
+fn check_ws_path(path: &str) -> Result<(), EndpointError> {
+    let visible = path.bytes().all(|b| b.is_ascii_graphic());
+    if path.is_empty() || (path.starts_with('/') && visible) {
+        Ok(())
+    } else {
+        Err(EndpointError::BadWsPath(path.to_owned()))
+    }
 }
 
 /// `rest` is everything after `udp://`.

@@ -157,7 +157,12 @@ impl Socket {
     /// chosen for `tcp://127.0.0.1:*`).
     pub fn handle_listening(&mut self, endpoint: EndpointId, resolved: &str) {
         if let Some(e) = self.endpoints.get_mut(&endpoint) {
-            e.text = resolved.to_string();
+            e.text = match (&e.addr, resolved.strip_prefix("tcp://")) {
+                // A driver listens on the TCP endpoint of `ws://` and reports it as such.
+                (Endpoint::Ws(ws), Some(tcp)) => alloc::format!("ws://{tcp}{}", ws.path),
+                _ => resolved.to_string(),
+            };
+            let resolved = e.text.as_str();
             self.last_endpoint = resolved.to_string();
             self.monitor(MonitorEventKind::Listening, 0, endpoint);
         }
@@ -169,7 +174,9 @@ impl Socket {
         self.endpoints.remove(&endpoint);
     }
 
-    pub(super) fn new_stream(&mut self, now: Instant) -> Link {
+    /// A new stream for a peer of `endpoint`; `None` when a `ws://` stream cannot be set up
+    /// (a host or path that cannot go into a request: the endpoint checks prevent it).
+    pub(super) fn new_stream(&mut self, now: Instant, endpoint: EndpointId) -> Option<Link> {
         let mut config = Config::new(self.ty);
         // Validated in `new`/`set_options`: at most 255 bytes.
         let _ = config.set_identity(&self.opts.routing_id);
@@ -192,8 +199,29 @@ impl Socket {
         };
         #[cfg(not(feature = "curve"))]
         let conn = Connection::new(config, now);
-        Link {
-            conn: Buffered::wrap(conn),
+        let ws = self.endpoints.get(&endpoint).and_then(|e| match &e.addr {
+            Endpoint::Ws(_) => Some((e.addr.to_string(), e.kind == EndpointKind::Connect)),
+            _ => None,
+        });
+        let conn = match ws {
+            Some((address, outbound)) => {
+                let side_entropy = self.ws_entropy();
+                let side = if outbound {
+                    let target = crate::ws::Target::from_address(&address).ok()?;
+                    crate::ws::WsSide::Client {
+                        host: target.host(),
+                        path: target.path(),
+                        entropy: side_entropy,
+                    }
+                } else {
+                    crate::ws::WsSide::Server
+                };
+                Buffered::wrap_ws(conn, &side).ok()?
+            }
+            _ => Buffered::wrap(conn),
+        };
+        Some(Link {
+            conn,
             written: 0,
             encoded_ends: VecDeque::new(),
             partial: super::Message::new(),
@@ -201,7 +229,22 @@ impl Socket {
             dirty: false,
             farewell: None,
             deadline: None,
+        })
+    }
+
+    /// 32 bytes for a `ws://` client's key and masks: from the CURVE entropy when the
+    /// socket has it ([`Socket::set_entropy`]), else derived from the socket's seed.
+    fn ws_entropy(&mut self) -> [u8; 32] {
+        let mut out = [0u8; 32];
+        #[cfg(feature = "curve")]
+        if let Some(rng) = &mut self.entropy {
+            rng.fill(&mut out);
+            return out;
         }
+        for chunk in out.chunks_mut(8) {
+            chunk.copy_from_slice(&crate::ws::splitmix64(&mut self.seed).to_le_bytes());
+        }
+        out
     }
 
     /// A stream was accepted on a listening endpoint; returns the new peer, or `None` if the
@@ -220,7 +263,7 @@ impl Socket {
             return None;
         }
         let peer = PeerId(self.new_id());
-        let stream = self.new_stream(now);
+        let stream = self.new_stream(now, endpoint)?;
         self.peers.insert(
             peer,
             Peer {
@@ -258,7 +301,7 @@ impl Socket {
             return None;
         }
         let peer = e.peer?;
-        let stream = self.new_stream(now);
+        let stream = self.new_stream(now, endpoint)?;
         let limit = self.rcv_limit();
         let p = self.peers.get_mut(&peer)?;
         if p.stream.is_some() {

@@ -352,6 +352,8 @@ pub struct Socket {
     /// Seeds each CURVE connection's randomness ([`Socket::set_entropy`]).
     #[cfg(feature = "curve")]
     entropy: Option<crate::curve_crypto::Drbg>,
+    /// The seed's state, drawn from for `ws://` keys and masks without CURVE entropy.
+    seed: u64,
 }
 
 impl Socket {
@@ -392,6 +394,7 @@ impl Socket {
             close_report: None,
             #[cfg(feature = "curve")]
             entropy: None,
+            seed,
         })
     }
 

@@ -275,7 +275,10 @@ pub fn protocol_error_code(e: &Error) -> Option<u32> {
         | Error::MessageTooLarge { .. }
         | Error::TooManyFrames { .. }
         | Error::GroupTooLong { .. }
-        | Error::MalformedGroupMessage => p::ZMTP_UNSPECIFIED,
+        | Error::MalformedGroupMessage
+        | Error::WsHandshake(_)
+        | Error::WsFrame(_)
+        | Error::WsBareProtocol => p::ZMTP_UNSPECIFIED,
         #[cfg(feature = "curve")]
         Error::Curve(c) => match c {
             crate::mechanism::CurveError::InvalidSequence => p::ZMTP_INVALID_SEQUENCE,
@@ -288,7 +291,8 @@ pub fn protocol_error_code(e: &Error) -> Option<u32> {
         | Error::AuthRejected { .. }
         | Error::HandshakeTimeout
         | Error::HeartbeatTimeout
-        | Error::HeartbeatTtlExpired => return None,
+        | Error::HeartbeatTtlExpired
+        | Error::WsClosed => return None,
     };
     Some(code)
 }

@@ -52,7 +52,10 @@ impl Socket {
         let protocol_error = match &ending {
             Ending::Failed(e) => !matches!(
                 e,
-                Error::HandshakeTimeout | Error::HeartbeatTimeout | Error::HeartbeatTtlExpired
+                Error::HandshakeTimeout
+                    | Error::HeartbeatTimeout
+                    | Error::HeartbeatTtlExpired
+                    | Error::WsClosed
             ),
             _ => false,
         };

@@ -63,6 +63,8 @@ mod base64;
 mod frame;
 mod http;
 mod sha1;
+#[cfg(feature = "alloc")]
+mod stream;
 mod upgrade;
 
 pub use frame::{
@@ -71,6 +73,10 @@ pub use frame::{
     MAX_CONTROL_PAYLOAD, MAX_HEADER_LEN,
 };
 pub use http::{MAX_HEAD_LEN, MAX_NAME_LEN, MAX_VALUE_LEN};
+#[cfg(feature = "alloc")]
+pub use stream::WsSide;
+#[cfg(feature = "alloc")]
+pub(crate) use stream::{splitmix64, Zws};
 pub use upgrade::{
     emit_response, AcceptKey, ClientHandshake, Protocol, ServerHandshake, Target, UpgradeRequest,
     ACCEPT_LEN, KEY_LEN, REJECTION,

@@ -1,0 +1,196 @@
+//! `ws://` between our tokio sockets and the draft libzmq 4.3.5 beyond the NULL scenarios
+//! of `ws_matrix.rs`: CURVE in both directions (libzmq's `ZWS2.0/CURVE`), and heartbeats,
+//! which libzmq sends over ws as WebSocket pings (not ZMTP PING) and which ours answer
+//! with pongs, and ours sends as WebSocket pings that libzmq answers.
+//!
+//! The libzmq sockets block the test's own thread for at most 5 s per call
+//! (`BLOCKING_TIMEOUT_MS`); our sockets run on the runtime's two worker threads meanwhile.
+
+use std::time::Duration;
+
+use zmtp_conformance::ffi::{
+    Ctx, ZMQ_EVENT_ALL, ZMQ_EVENT_DISCONNECTED, ZMQ_EVENT_HANDSHAKE_SUCCEEDED, ZMQ_HEARTBEAT_IVL,
+    ZMQ_HEARTBEAT_TIMEOUT, ZMQ_PULL, ZMQ_PUSH,
+};
+use zmtp_conformance::security::{
+    client_keys, key, server_keys, zcurve_client, zcurve_server, zsock, SERVER_PUBLIC,
+};
+use zmtp_conformance_draft::ensure_draft_libzmq;
+use zmtp_tokio::{Error, Message, Options, Security, Socket, SocketType};
+
+/// The longest wait of a test.
+const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The next message of our socket, within [`TIMEOUT`].
+async fn recv(socket: &Socket) -> Result<Message, Error> {
+    tokio::time::timeout(TIMEOUT, socket.recv())
+        .await
+        .expect("nothing received within the timeout")
+}
+
+fn with_security(security: Security) -> Options {
+    let mut o = Options::default();
+    o.security = security;
+    o
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curve_tokio_client_libzmq_server_over_ws() -> Result<(), Error> {
+    ensure_draft_libzmq();
+    let ctx = Ctx::new();
+    let pull = zsock(&ctx, ZMQ_PULL);
+    zcurve_server(&pull);
+    pull.bind("ws://127.0.0.1:*").expect("zmq_bind ws");
+    let endpoint = pull.last_endpoint().expect("ZMQ_LAST_ENDPOINT");
+    assert!(endpoint.starts_with("ws://127.0.0.1:"), "{endpoint}");
+
+    let options = with_security(Security::curve_client(
+        zmtp_tokio::PublicKey(key(SERVER_PUBLIC)),
+        client_keys(),
+    ));
+    let push = Socket::with_options(SocketType::Push, options)?;
+    push.connect(&endpoint)?;
+    push.send(Message::from(vec![
+        zmtp_tokio::Bytes::from_static(b"sealed"),
+        zmtp_tokio::Bytes::from(vec![7u8; 70_000]),
+    ]))
+    .await?;
+    let got = pull.recv_multipart().expect("libzmq recv");
+    assert_eq!(got, [b"sealed".to_vec(), vec![7u8; 70_000]]);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn curve_libzmq_client_tokio_server_over_ws() -> Result<(), Error> {
+    ensure_draft_libzmq();
+    let ctx = Ctx::new();
+    let pull = Socket::with_options(
+        SocketType::Pull,
+        with_security(Security::curve_server(server_keys())),
+    )?;
+    let endpoint = pull.bind("ws://127.0.0.1:*").await?;
+    let push = zsock(&ctx, ZMQ_PUSH);
+    zcurve_client(&push, &key(SERVER_PUBLIC));
+    push.connect(&endpoint).expect("zmq_connect ws");
+    push.send_multipart(&[b"sealed", b"too"])
+        .expect("libzmq send");
+    let got = recv(&pull).await?;
+    assert_eq!(got.frames().len(), 2);
+    assert_eq!(&got.frames()[0][..], b"sealed");
+    assert_eq!(&got.frames()[1][..], b"too");
+    Ok(())
+}
+
+/// A libzmq PUSH with heartbeats every 50 ms and a 150 ms timeout connects to our idle
+/// PULL: it stays connected for a second only if our side answers its WebSocket pings.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn libzmq_heartbeats_are_answered_by_our_server_over_ws() -> Result<(), Error> {
+    ensure_draft_libzmq();
+    let ctx = Ctx::new();
+    let pull = Socket::new(SocketType::Pull)?;
+    let endpoint = pull.bind("ws://127.0.0.1:*").await?;
+    let push = zsock(&ctx, ZMQ_PUSH);
+    push.set_int(ZMQ_HEARTBEAT_IVL, 50)
+        .expect("ZMQ_HEARTBEAT_IVL");
+    push.set_int(ZMQ_HEARTBEAT_TIMEOUT, 150)
+        .expect("ZMQ_HEARTBEAT_TIMEOUT");
+    let mut monitor = push
+        .monitor(&ctx, ZMQ_EVENT_ALL)
+        .expect("zmq_socket_monitor");
+    push.connect(&endpoint).expect("zmq_connect ws");
+    assert!(
+        monitor
+            .wait_event(ZMQ_EVENT_HANDSHAKE_SUCCEEDED, TIMEOUT)
+            .is_some(),
+        "no handshake"
+    );
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    monitor.poll();
+    assert!(
+        !monitor
+            .events()
+            .iter()
+            .any(|e| e.event == ZMQ_EVENT_DISCONNECTED),
+        "libzmq's heartbeat timed out: {:?}",
+        monitor.events()
+    );
+    push.send(b"alive", 0).expect("libzmq send");
+    assert_eq!(&recv(&pull).await?.frames()[0][..], b"alive");
+    Ok(())
+}
+
+/// Our PULL with heartbeats every 50 ms and a 150 ms timeout, against an idle libzmq
+/// PUSH: our WebSocket pings get libzmq's pongs, so the connection lives on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_heartbeats_are_answered_by_libzmq_over_ws() -> Result<(), Error> {
+    ensure_draft_libzmq();
+    let ctx = Ctx::new();
+    let mut options = Options::default();
+    options.heartbeat_ivl = Some(Duration::from_millis(50));
+    options.heartbeat_timeout = Some(Duration::from_millis(150));
+    let pull = Socket::with_options(SocketType::Pull, options)?;
+    let endpoint = pull.bind("ws://127.0.0.1:*").await?;
+    let push = zsock(&ctx, ZMQ_PUSH);
+    let mut monitor = push
+        .monitor(&ctx, ZMQ_EVENT_ALL)
+        .expect("zmq_socket_monitor");
+    push.connect(&endpoint).expect("zmq_connect ws");
+    assert!(
+        monitor
+            .wait_event(ZMQ_EVENT_HANDSHAKE_SUCCEEDED, TIMEOUT)
+            .is_some(),
+        "no handshake"
+    );
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    monitor.poll();
+    assert!(
+        !monitor
+            .events()
+            .iter()
+            .any(|e| e.event == ZMQ_EVENT_DISCONNECTED),
+        "our heartbeat timed out: {:?}",
+        monitor.events()
+    );
+    push.send(b"alive", 0).expect("libzmq send");
+    assert_eq!(&recv(&pull).await?.frames()[0][..], b"alive");
+    Ok(())
+}
+
+/// CURVE with our heartbeats on: they still go as WebSocket pings (a ZMTP PING would be
+/// sealed in a CURVE MESSAGE, which libzmq does not answer over ws), and libzmq's pongs
+/// keep the connection alive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_heartbeats_over_curve_are_answered_by_libzmq_over_ws() -> Result<(), Error> {
+    ensure_draft_libzmq();
+    let ctx = Ctx::new();
+    let mut options = with_security(Security::curve_server(server_keys()));
+    options.heartbeat_ivl = Some(Duration::from_millis(50));
+    options.heartbeat_timeout = Some(Duration::from_millis(150));
+    let pull = Socket::with_options(SocketType::Pull, options)?;
+    let endpoint = pull.bind("ws://127.0.0.1:*").await?;
+    let push = zsock(&ctx, ZMQ_PUSH);
+    zcurve_client(&push, &key(SERVER_PUBLIC));
+    let mut monitor = push
+        .monitor(&ctx, ZMQ_EVENT_ALL)
+        .expect("zmq_socket_monitor");
+    push.connect(&endpoint).expect("zmq_connect ws");
+    assert!(
+        monitor
+            .wait_event(ZMQ_EVENT_HANDSHAKE_SUCCEEDED, TIMEOUT)
+            .is_some(),
+        "no handshake"
+    );
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    monitor.poll();
+    assert!(
+        !monitor
+            .events()
+            .iter()
+            .any(|e| e.event == ZMQ_EVENT_DISCONNECTED),
+        "our heartbeat timed out: {:?}",
+        monitor.events()
+    );
+    push.send(b"alive", 0).expect("libzmq send");
+    assert_eq!(&recv(&pull).await?.frames()[0][..], b"alive");
+    Ok(())
+}
