@@ -1,27 +1,36 @@
 //! `udp://` against the draft libzmq 4.3.5 and across our drivers: RADIO→DISH (unicast on
-//! 127.0.0.1 and multicast on the loopback interface, with a group the DISH did not join
-//! that must not arrive) and DGRAM round trips, our socket on either side.
+//! 127.0.0.1 and multicast through the loopback interface, with a group the DISH did not
+//! join that must not arrive) and DGRAM round trips, our socket on either side, for the
+//! tokio and mio drivers; then our drivers with each other.
 //!
-//! UDP may lose datagrams; on the loopback interface it does not in practice, but each
-//! test still sends until the first expected message arrives (bounded by [`TIMEOUT`]) and
-//! checks what arrives, not how often it was sent.
+//! The libzmq side of each scenario is written once, with our socket's side passed in as
+//! closures: a RADIO send never waits, and our DISH or DGRAM is read with `try_recv`, so
+//! the same blocking code drives a tokio socket (whose tasks run on the runtime's workers
+//! meanwhile) and a mio one.
+//!
+//! UDP may lose datagrams, and libzmq opens its UDP socket on its I/O thread after
+//! `zmq_bind` returns, so what is sent before then is lost: each scenario sends until the
+//! first expected message arrives (within [`TIMEOUT`]) and checks what arrives, not how
+//! often it was sent.
 //!
 //! Multicast needs a route for the group through the loopback interface. Where the
-//! environment has none (no multicast on `lo`), the multicast tests print why and return
+//! environment has none, the multicast tests print `SKIPPED` with the reason and return
 //! without failing.
 
 use std::net::UdpSocket;
+use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use zmtp_conformance::security::zsock;
 use zmtp_conformance_draft::draft::{DraftZSocket, ZMQ_DGRAM, ZMQ_DISH, ZMQ_RADIO};
 use zmtp_conformance_draft::ensure_draft_libzmq;
 use zmtp_conformance_draft::ffi::{Ctx, ZMQ_RCVTIMEO};
-use zmtp_tokio::{Error, Message, Socket, SocketType};
+use zmtp_tokio::{Error, Message, SocketType};
 
 /// The longest wait of a test.
 const TIMEOUT: Duration = Duration::from_secs(5);
-
+/// How long one round waits for what it sent.
+const ROUND: Duration = Duration::from_millis(20);
 /// The multicast group of the multicast tests.
 const GROUP: &str = "239.0.0.7";
 
@@ -29,6 +38,12 @@ const GROUP: &str = "239.0.0.7";
 fn free_port() -> u16 {
     let probe = UdpSocket::bind("127.0.0.1:0").expect("bind a probe");
     probe.local_addr().expect("probe address").port()
+}
+
+/// The port of a bound `udp://…:port` endpoint.
+fn port_of(endpoint: &str) -> u16 {
+    let port = endpoint.rsplit(':').next().and_then(|p| p.parse().ok());
+    port.expect("a port")
 }
 
 /// Whether a datagram sent to [`GROUP`] through the loopback interface comes back to a
@@ -52,178 +67,353 @@ fn loopback_multicast() -> Result<(), String> {
     }
 }
 
-/// Skip a multicast test, saying why, when the loopback interface carries no multicast.
-macro_rules! require_multicast {
-    ($name:literal) => {
-        if let Err(why) = loopback_multicast() {
-            eprintln!(
-                "SKIPPED {}: multicast on the loopback interface does not work here ({why})",
-                $name
-            );
-            return Ok(());
-        }
-    };
-}
-
-/// A message in `group`.
-fn in_group(group: &str, body: &str) -> Result<Message, Error> {
-    let mut msg = Message::from(body.to_owned());
-    msg.set_group(group)?;
-    Ok(msg)
-}
-
-/// Our RADIO sends `skip` to a group the libzmq DISH did not join, then `hello` to the one
-/// it joined, until the DISH receives; it must receive `hello` in `g1`, never `skip`.
-async fn ours_to_libzmq_dish(dish_at: &str, radio_to: &str) -> Result<(), Error> {
-    ensure_draft_libzmq();
-    let ctx = Ctx::new();
-    let dish = zsock(&ctx, ZMQ_DISH);
-    dish.set_int(ZMQ_RCVTIMEO, 20).expect("ZMQ_RCVTIMEO");
-    dish.bind(dish_at).expect("libzmq DISH bind");
-    dish.join(b"g1").expect("zmq_join");
-    let radio = Socket::new(SocketType::Radio)?;
-    radio.connect(radio_to)?;
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
-        assert!(Instant::now() < deadline, "libzmq DISH received nothing");
-        radio.send(in_group("g2", "skip")?).await?;
-        radio.send(in_group("g1", "hello")?).await?;
-        if let Ok(got) = dish.recv_draft() {
-            assert_eq!((&got.group[..], &got.body[..]), (&b"g1"[..], &b"hello"[..]));
-            return Ok(());
+/// The multicast endpoint of a test on a free port, or `None` (having said why) when the
+/// loopback interface carries no multicast here.
+fn multicast_endpoint(test: &str) -> Option<String> {
+    match loopback_multicast() {
+        Ok(()) => Some(format!("udp://127.0.0.1;{GROUP}:{}", free_port())),
+        Err(why) => {
+            eprintln!("SKIPPED {test}: multicast through the loopback interface does not work here ({why})");
+            None
         }
     }
 }
 
-/// The libzmq RADIO sends `skip` to `g2` and `hello` to `g1`; our DISH joined `g1` only.
-async fn libzmq_to_our_dish(dish_at: &str, radio_to: impl Fn(&str) -> String) -> Result<(), Error> {
-    ensure_draft_libzmq();
-    let ctx = Ctx::new();
-    let dish = Socket::new(SocketType::Dish)?;
-    dish.join("g1")?;
-    let bound = dish.bind(dish_at).await?;
-    let radio = zsock(&ctx, ZMQ_RADIO);
-    radio
-        .connect(&radio_to(&bound))
-        .expect("libzmq RADIO connect");
+/// A message in `group`.
+fn in_group(group: &str, body: &str) -> Message {
+    let mut msg = Message::from(body.to_owned());
+    msg.set_group(group).expect("a short group");
+    msg
+}
+
+/// Call `round` until it gives something, within [`TIMEOUT`].
+fn until<T>(what: &str, mut round: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + TIMEOUT;
     loop {
-        assert!(Instant::now() < deadline, "our DISH received nothing");
+        assert!(
+            Instant::now() < deadline,
+            "{what}: nothing within {TIMEOUT:?}"
+        );
+        if let Some(done) = round() {
+            return done;
+        }
+    }
+}
+
+/// `receive` polled for [`ROUND`].
+fn poll_recv(receive: &mut impl FnMut() -> Option<Message>) -> Option<Message> {
+    let deadline = Instant::now() + ROUND;
+    loop {
+        if let Some(msg) = receive() {
+            return Some(msg);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        sleep(Duration::from_millis(1));
+    }
+}
+
+/// A libzmq DISH bound at `at` joins `g1`; `send` (our RADIO) sends `skip` to `g2`, then
+/// `hello` to `g1`, each round, until the DISH receives: `hello` in `g1`, never `skip`.
+fn libzmq_dish(at: &str, mut send: impl FnMut(Message)) {
+    ensure_draft_libzmq();
+    let ctx = Ctx::new();
+    let dish = zsock(&ctx, ZMQ_DISH);
+    dish.set_int(ZMQ_RCVTIMEO, 20).expect("ZMQ_RCVTIMEO");
+    dish.bind(at).expect("libzmq DISH bind");
+    dish.join(b"g1").expect("zmq_join");
+    let got = until("libzmq DISH", || {
+        send(in_group("g2", "skip"));
+        send(in_group("g1", "hello"));
+        dish.recv_draft().ok()
+    });
+    assert_eq!((&got.group[..], &got.body[..]), (&b"g1"[..], &b"hello"[..]));
+}
+
+/// A libzmq RADIO connected to `to` sends `skip` to `g2` and `hello` to `g1` each round
+/// until `receive` (our DISH, joined to `g1` only) gives a message: `hello` in `g1`.
+fn libzmq_radio(to: &str, mut receive: impl FnMut() -> Option<Message>) {
+    ensure_draft_libzmq();
+    let ctx = Ctx::new();
+    let radio = zsock(&ctx, ZMQ_RADIO);
+    radio.connect(to).expect("libzmq RADIO connect");
+    let got = until("our DISH", || {
         radio
             .send_group(b"g2", b"skip", 0)
             .expect("libzmq RADIO send");
         radio
             .send_group(b"g1", b"hello", 0)
             .expect("libzmq RADIO send");
-        if let Ok(Ok(got)) = tokio::time::timeout(Duration::from_millis(20), dish.recv()).await {
-            assert_eq!(got.group(), Some(&b"g1"[..]));
-            assert_eq!(got.to_str(), Ok("hello"));
-            return Ok(());
-        }
-    }
+        poll_recv(&mut receive)
+    });
+    assert_eq!(got.group(), Some(&b"g1"[..]));
+    assert_eq!(got.to_str(), Ok("hello"));
 }
 
-/// The port of a bound `udp://…:port` endpoint.
-fn port_of(endpoint: &str) -> u16 {
-    endpoint
-        .rsplit(':')
-        .next()
-        .and_then(|p| p.parse().ok())
-        .expect("a port")
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tokio_radio_libzmq_dish_unicast() -> Result<(), Error> {
-    let port = free_port();
-    let at = format!("udp://127.0.0.1:{port}");
-    ours_to_libzmq_dish(&at, &at).await
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn libzmq_radio_tokio_dish_unicast() -> Result<(), Error> {
-    libzmq_to_our_dish("udp://127.0.0.1:*", |bound| {
-        format!("udp://127.0.0.1:{}", port_of(bound))
-    })
-    .await
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tokio_radio_libzmq_dish_multicast() -> Result<(), Error> {
-    require_multicast!("tokio_radio_libzmq_dish_multicast");
-    let port = free_port();
-    let at = format!("udp://127.0.0.1;{GROUP}:{port}");
-    ours_to_libzmq_dish(&at, &at).await
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn libzmq_radio_tokio_dish_multicast() -> Result<(), Error> {
-    require_multicast!("libzmq_radio_tokio_dish_multicast");
-    let port = free_port();
-    let at = format!("udp://127.0.0.1;{GROUP}:{port}");
-    libzmq_to_our_dish(&at, |_| at.clone()).await
-}
-
-/// Our DGRAM and a libzmq DGRAM: `[address, body]` each way, the reply sent to the address
-/// frame that came with the request (byte for byte, its trailing NUL included).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tokio_dgram_libzmq_dgram() -> Result<(), Error> {
+/// Our DGRAM (bound on `our_port`, sending with `send`, receiving with `receive`) and a
+/// libzmq DGRAM: `[address, body]` each way, the reply sent back to the address frame
+/// that came with the request, byte for byte (its trailing NUL included).
+fn libzmq_dgram(
+    our_port: u16,
+    mut send: impl FnMut(Message),
+    mut receive: impl FnMut() -> Option<Message>,
+) {
     ensure_draft_libzmq();
     let ctx = Ctx::new();
     let theirs = zsock(&ctx, ZMQ_DGRAM);
-    let their_port = free_port();
-    theirs
-        .bind(&format!("udp://127.0.0.1:{their_port}"))
-        .expect("libzmq DGRAM bind");
-    let ours = Socket::new(SocketType::Dgram)?;
-    let bound = ours.bind("udp://127.0.0.1:*").await?;
-    let our_port = port_of(&bound);
-
-    // libzmq opens its UDP socket on its I/O thread after `zmq_bind` returns: datagrams
-    // sent before then are lost, so the request is repeated until one arrives.
     theirs.set_int(ZMQ_RCVTIMEO, 20).expect("ZMQ_RCVTIMEO");
+    let their_port = free_port();
+    let at = format!("udp://127.0.0.1:{their_port}");
+    theirs.bind(&at).expect("libzmq DGRAM bind");
     let to_them = format!("127.0.0.1:{their_port}");
-    let deadline = Instant::now() + TIMEOUT;
-    let got = loop {
-        assert!(Instant::now() < deadline, "libzmq DGRAM received nothing");
-        ours.send(Message::from([to_them.as_str(), "ping"])).await?;
-        if let Ok(got) = theirs.recv_multipart() {
-            break got;
-        }
-    };
+    let got = until("libzmq DGRAM", || {
+        send(Message::from([to_them.as_str(), "ping"]));
+        theirs.recv_multipart().ok()
+    });
     assert_eq!(got.len(), 2);
     assert_eq!(got[0], format!("127.0.0.1:{our_port}\0").as_bytes());
     assert_eq!(got[1], b"ping");
-
     theirs
         .send_multipart(&[&got[0], b"pong"])
         .expect("libzmq DGRAM send");
-    let reply = tokio::time::timeout(TIMEOUT, ours.recv())
-        .await
-        .expect("our DGRAM received nothing")?;
+    let reply = until("our DGRAM", || poll_recv(&mut receive));
     let frames = reply.frames();
     assert_eq!(&frames[0][..], format!("{to_them}\0").as_bytes());
     assert_eq!(&frames[1][..], b"pong");
-    Ok(())
 }
 
-/// Our RADIO and DISH on one runtime, unicast: the non-joined group never arrives.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tokio_radio_tokio_dish_unicast() -> Result<(), Error> {
-    let dish = Socket::new(SocketType::Dish)?;
-    dish.join("g1")?;
-    let bound = dish.bind("udp://127.0.0.1:*").await?;
-    let radio = Socket::new(SocketType::Radio)?;
-    radio.connect(&format!("udp://127.0.0.1:{}", port_of(&bound)))?;
+/// Our RADIO (sending with `send`) to our DISH (receiving with `receive`): ten rounds of
+/// `skip` to `g2` and `hello {i}` to `g1`; the DISH gets exactly the `g1` messages, in
+/// order.
+fn ours_to_ours(mut send: impl FnMut(Message), mut receive: impl FnMut() -> Option<Message>) {
     for i in 0..10 {
-        radio.send(in_group("g2", &format!("skip {i}"))?).await?;
-        radio.send(in_group("g1", &format!("hello {i}"))?).await?;
+        send(in_group("g2", &format!("skip {i}")));
+        send(in_group("g1", &format!("hello {i}")));
     }
     for i in 0..10 {
-        let got = tokio::time::timeout(TIMEOUT, dish.recv())
-            .await
-            .expect("our DISH received nothing")?;
+        let got = until("our DISH", || poll_recv(&mut receive));
         assert_eq!(got.group(), Some(&b"g1"[..]));
         assert_eq!(got.to_str(), Ok(format!("hello {i}").as_str()));
     }
-    Ok(())
+    assert!(poll_recv(&mut receive).is_none(), "a g2 message arrived");
+}
+
+mod tokio_driver {
+    use super::*;
+    use zmtp_tokio::Socket;
+
+    fn radio(to: &str) -> Result<Socket, Error> {
+        let radio = Socket::new(SocketType::Radio)?;
+        radio.connect(to)?;
+        Ok(radio)
+    }
+
+    fn send(socket: &Socket) -> impl FnMut(Message) + '_ {
+        |msg| {
+            socket.try_send(msg).expect("our send");
+        }
+    }
+
+    fn receive(socket: &Socket) -> impl FnMut() -> Option<Message> + '_ {
+        || socket.try_recv().expect("our recv")
+    }
+
+    async fn dish(at: &str) -> Result<(Socket, String), Error> {
+        let dish = Socket::new(SocketType::Dish)?;
+        dish.join("g1")?;
+        let bound = dish.bind(at).await?;
+        Ok((dish, bound))
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn tokio_radio_libzmq_dish_unicast() -> Result<(), Error> {
+        let at = format!("udp://127.0.0.1:{}", free_port());
+        let radio = radio(&at)?;
+        libzmq_dish(&at, send(&radio));
+        Ok(())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn libzmq_radio_tokio_dish_unicast() -> Result<(), Error> {
+        let (dish, bound) = dish("udp://127.0.0.1:*").await?;
+        libzmq_radio(
+            &format!("udp://127.0.0.1:{}", port_of(&bound)),
+            receive(&dish),
+        );
+        Ok(())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn tokio_radio_libzmq_dish_multicast() -> Result<(), Error> {
+        let Some(at) = multicast_endpoint("tokio_radio_libzmq_dish_multicast") else {
+            return Ok(());
+        };
+        let radio = radio(&at)?;
+        libzmq_dish(&at, send(&radio));
+        Ok(())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn libzmq_radio_tokio_dish_multicast() -> Result<(), Error> {
+        let Some(at) = multicast_endpoint("libzmq_radio_tokio_dish_multicast") else {
+            return Ok(());
+        };
+        let (dish, _) = dish(&at).await?;
+        libzmq_radio(&at, receive(&dish));
+        Ok(())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn tokio_dgram_libzmq_dgram() -> Result<(), Error> {
+        let ours = Socket::new(SocketType::Dgram)?;
+        let bound = ours.bind("udp://127.0.0.1:*").await?;
+        libzmq_dgram(port_of(&bound), send(&ours), receive(&ours));
+        Ok(())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn tokio_radio_tokio_dish_unicast() -> Result<(), Error> {
+        let (dish, bound) = dish("udp://127.0.0.1:*").await?;
+        let radio = radio(&format!("udp://127.0.0.1:{}", port_of(&bound)))?;
+        ours_to_ours(send(&radio), receive(&dish));
+        Ok(())
+    }
+
+    /// Our RADIO on tokio to our DISH on mio.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn tokio_radio_mio_dish() -> Result<(), Error> {
+        let ctx = zmtp_mio::Context::new()?;
+        let (dish, bound) = super::mio_driver::dish(&ctx, "udp://127.0.0.1:*")?;
+        let radio = radio(&format!("udp://127.0.0.1:{}", port_of(&bound)))?;
+        ours_to_ours(send(&radio), super::mio_driver::receive(&dish));
+        Ok(())
+    }
+
+    /// Our DGRAM on tokio and our DGRAM on mio, both ways.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn tokio_dgram_mio_dgram() -> Result<(), Error> {
+        let ctx = zmtp_mio::Context::new()?;
+        let theirs = ctx.socket(SocketType::Dgram)?;
+        let their_port = port_of(&theirs.bind("udp://127.0.0.1:*")?);
+        let ours = Socket::new(SocketType::Dgram)?;
+        let our_port = port_of(&ours.bind("udp://127.0.0.1:*").await?);
+        let to_them = format!("127.0.0.1:{their_port}");
+        ours.try_send(Message::from([to_them.as_str(), "ping"]))?;
+        let got = theirs.recv_timeout(Some(TIMEOUT))?;
+        assert_eq!(
+            &got.frames()[0][..],
+            format!("127.0.0.1:{our_port}\0").as_bytes()
+        );
+        let mut reply = Message::from(got.frames()[0].clone());
+        reply.push_back(&b"pong"[..]);
+        theirs.send(reply)?;
+        let back = until("tokio DGRAM", || poll_recv(&mut receive(&ours)));
+        assert_eq!(back.frames()[1], &b"pong"[..]);
+        Ok(())
+    }
+}
+
+mod mio_driver {
+    use super::*;
+    use zmtp_mio::{Context, Socket};
+
+    fn radio(ctx: &Context, to: &str) -> Result<Socket, Error> {
+        let radio = ctx.socket(SocketType::Radio)?;
+        radio.connect(to)?;
+        Ok(radio)
+    }
+
+    fn send(socket: &Socket) -> impl FnMut(Message) + '_ {
+        |msg| {
+            socket.send(msg).expect("our send");
+        }
+    }
+
+    pub(super) fn receive(socket: &Socket) -> impl FnMut() -> Option<Message> + '_ {
+        || socket.try_recv().expect("our recv")
+    }
+
+    pub(super) fn dish(ctx: &Context, at: &str) -> Result<(Socket, String), Error> {
+        let dish = ctx.socket(SocketType::Dish)?;
+        dish.join("g1")?;
+        let bound = dish.bind(at)?;
+        Ok((dish, bound))
+    }
+
+    #[test]
+    fn mio_radio_libzmq_dish_unicast() -> Result<(), Error> {
+        let ctx = Context::new()?;
+        let at = format!("udp://127.0.0.1:{}", free_port());
+        let radio = radio(&ctx, &at)?;
+        libzmq_dish(&at, send(&radio));
+        Ok(())
+    }
+
+    #[test]
+    fn libzmq_radio_mio_dish_unicast() -> Result<(), Error> {
+        let ctx = Context::new()?;
+        let (dish, bound) = dish(&ctx, "udp://127.0.0.1:*")?;
+        libzmq_radio(
+            &format!("udp://127.0.0.1:{}", port_of(&bound)),
+            receive(&dish),
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn mio_radio_libzmq_dish_multicast() -> Result<(), Error> {
+        let Some(at) = multicast_endpoint("mio_radio_libzmq_dish_multicast") else {
+            return Ok(());
+        };
+        let ctx = Context::new()?;
+        let radio = radio(&ctx, &at)?;
+        libzmq_dish(&at, send(&radio));
+        Ok(())
+    }
+
+    #[test]
+    fn libzmq_radio_mio_dish_multicast() -> Result<(), Error> {
+        let Some(at) = multicast_endpoint("libzmq_radio_mio_dish_multicast") else {
+            return Ok(());
+        };
+        let ctx = Context::new()?;
+        let (dish, _) = dish(&ctx, &at)?;
+        libzmq_radio(&at, receive(&dish));
+        Ok(())
+    }
+
+    #[test]
+    fn mio_dgram_libzmq_dgram() -> Result<(), Error> {
+        let ctx = Context::new()?;
+        let ours = ctx.socket(SocketType::Dgram)?;
+        let bound = ours.bind("udp://127.0.0.1:*")?;
+        libzmq_dgram(port_of(&bound), send(&ours), receive(&ours));
+        Ok(())
+    }
+
+    /// Our RADIO on mio to our DISH on mio, over multicast where it works.
+    #[test]
+    fn mio_radio_mio_dish_multicast() -> Result<(), Error> {
+        let Some(at) = multicast_endpoint("mio_radio_mio_dish_multicast") else {
+            return Ok(());
+        };
+        let ctx = Context::new()?;
+        let (dish, _) = dish(&ctx, &at)?;
+        let radio = radio(&ctx, &at)?;
+        ours_to_ours(send(&radio), receive(&dish));
+        Ok(())
+    }
+
+    /// Our RADIO on mio to our DISH on smol.
+    #[test]
+    fn mio_radio_smol_dish() -> Result<(), Error> {
+        let ctx = Context::new()?;
+        let dish = zmtp_smol::Socket::new(SocketType::Dish)?;
+        dish.join("g1")?;
+        let bound = zmtp_smol::block_on(dish.bind("udp://127.0.0.1:*"))?;
+        let radio = radio(&ctx, &format!("udp://127.0.0.1:{}", port_of(&bound)))?;
+        ours_to_ours(send(&radio), || dish.try_recv().expect("smol recv"));
+        Ok(())
+    }
 }

@@ -186,7 +186,9 @@
 
 mod runtime;
 
-pub use runtime::{Tokio, TokioTask, TokioTcp, TokioTcpListener, TokioUnix, TokioUnixListener};
+pub use runtime::{
+    Tokio, TokioTask, TokioTcp, TokioTcpListener, TokioUdp, TokioUnix, TokioUnixListener,
+};
 pub use zmtp_async::{
     curve_keypair, z85, AuthReply, Authenticator, Bytes, CloseReport, EndpointError, Error,
     GroupError, KeyPair, Message, MetadataError, Monitor, MonitorEvent, MonitorEventKind, Options,
