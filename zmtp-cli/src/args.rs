@@ -14,7 +14,8 @@ use crate::Failure;
 /// The text after the options list of `zmtp --help`.
 const MAIN_AFTER: &str = "\
 Endpoints (EP): tcp://HOST:PORT (bind tcp://*:PORT, or tcp://127.0.0.1:* for any free port),
-ipc:///path, ipc://@abstract-name, inproc://name.
+ipc:///path, ipc://@abstract-name, inproc://name, and for a radio (connect) or a dish
+(bind) udp://HOST:PORT or udp://[IFACE;]GROUP:PORT (multicast).
 
 Socket types: the classic pair, pub, sub, xpub, xsub, push, pull, req, rep, dealer,
 router, and the draft client, server, radio, dish, scatter, gather, peer, channel (libzmq's

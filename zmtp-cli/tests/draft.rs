@@ -76,6 +76,42 @@ mod itself {
         assert_eq!(text(&out.stdout), "a\tx\nb\ty\nb\tz\n");
     }
 
+    /// Over `udp://` the RADIO sends every message (no join reaches it: nothing is
+    /// refused) and the DISH keeps the groups it joined.
+    #[test]
+    fn radio_to_a_dish_over_udp() {
+        let dish_args = [
+            "recv",
+            "-t",
+            "dish",
+            "--join",
+            "a",
+            "-n",
+            "2",
+            "-b",
+            "udp://127.0.0.1:*",
+            "-v",
+            "--timeout",
+            GUARD,
+        ];
+        let mut dish = common::spawn(&dish_args, None);
+        let endpoint = dish.bound_endpoint();
+        assert!(endpoint.starts_with("udp://127.0.0.1:"), "{endpoint}");
+        let radio = |group: &str, body: &str| {
+            run_connected(
+                &["send", "-t", "radio", "--group", group, body],
+                &endpoint,
+                None,
+            )
+        };
+        ok(&radio("c", "nobody"));
+        ok(&radio("a", "x"));
+        ok(&radio("a", "y"));
+        let out = dish.finish();
+        ok(&out);
+        assert_eq!(text(&out.stdout), "a\tx\na\ty\n");
+    }
+
     #[test]
     fn scatter_to_gather() {
         let (gather, endpoint) = spawn_bound(&["recv", "-t", "gather", "-n", "3"], None);
