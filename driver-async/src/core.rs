@@ -17,8 +17,8 @@ use std::time::Instant as StdInstant;
 
 use tokio::sync::{mpsc, oneshot, Notify};
 use zmtp_driver::{
-    listen_ipc, listen_tcp, open_udp, run_commands, Attempts, CommandHandler, Listening,
-    SocketFile, StdListener, TcpAddrs, UdpOpen,
+    drain_datagrams, listen_ipc, listen_tcp, open_udp, run_commands, Attempts, CommandHandler,
+    Listening, SocketFile, StdListener, TcpAddrs, UdpOpen,
 };
 use zmtp_proto::socket::endpoint::IpcEndpoint;
 use zmtp_proto::socket::{
@@ -524,21 +524,18 @@ fn send_datagrams<R: Runtime>(core: &mut Core<R>) -> bool {
         datagram,
         ..
     } = core;
-    let mut any = false;
-    while let Some(out) = socket.poll_datagram(datagram) {
-        any = true;
-        let (Some(io), Some(data)) = (udp.get(&out.endpoint), datagram.get(..out.len)) else {
-            continue;
+    drain_datagrams(socket, datagram, |endpoint, data, to| {
+        let Some(io) = udp.get(&endpoint) else {
+            return;
         };
-        let sent = match out.to {
-            Some(to) => io.socket.try_send_to(data, to.into()),
+        let sent = match to {
+            Some(to) => io.socket.try_send_to(data, to),
             None => io.socket.try_send(data),
         };
         if let Err(e) = sent {
             log::debug!("zmtp: a udp datagram was not sent: {e}");
         }
-    }
-    any
+    })
 }
 
 /// The socket's commands, carried out under the lock for `inner`'s tasks.

@@ -79,7 +79,9 @@ use io_loop::io_thread;
 use registry::Commands;
 use waiters::Waiters;
 use work::{queue, Work};
-use zmtp_driver::{run_commands, send_datagram, Attempts, SocketFile, StdListener, StdTransport};
+use zmtp_driver::{
+    drain_datagrams, run_commands, send_datagram, Attempts, SocketFile, StdListener, StdTransport,
+};
 
 /// The waker's token; streams and listeners count up from 1.
 const WAKER: Token = Token(0);
@@ -254,16 +256,13 @@ impl Sock {
     /// datagram is dropped, as the network may). Returns whether there were any.
     fn send_datagrams(&mut self) -> bool {
         let mut buf = [0u8; MAX_DATAGRAM_LEN];
-        let mut any = false;
-        while let Some(out) = self.core.poll_datagram(&mut buf) {
-            any = true;
-            let (Some(io), Some(data)) = (self.udp.get(&out.endpoint), buf.get(..out.len)) else {
-                continue;
-            };
-            // Lost like a datagram on the network: no one to tell.
-            let _ = send_datagram(&io.socket, data, out.to.map(Into::into));
-        }
-        any
+        let udp = &self.udp;
+        drain_datagrams(&mut self.core, &mut buf, |endpoint, data, to| {
+            if let Some(io) = udp.get(&endpoint) {
+                // Lost like a datagram on the network: no one to tell.
+                let _ = send_datagram(&io.socket, data, to);
+            }
+        })
     }
 
     /// Hand every datagram waiting on a bound `udp://` endpoint to the socket.

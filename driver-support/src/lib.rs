@@ -42,6 +42,6 @@ pub use transport::{
     listen_ipc, listen_tcp, peer_address, tcp_accepted, tcp_connected, Listening, SocketFile,
     StdListener, StdTransport, TcpSetup,
 };
-pub use udp::{open_udp, send_datagram, UdpOpen, UdpOpened};
+pub use udp::{drain_datagrams, open_udp, send_datagram, UdpOpen, UdpOpened};
 #[doc(hidden)]
 pub use zmtp_proto::__options_table;

@@ -17,7 +17,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use zmtp_proto::socket::endpoint::{Host, UdpEndpoint};
-use zmtp_proto::socket::Endpoint;
+use zmtp_proto::socket::{Endpoint, EndpointId};
 
 /// What [`Command::OpenUdp`](zmtp_proto::socket::Command::OpenUdp) asks for, taken out of
 /// the command.
@@ -121,6 +121,26 @@ pub fn send_datagram(
         Some(to) => socket.send_to(datagram, &SockAddr::from(to)),
         None => socket.send(datagram),
     }
+}
+
+/// Take every datagram `socket` has to send, written in turn into `buf` (give it
+/// [`MAX_DATAGRAM_LEN`](zmtp_proto::udp::MAX_DATAGRAM_LEN) bytes), and hand each to `send`
+/// with its endpoint and destination (`None`: the endpoint's connected address). Returns
+/// whether there were any (sending the last one can finish a close: run the socket's
+/// commands again then).
+pub fn drain_datagrams(
+    socket: &mut zmtp_proto::socket::Socket,
+    buf: &mut [u8],
+    mut send: impl FnMut(EndpointId, &[u8], Option<SocketAddr>),
+) -> bool {
+    let mut any = false;
+    while let Some(out) = socket.poll_datagram(buf) {
+        any = true;
+        if let Some(data) = buf.get(..out.len) {
+            send(out.endpoint, data, out.to.map(SocketAddr::V4));
+        }
+    }
+    any
 }
 
 /// A DISH's (or DGRAM's) multicast receiver: the wildcard address on `port`, shared, then
