@@ -180,8 +180,9 @@ pub enum EndpointError {
         /// Whether it was a bind (otherwise a connect).
         bind: bool,
     },
-    /// The endpoint is valid but this socket cannot use its transport (yet): `udp://` is
-    /// parsed and checked, but sockets do not run it yet.
+    /// The endpoint is valid but this socket cannot use its transport. Sockets run every
+    /// transport the parser knows; the variant stays for transports added to the parser
+    /// before the sockets run them.
     TransportUnavailable(&'static str),
     /// `connect_peer` on a socket that is not a PEER, or with `IMMEDIATE` set (libzmq's
     /// `ENOTSUP` and `EFAULT`).
