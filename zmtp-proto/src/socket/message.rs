@@ -704,8 +704,9 @@ mod tests {
 
     #[test]
     fn metadata_does_not_make_a_message_bigger() {
-        // The routing id and group sit in place of a second frame: every queue and move of
-        // a message costs what it did before the draft types (two frames, properties).
+        // The routing id and group sit in place of a second frame: a message is 80 bytes,
+        // as it was before the draft types (two frames in place, the enum's tag, the
+        // properties). Every queue and move of a message pays for its size.
         assert_eq!(
             core::mem::size_of::<Message>(),
             2 * core::mem::size_of::<Bytes>() + 2 * core::mem::size_of::<usize>()
