@@ -116,8 +116,9 @@ pub(crate) struct Core<R: Runtime> {
     peers: BTreeMap<PeerId, PeerIo<R>>,
     listeners: BTreeMap<EndpointId, Listener<R>>,
     udp: BTreeMap<EndpointId, UdpIo<R>>,
-    /// Where `poll_datagram` writes the next datagram to send.
-    datagram: Box<[u8]>,
+    /// Where `poll_datagram` writes the next datagram to send: allocated with the first
+    /// udp endpoint.
+    datagram: Vec<u8>,
     bind_waiters: BTreeMap<EndpointId, oneshot::Sender<io::Result<String>>>,
     monitors: Vec<mpsc::UnboundedSender<MonitorEvent>>,
     pub(crate) closed: bool,
@@ -133,7 +134,7 @@ impl<R: Runtime> Inner<R> {
                 peers: BTreeMap::new(),
                 listeners: BTreeMap::new(),
                 udp: BTreeMap::new(),
-                datagram: vec![0; MAX_DATAGRAM_LEN].into_boxed_slice(),
+                datagram: Vec::new(),
                 bind_waiters: BTreeMap::new(),
                 monitors: Vec::new(),
                 closed: false,
@@ -518,6 +519,10 @@ impl<R: Runtime> Inner<R> {
 /// socket whose buffer is full drops the datagram, as the network may). Returns whether
 /// there were any.
 fn send_datagrams<R: Runtime>(core: &mut Core<R>) -> bool {
+    if core.udp.is_empty() {
+        // No udp endpoint: the stream sockets' path pays nothing for udp.
+        return false;
+    }
     let Core {
         socket,
         udp,
@@ -619,6 +624,7 @@ impl<R: Runtime> CommandHandler for Commands<'_, R> {
                     inner.runtime.spawn(receive)
                 });
                 core.udp.insert(endpoint, UdpIo { socket, task });
+                core.datagram.resize(MAX_DATAGRAM_LEN, 0);
                 if open.bind {
                     core.socket.handle_listening(endpoint, &resolved);
                 }

@@ -255,6 +255,10 @@ impl Sock {
     /// system call under the lock (a UDP send does not wait; with its buffer full the
     /// datagram is dropped, as the network may). Returns whether there were any.
     fn send_datagrams(&mut self) -> bool {
+        if self.udp.is_empty() {
+            // No udp endpoint: the stream sockets' path pays nothing for udp.
+            return false;
+        }
         let mut buf = [0u8; MAX_DATAGRAM_LEN];
         let udp = &self.udp;
         drain_datagrams(&mut self.core, &mut buf, |endpoint, data, to| {
