@@ -17,17 +17,18 @@ use std::time::Instant as StdInstant;
 
 use tokio::sync::{mpsc, oneshot, Notify};
 use zmtp_driver::{
-    listen_ipc, listen_tcp, run_commands, Attempts, CommandHandler, Listening, SocketFile,
-    StdListener, TcpAddrs,
+    drain_datagrams, listen_ipc, listen_tcp, open_udp, run_commands, Attempts, CommandHandler,
+    Listening, SocketFile, StdListener, TcpAddrs, UdpOpen,
 };
 use zmtp_proto::socket::endpoint::{IpcEndpoint, WsEndpoint};
 use zmtp_proto::socket::{
     AuthReply, CloseReport, Endpoint, EndpointId, MonitorEvent, PeerId, Socket as ProtoSocket,
     ZapRequest,
 };
+use zmtp_proto::udp::MAX_DATAGRAM_LEN;
 use zmtp_proto::Instant;
 
-use crate::runtime::{Acceptor as _, Runtime, Task as _};
+use crate::runtime::{Acceptor as _, DatagramSocket as _, Runtime, Task as _};
 use crate::transport::{
     inproc_bind, inproc_connect, inproc_is_bound, inproc_unbind, InprocStream, Transport,
 };
@@ -93,12 +94,31 @@ struct Listener<R: Runtime> {
     _socket_file: Option<SocketFile>,
 }
 
+/// The UDP socket of a `udp://` endpoint, and the task that receives on it (binds only).
+#[derive(Debug)]
+struct UdpIo<R: Runtime> {
+    socket: Arc<R::Udp>,
+    task: Option<R::Task>,
+}
+
+impl<R: Runtime> UdpIo<R> {
+    fn stop(self) {
+        if let Some(task) = self.task {
+            task.abort();
+        }
+    }
+}
+
 /// The state machine and the I/O resources it directs.
 #[derive(Debug)]
 pub(crate) struct Core<R: Runtime> {
     pub(crate) socket: ProtoSocket,
     peers: BTreeMap<PeerId, PeerIo<R>>,
     listeners: BTreeMap<EndpointId, Listener<R>>,
+    udp: BTreeMap<EndpointId, UdpIo<R>>,
+    /// Where `poll_datagram` writes the next datagram to send: allocated with the first
+    /// udp endpoint.
+    datagram: Vec<u8>,
     bind_waiters: BTreeMap<EndpointId, oneshot::Sender<io::Result<String>>>,
     monitors: Vec<mpsc::UnboundedSender<MonitorEvent>>,
     pub(crate) closed: bool,
@@ -113,6 +133,8 @@ impl<R: Runtime> Inner<R> {
                 socket,
                 peers: BTreeMap::new(),
                 listeners: BTreeMap::new(),
+                udp: BTreeMap::new(),
+                datagram: Vec::new(),
                 bind_waiters: BTreeMap::new(),
                 monitors: Vec::new(),
                 closed: false,
@@ -243,6 +265,8 @@ impl<R: Runtime> Inner<R> {
                     }
                 }
             }
+            // Sending a datagram can finish a close: go round again for its commands.
+            busy |= send_datagrams(core);
             if !busy {
                 break;
             }
@@ -493,6 +517,34 @@ impl<R: Runtime> Inner<R> {
     }
 }
 
+/// Send every datagram the socket has for its udp endpoints, at once (`try_send`: a UDP
+/// socket whose buffer is full drops the datagram, as the network may). Returns whether
+/// there were any.
+fn send_datagrams<R: Runtime>(core: &mut Core<R>) -> bool {
+    if core.udp.is_empty() {
+        // No udp endpoint: the stream sockets' path pays nothing for udp.
+        return false;
+    }
+    let Core {
+        socket,
+        udp,
+        datagram,
+        ..
+    } = core;
+    drain_datagrams(socket, datagram, |endpoint, data, to| {
+        let Some(io) = udp.get(&endpoint) else {
+            return;
+        };
+        let sent = match to {
+            Some(to) => io.socket.try_send_to(data, to),
+            None => io.socket.try_send(data),
+        };
+        if let Err(e) = sent {
+            log::debug!("zmtp: a udp datagram was not sent: {e}");
+        }
+    })
+}
+
 /// The socket's commands, carried out under the lock for `inner`'s tasks.
 struct Commands<'a, R: Runtime> {
     inner: &'a Arc<Inner<R>>,
@@ -537,7 +589,7 @@ impl<R: Runtime> CommandHandler for Commands<'_, R> {
                 inproc = Some(name.clone());
                 inproc_bind(name).map(|rx| (Acceptor::Inproc(rx), addr.to_string()))
             }
-            // Sockets refuse udp:// for now: it never gets here.
+            // udp:// endpoints come as `OpenUdp`: never here.
             Endpoint::Udp(_) => Err(io::ErrorKind::Unsupported.into()),
         };
         if let Some(acceptor) = inner.listened(core, endpoint, bound) {
@@ -562,8 +614,41 @@ impl<R: Runtime> CommandHandler for Commands<'_, R> {
             .spawn(connect_task(inner.clone(), endpoint, addr));
     }
 
+    fn open_udp(&mut self, endpoint: EndpointId, open: UdpOpen) {
+        self.timers_touched = true;
+        let (inner, core) = (self.inner, &mut *self.core);
+        let opened = open_udp(&open)
+            .and_then(|o| Ok((Arc::new(inner.runtime.udp_socket(o.socket)?), o.endpoint)));
+        let reply = match opened {
+            Ok((socket, resolved)) => {
+                let task = open.bind.then(|| {
+                    let receive = udp_task(inner.clone(), endpoint, socket.clone());
+                    inner.runtime.spawn(receive)
+                });
+                core.udp.insert(endpoint, UdpIo { socket, task });
+                core.datagram.resize(MAX_DATAGRAM_LEN, 0);
+                if open.bind {
+                    core.socket.handle_listening(endpoint, &resolved);
+                }
+                Ok(resolved)
+            }
+            Err(e) => {
+                let errno = e.raw_os_error().unwrap_or(0);
+                core.socket
+                    .handle_udp_failed(endpoint, u32::try_from(errno).unwrap_or(0));
+                Err(e)
+            }
+        };
+        if let Some(waiter) = core.bind_waiters.remove(&endpoint) {
+            let _ = waiter.send(reply);
+        }
+    }
+
     fn stop_listening(&mut self, endpoint: EndpointId) {
         self.timers_touched = true;
+        if let Some(io) = self.core.udp.remove(&endpoint) {
+            io.stop();
+        }
         if let Some(l) = self.core.listeners.remove(&endpoint) {
             l.task.abort();
             if let Some(name) = &l.inproc {
@@ -613,6 +698,9 @@ impl<R: Runtime> CommandHandler for Commands<'_, R> {
         }
         for (_, l) in std::mem::take(&mut core.listeners) {
             l.task.abort();
+        }
+        for (_, io) in std::mem::take(&mut core.udp) {
+            io.stop();
         }
         core.monitors.clear();
         // A bind still resolving its host name fails with `Closed`.
@@ -870,6 +958,24 @@ async fn zap_task<R: Runtime>(
     let now = inner.now();
     core.socket.handle_auth(peer, now, reply);
     inner.pump(&mut core);
+}
+
+/// Receive the datagrams of a bound `udp://` endpoint into the socket, each cut to
+/// [`MAX_DATAGRAM_LEN`] bytes as libzmq's receive buffer cuts them.
+async fn udp_task<R: Runtime>(inner: Arc<Inner<R>>, endpoint: EndpointId, socket: Arc<R::Udp>) {
+    let mut buf = vec![0u8; MAX_DATAGRAM_LEN];
+    loop {
+        if socket.readable().await.is_err() {
+            return;
+        }
+        // Until nothing more is there for now (or an error a later datagram does not share).
+        while let Ok((n, from)) = socket.try_recv_from(&mut buf) {
+            inner.with(|core| {
+                let datagram = buf.get(..n).unwrap_or_default();
+                core.socket.handle_datagram(endpoint, from, datagram);
+            });
+        }
+    }
 }
 
 async fn timer_task<R: Runtime>(inner: Arc<Inner<R>>) {

@@ -34,6 +34,21 @@ pub trait ByteStream: Send + Sync + Debug + 'static {
     fn try_write_vectored(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize>;
 }
 
+/// A UDP socket in non-blocking mode (bound, and connected for a RADIO), with a readiness
+/// future: the shape of tokio's `UdpSocket` and async-io's `Async<UdpSocket>`.
+pub trait DatagramSocket: Send + Sync + Debug + 'static {
+    /// Wait until a datagram may be there (spurious wake-ups are allowed: the following
+    /// `try_recv_from` then fails with `WouldBlock`).
+    fn readable(&self) -> impl Future<Output = io::Result<()>> + Send + '_;
+    /// Receive one datagram into `buf` without blocking (`WouldBlock` if none); what does
+    /// not fit `buf` is cut off.
+    fn try_recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)>;
+    /// Send one datagram to the connected address without blocking.
+    fn try_send(&self, datagram: &[u8]) -> io::Result<usize>;
+    /// Send one datagram to `to` without blocking.
+    fn try_send_to(&self, datagram: &[u8], to: SocketAddr) -> io::Result<usize>;
+}
+
 /// A listening socket.
 pub trait Acceptor<S>: Send + Sync + Debug + 'static {
     /// The next incoming connection.
@@ -59,6 +74,8 @@ pub trait Runtime: Clone + Send + Sync + Debug + 'static {
     type TcpListener: Acceptor<Self::Tcp>;
     /// A Unix-domain listener.
     type UnixListener: Acceptor<Self::Unix>;
+    /// A UDP socket.
+    type Udp: DatagramSocket;
 
     /// The runtime the calling code runs in, if any (sockets are made with it).
     fn current() -> Option<Self>;
@@ -95,6 +112,8 @@ pub trait Runtime: Clone + Send + Sync + Debug + 'static {
         &self,
         listener: std::os::unix::net::UnixListener,
     ) -> io::Result<Self::UnixListener>;
+    /// Register a bound (non-blocking) UDP socket with the runtime.
+    fn udp_socket(&self, socket: std::net::UdpSocket) -> io::Result<Self::Udp>;
 }
 
 /// `future`'s output, or `None` if `limit` passes first (on `runtime`'s timers).

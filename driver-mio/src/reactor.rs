@@ -72,13 +72,16 @@ use mio::{Interest, Poll, Registry, Token, Waker};
 use zmtp_proto::socket::{
     CloseReport, EndpointId, Message, MonitorEvent, PeerId, Socket as ProtoSocket,
 };
+use zmtp_proto::udp::MAX_DATAGRAM_LEN;
 use zmtp_proto::{Bytes, Instant};
 
 use io_loop::io_thread;
 use registry::Commands;
 use waiters::Waiters;
 use work::{queue, Work};
-use zmtp_driver::{run_commands, Attempts, SocketFile, StdListener, StdTransport};
+use zmtp_driver::{
+    drain_datagrams, run_commands, send_datagram, Attempts, SocketFile, StdListener, StdTransport,
+};
 
 /// The waker's token; streams and listeners count up from 1.
 const WAKER: Token = Token(0);
@@ -159,6 +162,8 @@ enum Io {
     Peer(PeerId),
     Listener(EndpointId),
     Connecting(EndpointId),
+    /// The UDP socket of a bound `udp://` endpoint.
+    Udp(EndpointId),
 }
 
 /// A listening endpoint.
@@ -167,6 +172,13 @@ struct Listener {
     token: Token,
     /// The socket file of an `ipc://` path, removed when listening stops.
     _socket_file: Option<SocketFile>,
+}
+
+/// The UDP socket of a `udp://` endpoint; a bound one is registered for input under
+/// `token`.
+struct UdpIo {
+    socket: std::net::UdpSocket,
+    token: Option<Token>,
 }
 
 /// A TCP connect in progress, and the addresses left to try if it fails.
@@ -182,6 +194,7 @@ pub(crate) struct Sock {
     peers: BTreeMap<PeerId, PeerIo>,
     listeners: BTreeMap<EndpointId, Listener>,
     connecting: BTreeMap<EndpointId, Connecting>,
+    udp: BTreeMap<EndpointId, UdpIo>,
     /// Endpoints whose host name is being looked up (off the lock, on a thread of its
     /// own): a result for an endpoint no longer here is dropped.
     resolving: BTreeSet<EndpointId>,
@@ -238,6 +251,35 @@ impl Signal {
 }
 
 impl Sock {
+    /// Send every datagram the socket has for its `udp://` endpoints, straight through the
+    /// system call under the lock (a UDP send does not wait; with its buffer full the
+    /// datagram is dropped, as the network may). Returns whether there were any.
+    fn send_datagrams(&mut self) -> bool {
+        if self.udp.is_empty() {
+            // No udp endpoint: the stream sockets' path pays nothing for udp.
+            return false;
+        }
+        let mut buf = [0u8; MAX_DATAGRAM_LEN];
+        let udp = &self.udp;
+        drain_datagrams(&mut self.core, &mut buf, |endpoint, data, to| {
+            if let Some(io) = udp.get(&endpoint) {
+                // Lost like a datagram on the network: no one to tell.
+                let _ = send_datagram(&io.socket, data, to);
+            }
+        })
+    }
+
+    /// Hand every datagram waiting on a bound `udp://` endpoint to the socket.
+    fn receive_datagrams(&mut self, endpoint: EndpointId) {
+        let mut buf = [0u8; MAX_DATAGRAM_LEN];
+        let Some(io) = self.udp.get(&endpoint) else {
+            return;
+        };
+        while let Ok((n, from)) = io.socket.recv_from(&mut buf) {
+            self.core
+                .handle_datagram(endpoint, from, buf.get(..n).unwrap_or_default());
+        }
+    }
     /// If threads wait on this socket: how to wake them (they no longer count as
     /// waiting; see `Waiters`).
     pub(crate) fn signal(&mut self) -> Option<Signal> {
@@ -444,6 +486,7 @@ impl Shared {
                 peers: BTreeMap::new(),
                 listeners: BTreeMap::new(),
                 connecting: BTreeMap::new(),
+                udp: BTreeMap::new(),
                 resolving: BTreeSet::new(),
                 monitors: Vec::new(),
                 bound: BTreeMap::new(),
@@ -530,6 +573,10 @@ impl Shared {
             }
             queue(&mut st, id, peer, true);
         }
+        // Datagrams go at once (and sending the last one can finish a close).
+        if st.sockets.get_mut(&id).is_some_and(Sock::send_datagrams) {
+            self.pump(&mut st, id);
+        }
         let Some(work) = here else {
             self.finish(st, id, false);
             return Some(r);
@@ -607,17 +654,23 @@ impl Shared {
         }
     }
 
-    /// Carry out a socket's commands (and hand over its monitor events), and queue writes
-    /// for its peers with new output.
+    /// Carry out a socket's commands (and hand over its monitor events), queue writes for
+    /// its peers with new output, and send its datagrams.
     fn pump(&self, st: &mut State, id: usize) {
-        run_commands(&mut Commands {
-            shared: self,
-            st,
-            id,
-            now: None,
-        });
-        while let Some(peer) = st.sockets.get_mut(&id).and_then(|s| s.core.next_dirty()) {
-            queue(st, id, peer, true);
+        loop {
+            run_commands(&mut Commands {
+                shared: self,
+                st,
+                id,
+                now: None,
+            });
+            while let Some(peer) = st.sockets.get_mut(&id).and_then(|s| s.core.next_dirty()) {
+                queue(st, id, peer, true);
+            }
+            // Sending the last datagram can finish a close: its commands come next.
+            if !st.sockets.get_mut(&id).is_some_and(Sock::send_datagrams) {
+                break;
+            }
         }
     }
 }

@@ -42,8 +42,8 @@
 mod runtime;
 
 pub use runtime::{
-    block_on, Smol, SmolListener, SmolStream, SmolTask, SmolTcp, SmolTcpListener, SmolUnix,
-    SmolUnixListener,
+    block_on, Smol, SmolListener, SmolStream, SmolTask, SmolTcp, SmolTcpListener, SmolUdp,
+    SmolUnix, SmolUnixListener,
 };
 pub use zmtp_async::{
     curve_keypair, z85, AuthReply, Authenticator, Bytes, CloseReport, EndpointError, Error,

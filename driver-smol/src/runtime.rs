@@ -4,14 +4,14 @@
 use std::cell::RefCell;
 use std::future::Future;
 use std::io::{self, Write as _};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use smol::{Async, Executor};
-use zmtp_async::runtime::{Acceptor, ByteStream, Runtime, Task, TcpSetup};
+use zmtp_async::runtime::{Acceptor, ByteStream, DatagramSocket, Runtime, Task, TcpSetup};
 use zmtp_proto::BytesMut;
 
 /// The executor a socket's tasks run on; I/O and timers are async-io's (one reactor per
@@ -108,6 +108,28 @@ pub type SmolTcpListener = SmolListener<TcpListener>;
 /// A Unix-domain listener on async-io.
 pub type SmolUnixListener = SmolListener<UnixListener>;
 
+/// A UDP socket registered with async-io.
+#[derive(Debug)]
+pub struct SmolUdp(Async<UdpSocket>);
+
+impl DatagramSocket for SmolUdp {
+    async fn readable(&self) -> io::Result<()> {
+        self.0.readable().await
+    }
+
+    fn try_recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        self.0.get_ref().recv_from(buf)
+    }
+
+    fn try_send(&self, datagram: &[u8]) -> io::Result<usize> {
+        self.0.get_ref().send(datagram)
+    }
+
+    fn try_send_to(&self, datagram: &[u8], to: SocketAddr) -> io::Result<usize> {
+        self.0.get_ref().send_to(datagram, to)
+    }
+}
+
 /// Read from `fd` into the spare capacity of `buf` without initialising it first.
 pub(crate) fn read_into_spare(fd: impl std::os::fd::AsFd, buf: &mut BytesMut) -> io::Result<usize> {
     let len = buf.len();
@@ -181,6 +203,7 @@ impl Runtime for Smol {
     type Unix = SmolUnix;
     type TcpListener = SmolTcpListener;
     type UnixListener = SmolUnixListener;
+    type Udp = SmolUdp;
 
     /// The executor of the enclosing [`block_on`], else smol's global one: never `None`.
     fn current() -> Option<Smol> {
@@ -247,6 +270,10 @@ impl Runtime for Smol {
 
     fn unix_listener(&self, listener: UnixListener) -> io::Result<SmolUnixListener> {
         Async::new(listener).map(SmolListener)
+    }
+
+    fn udp_socket(&self, socket: UdpSocket) -> io::Result<SmolUdp> {
+        Async::new(socket).map(SmolUdp)
     }
 }
 

@@ -10,6 +10,11 @@
 
 use zmtp_proto::socket::{Command, Endpoint, EndpointId, MonitorEvent, PeerId, Socket, ZapRequest};
 
+use crate::UdpOpen;
+
+/// `EPROTONOSUPPORT`: what a driver without udp answers an `OpenUdp` with.
+const EPROTONOSUPPORT: u32 = 93;
+
 /// What a driver does for each command of its socket: one method per [`Command`].
 ///
 /// Implement it on whatever reaches both the socket and the driver's I/O at the time
@@ -44,6 +49,18 @@ pub trait CommandHandler {
     /// [`Command::Authenticate`]: ask the ZAP handler about the peer and answer
     /// `handle_auth`, or answer `AuthReply::NoHandler` when there is none.
     fn authenticate(&mut self, peer: PeerId, request: ZapRequest);
+
+    /// [`Command::OpenUdp`]: open the UDP socket of a `udp://` endpoint (with
+    /// [`open_udp`](crate::open_udp)), answer a bind with `handle_listening`, a failure
+    /// with `handle_udp_failed`, and from then on send what `poll_datagram` gives and hand
+    /// what a bound one receives to `handle_datagram`. By default udp is not supported:
+    /// the endpoint fails with `EPROTONOSUPPORT`.
+    fn open_udp(&mut self, endpoint: EndpointId, open: UdpOpen) {
+        let _ = open;
+        if let Some(socket) = self.socket() {
+            socket.handle_udp_failed(endpoint, EPROTONOSUPPORT);
+        }
+    }
 
     /// A monitor event, in the order the socket raised it among the commands.
     fn monitor(&mut self, event: MonitorEvent);
@@ -88,6 +105,21 @@ fn dispatch(handler: &mut impl CommandHandler, command: Command) {
         Command::Resume { peer } => handler.resume(peer),
         Command::Authenticate { peer, request } => handler.authenticate(peer, request),
         Command::Closed => handler.closed(),
+        Command::OpenUdp {
+            endpoint,
+            addr,
+            bind,
+            multicast_loop,
+            multicast_hops,
+        } => handler.open_udp(
+            endpoint,
+            UdpOpen {
+                addr,
+                bind,
+                multicast_loop,
+                multicast_hops,
+            },
+        ),
         // A command added to the core later than this crate: nothing to carry out.
         _ => {}
     }

@@ -10,6 +10,8 @@
 //! - [`transport`]: listen on and connect to `tcp://` and `ipc://` endpoints with `std`
 //!   types, set up alike in every driver (stale socket files, `ipc://*`, abstract names,
 //!   self-connects, `TCP_NODELAY`);
+//! - [`udp`]: open a `udp://` endpoint's UDP socket as libzmq does (multicast membership,
+//!   loop and hops, shared ports);
 //! - [`entropy`]: a socket's seed and CURVE entropy from the operating system;
 //! - [`commands`]: the command loop: [`run_commands`] drains a socket's monitor events and
 //!   commands into the driver's [`CommandHandler`];
@@ -28,6 +30,7 @@ mod error;
 pub mod resolve;
 pub mod setters;
 pub mod transport;
+pub mod udp;
 
 pub use commands::{run_commands, CommandHandler};
 #[cfg(feature = "curve")]
@@ -39,5 +42,6 @@ pub use transport::{
     listen_ipc, listen_tcp, peer_address, tcp_accepted, tcp_connected, Listening, SocketFile,
     StdListener, StdTransport, TcpSetup,
 };
+pub use udp::{drain_datagrams, open_udp, send_datagram, UdpOpen, UdpOpened};
 #[doc(hidden)]
 pub use zmtp_proto::__options_table;

@@ -141,6 +141,35 @@
 //! # Ok(()) }
 //! ```
 //!
+//! ### Over `udp://`
+//! As in libzmq, a DISH binds a `udp://` endpoint and a RADIO connects to it (for
+//! multicast, `udp://[iface;]group:port` on both sides). No join goes on the wire: the
+//! RADIO sends every message as one datagram, `[group length][group][body]`, and the DISH
+//! keeps the groups it joined. Groups are at most 127 bytes and datagrams at most 8,192
+//! (a longer send fails with [`SendError::Datagram`]); like any datagram, a message may
+//! be lost.
+//!
+//! ```
+//! use std::time::Duration;
+//! use zmtp_tokio::{Message, Socket, SocketType};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), zmtp_tokio::Error> {
+//! let dish = Socket::new(SocketType::Dish)?;
+//! dish.join("weather")?;
+//! let endpoint = dish.bind("udp://127.0.0.1:*").await?; // the port chosen
+//! let radio = Socket::new(SocketType::Radio)?;
+//! radio.connect(&endpoint)?;
+//! for (group, text) in [("sport", "goal"), ("weather", "rain")] {
+//!     let mut msg = Message::from(text);
+//!     msg.set_group(group)?;
+//!     radio.send(msg).await?;
+//! }
+//! let got = tokio::time::timeout(Duration::from_secs(5), dish.recv()).await.unwrap()?;
+//! assert_eq!((got.group(), got.to_str()), (Some(&b"weather"[..]), Ok("rain")));
+//! # Ok(()) }
+//! ```
+//!
 //! ## SCATTER and GATHER
 //! PUSH and PULL for single frames: a SCATTER deals its messages round-robin to its
 //! GATHERs, which fair-queue them.
@@ -205,7 +234,9 @@
 
 mod runtime;
 
-pub use runtime::{Tokio, TokioTask, TokioTcp, TokioTcpListener, TokioUnix, TokioUnixListener};
+pub use runtime::{
+    Tokio, TokioTask, TokioTcp, TokioTcpListener, TokioUdp, TokioUnix, TokioUnixListener,
+};
 pub use zmtp_async::{
     curve_keypair, z85, AuthReply, Authenticator, Bytes, CloseReport, EndpointError, Error,
     GroupError, KeyPair, Message, MetadataError, Monitor, MonitorEvent, MonitorEventKind, Options,

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Instant;
 
-use zmtp_async::runtime::{Acceptor, ByteStream, Runtime, Task, TcpSetup};
+use zmtp_async::runtime::{Acceptor, ByteStream, DatagramSocket, Runtime, Task, TcpSetup};
 use zmtp_proto::BytesMut;
 
 /// The tokio runtime a socket runs on: a handle to it, taken from the context the socket is
@@ -54,6 +54,30 @@ pub struct TokioTcpListener(tokio::net::TcpListener);
 /// A tokio Unix-domain listener.
 #[derive(Debug)]
 pub struct TokioUnixListener(tokio::net::UnixListener);
+
+/// A tokio UDP socket.
+#[derive(Debug)]
+pub struct TokioUdp(tokio::net::UdpSocket);
+
+impl DatagramSocket for TokioUdp {
+    fn readable(&self) -> impl Future<Output = io::Result<()>> + Send + '_ {
+        self.0.readable()
+    }
+
+    fn try_recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        self.0.try_recv_from(buf)
+    }
+
+    // Not tokio's `try_send`: it refuses with `WouldBlock` until its reactor has seen the
+    // new socket writable, which loses the first datagrams of a fresh socket.
+    fn try_send(&self, datagram: &[u8]) -> io::Result<usize> {
+        zmtp_driver::send_datagram(&self.0, datagram, None)
+    }
+
+    fn try_send_to(&self, datagram: &[u8], to: SocketAddr) -> io::Result<usize> {
+        zmtp_driver::send_datagram(&self.0, datagram, Some(to))
+    }
+}
 
 /// Tokio's TCP and Unix streams have the same non-blocking methods, but no common trait.
 macro_rules! byte_stream {
@@ -120,6 +144,7 @@ impl Runtime for Tokio {
     type Unix = TokioUnix;
     type TcpListener = TokioTcpListener;
     type UnixListener = TokioUnixListener;
+    type Udp = TokioUdp;
 
     fn current() -> Option<Tokio> {
         tokio::runtime::Handle::try_current().ok().map(Tokio::new)
@@ -187,5 +212,10 @@ impl Runtime for Tokio {
     ) -> io::Result<TokioUnixListener> {
         let _guard = self.handle.enter();
         tokio::net::UnixListener::from_std(listener).map(TokioUnixListener)
+    }
+
+    fn udp_socket(&self, socket: std::net::UdpSocket) -> io::Result<TokioUdp> {
+        let _guard = self.handle.enter();
+        tokio::net::UdpSocket::from_std(socket).map(TokioUdp)
     }
 }

@@ -15,11 +15,13 @@ use crate::Failure;
 const MAIN_AFTER: &str = "\
 Endpoints (EP): tcp://HOST:PORT (bind tcp://*:PORT, or tcp://127.0.0.1:* for any free port),
 ws://HOST:PORT[/path] (ZMTP over WebSocket, as tcp), ipc:///path, ipc://@abstract-name,
-inproc://name.
+inproc://name, and for a radio (connect), a dish or a dgram (bind) udp://HOST:PORT or
+udp://[IFACE;]GROUP:PORT (multicast).
 
 Socket types: the classic pair, pub, sub, xpub, xsub, push, pull, req, rep, dealer,
 router, and the draft client, server, radio, dish, scatter, gather, peer, channel (libzmq's
-draft API), whose messages are single frames.
+draft API), whose messages are single frames, and dgram (udp:// only; a message is the
+address a.b.c.d:port, then the body).
 
 Exit status: 0 done, 1 bad usage or configuration, 2 runtime failure (bind failed,
 authentication refused, I/O error), 3 --timeout expired, 4 messages not delivered (send:
@@ -105,7 +107,7 @@ pub enum CliCommand {
 pub struct CommonCli {
     /// The socket type, in any case: pair, pub, sub, xpub, xsub, push, pull, req, rep,
     /// dealer, router; draft (single-frame messages): client, server, radio, dish, scatter,
-    /// gather, peer, channel
+    /// gather, peer, channel; and dgram (udp://, [address, body] messages)
     #[arg(
         short = 't',
         long = "type",
@@ -229,7 +231,7 @@ pub struct RecvCli {
           value_parser = positive)]
     pub count: Option<u64>,
     /// Send every message back as received (pair, dealer, router, rep; client, channel,
-    /// and server and peer to the sender's routing id)
+    /// and server and peer to the sender's routing id; dgram to the sender's address)
     #[arg(long)]
     pub echo: bool,
     /// Subscribe to PREFIX (repeatable; a SUB without any gets everything)
@@ -302,6 +304,8 @@ pub enum TypeArg {
     Peer,
     /// CHANNEL (draft)
     Channel,
+    /// DGRAM (draft; udp:// only)
+    Dgram,
 }
 
 impl From<TypeArg> for SocketType {
@@ -326,6 +330,7 @@ impl From<TypeArg> for SocketType {
             TypeArg::Gather => SocketType::Gather,
             TypeArg::Peer => SocketType::Peer,
             TypeArg::Channel => SocketType::Channel,
+            TypeArg::Dgram => SocketType::Dgram,
         }
     }
 }
@@ -918,6 +923,7 @@ const ECHOES: &[SocketType] = &[
     SocketType::Server,
     SocketType::Peer,
     SocketType::Channel,
+    SocketType::Dgram,
 ];
 
 /// The names of `types` in lower case (as `-t` takes them), separated by `sep`.

@@ -76,6 +76,90 @@ mod itself {
         assert_eq!(text(&out.stdout), "a\tx\nb\ty\nb\tz\n");
     }
 
+    /// Over `udp://` the RADIO sends every message (no join reaches it: nothing is
+    /// refused) and the DISH keeps the groups it joined.
+    #[test]
+    fn radio_to_a_dish_over_udp() {
+        let dish_args = [
+            "recv",
+            "-t",
+            "dish",
+            "--join",
+            "a",
+            "-n",
+            "2",
+            "-b",
+            "udp://127.0.0.1:*",
+            "-v",
+            "--timeout",
+            GUARD,
+        ];
+        let mut dish = common::spawn(&dish_args, None);
+        let endpoint = dish.bound_endpoint();
+        assert!(endpoint.starts_with("udp://127.0.0.1:"), "{endpoint}");
+        let radio = |group: &str, body: &str| {
+            run_connected(
+                &["send", "-t", "radio", "--group", group, body],
+                &endpoint,
+                None,
+            )
+        };
+        ok(&radio("c", "nobody"));
+        ok(&radio("a", "x"));
+        ok(&radio("a", "y"));
+        let out = dish.finish();
+        ok(&out);
+        assert_eq!(text(&out.stdout), "a\tx\na\ty\n");
+    }
+
+    /// `-t dgram`: `send` makes its two FRAME arguments (address, body) one datagram;
+    /// `recv --echo` prints the sender's address and the body, and answers the address.
+    #[test]
+    fn dgram_sends_and_echoes_over_udp() {
+        let peer = std::net::UdpSocket::bind("127.0.0.1:0").expect("a UDP socket");
+        peer.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .expect("a timeout");
+        let peer_at = peer.local_addr().expect("its address").to_string();
+        let sender = [
+            "send",
+            "-t",
+            "dgram",
+            "-b",
+            "udp://127.0.0.1:*",
+            "--timeout",
+            GUARD,
+        ];
+        let mut args = sender.to_vec();
+        args.extend([peer_at.as_str(), "hi"]);
+        ok(&common::spawn(&args, None).finish());
+        let mut buf = [0u8; 16];
+        let (n, _) = peer.recv_from(&mut buf).expect("the datagram");
+        assert_eq!(&buf[..n], b"hi");
+
+        let echo_args = [
+            "recv",
+            "-t",
+            "dgram",
+            "--echo",
+            "-n",
+            "1",
+            "-b",
+            "udp://127.0.0.1:*",
+            "-v",
+            "--timeout",
+            GUARD,
+        ];
+        let mut echo = common::spawn(&echo_args, None);
+        let endpoint = echo.bound_endpoint();
+        let to = endpoint.strip_prefix("udp://").expect("a udp endpoint");
+        peer.send_to(b"ping", to).expect("send");
+        let (n, _) = peer.recv_from(&mut buf).expect("the echo");
+        assert_eq!(&buf[..n], b"ping");
+        let out = echo.finish();
+        ok(&out);
+        assert_eq!(text(&out.stdout), format!("{peer_at}\\x00\tping\n"));
+    }
+
     #[test]
     fn scatter_to_gather() {
         let (gather, endpoint) = spawn_bound(&["recv", "-t", "gather", "-n", "3"], None);

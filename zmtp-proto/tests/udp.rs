@@ -7,7 +7,7 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 use zmtp_proto::codec::InsufficientSize;
 use zmtp_proto::socket::endpoint::{Endpoint, EndpointError, Host, UdpEndpoint};
-use zmtp_proto::socket::{Options, Socket};
+use zmtp_proto::socket::{Command, Options, Socket};
 use zmtp_proto::udp::*;
 use zmtp_proto::SocketType;
 
@@ -350,21 +350,40 @@ fn form_errors_come_before_socket_type_errors() {
 }
 
 #[test]
-fn sockets_check_udp_endpoints_then_refuse_them_for_now() {
+fn sockets_check_udp_endpoints_then_ask_for_a_udp_socket() {
     let mut dish = Socket::new(SocketType::Dish, Options::default(), 1).unwrap();
-    assert_eq!(
-        dish.bind("udp://*;239.0.0.9:5922"),
-        Err(EndpointError::TransportUnavailable("udp"))
-    );
+    let id = dish.bind("udp://*;239.0.0.9:5922").unwrap();
+    match dish.poll_command() {
+        Some(Command::OpenUdp {
+            endpoint,
+            addr,
+            bind: true,
+            multicast_loop: true,
+            multicast_hops: 1,
+        }) => {
+            assert_eq!(endpoint, id);
+            assert_eq!(Endpoint::Udp(addr).to_string(), "udp://*;239.0.0.9:5922");
+        }
+        other => panic!("{other:?}"),
+    }
     assert!(matches!(
         dish.connect("udp://239.0.0.9:5922"),
         Err(EndpointError::IncompatibleTransport { bind: false, .. })
     ));
-    let mut radio = Socket::new(SocketType::Radio, Options::default(), 1).unwrap();
-    assert_eq!(
-        radio.connect("udp://192.0.2.2;239.0.0.7:5920"),
-        Err(EndpointError::TransportUnavailable("udp"))
-    );
+    let opts = Options::default()
+        .with_multicast_loop(false)
+        .with_multicast_hops(4);
+    let mut radio = Socket::new(SocketType::Radio, opts, 1).unwrap();
+    radio.connect("udp://192.0.2.2;239.0.0.7:5920").unwrap();
+    assert!(matches!(
+        radio.poll_command(),
+        Some(Command::OpenUdp {
+            bind: false,
+            multicast_loop: false,
+            multicast_hops: 4,
+            ..
+        })
+    ));
     assert!(matches!(
         radio.bind("udp://*:5555"),
         Err(EndpointError::IncompatibleTransport { bind: true, .. })
@@ -379,6 +398,7 @@ fn sockets_check_udp_endpoints_then_refuse_them_for_now() {
         })
     );
     // Nothing was registered, and tcp is as it was.
+    assert_eq!(pubs.poll_command(), None);
     assert!(pubs.bind("tcp://127.0.0.1:*").is_ok());
 }
 

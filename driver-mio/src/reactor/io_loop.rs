@@ -26,6 +26,7 @@ impl Shared {
         match io {
             Io::Listener(endpoint) => self.accept(st, id, endpoint, now),
             Io::Connecting(endpoint) => self.connect_ready(st, id, endpoint, now),
+            Io::Udp(endpoint) => st.sockets.get_mut(&id)?.receive_datagrams(endpoint),
             Io::Peer(peer) => {
                 let io = st.sockets.get_mut(&id)?.peers.get_mut(&peer)?;
                 if event.is_readable() || event.is_read_closed() || event.is_error() {

@@ -14,8 +14,8 @@ use mio::unix::SourceFd;
 use mio::{Interest, Token};
 use zmtp_driver::transport::connect_ipc;
 use zmtp_driver::{
-    listen_ipc, listen_tcp, tcp_connected, Attempts, CommandHandler, Listening, StdTransport,
-    TcpAddrs,
+    listen_ipc, listen_tcp, open_udp, tcp_connected, Attempts, CommandHandler, Listening,
+    StdTransport, TcpAddrs, UdpOpen,
 };
 use zmtp_proto::socket::{
     AuthReply, Endpoint, EndpointId, MonitorEvent, PeerId, Socket as ProtoSocket, ZapRequest,
@@ -24,7 +24,7 @@ use zmtp_proto::Instant;
 
 use super::waiters::Notify;
 use super::work::queue;
-use super::{Connecting, Io, Listener, PeerIo, Shared, State};
+use super::{Connecting, Io, Listener, PeerIo, Shared, State, UdpIo};
 
 /// What a host name is looked up for.
 #[derive(Debug, Clone, Copy)]
@@ -395,7 +395,7 @@ impl CommandHandler for Commands<'_> {
                 }
             },
             Endpoint::Ipc(ipc) => listen_ipc(ipc),
-            // Sockets refuse udp:// for now: it never gets here.
+            // udp:// endpoints come as `OpenUdp`: never here.
             Endpoint::Inproc(_) | Endpoint::Udp(_) => Err(io::ErrorKind::Unsupported.into()),
         };
         shared.listen_at(self.st, id, endpoint, listening);
@@ -417,8 +417,47 @@ impl CommandHandler for Commands<'_> {
                 shared.connected(self.st, id, endpoint, stream, now);
             }
             Endpoint::Inproc(_) => shared.connected(self.st, id, endpoint, None, now),
-            // Sockets refuse udp:// for now: it never gets here.
+            // udp:// endpoints come as `OpenUdp`: never here.
             Endpoint::Udp(_) => shared.connected(self.st, id, endpoint, None, now),
+        }
+    }
+
+    fn open_udp(&mut self, endpoint: EndpointId, open: UdpOpen) {
+        let (shared, id) = (self.shared, self.id);
+        let opened = open_udp(&open).and_then(|o| {
+            let token = if open.bind {
+                let fd = o.socket.as_raw_fd();
+                let io = Io::Udp(endpoint);
+                Some(shared.register(self.st, id, io, &mut SourceFd(&fd), Interest::READABLE)?)
+            } else {
+                None
+            };
+            Ok((o, token))
+        });
+        let Some(s) = self.st.sockets.get_mut(&id) else {
+            return;
+        };
+        match opened {
+            Ok((o, token)) => {
+                s.udp.insert(
+                    endpoint,
+                    UdpIo {
+                        socket: o.socket,
+                        token,
+                    },
+                );
+                if open.bind {
+                    s.core.handle_listening(endpoint, &o.endpoint);
+                    s.bound.insert(endpoint, Ok(o.endpoint));
+                }
+            }
+            Err(e) => {
+                let errno = e.raw_os_error().and_then(|n| u32::try_from(n).ok());
+                s.core.handle_udp_failed(endpoint, errno.unwrap_or(0));
+                if open.bind {
+                    s.bound.insert(endpoint, Err(e));
+                }
+            }
         }
     }
 
@@ -428,6 +467,14 @@ impl CommandHandler for Commands<'_> {
             return;
         };
         s.resolving.remove(&endpoint);
+        if let Some(u) = s.udp.remove(&endpoint) {
+            if let Some(token) = u.token {
+                let fd = u.socket.as_raw_fd();
+                let _ = self.shared.registry.deregister(&mut SourceFd(&fd));
+                st.tokens.remove(&token);
+            }
+            return;
+        }
         if let Some(l) = s.listeners.remove(&endpoint) {
             let _ = self
                 .shared
@@ -476,7 +523,7 @@ impl CommandHandler for Commands<'_> {
             .st
             .sockets
             .get(&id)
-            .map(|s| s.listeners.keys().copied().collect())
+            .map(|s| s.listeners.keys().chain(s.udp.keys()).copied().collect())
             .unwrap_or_default();
         for endpoint in endpoints {
             self.stop_listening(endpoint);

@@ -106,6 +106,7 @@ impl Socket {
     /// behind if LINGER ran out now.
     pub fn unsent(&self) -> CloseReport {
         let mut report = CloseReport::default();
+        report.unsent_messages += self.udp.unsent();
         for p in self.peers.values() {
             report.unsent_messages += p.out.len();
             if let Some(s) = &p.stream {
@@ -124,13 +125,25 @@ impl Socket {
             self.finish_close();
             return;
         }
-        let drained = self.peers.values().all(|p| {
-            p.out.is_empty()
-                && p.stream
-                    .as_ref()
-                    .is_none_or(|s| s.conn.queued_len() == 0 && !s.conn.connection().wants_write())
-        });
-        if drained {
+        if self.drained() {
+            self.finish_close();
+        }
+    }
+
+    /// Whether everything queued was written (streams) or taken (datagrams).
+    fn drained(&self) -> bool {
+        self.udp.drained()
+            && self.peers.values().all(|p| {
+                p.out.is_empty()
+                    && p.stream.as_ref().is_none_or(|s| {
+                        s.conn.queued_len() == 0 && !s.conn.connection().wants_write()
+                    })
+            })
+    }
+
+    /// The last datagram was taken: a lingering close may finish.
+    pub(super) fn datagrams_drained(&mut self) {
+        if self.closing.is_some() && self.drained() {
             self.finish_close();
         }
     }
@@ -151,6 +164,14 @@ impl Socket {
         self.attached.clear();
         self.departed.clear();
         self.dirty.clear();
+        // udp connects close their UDP socket only now: their datagrams went first.
+        for (id, e) in &self.endpoints {
+            if e.kind == EndpointKind::Connect && matches!(e.addr, super::Endpoint::Udp(_)) {
+                self.commands
+                    .push_back(Command::StopListening { endpoint: *id });
+            }
+        }
+        self.udp.clear();
         self.endpoints.clear();
         self.timers.clear();
         if self.monitor_mask & MonitorEventKind::MonitorStopped.value() != 0 {

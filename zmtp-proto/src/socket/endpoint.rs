@@ -197,8 +197,9 @@ pub enum EndpointError {
         /// Whether it was a bind (otherwise a connect).
         bind: bool,
     },
-    /// The endpoint is valid but this socket cannot use its transport (yet): `udp://` is
-    /// parsed and checked, but sockets do not run it yet.
+    /// The endpoint is valid but this socket cannot use its transport. Sockets run every
+    /// transport the parser knows; the variant stays for transports added to the parser
+    /// before the sockets run them.
     TransportUnavailable(&'static str),
     /// The path of a `ws://` endpoint has a byte that cannot go into an HTTP request line
     /// (anything but visible ASCII).

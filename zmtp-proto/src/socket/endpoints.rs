@@ -14,38 +14,21 @@ use super::{
 };
 use crate::{Buffered, Config, Connection, Instant};
 
-/// Transports the parser knows but sockets do not run yet: `udp://` (no datagram engine
-/// yet), so that no driver is ever asked to listen on or connect to one.
-fn refuse_unavailable(addr: &Endpoint) -> Result<(), EndpointError> {
-    match addr {
-        Endpoint::Udp(_) => Err(EndpointError::TransportUnavailable("udp")),
-        _ => Ok(()),
-    }
-}
-
 impl Socket {
     /// Listen on `endpoint` (`tcp://*:5555`, `tcp://127.0.0.1:*`, `ipc://path`, `inproc://name`).
     ///
     /// `udp://` endpoints are checked as libzmq checks them (only DISH and DGRAM may bind
-    /// one), then refused with [`EndpointError::TransportUnavailable`]: sockets do not run
-    /// udp yet.
+    /// one) and opened with [`Command::OpenUdp`] instead of `Listen`.
     pub fn bind(&mut self, endpoint: &str) -> Result<EndpointId, EndpointError> {
         let addr = Endpoint::parse(endpoint)?;
         addr.check_bind_for(self.socket_type())?;
-        refuse_unavailable(&addr)?;
         let id = EndpointId(self.new_id());
-        self.endpoints.insert(
-            id,
-            EndpointState {
-                text: addr.to_string(),
-                addr: addr.clone(),
-                kind: EndpointKind::Bind,
-                peer: None,
-                retry_at: None,
-                ivl: Duration::ZERO,
-                dead: false,
-            },
-        );
+        self.endpoints
+            .insert(id, peerless_state(&addr, EndpointKind::Bind));
+        if let Endpoint::Udp(udp) = &addr {
+            self.open_udp(id, udp.clone(), EndpointKind::Bind);
+            return Ok(id);
+        }
         self.commands
             .push_back(Command::Listen { endpoint: id, addr });
         Ok(id)
@@ -56,13 +39,17 @@ impl Socket {
     /// learnt in the handshake).
     ///
     /// `udp://` endpoints are checked as libzmq checks them (only RADIO may connect to
-    /// one), then refused with [`EndpointError::TransportUnavailable`]: sockets do not run
-    /// udp yet.
+    /// one) and opened with [`Command::OpenUdp`]: no peer, no stream, no reconnecting.
     pub fn connect(&mut self, endpoint: &str) -> Result<EndpointId, EndpointError> {
         let addr = Endpoint::parse(endpoint)?;
         addr.check_connect_for(self.socket_type())?;
-        refuse_unavailable(&addr)?;
         let id = EndpointId(self.new_id());
+        if let Endpoint::Udp(udp) = &addr {
+            self.endpoints
+                .insert(id, peerless_state(&addr, EndpointKind::Connect));
+            self.open_udp(id, udp.clone(), EndpointKind::Connect);
+            return Ok(id);
+        }
         let peer = PeerId(self.new_id());
         let routing_id = self.opts.connect_routing_id.take().unwrap_or_default();
         // SERVER and PEER number their peers themselves.
@@ -131,6 +118,7 @@ impl Socket {
         };
         self.monitor(MonitorEventKind::Closed, 0, id);
         self.endpoints.remove(&id);
+        self.forget_udp(id);
         self.commands
             .push_back(Command::StopListening { endpoint: id });
         true
@@ -150,6 +138,10 @@ impl Socket {
         }
         self.set_retry(id, None);
         self.endpoints.remove(&id);
+        if self.forget_udp(id) {
+            self.commands
+                .push_back(Command::StopListening { endpoint: id });
+        }
         true
     }
 
@@ -350,5 +342,19 @@ impl Socket {
             .and_then(|e| e.peer)
             .and_then(|peer| self.peers.get(&peer))
             .is_some_and(|p| !p.out.is_empty())
+    }
+}
+
+/// The state of an endpoint without a peer of its own: a bind, or a `udp://` connect
+/// (which never reconnects).
+fn peerless_state(addr: &Endpoint, kind: EndpointKind) -> EndpointState {
+    EndpointState {
+        text: addr.to_string(),
+        addr: addr.clone(),
+        kind,
+        peer: None,
+        retry_at: None,
+        ivl: Duration::ZERO,
+        dead: false,
     }
 }

@@ -29,6 +29,9 @@
 //! - Arm one timer at [`Socket::poll_timeout`] and call [`Socket::handle_timeout`]. The
 //!   timers of all peers and endpoints live in one ordered set: idle peers cost nothing.
 //! - Report a stream that ended with [`Socket::handle_closed`].
+//! - `udp://` endpoints have no streams: [`Command::OpenUdp`] opens a UDP socket, every
+//!   datagram of [`Socket::poll_datagram`] is sent from it, and every datagram received on
+//!   a bound one goes to [`Socket::handle_datagram`] (see `udp.rs`).
 //!
 //! # Where things are
 //! `mod.rs` holds the types and the command and monitor queues; `endpoints.rs` binding,
@@ -49,6 +52,7 @@ mod output;
 mod pattern;
 mod peers;
 mod timers;
+mod udp;
 
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::string::String;
@@ -64,6 +68,7 @@ pub use message::{Message, MetadataError, TextError, GROUP_MAX_LEN};
 pub use monitor::{MonitorEvent, MonitorEventKind};
 pub use options::Options;
 pub use pattern::radio::GroupError;
+pub use udp::DatagramOut;
 
 use crate::{Buffered, ConfigError, Error, Instant, SocketType};
 use pattern::{PatternState, Rules};
@@ -122,6 +127,25 @@ pub enum Command {
         /// What to ask (the peer's address included).
         request: ZapRequest,
     },
+    /// Open a UDP socket for a `udp://` endpoint (see [`Socket::poll_datagram`] and
+    /// [`Socket::handle_datagram`]). A bind (DISH, DGRAM) binds the host and port, or for a
+    /// multicast group the wildcard address on the port with `SO_REUSEADDR` and
+    /// `SO_REUSEPORT`, then joins the group on the interface; answer with
+    /// `handle_listening`. A connect (RADIO) connects to the host and port, with the
+    /// multicast interface, loop and hops for a group. Answer a failure with
+    /// `handle_udp_failed`. [`Command::StopListening`] closes the UDP socket.
+    OpenUdp {
+        /// The endpoint.
+        endpoint: EndpointId,
+        /// The `udp://` endpoint.
+        addr: endpoint::UdpEndpoint,
+        /// Bind (DISH, DGRAM) rather than connect (RADIO).
+        bind: bool,
+        /// `IP_MULTICAST_LOOP` for a multicast connect.
+        multicast_loop: bool,
+        /// `IP_MULTICAST_TTL` for a multicast connect.
+        multicast_hops: u32,
+    },
     /// `close` has finished lingering: every stream is closed and the socket is done.
     Closed,
 }
@@ -151,6 +175,9 @@ pub enum SendError {
     NotSupported(Message),
     /// The socket is closing.
     Closed(Message),
+    /// The message cannot go over `udp://`: a group over 127 bytes, or a datagram over
+    /// 8,192 bytes (see [`crate::udp`]).
+    Datagram(crate::udp::DatagramEmitError, Message),
 }
 
 impl SendError {
@@ -161,7 +188,8 @@ impl SendError {
             | SendError::HostUnreachable(m)
             | SendError::InvalidState(m)
             | SendError::NotSupported(m)
-            | SendError::Closed(m) => m,
+            | SendError::Closed(m)
+            | SendError::Datagram(_, m) => m,
         }
     }
 }
@@ -174,6 +202,7 @@ impl core::fmt::Display for SendError {
             SendError::InvalidState(_) => "operation not allowed in the current socket state",
             SendError::NotSupported(_) => "this socket cannot send that message",
             SendError::Closed(_) => "socket is closing",
+            SendError::Datagram(e, _) => return write!(f, "cannot send over udp: {e}"),
         })
     }
 }
@@ -349,6 +378,8 @@ pub struct Socket {
     closed: bool,
     /// What closing left unwritten, once it has finished.
     close_report: Option<CloseReport>,
+    /// The `udp://` endpoints' datagram queues.
+    udp: udp::UdpState,
     /// Seeds each CURVE connection's randomness ([`Socket::set_entropy`]).
     #[cfg(feature = "curve")]
     entropy: Option<crate::curve_crypto::Drbg>,
@@ -392,6 +423,7 @@ impl Socket {
             closing: None,
             closed: false,
             close_report: None,
+            udp: udp::UdpState::default(),
             #[cfg(feature = "curve")]
             entropy: None,
             seed,
@@ -503,11 +535,14 @@ impl Socket {
         self.monitors.pop_front()
     }
 
-    /// Whether [`poll_command`](Self::poll_command), [`poll_monitor`](Self::poll_monitor)
-    /// or [`next_dirty`](Self::next_dirty) has anything: a cheap check that lets a driver
-    /// skip its command loop after most calls.
+    /// Whether [`poll_command`](Self::poll_command), [`poll_monitor`](Self::poll_monitor),
+    /// [`next_dirty`](Self::next_dirty) or [`poll_datagram`](Self::poll_datagram) has
+    /// anything: a cheap check that lets a driver skip its command loop after most calls.
     pub fn has_work(&self) -> bool {
-        !self.commands.is_empty() || !self.monitors.is_empty() || !self.dirty.is_empty()
+        !self.commands.is_empty()
+            || !self.monitors.is_empty()
+            || !self.dirty.is_empty()
+            || self.udp.has_output()
     }
 }
 

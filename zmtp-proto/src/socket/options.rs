@@ -99,6 +99,12 @@ pub struct Options {
     /// `ZMQ_ZAP_ENFORCE_DOMAIN`: with CURVE, skip ZAP when the domain is empty and refuse
     /// clients when a domain is set but no handler is there. Default false.
     pub zap_enforce_domain: bool,
+    /// `ZMQ_MULTICAST_LOOP` (`udp://` RADIO to a multicast group): our own host receives
+    /// what we send. Default true, as in libzmq.
+    pub multicast_loop: bool,
+    /// `ZMQ_MULTICAST_HOPS` (`udp://` RADIO to a multicast group): the time to live of the
+    /// datagrams. Default 1, as in libzmq (the local network only).
+    pub multicast_hops: u32,
 }
 
 impl Default for Options {
@@ -131,6 +137,8 @@ impl Default for Options {
             security: Security::Null,
             zap_domain: Bytes::new(),
             zap_enforce_domain: false,
+            multicast_loop: true,
+            multicast_hops: 1,
         }
     }
 }
@@ -264,6 +272,14 @@ macro_rules! __options_table {
             zap_enforce_domain, with_zap_enforce_domain, set_zap_enforce_domain,
                 (on: bool) => on,
                 "to connections made afterwards";
+            /// `ZMQ_MULTICAST_LOOP` (`udp://` RADIO to a multicast group): our own host
+            /// receives what we send. Default true.
+            multicast_loop, with_multicast_loop, set_multicast_loop, (on: bool) => on,
+                "to `udp://` endpoints connected afterwards";
+            /// `ZMQ_MULTICAST_HOPS` (`udp://` RADIO to a multicast group): the time to live
+            /// of the datagrams. Default 1.
+            multicast_hops, with_multicast_hops, set_multicast_hops, (hops: u32) => hops,
+                "to `udp://` endpoints connected afterwards";
         }
     };
 }

@@ -5,7 +5,7 @@
 //! subscribe ([`pubsub`]: PUB, SUB, XPUB, XSUB), requests and replies ([`reqrep`]: REQ,
 //! REP), routing by id ([`router`]: ROUTER) and the exclusive pair ([`pair`]: PAIR), as
 //! libzmq 4.3 applies them; and the draft types: SERVER and PEER ([`server`]: routing by
-//! numbered peers), RADIO and DISH ([`radio`]: groups), while CLIENT, SCATTER, GATHER
+//! numbered peers), RADIO and DISH ([`radio`]: groups), DGRAM ([`dgram`]: addressed datagrams over udp), while CLIENT, SCATTER, GATHER
 //! and CHANNEL are the load-balancing and pair families restricted to single-frame
 //! messages (the `single_frame` rule). The families are built from the blocks in [`queue`] (round
 //! robin over attached peers, fair queuing with the messages of departed peers first).
@@ -15,6 +15,7 @@
 //! macro (the family's hooks). A new socket type is a new module here, a [`Family`]
 //! variant, a row of `Rules::of` and an arm of `dispatch!`.
 
+pub(super) mod dgram;
 pub(super) mod lb;
 pub(super) mod pair;
 pub(super) mod pubsub;
@@ -102,9 +103,9 @@ pub(super) enum Family {
     Server,
     /// RADIO, DISH.
     Radio,
-    /// DGRAM, which needs the udp transport: over streams peers connect, but nothing is
+    /// DGRAM: `[address, body]` over udp; over streams peers connect, but nothing is
     /// sent or received.
-    Draft,
+    Dgram,
 }
 
 /// What a socket type is, as the rest of the socket needs to know it.
@@ -259,36 +260,11 @@ impl Rules {
                 ..BASE
             },
             _ => Rules {
-                family: Family::Draft,
+                family: Family::Dgram,
                 plain_input: false,
                 ..BASE
             },
         }
-    }
-}
-
-/// DGRAM over a stream transport.
-struct Draft;
-
-impl Pattern for Draft {
-    fn on_message(_s: &mut Socket, _peer: PeerId, _msg: Message) -> Result<(), crate::Error> {
-        Ok(())
-    }
-
-    fn send(_s: &mut Socket, msg: Message, _now: &impl Clock) -> Result<Sent, SendError> {
-        Err(SendError::NotSupported(msg))
-    }
-
-    fn recv(_s: &mut Socket, _now: &impl Clock) -> Option<Message> {
-        None
-    }
-
-    fn can_send(_s: &Socket) -> bool {
-        false
-    }
-
-    fn can_recv(_s: &Socket) -> bool {
-        false
     }
 }
 
@@ -303,7 +279,7 @@ macro_rules! dispatch {
             Family::Pair => pair::Pair::$hook($($arg),*),
             Family::Server => server::Server::$hook($($arg),*),
             Family::Radio => radio::Radio::$hook($($arg),*),
-            Family::Draft => Draft::$hook($($arg),*),
+            Family::Dgram => dgram::Dgram::$hook($($arg),*),
         }
     };
 }

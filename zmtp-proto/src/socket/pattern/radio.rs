@@ -1,7 +1,8 @@
 //! RADIO and DISH: messages to groups. A DISH joins groups (JOIN and LEAVE commands to every
 //! RADIO, all joins again on each reconnect); a RADIO sends each message, as two frames
 //! `[group (MORE), body]`, to the peers that joined its group, dropping it for a peer at
-//! its HWM.
+//! its HWM. Over `udp://` (see `socket/udp.rs`) a RADIO sends every message to every
+//! endpoint and the DISH filters what arrives.
 
 use alloc::collections::BTreeSet;
 
@@ -88,6 +89,11 @@ impl Socket {
         }
         self.broadcast_group(group, false);
         Ok(())
+    }
+
+    /// DISH: whether `group` was joined.
+    pub(in crate::socket) fn is_joined(&self, group: &[u8]) -> bool {
+        self.pattern.dish.joined.contains(group)
     }
 
     fn check_group(&self, group: &[u8]) -> Result<(), GroupError> {
@@ -178,13 +184,18 @@ impl Pattern for Radio {
     }
 
     /// RADIO: `[group, body]` to every peer that joined the message's group and has room
-    /// (none set: the empty group). Only single-frame messages (checked before).
+    /// (none set: the empty group), and to every udp endpoint with room whatever the group.
+    /// Only single-frame messages (checked before); with udp endpoints, only what fits a
+    /// datagram.
     fn send(s: &mut Socket, msg: Message, _now: &impl Clock) -> Result<Sent, SendError> {
         if s.ty != SocketType::Radio {
             return Err(SendError::NotSupported(msg));
         }
+        let mut any = match s.radio_udp_send(&msg) {
+            Ok(any) => any,
+            Err(e) => return Err(SendError::Datagram(e, msg)),
+        };
         let group = Bytes::copy_from_slice(msg.group().unwrap_or_default());
-        let mut any = false;
         for i in 0..s.attached.len() {
             let peer = s.attached[i];
             let joined = s.peers.get(&peer).is_some_and(|p| p.subs.contains(&group));
@@ -201,7 +212,10 @@ impl Pattern for Radio {
         if s.ty != SocketType::Dish {
             return None;
         }
-        s.fq_pop(false, now).map(|(_, _, msg)| msg)
+        match s.fq_pop(false, now) {
+            Some((_, _, msg)) => Some(msg),
+            None => s.udp_pop(),
+        }
     }
 
     /// RADIO always takes a message (it drops what no peer can take); DISH sends nothing.
@@ -210,6 +224,6 @@ impl Pattern for Radio {
     }
 
     fn can_recv(s: &Socket) -> bool {
-        s.ty == SocketType::Dish && s.fq_ready()
+        s.ty == SocketType::Dish && (s.fq_ready() || s.udp_ready())
     }
 }
