@@ -189,7 +189,10 @@ impl Buffered {
         self.ws.is_some()
     }
 
-    /// Translate the WebSocket input into ZMTP input (and queue our answers).
+    /// Translate the WebSocket input into ZMTP input (and queue our answers). Out of line
+    /// and cold, as every ZWS branch here: the ZMTP paths stay as small as they were.
+    #[cold]
+    #[inline(never)]
     fn pump_ws(&mut self) -> Result<(), Error> {
         if let Some(e) = self.conn.error() {
             return Err(e.clone());
@@ -255,7 +258,9 @@ impl Buffered {
     /// The next complete item from the received bytes, if any. When none is complete,
     /// [`read_buf`](Self::read_buf) gives the receive buffer room for what it needs.
     pub fn poll_item(&mut self, now: Instant) -> Result<Option<OwnedItem>, Error> {
-        self.pump_ws()?;
+        if self.ws.is_some() {
+            self.pump_ws()?;
+        }
         loop {
             let input = self.conn.handle_input(now, &mut self.rx)?;
             let (consumed, payload) = (input.consumed, input.payload.clone());
@@ -380,13 +385,10 @@ impl Buffered {
     }
 
     /// Append pending control frames to the send buffer.
+    #[inline]
     pub fn poll_transmit(&mut self) {
-        if let Some(mut ws) = self.ws.take() {
-            // Heartbeats over ws are WebSocket pings, even when traffic is sealed.
-            if self.conn.take_ping() {
-                ws.ping(&mut |n, write| self.append_tx(n, write));
-            }
-            self.ws = Some(ws);
+        if self.ws.is_some() {
+            self.ping_ws();
         }
         // Control frames are small; one retry with the exact size always succeeds.
         let _ = self.encode(0, |conn, out| Ok(conn.poll_transmit(out)?));
@@ -507,10 +509,24 @@ impl Buffered {
         }
     }
 
+    /// Heartbeats over ws are WebSocket pings, even when traffic is sealed.
+    #[cold]
+    #[inline(never)]
+    fn ping_ws(&mut self) {
+        if let Some(mut ws) = self.ws.take() {
+            if self.conn.take_ping() {
+                ws.ping(&mut |n, write| self.append_tx(n, write));
+            }
+            self.ws = Some(ws);
+        }
+    }
+
     /// [`encode`](Self::encode) for a ZWS stream: the connection encodes into the layer's
     /// scratch, whose frames are translated into the output. Control frames (`control`)
     /// are asked for until none is left: the connection writes those that fit, and the
     /// scratch may be short of later ones.
+    #[cold]
+    #[inline(never)]
     fn encode_ws(
         &mut self,
         ws: &mut Zws,
@@ -533,6 +549,23 @@ impl Buffered {
                 return Ok(());
             }
         }
+    }
+
+    /// [`encode_ws`](Self::encode_ws) with the layer taken out and put back.
+    #[cold]
+    #[inline(never)]
+    fn encode_ws_stream(
+        &mut self,
+        room: usize,
+        control: bool,
+        f: impl FnMut(&mut Connection, &mut [u8]) -> Result<usize, EncodeError>,
+    ) -> Result<(), EncodeError> {
+        let Some(mut ws) = self.ws.take() else {
+            return Ok(());
+        };
+        let r = self.encode_ws(&mut ws, room, control, f);
+        self.ws = Some(ws);
+        r
     }
 
     /// Append `n` bytes that `write` fills to the output.
@@ -558,10 +591,8 @@ impl Buffered {
         mut f: impl FnMut(&mut Connection, &mut [u8]) -> Result<usize, EncodeError>,
     ) -> Result<(), EncodeError> {
         let mut room = hint + ROOM_SLACK;
-        if let Some(mut ws) = self.ws.take() {
-            let r = self.encode_ws(&mut ws, room, hint == 0, f);
-            self.ws = Some(ws);
-            return r;
+        if self.ws.is_some() {
+            return self.encode_ws_stream(room, hint == 0, f);
         }
         loop {
             let tail = encoded_tail(&mut self.tx, &mut self.spare, &mut self.tx_head, room);
@@ -593,6 +624,7 @@ impl Buffered {
 /// the buffer and its used length (always `Some`). Scratch is grown (and zeroed) only when
 /// too short, and the written front is reclaimed once it is most of the buffer (partial
 /// writes).
+#[inline]
 fn encoded_tail<'a>(
     tx: &'a mut VecDeque<Segment>,
     spare: &mut Vec<u8>,
