@@ -9,8 +9,8 @@
 use std::time::Duration;
 
 use zmtp_conformance::ffi::{
-    Ctx, ZMQ_EVENT_ALL, ZMQ_EVENT_DISCONNECTED, ZMQ_EVENT_HANDSHAKE_SUCCEEDED, ZMQ_HEARTBEAT_IVL,
-    ZMQ_HEARTBEAT_TIMEOUT, ZMQ_PULL, ZMQ_PUSH,
+    Ctx, ZSocket, ZMQ_EVENT_ALL, ZMQ_EVENT_DISCONNECTED, ZMQ_EVENT_HANDSHAKE_SUCCEEDED,
+    ZMQ_HEARTBEAT_IVL, ZMQ_HEARTBEAT_TIMEOUT, ZMQ_PULL, ZMQ_PUSH,
 };
 use zmtp_conformance::security::{
     client_keys, key, server_keys, zcurve_client, zcurve_server, zsock, SERVER_PUBLIC,
@@ -26,6 +26,41 @@ async fn recv(socket: &Socket) -> Result<Message, Error> {
     tokio::time::timeout(TIMEOUT, socket.recv())
         .await
         .expect("nothing received within the timeout")
+}
+
+/// Connect libzmq's `push` to our `pull` at `endpoint`, leave the link idle for a second
+/// with heartbeats on, and check that libzmq saw no disconnect (`whose` heartbeat would have
+/// timed out) and that a message still arrives.
+async fn idles_alive(
+    ctx: &Ctx,
+    push: &ZSocket<'_>,
+    endpoint: &str,
+    pull: &Socket,
+    whose: &str,
+) -> Result<(), Error> {
+    let mut monitor = push
+        .monitor(ctx, ZMQ_EVENT_ALL)
+        .expect("zmq_socket_monitor");
+    push.connect(endpoint).expect("zmq_connect ws");
+    assert!(
+        monitor
+            .wait_event(ZMQ_EVENT_HANDSHAKE_SUCCEEDED, TIMEOUT)
+            .is_some(),
+        "no handshake"
+    );
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    monitor.poll();
+    assert!(
+        !monitor
+            .events()
+            .iter()
+            .any(|e| e.event == ZMQ_EVENT_DISCONNECTED),
+        "{whose} heartbeat timed out: {:?}",
+        monitor.events()
+    );
+    push.send(b"alive", 0).expect("libzmq send");
+    assert_eq!(&recv(pull).await?.frames()[0][..], b"alive");
+    Ok(())
 }
 
 fn with_security(security: Security) -> Options {
@@ -94,29 +129,7 @@ async fn libzmq_heartbeats_are_answered_by_our_server_over_ws() -> Result<(), Er
         .expect("ZMQ_HEARTBEAT_IVL");
     push.set_int(ZMQ_HEARTBEAT_TIMEOUT, 150)
         .expect("ZMQ_HEARTBEAT_TIMEOUT");
-    let mut monitor = push
-        .monitor(&ctx, ZMQ_EVENT_ALL)
-        .expect("zmq_socket_monitor");
-    push.connect(&endpoint).expect("zmq_connect ws");
-    assert!(
-        monitor
-            .wait_event(ZMQ_EVENT_HANDSHAKE_SUCCEEDED, TIMEOUT)
-            .is_some(),
-        "no handshake"
-    );
-    tokio::time::sleep(Duration::from_millis(1000)).await;
-    monitor.poll();
-    assert!(
-        !monitor
-            .events()
-            .iter()
-            .any(|e| e.event == ZMQ_EVENT_DISCONNECTED),
-        "libzmq's heartbeat timed out: {:?}",
-        monitor.events()
-    );
-    push.send(b"alive", 0).expect("libzmq send");
-    assert_eq!(&recv(&pull).await?.frames()[0][..], b"alive");
-    Ok(())
+    idles_alive(&ctx, &push, &endpoint, &pull, "libzmq's").await
 }
 
 /// Our PULL with heartbeats every 50 ms and a 150 ms timeout, against an idle libzmq
@@ -131,29 +144,7 @@ async fn our_heartbeats_are_answered_by_libzmq_over_ws() -> Result<(), Error> {
     let pull = Socket::with_options(SocketType::Pull, options)?;
     let endpoint = pull.bind("ws://127.0.0.1:*").await?;
     let push = zsock(&ctx, ZMQ_PUSH);
-    let mut monitor = push
-        .monitor(&ctx, ZMQ_EVENT_ALL)
-        .expect("zmq_socket_monitor");
-    push.connect(&endpoint).expect("zmq_connect ws");
-    assert!(
-        monitor
-            .wait_event(ZMQ_EVENT_HANDSHAKE_SUCCEEDED, TIMEOUT)
-            .is_some(),
-        "no handshake"
-    );
-    tokio::time::sleep(Duration::from_millis(1000)).await;
-    monitor.poll();
-    assert!(
-        !monitor
-            .events()
-            .iter()
-            .any(|e| e.event == ZMQ_EVENT_DISCONNECTED),
-        "our heartbeat timed out: {:?}",
-        monitor.events()
-    );
-    push.send(b"alive", 0).expect("libzmq send");
-    assert_eq!(&recv(&pull).await?.frames()[0][..], b"alive");
-    Ok(())
+    idles_alive(&ctx, &push, &endpoint, &pull, "our").await
 }
 
 /// CURVE with our heartbeats on: they still go as WebSocket pings (a ZMTP PING would be
@@ -170,27 +161,5 @@ async fn our_heartbeats_over_curve_are_answered_by_libzmq_over_ws() -> Result<()
     let endpoint = pull.bind("ws://127.0.0.1:*").await?;
     let push = zsock(&ctx, ZMQ_PUSH);
     zcurve_client(&push, &key(SERVER_PUBLIC));
-    let mut monitor = push
-        .monitor(&ctx, ZMQ_EVENT_ALL)
-        .expect("zmq_socket_monitor");
-    push.connect(&endpoint).expect("zmq_connect ws");
-    assert!(
-        monitor
-            .wait_event(ZMQ_EVENT_HANDSHAKE_SUCCEEDED, TIMEOUT)
-            .is_some(),
-        "no handshake"
-    );
-    tokio::time::sleep(Duration::from_millis(1000)).await;
-    monitor.poll();
-    assert!(
-        !monitor
-            .events()
-            .iter()
-            .any(|e| e.event == ZMQ_EVENT_DISCONNECTED),
-        "our heartbeat timed out: {:?}",
-        monitor.events()
-    );
-    push.send(b"alive", 0).expect("libzmq send");
-    assert_eq!(&recv(&pull).await?.frames()[0][..], b"alive");
-    Ok(())
+    idles_alive(&ctx, &push, &endpoint, &pull, "our").await
 }
