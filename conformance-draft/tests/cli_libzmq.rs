@@ -27,7 +27,7 @@ against!(libzmq, libzmq());
 
 /// `ws://` through the command, against libzmq's draft build (the only one with ZWS).
 mod ws {
-    use super::common::{ok, run, spawn, text, GUARD};
+    use super::common::{ok, push_hello_world, spawn, text, GUARD};
     use zmtp_conformance::ffi::{Ctx, ZMQ_PULL, ZMQ_PUSH};
     use zmtp_conformance::security::zsock;
 
@@ -38,21 +38,7 @@ mod ws {
         let pull = zsock(&ctx, ZMQ_PULL);
         pull.bind("ws://127.0.0.1:*").expect("zmq_bind ws");
         let ep = pull.last_endpoint().expect("ZMQ_LAST_ENDPOINT");
-        let out = run(
-            &[
-                "send",
-                "-t",
-                "push",
-                "-c",
-                &ep,
-                "--timeout",
-                GUARD,
-                "hello",
-                "world",
-            ],
-            None,
-        );
-        ok(&out);
+        push_hello_world(&ep);
         assert_eq!(
             pull.recv_multipart().expect("libzmq recv"),
             [b"hello".to_vec(), b"world".to_vec()]

@@ -7,7 +7,7 @@ mod common;
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
-use common::{ok, run, spawn, spawn_os, text, usage_fails, Outcome, GUARD};
+use common::{ok, push_hello_world, run, spawn, spawn_os, text, usage_fails, Outcome, GUARD};
 
 use zmtp_conformance::ffi::{
     Ctx, ZSocket, ZMQ_CURVE_PUBLICKEY, ZMQ_CURVE_SECRETKEY, ZMQ_CURVE_SERVERKEY, ZMQ_DEALER,
@@ -39,21 +39,7 @@ fn frames(list: &[&[u8]]) -> Vec<Vec<u8>> {
 fn push_to_a_libzmq_pull() {
     let ctx = Ctx::new();
     let (pull, ep) = zbind(&ctx, ZMQ_PULL);
-    let out = run(
-        &[
-            "send",
-            "-t",
-            "push",
-            "-c",
-            &ep,
-            "--timeout",
-            GUARD,
-            "hello",
-            "world",
-        ],
-        None,
-    );
-    ok(&out);
+    let out = push_hello_world(&ep);
     assert!(out.stdout.is_empty());
     assert_eq!(
         pull.recv_multipart().unwrap(),

@@ -231,6 +231,27 @@ pub fn ok(outcome: &Outcome) {
     assert_eq!(outcome.code, Some(0), "zmtp failed: {outcome:?}");
 }
 
+/// `zmtp send -t push -c endpoint hello world`, asserted successful: the message
+/// `[hello, world]` every "our PUSH to their PULL" test sends.
+pub fn push_hello_world(endpoint: &str) -> Outcome {
+    let out = run(
+        &[
+            "send",
+            "-t",
+            "push",
+            "-c",
+            endpoint,
+            "--timeout",
+            GUARD,
+            "hello",
+            "world",
+        ],
+        None,
+    );
+    ok(&out);
+    out
+}
+
 /// Assert that `args` is bad usage: exit 1, nothing on standard output, and one line on
 /// standard error that contains `needle`.
 pub fn usage_fails(args: &[OsString], needle: &str) {
