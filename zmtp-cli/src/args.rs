@@ -2,11 +2,12 @@
 //! becomes a one-line [`Failure::Usage`].
 
 use std::ffi::{OsStr, OsString};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use zmtp_async::GROUP_MAX_LEN;
-use zmtp_tokio::{z85, SocketType};
+use zmtp_tokio::{z85, SocketType, Tls};
 
 use crate::hex;
 use crate::Failure;
@@ -14,9 +15,10 @@ use crate::Failure;
 /// The text after the options list of `zmtp --help`.
 const MAIN_AFTER: &str = "\
 Endpoints (EP): tcp://HOST:PORT (bind tcp://*:PORT, or tcp://127.0.0.1:* for any free port),
-ws://HOST:PORT[/path] (ZMTP over WebSocket, as tcp), ipc:///path, ipc://@abstract-name,
-inproc://name, and for a radio (connect), a dish or a dgram (bind) udp://HOST:PORT or
-udp://[IFACE;]GROUP:PORT (multicast).
+ws://HOST:PORT[/path] (ZMTP over WebSocket, as tcp), wss://HOST:PORT[/path] (the same over
+TLS: --tls-cert and --tls-key to bind, --tls-ca to trust a CA other than the system's),
+ipc:///path, ipc://@abstract-name, inproc://name, and for a radio (connect), a dish or a
+dgram (bind) udp://HOST:PORT or udp://[IFACE;]GROUP:PORT (multicast).
 
 Socket types: the classic pair, pub, sub, xpub, xsub, push, pull, req, rep, dealer,
 router, and the draft client, server, radio, dish, scatter, gather, peer, channel (libzmq's
@@ -178,6 +180,15 @@ pub struct SecurityCli {
     /// Our CURVE secret key (default: an ephemeral key pair)
     #[arg(long, value_name = "Z85")]
     pub curve_secret: Option<String>,
+    /// wss://: the certificate chain (PEM, leaf first) to present when binding
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// wss://: the private key (PEM) of --tls-cert
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// wss://: trust these CA certificates (PEM) when connecting (default: the system's)
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
 }
 
 /// `zmtp send`'s arguments.
@@ -472,6 +483,8 @@ pub struct SocketArgs {
     pub wait_subscribers: Option<u64>,
     /// Security options.
     pub role: Role,
+    /// `--tls-cert`, `--tls-key`, `--tls-ca`: for `wss://` endpoints.
+    pub tls: Tls,
     /// `-v`: report endpoints and events on stderr.
     pub verbose: bool,
     /// The message given as FRAME arguments (decoded); `None`: read standard input.
@@ -783,6 +796,7 @@ fn socket_args(
         (false, true) => Output::Raw,
         (false, false) => Output::Escaped,
     };
+    let tls = tls_settings(&security)?;
     let role = security_role(security)?;
     let mut args = SocketArgs {
         ty,
@@ -802,6 +816,7 @@ fn socket_args(
         delay: None,
         wait_subscribers: None,
         role,
+        tls,
         verbose: common.verbose,
         frames: None,
     };
@@ -992,6 +1007,23 @@ pub fn input_what(input: Input) -> &'static str {
 }
 
 /// The security role from the security options, checked for consistency.
+/// The TLS settings of `wss://` endpoints from `--tls-cert`, `--tls-key` and `--tls-ca`:
+/// the files are read and checked here.
+fn tls_settings(s: &SecurityCli) -> Result<Tls, Failure> {
+    let mut tls = Tls::new();
+    if let (Some(cert), Some(key)) = (&s.tls_cert, &s.tls_key) {
+        tls = tls
+            .with_identity_files(cert, key)
+            .map_err(|e| usage(format!("bad --tls-cert/--tls-key: {e}")))?;
+    }
+    if let Some(ca) = &s.tls_ca {
+        tls = tls
+            .with_roots_file(ca)
+            .map_err(|e| usage(format!("bad --tls-ca: {e}")))?;
+    }
+    Ok(tls)
+}
+
 fn security_role(s: SecurityCli) -> Result<Role, Failure> {
     let chosen: Vec<&str> = [
         (

@@ -479,6 +479,7 @@ async fn open(args: &SocketArgs) -> Result<(Socket, Monitor, Watch, Option<u32>)
         Error::Options(e) => Failure::Usage(format!("bad option: {e}")),
         e => Failure::Runtime(format!("cannot create the socket: {e}")),
     })?;
+    socket.set_tls(args.tls.clone());
     socket.set_authenticator(match &args.role {
         Role::PlainServer { users } => Some(
             users

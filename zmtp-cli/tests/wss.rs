@@ -1,0 +1,162 @@
+//! `wss://` endpoints of the `zmtp` binary, ours to ours (libzmq 4.3.5's wss needs GnuTLS,
+//! which the test peer does not have): `--tls-cert`/`--tls-key` on the binding side,
+//! `--tls-ca` on the connecting side, with the test certificates of the workspace (a CA,
+//! and a server certificate it signed for `localhost` and `127.0.0.1`).
+
+mod common;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use common::{ok, run, spawn, text, usage_fails, GUARD};
+
+/// One of the test certificate files.
+fn cert(name: &str) -> String {
+    let path: PathBuf = [env!("CARGO_MANIFEST_DIR"), "..", "testkit", "tls", name]
+        .iter()
+        .collect();
+    path.display().to_string()
+}
+
+/// A REP echo bound on `wss://127.0.0.1:*` with the server certificate; its endpoint.
+fn rep_echo() -> (common::Running, String) {
+    let (c, k) = (cert("server.pem"), cert("server.key"));
+    let mut rep = spawn(
+        &[
+            "recv",
+            "-t",
+            "rep",
+            "--echo",
+            "-n",
+            "1",
+            "-b",
+            "wss://127.0.0.1:*",
+            "-v",
+            "--tls-cert",
+            &c,
+            "--tls-key",
+            &k,
+            "--timeout",
+            GUARD,
+        ],
+        None,
+    );
+    let endpoint = rep.bound_endpoint();
+    (rep, endpoint)
+}
+
+#[test]
+fn req_to_rep_echo_over_wss_by_name() {
+    let (rep, endpoint) = rep_echo();
+    assert!(endpoint.starts_with("wss://127.0.0.1:"), "{endpoint}");
+    // By name: the certificate is for localhost too.
+    let port = endpoint.rsplit(':').next().unwrap();
+    let ca = cert("ca.pem");
+    let to = format!("wss://localhost:{port}/echo");
+    let out = run(
+        &[
+            "send",
+            "-t",
+            "req",
+            "-c",
+            &to,
+            "--tls-ca",
+            &ca,
+            "--timeout",
+            GUARD,
+            "hello",
+            "tls",
+        ],
+        None,
+    );
+    ok(&out);
+    assert_eq!(text(&out.stdout), "hello\ttls\n");
+    let echoed = rep.finish();
+    ok(&echoed);
+    assert_eq!(text(&echoed.stdout), "hello\ttls\n");
+}
+
+#[test]
+fn an_untrusted_server_gets_nothing() {
+    let (rep, endpoint) = rep_echo();
+    let other = cert("other-ca.pem");
+    let out = run(
+        &[
+            "send",
+            "-t",
+            "req",
+            "-c",
+            &endpoint,
+            "--tls-ca",
+            &other,
+            "--timeout",
+            "700",
+            "secret",
+        ],
+        None,
+    );
+    // The request never left: --timeout expired (exit 3), nothing printed.
+    assert_eq!(out.code, Some(3), "{out:?}");
+    assert!(out.stdout.is_empty(), "{out:?}");
+    drop(rep);
+}
+
+#[test]
+fn tls_options_are_checked() {
+    let args = |list: &[&str]| -> Vec<OsString> { list.iter().map(OsString::from).collect() };
+    let c = cert("server.pem");
+    usage_fails(
+        &args(&[
+            "recv",
+            "-t",
+            "pull",
+            "-b",
+            "wss://127.0.0.1:*",
+            "--tls-cert",
+            &c,
+        ]),
+        "--tls-key",
+    );
+    usage_fails(
+        &args(&[
+            "recv",
+            "-t",
+            "pull",
+            "-b",
+            "wss://127.0.0.1:*",
+            "--tls-cert",
+            &c,
+            "--tls-key",
+            "/nonexistent/key.pem",
+        ]),
+        "/nonexistent/key.pem",
+    );
+    usage_fails(
+        &args(&[
+            "send",
+            "-t",
+            "push",
+            "-c",
+            "wss://127.0.0.1:1",
+            "--tls-ca",
+            "/nonexistent/ca.pem",
+            "x",
+        ]),
+        "bad --tls-ca: /nonexistent/ca.pem",
+    );
+    // Binding wss:// without a certificate is a runtime failure that says why.
+    let out = run(
+        &[
+            "recv",
+            "-t",
+            "pull",
+            "-b",
+            "wss://127.0.0.1:*",
+            "--timeout",
+            "500",
+        ],
+        None,
+    );
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(out.stderr.contains("certificate"), "{out:?}");
+}
