@@ -3,7 +3,8 @@
 //! A thin driver over the sans-IO [`zmtp_proto`] core: every protocol and pattern decision
 //! (routing, high-water marks, reconnects, heartbeats, monitor events) is made there; this
 //! crate only moves bytes over `tcp://`, `ws://` (TCP streams the core runs as ZWS),
-//! `ipc://` and `inproc://` streams and arms timers.
+//! `wss://` (the same over TLS, [`Socket::set_tls`]), `ipc://` and `inproc://` streams and
+//! arms timers.
 //! It is written once, generic over a [`Runtime`] (tasks, timers, non-blocking streams);
 //! `zmtp-tokio` and `zmtp-smol` each supply one and re-export [`Socket`] for it. Names and
 //! options follow libzmq and pyzmq. `inproc://` names are shared by every runtime in the

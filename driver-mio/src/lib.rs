@@ -5,8 +5,9 @@
 //! [`Socket::recv`] (with optional timeouts), have non-blocking variants, and several can
 //! be waited on at once with [`poll`]. As in the other drivers, every protocol and pattern
 //! decision is made by the `zmtp-proto` core; this crate moves bytes over `tcp://`, `ws://`
-//! (TCP streams the core runs as ZWS) and `ipc://` and fires timers. (`inproc://` is not offered: it is for sockets of one async
-//! runtime.)
+//! (TCP streams the core runs as ZWS), `wss://` (the same over TLS, [`Socket::set_tls`])
+//! and `ipc://` and fires timers. (`inproc://` is not offered: it is for sockets of one
+//! async runtime.)
 //!
 //! ```
 //! use zmtp_mio::{Context, SocketType};

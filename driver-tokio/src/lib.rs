@@ -41,6 +41,10 @@
 //! # Ok(()) }
 //! ```
 //!
+//! `wss://` is the same inside TLS: the binding socket presents a certificate and the
+//! connecting one checks it, each given a [`Tls`] with `set_tls` (see
+//! `zmtp_async::Socket::set_tls`).
+//!
 //! Every method of [`Socket`] has an example of its own in `zmtp_async::Socket`'s
 //! documentation, written with this crate.
 //!
