@@ -130,6 +130,15 @@ impl SocketType {
         }
     }
 
+    /// The first type (in libzmq's numbering) that [`is_compatible`](Self::is_compatible)
+    /// with this one: the type a peer that names none (bare `ZWS2.0`) is taken for.
+    pub fn first_compatible_peer(self) -> SocketType {
+        ALL.iter()
+            .copied()
+            .find(|&peer| self.is_compatible(peer))
+            .unwrap_or(self)
+    }
+
     /// Whether libzmq puts an `Identity` property in this type's READY (REQ, DEALER, ROUTER).
     pub fn sends_identity(self) -> bool {
         matches!(

@@ -324,26 +324,91 @@ fn client_sends_libzmq_request_and_masks_its_frames() {
     ));
 }
 
+/// A ZWS data frame (flags 0) with `body`, masked with `mask` if given.
+fn data_frame(body: &[u8], mask: Option<[u8; 4]>) -> Vec<u8> {
+    let mut out = vec![0u8; zmtp_proto::ws::frame_len(body.len(), mask.is_some())];
+    let n = zmtp_proto::ws::emit_frame(Default::default(), body, mask, &mut out).unwrap();
+    out.truncate(n);
+    out
+}
+
+/// Bare `ZWS2.0` (RFC 45's example client offers it first; a libzmq NULL server takes it):
+/// no READY, each side's first frame is its routing id, no socket-type check.
 #[test]
-fn refusals_are_typed() {
-    // A server offered only bare ZWS2.0.
+fn bare_zws_peers_exchange_routing_ids() {
+    // Our ROUTER serves a client that offers only bare ZWS2.0 and is called "abc".
     let mut c = Cluster::new(11);
-    let pair = c.add_default(Pair);
-    c.monitor_all(pair);
-    c.bind(pair, EP);
+    let router = c.add_default(Router);
+    c.bind(router, EP);
     let r = c.accept_remote(EP).unwrap();
     let bare = std::str::from_utf8(zws::NULL_REQUEST)
         .unwrap()
         .replace("ZWS2.0/NULL,ZWS2.0", "ZWS2.0");
     assert!(c.remote_send(r, bare.as_bytes()));
     c.run_until_idle();
-    assert!(!c.remote_open(r));
-    let errors: Vec<_> = c
-        .take_monitor(pair)
-        .into_iter()
-        .filter_map(|e| e.error)
-        .collect();
-    assert!(errors.contains(&Error::WsBareProtocol), "{errors:?}");
+    let answer = drain(&mut c, r);
+    let head_end = answer.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let head = std::str::from_utf8(&answer[..head_end]).unwrap();
+    assert!(
+        head.contains("Sec-WebSocket-Protocol: ZWS2.0\r\n"),
+        "{head}"
+    );
+    // Our routing id (none: an empty frame), and no READY.
+    assert_eq!(&answer[head_end..], b"\x82\x01\x00");
+    let key = Some([1, 2, 3, 4]);
+    assert!(c.remote_send(r, &data_frame(b"abc", key)));
+    assert!(c.remote_send(r, &data_frame(b"hello", key)));
+    c.run_until_idle();
+    let got = c.recv(router).unwrap();
+    assert_eq!(got.frames(), [&b"abc"[..], b"hello"]);
+    c.send(router, m(&["abc", "back"])).unwrap();
+    c.run_until_idle();
+    assert_eq!(drain(&mut c, r), b"\x82\x05\x00back");
+
+    // Our DEALER, called "me", connects to a server that picks bare ZWS2.0.
+    let dealer = c.add(Dealer, opts(|o| o.routing_id = "me".into()));
+    c.monitor_all(dealer);
+    c.hold_connects_to("ws://127.0.0.1:5557");
+    c.connect(dealer, "ws://127.0.0.1:5557");
+    c.run_until_idle();
+    let ep = c.take_held_connect(dealer).unwrap();
+    let r = c.connect_remote(dealer, ep).unwrap();
+    let request = String::from_utf8(drain(&mut c, r)).unwrap();
+    assert!(request.contains("Sec-WebSocket-Protocol: ZWS2.0/NULL,ZWS2.0\r\n"));
+    let key = request
+        .lines()
+        .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
+        .unwrap();
+    let bare = std::str::from_utf8(zws::NULL_RESPONSE)
+        .unwrap()
+        .replace("ZWS2.0/NULL", "ZWS2.0")
+        .replace(
+            "/M1LsUpCyYJVVMypSkXZRJ/IOlc=",
+            AcceptKey::for_key(key.as_bytes()).as_str(),
+        );
+    assert!(c.remote_send(r, bare.as_bytes()));
+    assert!(c.remote_send(r, &data_frame(b"", None)));
+    assert!(c.remote_send(r, &data_frame(b"hi", None)));
+    c.run_until_idle();
+    assert!(c.remote_open(r), "{:?}", c.take_monitor(dealer));
+    assert_eq!(recv_texts(&mut c, dealer), ["hi"]);
+    // Its first frame is its routing id, masked.
+    let mut sent = zmtp_proto::BytesMut::from(&drain(&mut c, r)[..]);
+    let server = Decoder::new(Role::Server, None);
+    let Ok(Status::Complete((Received::Frame { flags, body }, _))) = server.decode(&mut sent)
+    else {
+        panic!("no frame: {sent:x?}");
+    };
+    assert!(!flags.command);
+    assert_eq!(&sent[body], b"me");
+}
+
+#[test]
+fn refusals_are_typed() {
+    let mut c = Cluster::new(11);
+    let pair = c.add_default(Pair);
+    c.monitor_all(pair);
+    c.bind(pair, EP);
 
     // A server sent an unmasked frame (hostile client).
     let r = c.accept_remote(EP).unwrap();

@@ -9,6 +9,10 @@
 //!   an empty pong; pings and pongs count as traffic for the connection's heartbeat
 //!   timeout ([`Connection::note_traffic`](crate::Connection::note_traffic)); a close
 //!   ends the stream with [`Error::WsClosed`] (not echoed: the stream is closed at once).
+//! - **Bare `ZWS2.0`** (no mechanism; a NULL socket's second choice, as libzmq's): each
+//!   side's first frame is its routing id, with no READY and no socket-type check. The
+//!   peer's id frame becomes a READY for the connection (with `Identity`, and a
+//!   `Socket-Type` our socket accepts), and our READY goes out as our id frame.
 //! - **Out**: our 64-byte greeting is swallowed; each ZMTP frame becomes one WebSocket
 //!   message (masked by a client). Our heartbeats are empty WebSocket pings, as libzmq's
 //!   are over ws: [`Buffered`](crate::Buffered) takes them from the connection
@@ -28,10 +32,11 @@ use super::{
     Protocol, Received, Role, ServerHandshake, Target,
 };
 use crate::codec::{
-    FrameFlags, FrameHeader, Greeting, Mechanism, Status, Version, GREETING_LEN,
-    MAX_FRAME_HEADER_LEN,
+    emit_property, property_len, FrameFlags, FrameHeader, Greeting, Mechanism, Metadata, Status,
+    Version, GREETING_LEN, MAX_FRAME_HEADER_LEN,
 };
 use crate::error::Error;
+use crate::socket_type::SocketType;
 
 /// Which end of a `ws://` stream we are, with what the upgrade needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +82,12 @@ pub(crate) struct Zws {
     scratch: Vec<u8>,
     /// A WebSocket ping or pong arrived since [`take_keepalive`](Self::take_keepalive).
     keepalive: bool,
+    /// Our socket's type (a bare `ZWS2.0` peer's READY is made up to suit it).
+    socket_type: SocketType,
+    /// Bare `ZWS2.0` was chosen: routing id frames stand for the READY commands.
+    bare: bool,
+    /// Bare, and the peer's routing id frame has not come yet.
+    peer_id_pending: bool,
 }
 
 impl Zws {
@@ -84,6 +95,7 @@ impl Zws {
     /// `max_body` bytes.
     pub(crate) fn new(
         side: &WsSide<'_>,
+        socket_type: SocketType,
         mechanism: Mechanism,
         max_body: Option<u64>,
     ) -> Result<Zws, HandshakeError> {
@@ -126,6 +138,9 @@ impl Zws {
             head,
             scratch: Vec::new(),
             keepalive: false,
+            socket_type,
+            bare: false,
+            peer_id_pending: false,
         })
     }
 
@@ -204,7 +219,11 @@ impl Zws {
                     match received {
                         Received::Frame { flags, body } => {
                             let body = frame.get(body).unwrap_or_default();
-                            put_zmtp(zmtp_in, flags, body);
+                            if core::mem::take(&mut self.peer_id_pending) && !flags.command {
+                                put_peer_ready(zmtp_in, self.socket_type, body);
+                            } else {
+                                put_zmtp(zmtp_in, flags, body);
+                            }
                         }
                         Received::Ping { .. } => {
                             self.keepalive = true;
@@ -226,16 +245,16 @@ impl Zws {
         }
     }
 
-    /// The upgrade is done: refuse bare `ZWS2.0`, make up the peer's greeting.
+    /// The upgrade is done: make up the peer's greeting.
     fn open(
         &mut self,
         protocol: Protocol,
         used: usize,
         zmtp_in: &mut BytesMut,
     ) -> Result<(), Error> {
-        if protocol.is_bare() {
-            return Err(Error::WsBareProtocol);
-        }
+        // Only a NULL socket offers or accepts bare ZWS2.0 (`Protocol::accepted_by`).
+        self.bare = protocol.is_bare();
+        self.peer_id_pending = self.bare;
         self.raw.advance(used);
         self.phase = Phase::Open;
         let greeting = Greeting {
@@ -311,7 +330,19 @@ impl Zws {
             };
             let body = rest.get(n..end).unwrap_or_default();
             at += end;
-            if header.flags.command && body.starts_with(b"\x04PING") {
+            if self.bare && header.flags.command && body.starts_with(b"\x05READY") {
+                // Bare ZWS2.0: our routing id instead (empty when we have none).
+                let id = Metadata::parse(body.get(6..).unwrap_or_default())
+                    .ok()
+                    .and_then(|m| m.get(b"Identity"))
+                    .unwrap_or_default();
+                let flags = FrameFlags::default();
+                let mask = self.next_mask();
+                let len = frame_len(id.len(), mask.is_some());
+                out(len, &mut |dst| {
+                    let _ = emit_frame(flags, id, mask, dst);
+                });
+            } else if header.flags.command && body.starts_with(b"\x04PING") {
                 self.ping(&mut out);
             } else if header.flags.command && body.starts_with(b"\x04PONG") {
                 // Pongs are WebSocket's business over ws; a ZMTP PING is not answered.
@@ -337,6 +368,30 @@ pub(crate) fn splitmix64(state: &mut u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
+}
+
+/// Append, for a bare `ZWS2.0` peer whose routing id frame held `id`, the READY it does
+/// not send: `Socket-Type` the first type ours accepts (bare ZWS checks none), and
+/// `Identity` when the id is not empty.
+fn put_peer_ready(zmtp_in: &mut BytesMut, ours: SocketType, id: &[u8]) {
+    let peer = ours.first_compatible_peer().name().as_bytes();
+    let mut ready = alloc::vec::Vec::with_capacity(
+        6 + property_len(b"Socket-Type", peer) + property_len(b"Identity", id),
+    );
+    ready.extend_from_slice(b"\x05READY");
+    for (name, value) in [(&b"Socket-Type"[..], peer), (b"Identity", id)] {
+        if value.is_empty() {
+            continue;
+        }
+        let at = ready.len();
+        ready.resize(at + property_len(name, value), 0);
+        let _ = emit_property(name, value, ready.get_mut(at..).unwrap_or_default());
+    }
+    let command = FrameFlags {
+        more: false,
+        command: true,
+    };
+    put_zmtp(zmtp_in, command, &ready);
 }
 
 /// Append one ZMTP frame to `zmtp_in`.
