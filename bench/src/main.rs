@@ -11,7 +11,9 @@
 //! against tokio, libzmq against libzmq, raw against raw, ...): this program starts itself
 //! twice as `zmtp-bench peer ...`, a binding side and a connecting side, and collects what
 //! they report. Throughput is measured by the receiver, from the arrival of the first message
-//! to that of the last, and every message is checked (size, order, none missing). Latency is
+//! to that of the last, and every message is checked (size, order, none missing; over udp,
+//! where RADIO to DISH may lose datagrams, gaps are allowed, counted and reported as the
+//! share lost, and the DISH stops when nothing arrives for a while). Latency is
 //! measured by REQ around each round trip. The implementations take turns run by run (a
 //! round is one run of each), so drift on a shared machine hits them all.
 //!
@@ -19,7 +21,9 @@
 //! each pair of one of ours and an anchor (and smol and mio against tokio), the median of
 //! the ratios taken within each round, oriented so that above 1 means ours is better:
 //! ours/anchor for throughput, anchor/ours for latency. A cell an implementation cannot run
-//! (monocoque-rs's PUB has no IPC listener) is `-`, with a note under the tables. The
+//! (monocoque-rs's PUB has no IPC listener; the anchors over ws and udp) is `-`, with a note
+//! under the tables. Over ws and udp a third table gives our drivers against their own tcp
+//! figure of the same round. The
 //! anchors are described in [`monocoque`] and [`raw`]. The tables go to standard output,
 //! progress to standard error.
 #![warn(missing_docs)]
