@@ -91,11 +91,10 @@ impl<R: MatrixRuntime> OurDriver for AsyncDriver<R> {
 
     fn socket(ty: SocketType, opts: Options) -> AsyncSocket<R> {
         let runtime = R::shared();
-        AsyncSocket {
-            socket: zmtp_async::Socket::with_runtime(runtime.clone(), ty, opts)
-                .expect("valid options"),
-            runtime,
-        }
+        let socket =
+            zmtp_async::Socket::with_runtime(runtime.clone(), ty, opts).expect("valid options");
+        socket.set_tls(crate::our::matrix_tls());
+        AsyncSocket { socket, runtime }
     }
 
     fn own_transports() -> &'static [Transport] {
@@ -104,6 +103,7 @@ impl<R: MatrixRuntime> OurDriver for AsyncDriver<R> {
             Transport::Ipc,
             Transport::Inproc,
             Transport::Ws,
+            Transport::Wss,
         ]
     }
 }

@@ -32,13 +32,18 @@ impl OurDriver for MioDriver {
     }
 
     fn socket(ty: SocketType, opts: Options) -> MioSocket {
-        MioSocket {
-            socket: context().socket_with(ty, opts).expect("valid options"),
-        }
+        let socket = context().socket_with(ty, opts).expect("valid options");
+        socket.set_tls(crate::our::matrix_tls());
+        MioSocket { socket }
     }
 
     fn own_transports() -> &'static [Transport] {
-        &[Transport::Tcp, Transport::Ipc, Transport::Ws]
+        &[
+            Transport::Tcp,
+            Transport::Ipc,
+            Transport::Ws,
+            Transport::Wss,
+        ]
     }
 }
 

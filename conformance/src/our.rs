@@ -34,6 +34,19 @@ pub enum Transport {
     Inproc,
     /// `ws://127.0.0.1:*` (ZWS 2.0; libzmq has it in draft builds only).
     Ws,
+    /// `wss://127.0.0.1:*`: ZWS 2.0 over TLS, between our sockets only (libzmq's needs
+    /// GnuTLS), each with [`matrix_tls`].
+    Wss,
+}
+
+/// The TLS settings of every socket of ours in the matrix: the test server certificate
+/// (for `127.0.0.1`), and its CA as the only root.
+pub fn matrix_tls() -> zmtp_driver::Tls {
+    use zmtp_testkit::tls::{CA, SERVER_CERT, SERVER_KEY};
+    zmtp_driver::Tls::new()
+        .with_identity_pem(SERVER_CERT, SERVER_KEY)
+        .and_then(|t| t.with_roots_pem(CA))
+        .expect("the test certificates load")
 }
 
 impl Transport {
@@ -53,6 +66,7 @@ impl Transport {
             Transport::IpcAbstract => format!("ipc://@zmtp-matrix-{pid}-{n}"),
             Transport::Inproc => format!("inproc://zmtp-matrix-{n}"),
             Transport::Ws => "ws://127.0.0.1:*".to_string(),
+            Transport::Wss => "wss://127.0.0.1:*".to_string(),
         }
     }
 
@@ -64,6 +78,7 @@ impl Transport {
             Transport::IpcAbstract => "ipc@",
             Transport::Inproc => "inproc",
             Transport::Ws => "ws",
+            Transport::Wss => "wss",
         }
     }
 }

@@ -99,6 +99,8 @@ use reactor::Shared;
 /// A new CURVE key pair from the operating system's random generator (`zmq_curve_keypair`);
 /// each key prints as Z85 (`keys.public` in a format string, `keys.secret.to_z85()`).
 pub use zmtp_driver::curve_keypair;
+/// The TLS settings of `wss://` endpoints, and the rustls they are made with.
+pub use zmtp_driver::tls::{rustls, Tls};
 /// Why an operation failed: the error type shared by every driver's sockets.
 pub use zmtp_driver::Error;
 pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey, SecretKey};
@@ -362,6 +364,29 @@ impl Socket {
     pub fn set_options(&self, options: Options) -> Result<(), Error> {
         self.with(true, |s| s.core.set_options(options))?
             .map_err(Error::Options)
+    }
+
+    /// The TLS settings of the `wss://` endpoints this socket binds or connects from now
+    /// on: the certificate it presents when listening, the roots it trusts when
+    /// connecting (the platform's unless set). Binding `wss://` without a certificate
+    /// fails with `InvalidInput`.
+    ///
+    /// ```no_run
+    /// use zmtp_mio::{Context, SocketType, Tls};
+    ///
+    /// let ctx = Context::new()?;
+    /// let rep = ctx.socket(SocketType::Rep)?;
+    /// rep.set_tls(Tls::new().with_identity_files("cert.pem", "key.pem")?);
+    /// rep.bind("wss://*:5556")?;
+    ///
+    /// let req = ctx.socket(SocketType::Req)?;
+    /// req.set_tls(Tls::new().with_roots_file("ca.pem")?);
+    /// req.connect("wss://localhost:5556")?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_tls(&self, tls: Tls) {
+        // A closed socket binds and connects nothing more.
+        let _ = self.with(false, |s| s.tls = tls);
     }
 
     /// Change some options in one step: `change` edits a copy of the options in force,

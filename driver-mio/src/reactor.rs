@@ -81,6 +81,7 @@ use waiters::Waiters;
 use work::{queue, Work};
 use zmtp_driver::{
     drain_datagrams, run_commands, send_datagram, Attempts, SocketFile, StdListener, StdTransport,
+    Tls, TlsSide,
 };
 
 /// The waker's token; streams and listeners count up from 1.
@@ -230,6 +231,10 @@ pub(crate) struct Sock {
     /// A lease began with none running: the I/O thread, if parked, is to be woken to
     /// wait no longer than its end.
     lease_started: bool,
+    /// The TLS settings of `wss://` endpoints bound or connected from now on.
+    pub(crate) tls: Tls,
+    /// The TLS side of each `wss://` endpoint listened on or connected to.
+    tls_sides: BTreeMap<EndpointId, TlsSide>,
 }
 
 /// How to wake the threads waiting on a socket: its condition variable, and the event
@@ -501,6 +506,8 @@ impl Shared {
                 wake_fd: None,
                 lease_until: None,
                 lease_started: false,
+                tls: Tls::default(),
+                tls_sides: BTreeMap::new(),
             },
         );
         id

@@ -15,7 +15,7 @@ use mio::{Interest, Token};
 use zmtp_driver::transport::connect_ipc;
 use zmtp_driver::{
     listen_ipc, listen_tcp, open_udp, tcp_connected, Attempts, CommandHandler, Listening,
-    StdTransport, TcpAddrs, UdpOpen,
+    StdTransport, TcpAddrs, TlsSide, UdpOpen,
 };
 use zmtp_proto::socket::{
     AuthReply, Endpoint, EndpointId, MonitorEvent, PeerId, Socket as ProtoSocket, ZapRequest,
@@ -219,8 +219,10 @@ impl Shared {
                 tcp_connected(&stream).map(|()| stream)
             }
         };
+        let tls = st.sockets.get(&id).and_then(|s| s.tls_sides.get(&endpoint));
+        let connected = connected.and_then(|stream| StdTransport::Tcp(stream).secure(tls));
         match connected {
-            Ok(stream) => self.connected(st, id, endpoint, Some(StdTransport::Tcp(stream)), now),
+            Ok(stream) => self.connected(st, id, endpoint, Some(stream), now),
             Err(e) => {
                 c.attempts.failed(e);
                 self.connect_each(st, id, endpoint, c.attempts, now);
@@ -346,6 +348,10 @@ impl Shared {
             let stream = l.listener.accept();
             match stream {
                 Ok(stream) => {
+                    let tls = st.sockets.get(&id).and_then(|s| s.tls_sides.get(&endpoint));
+                    let Ok(stream) = stream.secure(tls) else {
+                        continue;
+                    };
                     let Some(s) = st.sockets.get_mut(&id) else {
                         return;
                     };
@@ -378,6 +384,22 @@ impl Commands<'_> {
         let shared = self.shared;
         *self.now.get_or_insert_with(|| shared.now())
     }
+
+    /// Note the TLS side of a `wss://` endpoint to `listen` on or connect to, for its
+    /// streams; an error when the socket's TLS settings cannot make it (no certificate).
+    fn tls_side(&mut self, endpoint: EndpointId, addr: &Endpoint, listen: bool) -> io::Result<()> {
+        let Some(s) = self.st.sockets.get_mut(&self.id) else {
+            return Ok(());
+        };
+        match TlsSide::for_endpoint(&s.tls, addr, listen) {
+            Ok(Some(side)) => {
+                s.tls_sides.insert(endpoint, side);
+                Ok(())
+            }
+            Ok(None) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
 }
 
 impl CommandHandler for Commands<'_> {
@@ -387,6 +409,9 @@ impl CommandHandler for Commands<'_> {
 
     fn listen(&mut self, endpoint: EndpointId, addr: Endpoint) {
         let (shared, id) = (self.shared, self.id);
+        if let Err(e) = self.tls_side(endpoint, &addr, true) {
+            return shared.listen_at(self.st, id, endpoint, Err(e));
+        }
         let listening = match &addr {
             Endpoint::Tcp(tcp) | Endpoint::Ws(WsEndpoint { tcp, .. }) => match TcpAddrs::of(tcp) {
                 TcpAddrs::Known(a) => listen_tcp(&[a]),
@@ -403,6 +428,9 @@ impl CommandHandler for Commands<'_> {
 
     fn connect(&mut self, endpoint: EndpointId, addr: Endpoint) {
         let (shared, id, now) = (self.shared, self.id, self.now());
+        if self.tls_side(endpoint, &addr, false).is_err() {
+            return shared.connected(self.st, id, endpoint, None, now);
+        }
         match &addr {
             Endpoint::Tcp(tcp) | Endpoint::Ws(WsEndpoint { tcp, .. }) => match TcpAddrs::of(tcp) {
                 TcpAddrs::Known(a) => {

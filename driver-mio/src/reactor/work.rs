@@ -359,7 +359,7 @@ impl Shared {
             s.core
                 .transmit_bytes(work.peer, |chunk| taken.push_back(chunk));
         }
-        if io.taken.is_empty() {
+        if io.taken.is_empty() && !io.stream.pending_output() {
             // All written: the next output names the peer again (`next_dirty`).
             io.write_queued = false;
             return None;
@@ -398,6 +398,12 @@ impl Shared {
             Done::Read(Ok(n)) => {
                 let data = buf.get(..n).unwrap_or_default();
                 s.core.handle_received(work.peer, now, data);
+                if io.stream.pending_output() {
+                    // TLS records the read made (handshake messages) the stream did not
+                    // take at once.
+                    queue(st, work.id, work.peer, true);
+                    return true;
+                }
                 if n < buf.len() && !io.read_edge {
                     // A short read emptied the stream: the next data raises a new edge.
                     io.read_queued = false;
@@ -519,7 +525,12 @@ pub(super) fn run(job: Job, buf: &mut [u8]) -> Done {
             let mut written = 0;
             let end = loop {
                 if rest.is_empty() {
-                    break WriteEnd::Drained;
+                    // And the TLS records made of it (`wss://`), if the stream left some.
+                    break match stream.flush() {
+                        Ok(true) => WriteEnd::Drained,
+                        Ok(false) => WriteEnd::Blocked,
+                        Err(_) => WriteEnd::Failed,
+                    };
                 }
                 let mut slices: [IoSlice<'_>; MAX_CHUNKS] = [IoSlice::new(&[]); MAX_CHUNKS];
                 let mut n = 0;
