@@ -32,6 +32,7 @@ pub fn run(args: &PeerArgs) -> Result<Option<String>, String> {
         Role::Pub => publish(&ctx, args),
         Role::Rep => rep(&ctx, args),
         Role::Req => req(&ctx, args),
+        Role::Radio | Role::Dish => Err(crate::peer::OURS_ONLY.to_string()),
     };
     // Dropping the context waits for sockets with LINGER -1 to write what they queued.
     drop(ctx);

@@ -11,7 +11,9 @@
 //! against tokio, libzmq against libzmq, raw against raw, ...): this program starts itself
 //! twice as `zmtp-bench peer ...`, a binding side and a connecting side, and collects what
 //! they report. Throughput is measured by the receiver, from the arrival of the first message
-//! to that of the last, and every message is checked (size, order, none missing). Latency is
+//! to that of the last, and every message is checked (size, order, none missing; over udp,
+//! where RADIO to DISH may lose datagrams, gaps are allowed, counted and reported as the
+//! share lost, and the DISH stops when nothing arrives for a while). Latency is
 //! measured by REQ around each round trip. The implementations take turns run by run (a
 //! round is one run of each), so drift on a shared machine hits them all.
 //!
@@ -19,7 +21,9 @@
 //! each pair of one of ours and an anchor (and smol and mio against tokio), the median of
 //! the ratios taken within each round, oriented so that above 1 means ours is better:
 //! ours/anchor for throughput, anchor/ours for latency. A cell an implementation cannot run
-//! (monocoque-rs's PUB has no IPC listener) is `-`, with a note under the tables. The
+//! (monocoque-rs's PUB has no IPC listener; the anchors over ws and udp) is `-`, with a note
+//! under the tables. Over ws and udp a third table gives our drivers against their own tcp
+//! figure of the same round. The
 //! anchors are described in [`monocoque`] and [`raw`]. The tables go to standard output,
 //! progress to standard error.
 #![warn(missing_docs)]
@@ -55,7 +59,11 @@ options:
   --count N             messages (throughput) or round trips (latency) per run, for every test
   --size LIST           message sizes in bytes, e.g. 64,1k,64k (default: 64,1k,64k for
                         push/pull, 64 for pub/sub and req/rep)
-  --transport LIST      tcp,ipc (default: both)
+  --transport LIST      tcp,ipc,ws,udp (default: tcp,ipc); ws and udp run our drivers only
+                        (the system libzmq has no ws:// or udp://); udp measures
+                        RADIO->DISH in the push/pull rows (one group, sizes up to 8 KiB)
+                        and gives the share of datagrams lost; ws and udp rows get a
+                        third table, against our tcp figure of the same round
   --test LIST           push,pub,reqrep (default: all)
   --impl LIST           tokio (or ours),smol,mio,libzmq,monocoque,raw[,zmqrs], or all
                         (default: all; zmqrs only in a build with --features zmqrs)
@@ -119,6 +127,10 @@ impl Test {
 enum Transport {
     Tcp,
     Ipc,
+    /// `ws://`: ZMTP over WebSocket (our drivers only).
+    Ws,
+    /// `udp://`: RADIO to DISH, one datagram per message (our drivers only).
+    Udp,
 }
 
 impl Transport {
@@ -126,9 +138,17 @@ impl Transport {
         match self {
             Transport::Tcp => "tcp",
             Transport::Ipc => "ipc",
+            Transport::Ws => "ws",
+            Transport::Udp => "udp",
         }
     }
 }
+
+/// The largest body the udp rows send: a datagram holds [`UDP_DATAGRAM_MAX`] bytes, the
+/// group length byte and the one-byte group included.
+const UDP_BODY_MAX: usize = UDP_DATAGRAM_MAX - 2;
+/// The largest udp datagram (libzmq's receive buffer, which our drivers keep to).
+const UDP_DATAGRAM_MAX: usize = 8192;
 
 /// The command line.
 #[derive(Debug)]
@@ -218,6 +238,8 @@ impl Config {
                     config.transports = parse_list(&value()?, |t| match t {
                         "tcp" => Ok(Transport::Tcp),
                         "ipc" => Ok(Transport::Ipc),
+                        "ws" => Ok(Transport::Ws),
+                        "udp" => Ok(Transport::Udp),
                         _ => Err(format!("unknown transport {t}")),
                     })?
                 }
@@ -310,8 +332,13 @@ impl Variant {
 /// One measurement's outcome.
 #[derive(Debug, Clone, Copy)]
 enum Measure {
-    /// Messages per second and bytes per second at the receiver.
-    Throughput { msgs: f64, bytes: f64 },
+    /// Messages per second and bytes per second at the receiver, and (udp) the share of
+    /// the messages sent that never arrived.
+    Throughput {
+        msgs: f64,
+        bytes: f64,
+        loss: Option<f64>,
+    },
     /// Round-trip time in nanoseconds.
     Latency { mean: f64, p50: f64, p99: f64 },
 }
@@ -335,14 +362,14 @@ impl Measure {
 
     fn cell(&self, k: usize) -> String {
         match *self {
-            Measure::Throughput { msgs, bytes } => format_throughput(msgs, bytes),
+            Measure::Throughput { msgs, bytes, loss } => format_throughput(msgs, bytes, loss),
             Measure::Latency { .. } => format_micros(self.value(k)),
         }
     }
 
     fn summary(&self) -> String {
         match *self {
-            Measure::Throughput { msgs, bytes } => format_throughput(msgs, bytes),
+            Measure::Throughput { msgs, bytes, loss } => format_throughput(msgs, bytes, loss),
             Measure::Latency { mean, p50, p99 } => format!(
                 "mean {} p50 {} p99 {}",
                 format_micros(mean),
@@ -360,6 +387,16 @@ struct Case {
     size: usize,
     transport: Transport,
     count: u64,
+}
+
+impl Case {
+    /// The sides: (binds, connects). Over udp the push/pull rows are RADIO to DISH.
+    fn roles(self) -> (Role, Role) {
+        match (self.transport, self.test) {
+            (Transport::Udp, Test::Push) => (Role::Dish, Role::Radio),
+            _ => self.test.roles(),
+        }
+    }
 }
 
 /// A peer process, ended (by its own id) if still running when dropped.
@@ -439,6 +476,21 @@ impl Drop for Peer {
 
 /// Why `variant` cannot run `case` (its cell is then `-`), if it cannot.
 fn unsupported(case: Case, variant: Variant) -> Option<&'static str> {
+    match case.transport {
+        Transport::Udp if case.test != Test::Push => {
+            return Some("udp:// carries RADIO/DISH only, measured in the push/pull rows")
+        }
+        Transport::Udp if case.size > UDP_BODY_MAX => {
+            return Some("a udp datagram holds at most 8,192 bytes, group included")
+        }
+        Transport::Ws | Transport::Udp if !variant.imp.is_ours() => {
+            return Some(
+                "this build links the system libzmq 4.3.4, without the draft transports \
+                 ws:// and udp://; the other anchors have neither",
+            )
+        }
+        _ => {}
+    }
     let (bind, connect) = case.test.roles();
     let ipc = case.transport == Transport::Ipc;
     match variant.imp {
@@ -458,12 +510,14 @@ fn run_once(
     ipc_path: &Path,
 ) -> Result<Measure, String> {
     let (bind_role, connect_role) = match variant.imp {
-        Impl::Monocoque => monocoque::sides(case.test.roles()),
-        _ => case.test.roles(),
+        Impl::Monocoque => monocoque::sides(case.roles()),
+        _ => case.roles(),
     };
     let endpoint = match case.transport {
         Transport::Tcp => "tcp://127.0.0.1:*".to_string(),
         Transport::Ipc => format!("ipc://{}", ipc_path.display()),
+        Transport::Ws => "ws://127.0.0.1:*".to_string(),
+        Transport::Udp => "udp://127.0.0.1:*".to_string(),
     };
     let args = |role, endpoint: String| PeerArgs {
         role,
@@ -483,8 +537,9 @@ fn run_once(
     let resolved = server.expect("ENDPOINT")?;
     let mut client = Peer::start(exe, &args(connect_role, resolved))?;
     // The side that reports: the receiver of a stream, or REQ.
-    let server_reports = matches!(bind_role, Role::Pull | Role::Sub | Role::Req);
-    if case.test == Test::Pub {
+    let server_reports = matches!(bind_role, Role::Pull | Role::Sub | Role::Dish | Role::Req);
+    // A publisher (or RADIO) sends warm-ups until the receiver has seen one.
+    if case.test == Test::Pub || bind_role == Role::Dish {
         let (subscriber, publisher) = if server_reports {
             (&mut server, &mut client)
         } else {
@@ -511,6 +566,15 @@ fn run_once(
             Ok(Measure::Throughput {
                 msgs: messages / secs,
                 bytes: messages * case.size as f64 / secs,
+                loss: None,
+            })
+        }
+        (Test::Push, &[nanos, messages, received, sent]) if sent > 0.0 => {
+            let secs = (nanos / 1e9).max(1e-9);
+            Ok(Measure::Throughput {
+                msgs: messages / secs,
+                bytes: messages * case.size as f64 / secs,
+                loss: Some(1.0 - received / sent),
             })
         }
         (Test::ReqRep, &[mean, p50, p99]) => Ok(Measure::Latency { mean, p50, p99 }),
@@ -528,8 +592,16 @@ fn format_rate(x: f64) -> String {
     }
 }
 
-fn format_throughput(msgs: f64, bytes: f64) -> String {
-    format!("{} msg/s {:.1} MB/s", format_rate(msgs), bytes / 1e6)
+fn format_throughput(msgs: f64, bytes: f64, loss: Option<f64>) -> String {
+    match loss {
+        None => format!("{} msg/s {:.1} MB/s", format_rate(msgs), bytes / 1e6),
+        Some(loss) => format!(
+            "{} msg/s {:.1} MB/s, {:.1}% lost",
+            format_rate(msgs),
+            bytes / 1e6,
+            loss * 100.0
+        ),
+    }
 }
 
 fn format_micros(nanos: f64) -> String {
@@ -686,6 +758,44 @@ fn rows(case: Case, outcomes: &[Outcome], pairs: &[Pair]) -> (Vec<Vec<String>>, 
     (values, ratios)
 }
 
+/// The lines of the third table: for each ws or udp case, each of our variants there
+/// against its own tcp figure of the same test and size, the median over the rounds of
+/// the ratio within each round (above 1: faster than over tcp). Empty without tcp cases.
+fn transport_rows(results: &[(Case, Vec<Outcome>)], ours: &[usize]) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for (case, outcomes) in results {
+        if !matches!(case.transport, Transport::Ws | Transport::Udp) {
+            continue;
+        }
+        let Some((_, tcp)) = results.iter().find(|(c, _)| {
+            c.transport == Transport::Tcp && c.test == case.test && c.size == case.size
+        }) else {
+            continue;
+        };
+        let lines: &[(&str, usize)] = match case.test {
+            Test::Push | Test::Pub => &[(case.test.label(), 0)],
+            Test::ReqRep => &[
+                ("req/rep latency mean", 0),
+                ("req/rep latency p50", 1),
+                ("req/rep latency p99", 2),
+            ],
+        };
+        for &(label, k) in lines {
+            let mut row = vec![
+                label.to_string(),
+                format_size(case.size),
+                format!("{}/tcp", case.transport.name()),
+            ];
+            row.extend(
+                ours.iter()
+                    .map(|&i| ratio(case.test, &outcomes[i], &tcp[i], k)),
+            );
+            out.push(row);
+        }
+    }
+    out
+}
+
 fn print_table(header: &[String], rows: &[Vec<String>]) {
     let mut widths: Vec<usize> = header.iter().map(String::len).collect();
     for row in rows {
@@ -790,6 +900,7 @@ fn orchestrate(config: &Config) -> Result<(), String> {
     let mut table = Vec::new();
     let mut ratio_table = Vec::new();
     let mut notes: Vec<String> = Vec::new();
+    let mut results: Vec<(Case, Vec<Outcome>)> = Vec::new();
     for &case in &cases {
         let mut outcomes: Vec<Outcome> = variants
             .iter()
@@ -845,7 +956,12 @@ fn orchestrate(config: &Config) -> Result<(), String> {
         let (values, ratios) = rows(case, &outcomes, &pairs);
         table.extend(values);
         ratio_table.extend(ratios);
+        results.push((case, outcomes));
     }
+    let ours: Vec<usize> = (0..variants.len())
+        .filter(|&i| variants[i].imp.is_ours())
+        .collect();
+    let transport_table = transport_rows(&results, &ours);
 
     let label = |i: usize| variants[i].label(config.flavors.len());
     let lead = || vec!["test".to_string(), "size".into(), "transport".into()];
@@ -902,6 +1018,17 @@ fn orchestrate(config: &Config) -> Result<(), String> {
         );
         println!();
         print_table(&ratio_header, &ratio_table);
+    }
+    if !transport_table.is_empty() {
+        let mut header = lead();
+        header.extend(ours.iter().map(|&i| label(i)));
+        println!();
+        println!(
+            "our drivers over ws:// and udp:// against their own tcp:// figure, median over \
+             the rounds of the ratio within each round; above 1 means faster than over tcp"
+        );
+        println!();
+        print_table(&header, &transport_table);
     }
     if !notes.is_empty() {
         println!();

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use zmtp_mio::{Bytes, Context, Message, Options, Socket, SocketType};
 
 use crate::peer::{
-    batch_len, each, fill, go_signal, latency_result, say, throughput_result, tick, Batcher,
-    Checker, PeerArgs, Role, DATA, WARMUP,
+    batch_len, each, fill, go_signal, latency_result, lossy_result, say, throughput_result, tick,
+    Batcher, Checker, PeerArgs, Role, DATA, GROUP, UDP_IDLE, WARMUP,
 };
 
 fn err(e: impl Display) -> String {
@@ -25,6 +25,8 @@ pub fn run(args: &PeerArgs) -> Result<Option<String>, String> {
         Role::Pub => publish(&ctx, args),
         Role::Rep => rep(&ctx, args),
         Role::Req => req(&ctx, args),
+        Role::Radio => radio(&ctx, args),
+        Role::Dish => dish(&ctx, args),
     }
 }
 
@@ -181,4 +183,72 @@ fn req(ctx: &Context, args: &PeerArgs) -> Result<Option<String>, String> {
     }
     socket.close();
     Ok(Some(latency_result(samples)))
+}
+
+/// A message of [`GROUP`] with a copy of `body`.
+fn grouped(body: &[u8]) -> Result<Message, String> {
+    let mut msg = Message::from(Bytes::copy_from_slice(body));
+    msg.set_group(GROUP).map_err(err)?;
+    Ok(msg)
+}
+
+fn radio(ctx: &Context, args: &PeerArgs) -> Result<Option<String>, String> {
+    let socket = ctx.socket(SocketType::Radio).map_err(err)?;
+    socket.connect(&args.endpoint).map_err(err)?;
+    let go = go_signal();
+    let mut buf = vec![0u8; args.size];
+    fill(&mut buf, WARMUP, 0);
+    while !go.load(std::sync::atomic::Ordering::Acquire) {
+        // Lost until the DISH is listening; that is the point.
+        let _ = socket.try_send(grouped(&buf)?);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for seq in 0..args.count {
+        fill(&mut buf, DATA, seq);
+        // A RADIO never waits: at SNDHWM the message is dropped, and counted lost.
+        socket.send(grouped(&buf)?).map_err(err)?;
+        tick(seq);
+    }
+    socket.close();
+    Ok(None)
+}
+
+fn dish(ctx: &Context, args: &PeerArgs) -> Result<Option<String>, String> {
+    let socket = ctx.socket(SocketType::Dish).map_err(err)?;
+    socket.join(GROUP).map_err(err)?;
+    bind(&socket, &args.endpoint)?;
+    let mut checker = Checker::new(args.size);
+    loop {
+        let msg = socket.recv().map_err(err)?;
+        if checker.first(args.role, body(&msg)?)? {
+            break;
+        }
+    }
+    let start = Instant::now();
+    let mut last = start;
+    let mut received = 1;
+    let limit = if each() { 1 } else { batch_len(args.size) };
+    let mut batch = Vec::with_capacity(limit);
+    // Until the last message arrives, or nothing does for UDP_IDLE (the rest was lost).
+    socket.set_rcvtimeo(Some(UDP_IDLE));
+    while checker.next() < args.count {
+        batch.clear();
+        match socket.recv_many(&mut batch, limit) {
+            Err(zmtp_mio::Error::Timeout) => break,
+            other => other.map_err(err)?,
+        };
+        for msg in &batch {
+            if checker.check_lossy(body(msg)?)? {
+                received += 1;
+                tick(received);
+            }
+        }
+        last = Instant::now();
+    }
+    Ok(Some(lossy_result(
+        last - start,
+        received - 1,
+        received,
+        args.count,
+    )))
 }

@@ -75,6 +75,7 @@ pub fn run(args: &PeerArgs) -> Result<Option<String>, String> {
             Role::Pub => publish(args).await,
             Role::Rep => rep(args).await,
             Role::Req => req(args).await,
+            Role::Radio | Role::Dish => Err(crate::peer::OURS_ONLY.to_string()),
         }
     })
 }

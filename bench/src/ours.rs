@@ -11,8 +11,8 @@ use zmtp_tokio::Tokio;
 type Socket<R> = zmtp_async::Socket<R>;
 
 use crate::peer::{
-    batch_len, each, fill, go_signal, latency_result, say, throughput_result, tick, Batcher,
-    Checker, Flavor, Impl, PeerArgs, Role, DATA, WARMUP,
+    batch_len, each, fill, go_signal, latency_result, lossy_result, say, throughput_result, tick,
+    Batcher, Checker, Flavor, Impl, PeerArgs, Role, DATA, GROUP, UDP_IDLE, WARMUP,
 };
 
 fn err(e: impl Display) -> String {
@@ -45,6 +45,8 @@ async fn role<R: Runtime>(args: &PeerArgs) -> Result<Option<String>, String> {
         Role::Pub => publish::<R>(args).await,
         Role::Rep => rep::<R>(args).await,
         Role::Req => req::<R>(args).await,
+        Role::Radio => radio::<R>(args).await,
+        Role::Dish => dish::<R>(args).await,
     }
 }
 
@@ -247,4 +249,78 @@ async fn req<R: Runtime>(args: &PeerArgs) -> Result<Option<String>, String> {
     }
     socket.close().await;
     Ok(Some(latency_result(samples)))
+}
+
+/// A message of [`GROUP`] with a copy of `body`.
+fn grouped(body: &[u8]) -> Result<Message, String> {
+    let mut msg = Message::from(Bytes::copy_from_slice(body));
+    msg.set_group(GROUP).map_err(err)?;
+    Ok(msg)
+}
+
+async fn radio<R: Runtime>(args: &PeerArgs) -> Result<Option<String>, String> {
+    let socket = Socket::<R>::new(SocketType::Radio).map_err(err)?;
+    socket.connect(&args.endpoint).map_err(err)?;
+    let runtime = R::current().ok_or("no runtime")?;
+    let go = go_signal();
+    let mut buf = vec![0u8; args.size];
+    fill(&mut buf, WARMUP, 0);
+    while !go.load(std::sync::atomic::Ordering::Acquire) {
+        // Lost until the DISH is listening; that is the point.
+        let _ = socket.try_send(grouped(&buf)?);
+        runtime
+            .sleep_until(Instant::now() + Duration::from_millis(5))
+            .await;
+    }
+    for seq in 0..args.count {
+        fill(&mut buf, DATA, seq);
+        // A RADIO never waits: at SNDHWM the message is dropped, and counted lost.
+        socket.send(grouped(&buf)?).await.map_err(err)?;
+        tick(seq);
+    }
+    socket.close().await;
+    Ok(None)
+}
+
+async fn dish<R: Runtime>(args: &PeerArgs) -> Result<Option<String>, String> {
+    let socket = Socket::<R>::new(SocketType::Dish).map_err(err)?;
+    socket.join(GROUP).map_err(err)?;
+    bind(&socket, &args.endpoint).await?;
+    let runtime = R::current().ok_or("no runtime")?;
+    let mut checker = Checker::new(args.size);
+    loop {
+        let msg = socket.recv().await.map_err(err)?;
+        if checker.first(args.role, body(&msg)?)? {
+            break;
+        }
+    }
+    let start = Instant::now();
+    let mut last = start;
+    let mut received = 1;
+    let limit = if each() { 1 } else { batch_len(args.size) };
+    let mut batch = Vec::with_capacity(limit);
+    // Until the last message arrives, or nothing does for UDP_IDLE (the rest was lost).
+    while checker.next() < args.count {
+        batch.clear();
+        let got =
+            zmtp_async::runtime::timeout(&runtime, UDP_IDLE, socket.recv_many(&mut batch, limit))
+                .await;
+        match got {
+            None => break,
+            Some(result) => result.map_err(err)?,
+        };
+        for msg in &batch {
+            if checker.check_lossy(body(msg)?)? {
+                received += 1;
+                tick(received);
+            }
+        }
+        last = Instant::now();
+    }
+    Ok(Some(lossy_result(
+        last - start,
+        received - 1,
+        received,
+        args.count,
+    )))
 }

@@ -45,7 +45,22 @@ pub enum Role {
     Rep,
     /// REQ: connects and times each round trip.
     Req,
+    /// RADIO (udp): connects, sends warm-ups until told `GO`, then the stream, all in one
+    /// group.
+    Radio,
+    /// DISH (udp): binds, joins the group, receives what arrives within a time bound and
+    /// times it; datagrams may be lost.
+    Dish,
 }
+
+/// The group of the RADIO/DISH stream.
+pub const GROUP: &[u8] = b"g";
+
+/// How long a DISH waits for the next datagram before taking the rest as lost.
+pub const UDP_IDLE: Duration = Duration::from_millis(500);
+
+/// Why an anchor cannot play RADIO or DISH.
+pub const OURS_ONLY: &str = "RADIO/DISH over udp:// is measured on our drivers only";
 
 /// Which implementation a peer runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,6 +126,8 @@ impl Role {
             Role::Pub => "pub",
             Role::Rep => "rep",
             Role::Req => "req",
+            Role::Radio => "radio",
+            Role::Dish => "dish",
         }
     }
 }
@@ -205,6 +222,8 @@ impl PeerArgs {
                         Role::Pub,
                         Role::Rep,
                         Role::Req,
+                        Role::Radio,
+                        Role::Dish,
                     ]
                     .into_iter()
                     .find(|r| r.name() == value)
@@ -372,14 +391,18 @@ impl Checker {
     /// Before timing starts: skip a subscriber's warm-up messages (announcing the first
     /// one) and check the first data message. Returns true once that message was checked.
     pub fn first(&mut self, role: Role, body: &[u8]) -> Result<bool, String> {
-        if role == Role::Sub && is_warmup(body) {
+        if matches!(role, Role::Sub | Role::Dish) && is_warmup(body) {
             if !self.announced {
                 say("SUBSCRIBED");
                 self.announced = true;
             }
             return Ok(false);
         }
-        self.check(body)?;
+        if role == Role::Dish {
+            self.check_lossy(body)?;
+        } else {
+            self.check(body)?;
+        }
         Ok(true)
     }
 
@@ -410,6 +433,41 @@ impl Checker {
         self.next += 1;
         Ok(())
     }
+
+    /// Check the next message of a lossy stream (udp): whole, in order, but messages may be
+    /// missing; a late warm-up is skipped. Returns
+    /// whether it was a data message.
+    #[inline]
+    pub fn check_lossy(&mut self, body: &[u8]) -> Result<bool, String> {
+        if is_warmup(body) {
+            return Ok(false);
+        }
+        if body.len() >= HEADER {
+            let mut seq = [0u8; 8];
+            seq.copy_from_slice(&body[1..HEADER]);
+            let seq = u64::from_le_bytes(seq);
+            if seq < self.next {
+                return Err(format!(
+                    "message {seq} arrived after message {}",
+                    self.next - 1
+                ));
+            }
+            self.next = seq;
+        }
+        self.check(body)?;
+        Ok(true)
+    }
+
+    /// The sequence number expected next: one past the last message seen.
+    pub fn next(&self) -> u64 {
+        self.next
+    }
+}
+
+/// The `RESULT` of a lossy throughput run (udp): `messages` received in `elapsed` after
+/// the first one, `received` in all (the first included), of `sent`.
+pub fn lossy_result(elapsed: Duration, messages: u64, received: u64, sent: u64) -> String {
+    format!("{} {messages} {received} {sent}", elapsed.as_nanos())
 }
 
 /// The `RESULT` of a throughput run: `messages` received in `elapsed` after the first one.

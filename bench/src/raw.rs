@@ -69,6 +69,7 @@ pub fn run(args: &PeerArgs) -> Result<Option<String>, String> {
         Role::Push | Role::Pub => send_all(connect(&args.endpoint)?, args).map(|()| None),
         Role::Rep => echo(accept(&args.endpoint)?, args).map(|()| None),
         Role::Req => round_trips(connect(&args.endpoint)?, args).map(Some),
+        Role::Radio | Role::Dish => Err(crate::peer::OURS_ONLY.to_string()),
     }
 }
 

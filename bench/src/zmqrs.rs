@@ -90,6 +90,7 @@ pub fn run(args: &PeerArgs) -> Result<Option<String>, String> {
                 socket.connect(&args.endpoint).await.map_err(err)?;
                 round_trips(&mut socket, args).await.map(Some)
             }
+            Role::Radio | Role::Dish => Err(crate::peer::OURS_ONLY.to_string()),
         }
     })
 }
