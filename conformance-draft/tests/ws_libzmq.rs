@@ -1,5 +1,6 @@
 //! `ws://` between our tokio sockets and the draft libzmq 4.3.5 beyond the NULL scenarios
-//! of `ws_matrix.rs`: CURVE in both directions (libzmq's `ZWS2.0/CURVE`), and heartbeats,
+//! of `ws_matrix.rs`: CURVE in both directions (libzmq's `ZWS2.0/CURVE`), PLAIN in both
+//! directions (`ZWS2.0/PLAIN`, libzmq's server with a ZAP handler), and heartbeats,
 //! which libzmq sends over ws as WebSocket pings (not ZMTP PING) and which ours answer
 //! with pongs, and ours sends as WebSocket pings that libzmq answers.
 //!
@@ -13,10 +14,12 @@ use zmtp_conformance::ffi::{
     ZMQ_HEARTBEAT_IVL, ZMQ_HEARTBEAT_TIMEOUT, ZMQ_PULL, ZMQ_PUSH,
 };
 use zmtp_conformance::security::{
-    client_keys, key, server_keys, zcurve_client, zcurve_server, zsock, SERVER_PUBLIC,
+    client_keys, key, server_keys, zcurve_client, zcurve_server, zplain_client, zplain_server,
+    zsock, SERVER_PUBLIC,
 };
+use zmtp_conformance::zap::ZapHandler;
 use zmtp_conformance_draft::ensure_draft_libzmq;
-use zmtp_tokio::{Error, Message, Options, Security, Socket, SocketType};
+use zmtp_tokio::{Authenticator, Error, Message, Options, Security, Socket, SocketType};
 
 /// The longest wait of a test.
 const TIMEOUT: Duration = Duration::from_secs(5);
@@ -113,6 +116,65 @@ async fn curve_libzmq_client_tokio_server_over_ws() -> Result<(), Error> {
     assert_eq!(got.frames().len(), 2);
     assert_eq!(&got.frames()[0][..], b"sealed");
     assert_eq!(&got.frames()[1][..], b"too");
+    Ok(())
+}
+
+/// PLAIN over ws, our client: a libzmq PLAIN server (`ZWS2.0/PLAIN`) with a ZAP handler
+/// that takes admin/secret.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_tokio_client_libzmq_server_over_ws() -> Result<(), Error> {
+    ensure_draft_libzmq();
+    let ctx = Ctx::new();
+    let _zap = ZapHandler::plain(&ctx, b"admin", b"secret");
+    let pull = zsock(&ctx, ZMQ_PULL);
+    zplain_server(&pull);
+    pull.bind("ws://127.0.0.1:*").expect("zmq_bind ws");
+    let endpoint = pull.last_endpoint().expect("ZMQ_LAST_ENDPOINT");
+    let options = with_security(Security::plain_client("admin", "secret").expect("credentials"));
+    let push = Socket::with_options(SocketType::Push, options)?;
+    push.connect(&endpoint)?;
+    push.send(Message::from(vec![
+        zmtp_tokio::Bytes::from_static(b"plain"),
+        zmtp_tokio::Bytes::from_static(b"text"),
+    ]))
+    .await?;
+    let got = pull.recv_multipart().expect("libzmq recv");
+    assert_eq!(got, [b"plain".to_vec(), b"text".to_vec()]);
+    Ok(())
+}
+
+/// PLAIN over ws, our server: a libzmq PLAIN client with the right password gets through,
+/// one with a wrong password does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_libzmq_client_tokio_server_over_ws() -> Result<(), Error> {
+    ensure_draft_libzmq();
+    let ctx = Ctx::new();
+    let pull = Socket::with_options(SocketType::Pull, with_security(Security::PlainServer))?;
+    pull.set_authenticator(Some(Authenticator::new().plain_user("admin", "secret")));
+    let endpoint = pull.bind("ws://127.0.0.1:*").await?;
+    let wrong = zsock(&ctx, ZMQ_PUSH);
+    zplain_client(&wrong, b"admin", b"guess");
+    wrong.connect(&endpoint).expect("zmq_connect ws");
+    wrong.send(b"refused", 0).expect("libzmq send");
+    let push = zsock(&ctx, ZMQ_PUSH);
+    zplain_client(&push, b"admin", b"secret");
+    push.connect(&endpoint).expect("zmq_connect ws");
+    push.send_multipart(&[b"plain", b"too"])
+        .expect("libzmq send");
+    let got = recv(&pull).await?;
+    assert_eq!(
+        got.frames().len(),
+        2,
+        "only the right password gets through"
+    );
+    assert_eq!(&got.frames()[0][..], b"plain");
+    assert_eq!(&got.frames()[1][..], b"too");
+    assert!(
+        tokio::time::timeout(std::time::Duration::from_millis(300), pull.recv())
+            .await
+            .is_err(),
+        "the wrong password got through"
+    );
     Ok(())
 }
 
