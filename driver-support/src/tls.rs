@@ -11,7 +11,10 @@
 //! - [`TlsStream::pending_output`]: TLS records made but not yet taken by the raw stream
 //!   (a write the raw stream took only part of, or a handshake message that a read
 //!   produced). The driver writes them out with [`TlsStream::flush`] when the raw stream
-//!   becomes writable, as it would any other output.
+//!   becomes writable, as it would any other output. A write reports its bytes only once
+//!   their records are out (it says `WouldBlock` until then, and the driver offers the
+//!   same bytes again), so a socket's LINGER and its count of what was not delivered
+//!   stay true over TLS.
 //! - [`TlsStream::buffered_input`]: plaintext decrypted but not yet read (a read whose
 //!   buffer filled). The driver reads again without waiting for the raw stream.
 //!
@@ -328,9 +331,17 @@ impl<S: RawIo> Write for Raw<'_, S> {
 /// [module](self) for what a driver does with it.
 pub struct TlsStream<S> {
     raw: S,
-    conn: Mutex<Connection>,
+    conn: Mutex<Session>,
     /// Plaintext may be waiting in the session (a read filled its buffer).
     buffered: AtomicBool,
+}
+
+/// The rustls session, and what a write has not yet told its caller.
+struct Session {
+    conn: Connection,
+    /// Plaintext bytes taken by the last write whose records the raw stream has not all
+    /// taken: reported written only once they have (see [`TlsStream::write_vectored`]).
+    owed: usize,
 }
 
 impl<S: fmt::Debug> fmt::Debug for TlsStream<S> {
@@ -360,7 +371,7 @@ impl<S: RawIo> TlsStream<S> {
     fn new(raw: S, conn: Connection) -> Self {
         TlsStream {
             raw,
-            conn: Mutex::new(conn),
+            conn: Mutex::new(Session { conn, owed: 0 }),
             buffered: AtomicBool::new(false),
         }
     }
@@ -370,7 +381,7 @@ impl<S: RawIo> TlsStream<S> {
         &self.raw
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Connection> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Session> {
         // A panic elsewhere while holding it leaves a session that fails its next call.
         self.conn.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -379,28 +390,42 @@ impl<S: RawIo> TlsStream<S> {
     /// stream has nothing more. `Ok(0)` is the end of the stream, `WouldBlock` means
     /// nothing yet. A TLS failure (a bad certificate, a forged record) is `InvalidData`.
     pub fn read(&self, dst: &mut [u8]) -> io::Result<usize> {
-        let mut conn = self.lock();
-        let result = read_into(&mut conn, &self.raw, dst);
+        let result = read_into(&mut self.lock().conn, &self.raw, dst);
         let full = matches!(result, Ok(n) if n == dst.len() && n > 0);
         self.buffered.store(full, Ordering::Release);
         result
     }
 
-    /// Encrypt what the session takes of `bufs` and write out what the raw stream takes
-    /// now. Records the raw stream did not take stay [pending](Self::pending_output).
-    /// `WouldBlock` when records of an earlier write are still pending and the raw stream
-    /// takes none of them.
+    /// Encrypt what the session takes of `bufs` and write the records out.
+    ///
+    /// Bytes are reported written only once all their records are in the raw stream, so
+    /// that a socket's accounting (LINGER, what was not delivered) stays true: when the
+    /// raw stream does not take every record, the call says `WouldBlock`, and the caller
+    /// offers the same bytes again when the stream is writable; the first call that
+    /// finds the records gone reports them, without encrypting them twice. (Callers must
+    /// offer unreported bytes again, first; every driver's output queue does.)
     pub fn write_vectored(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        let mut conn = self.lock();
-        if !write_out(&mut conn, &self.raw)? {
+        let mut session = self.lock();
+        let Session { conn, owed } = &mut *session;
+        if !write_out(conn, &self.raw)? {
             return Err(io::ErrorKind::WouldBlock.into());
         }
+        if *owed > 0 {
+            let offered: usize = bufs.iter().map(|b| b.len()).sum();
+            let n = (*owed).min(offered);
+            *owed -= n;
+            return Ok(n);
+        }
         let n = conn.writer().write_vectored(bufs)?;
-        write_out(&mut conn, &self.raw)?;
         if n == 0 && bufs.iter().any(|b| !b.is_empty()) {
             return Err(io::ErrorKind::WouldBlock.into());
         }
-        Ok(n)
+        if write_out(conn, &self.raw)? {
+            Ok(n)
+        } else {
+            *owed = n;
+            Err(io::ErrorKind::WouldBlock.into())
+        }
     }
 
     /// [`write_vectored`](Self::write_vectored) of one buffer.
@@ -410,12 +435,13 @@ impl<S: RawIo> TlsStream<S> {
 
     /// Write out pending records: `Ok(true)` when none is left.
     pub fn flush(&self) -> io::Result<bool> {
-        write_out(&mut self.lock(), &self.raw)
+        write_out(&mut self.lock().conn, &self.raw)
     }
 
-    /// Records are waiting for the raw stream to take them.
+    /// Records are waiting for the raw stream to take them (of a write that said
+    /// `WouldBlock`, or handshake messages a read made).
     pub fn pending_output(&self) -> bool {
-        self.lock().wants_write()
+        self.lock().conn.wants_write()
     }
 
     /// Plaintext may be waiting to be read without the raw stream being readable.
@@ -562,6 +588,51 @@ mod tests {
         let big: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
         assert_eq!(transfer(&server, &client, &big).unwrap(), big);
         assert_eq!(transfer(&client, &server, &big).unwrap(), big);
+    }
+
+    /// What a write reports written is in the raw stream: a peer that reads only after
+    /// the writer stopped (records the stream did not take are never sent) still gets
+    /// every byte reported.
+    #[test]
+    fn reported_bytes_are_in_the_stream() {
+        let (client, server) = pair(CA, local());
+        assert_eq!(transfer(&client, &server, b"x").unwrap(), b"x");
+        let data: Vec<u8> = (0..8_000_000u32).map(|i| (i % 249) as u8).collect();
+        let (mut reported, mut blocked) = (0, 0);
+        while blocked < 3 && reported < data.len() {
+            match client.write(&data[reported..]) {
+                Ok(n) => reported += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => blocked += 1,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert!(blocked == 3, "the stream never filled");
+        // The writer ends here: its stream sends what it took, then FIN; records the
+        // stream did not take are never sent.
+        client
+            .get_ref()
+            .shutdown(std::net::Shutdown::Write)
+            .unwrap();
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 65536];
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match server.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    assert!(Instant::now() < deadline);
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(e) => panic!("after {} bytes: {e}", got.len()),
+            }
+        }
+        assert!(
+            got.len() >= reported,
+            "reported {reported}, delivered {}",
+            got.len()
+        );
+        assert_eq!(got[..reported], data[..reported]);
     }
 
     #[test]
