@@ -204,6 +204,12 @@ mod sys {
         pub fn zmq_connect(s: *mut c_void, addr: *const c_char) -> c_int;
         pub fn zmq_send(s: *mut c_void, buf: *const c_void, len: usize, flags: c_int) -> c_int;
         pub fn zmq_socket_monitor(s: *mut c_void, addr: *const c_char, events: c_int) -> c_int;
+        pub fn zmq_proxy_steerable(
+            frontend: *mut c_void,
+            backend: *mut c_void,
+            capture: *mut c_void,
+            control: *mut c_void,
+        ) -> c_int;
 
         pub fn zmq_msg_init(msg: *mut ZmqMsg) -> c_int;
         pub fn zmq_msg_init_size(msg: *mut ZmqMsg, size: usize) -> c_int;
@@ -370,6 +376,24 @@ impl Drop for Ctx {
 pub struct ZSocket<'ctx> {
     raw: *mut c_void,
     _ctx: PhantomData<&'ctx Ctx>,
+}
+
+/// libzmq's `zmq_proxy_steerable` (with no `control`, `zmq_proxy`): blocks the calling
+/// thread, which must own the sockets, until a `TERMINATE` on `control` (`Ok`) or the
+/// context's end (an error).
+pub fn zmq_proxy(
+    frontend: &ZSocket<'_>,
+    backend: &ZSocket<'_>,
+    capture: Option<&ZSocket<'_>>,
+    control: Option<&ZSocket<'_>>,
+) -> Result<(), ZmqError> {
+    let raw = |s: Option<&ZSocket<'_>>| s.map_or(std::ptr::null_mut(), |s| s.raw);
+    // SAFETY: every handle is a live socket of the caller's (borrowed for the call) or
+    // null, which libzmq takes as "none" for capture and control.
+    check(unsafe {
+        sys::zmq_proxy_steerable(frontend.raw, backend.raw, raw(capture), raw(control))
+    })?;
+    Ok(())
 }
 
 impl ZSocket<'_> {

@@ -27,6 +27,7 @@
 mod context;
 mod core;
 mod poll;
+mod proxy;
 pub mod runtime;
 #[cfg(feature = "testing")]
 #[doc(hidden)]
@@ -44,9 +45,12 @@ use tokio::sync::mpsc;
 pub use crate::context::Context;
 use crate::core::Inner;
 pub use crate::poll::{poll, PollItem, POLLIN, POLLOUT};
+pub use crate::proxy::{proxy, proxy_steerable};
 pub use crate::runtime::Runtime;
 use crate::wait::Waiter;
 pub use crate::wait::{RecvFuture, SendFuture};
+/// The counters of a steerable proxy's STATISTICS answer.
+pub use zmtp_driver::proxy::{ProxyStats, Traffic};
 /// The TLS settings of `wss://` endpoints, and the rustls they are made with.
 pub use zmtp_driver::tls::{rustls, Tls};
 /// Why an operation failed: the error type shared by every driver's sockets.

@@ -90,16 +90,20 @@
 //! ```
 #![warn(missing_docs)]
 
+mod proxy;
 mod reactor;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant as StdInstant};
 
+pub use proxy::{proxy, proxy_steerable};
 use reactor::Shared;
 /// A new CURVE key pair from the operating system's random generator (`zmq_curve_keypair`);
 /// each key prints as Z85 (`keys.public` in a format string, `keys.secret.to_z85()`).
 pub use zmtp_driver::curve_keypair;
+/// The counters of a steerable proxy's STATISTICS answer.
+pub use zmtp_driver::proxy::{ProxyStats, Traffic};
 /// The TLS settings of `wss://` endpoints, and the rustls they are made with.
 pub use zmtp_driver::tls::{rustls, Tls};
 /// Why an operation failed: the error type shared by every driver's sockets.

@@ -78,3 +78,5 @@ pub type PollItem<'a> = zmtp_async::PollItem<'a, Smol>;
 /// Waiting on several sockets at once, and the traits of [`MessageStream`] and [`Monitor`]
 /// (so that naming them needs no `futures` dependency).
 pub use zmtp_async::{poll, Sink, Stream, POLLIN, POLLOUT};
+/// The proxy (`zmq_proxy`, `zmq_proxy_steerable`) and its counters.
+pub use zmtp_async::{proxy, proxy_steerable, ProxyStats, Traffic};

@@ -10,6 +10,8 @@
 //! - [`transport`]: listen on and connect to `tcp://` and `ipc://` endpoints with `std`
 //!   types, set up alike in every driver (stale socket files, `ipc://*`, abstract names,
 //!   self-connects, `TCP_NODELAY`);
+//! - [`proxy`]: the proxy's moves, counters and control commands ([`Proxy`]), which
+//!   each driver runs over its own sockets and poll;
 //! - [`tls`]: TLS for `wss://` ([`Tls`], the settings a socket is given, and
 //!   [`TlsStream`], rustls over a non-blocking stream), so that every driver runs it alike;
 //! - [`udp`]: open a `udp://` endpoint's UDP socket as libzmq does (multicast membership,
@@ -29,6 +31,7 @@
 pub mod commands;
 pub mod entropy;
 mod error;
+pub mod proxy;
 pub mod resolve;
 pub mod setters;
 pub mod tls;
@@ -40,6 +43,7 @@ pub use commands::{run_commands, CommandHandler};
 pub use entropy::curve_keypair;
 pub use entropy::{new_socket, Entropy};
 pub use error::Error;
+pub use proxy::{Proxy, ProxySocket, ProxyStats};
 pub use resolve::{lookup, resolve_blocking, Attempts, TcpAddrs};
 pub use tls::{Tls, TlsSide, TlsStream};
 pub use transport::{

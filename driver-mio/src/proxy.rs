@@ -1,0 +1,78 @@
+//! The proxy (`zmq_proxy`, `zmq_proxy_steerable`) on blocking sockets: the driver-support
+//! crate's [`Proxy`] run over [`Socket`]s, waiting with [`poll`] between runs.
+
+use zmtp_driver::proxy::{Proxy, ProxySocket, Step};
+use zmtp_proto::socket::{Message, SendError};
+
+use crate::{poll, Error, PollItem, Socket, POLLIN};
+
+impl ProxySocket for Socket {
+    fn proxy_recv(&self) -> Result<Option<Message>, Error> {
+        self.try_recv()
+    }
+
+    fn proxy_send(&self, msg: Message) -> Result<(), SendError> {
+        self.try_send(msg).map(drop)
+    }
+
+    fn proxy_receives(&self) -> bool {
+        self.socket_type().receives()
+    }
+}
+
+/// Move messages between `frontend` and `backend`, both ways, until one of them fails
+/// (`zmq_proxy`), blocking the calling thread; a copy of each goes to `capture` if given.
+///
+/// A message the other side has no room for (its HWM) is held, and its side is not read
+/// until it goes: the proxy passes back-pressure on and drops nothing the socket types
+/// would not drop themselves. A capture socket without room drops its copy. See
+/// [`proxy_steerable`] for a proxy that can be paused, asked for its counters and ended.
+///
+/// ```no_run
+/// use zmtp_mio::{proxy, Context, SocketType};
+///
+/// # fn main() -> Result<(), zmtp_mio::Error> {
+/// let ctx = Context::new()?;
+/// // A request broker: clients connect to the ROUTER, workers to the DEALER.
+/// let frontend = ctx.socket(SocketType::Router)?;
+/// frontend.bind("tcp://*:5559")?;
+/// let backend = ctx.socket(SocketType::Dealer)?;
+/// backend.bind("tcp://*:5560")?;
+/// proxy(&frontend, &backend, None)?;
+/// # Ok(()) }
+/// ```
+pub fn proxy(frontend: &Socket, backend: &Socket, capture: Option<&Socket>) -> Result<(), Error> {
+    proxy_steerable(frontend, backend, capture, None)
+}
+
+/// [`proxy`] with a `control` socket (REP or PAIR) taking libzmq's commands, each a
+/// one-frame message: `PAUSE` (stop moving), `RESUME`, `TERMINATE` (return `Ok`) and
+/// `STATISTICS` (answered with eight frames, each a `u64` in the host's byte order:
+/// messages and bytes received from the frontend, sent to the frontend, received from the backend,
+/// sent to the backend). Every command is answered (STATISTICS with its counters, any
+/// other with one empty frame), as in libzmq 4.3.5. libzmq 4.3.5 swaps PAUSE and RESUME,
+/// a bug fixed upstream later; here they mean what they say.
+pub fn proxy_steerable(
+    frontend: &Socket,
+    backend: &Socket,
+    capture: Option<&Socket>,
+    control: Option<&Socket>,
+) -> Result<(), Error> {
+    let mut proxy = Proxy::new();
+    loop {
+        if proxy.run(frontend, backend, capture, control)? == Step::Terminated {
+            return Ok(());
+        }
+        let (f, b) = proxy.interest();
+        let (control, c) = match control {
+            Some(c) => (c, POLLIN),
+            None => (frontend, 0),
+        };
+        let mut items = [
+            PollItem::new(frontend, f),
+            PollItem::new(backend, b),
+            PollItem::new(control, c),
+        ];
+        poll(&mut items, None)?;
+    }
+}
