@@ -96,12 +96,93 @@ pub enum CliCommand {
     Keygen,
     /// Benchmark a driver in one process: PUSH to PULL throughput and REQ/REP latency
     Bench(BenchCli),
+    /// Move messages between a frontend and a backend socket (zmq_proxy)
+    #[command(after_help = PROXY_AFTER)]
+    Proxy(ProxyCli),
     /// Print a shell completion script (e.g. zmtp completions bash > /etc/bash_completion.d/zmtp)
     Completions {
         /// The shell
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+/// `zmtp proxy`'s arguments.
+#[derive(Debug, Args)]
+pub struct ProxyCli {
+    /// The frontend's socket type (as for send and recv)
+    #[arg(
+        short = 't',
+        long = "type",
+        value_name = "TYPE",
+        value_enum,
+        ignore_case = true,
+        hide_possible_values = true
+    )]
+    pub ty: TypeArg,
+    /// The frontend listens on EP (repeatable)
+    #[arg(short = 'b', long = "bind", value_name = "EP")]
+    pub bind: Vec<String>,
+    /// The frontend connects to EP (repeatable)
+    #[arg(short = 'c', long = "connect", value_name = "EP")]
+    pub connect: Vec<String>,
+    /// The backend's socket type
+    #[arg(
+        short = 'T',
+        long = "back-type",
+        value_name = "TYPE",
+        value_enum,
+        ignore_case = true,
+        hide_possible_values = true
+    )]
+    pub back_ty: TypeArg,
+    /// The backend listens on EP (repeatable)
+    #[arg(short = 'B', long = "back-bind", value_name = "EP")]
+    pub back_bind: Vec<String>,
+    /// The backend connects to EP (repeatable)
+    #[arg(short = 'C', long = "back-connect", value_name = "EP")]
+    pub back_connect: Vec<String>,
+    /// Publish a copy of every message on a PUB socket bound at EP
+    #[arg(long, value_name = "EP")]
+    pub capture: Option<String>,
+    /// Take PAUSE, RESUME, STATISTICS and TERMINATE on a REP socket bound at EP
+    #[arg(long, value_name = "EP")]
+    pub control: Option<String>,
+    /// Print bound endpoints on standard error
+    #[arg(short = 'v', long = "verbose")]
+    pub verbose: bool,
+}
+
+/// The text after the options list of `zmtp proxy --help`.
+const PROXY_AFTER: &str = "\
+Messages go both ways, whole, until TERMINATE arrives on --control (exit 0). A side that has
+no room for a message (its HWM) holds the proxy's reading of the other side, so nothing is
+dropped that the socket types would not drop. STATISTICS answers eight frames of a u64 each
+(host byte order): messages and bytes received from the frontend, sent to the frontend,
+received from the backend, sent to the backend. Every command is answered (STATISTICS with
+its counters, the others with an empty frame).
+
+Example, a request broker: zmtp proxy -t router -b tcp://*:5559 -T dealer -B tcp://*:5560
+
+Exit status: 0 TERMINATE, 1 bad usage, 2 runtime failure.";
+
+/// `zmtp proxy`, checked.
+#[derive(Debug)]
+pub struct ProxyArgs {
+    /// `-t`.
+    pub front: SocketType,
+    /// `-b` and `-c`, in the order given.
+    pub front_endpoints: Vec<(Direction, String)>,
+    /// `-T`.
+    pub back: SocketType,
+    /// `-B` and `-C`, in the order given.
+    pub back_endpoints: Vec<(Direction, String)>,
+    /// `--capture`.
+    pub capture: Option<String>,
+    /// `--control`.
+    pub control: Option<String>,
+    /// `-v`.
+    pub verbose: bool,
 }
 
 /// Options of `send` and `recv`.
@@ -379,6 +460,8 @@ pub enum Command {
     Recv(SocketArgs),
     /// `zmtp bench`.
     Bench(BenchArgs),
+    /// `zmtp proxy`.
+    Proxy(ProxyArgs),
 }
 
 /// `-b` or `-c`.
@@ -661,7 +744,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, Failure> {
     }
     // Usage errors point at the help of the subcommand they concern.
     let see = match args.first().and_then(|a| a.to_str()) {
-        Some(c @ ("send" | "recv" | "keygen" | "bench" | "completions")) => {
+        Some(c @ ("send" | "recv" | "keygen" | "bench" | "proxy" | "completions")) => {
             format!(" (see 'zmtp {c} --help')")
         }
         _ => " (see 'zmtp --help')".to_string(),
@@ -695,6 +778,32 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, Failure> {
             size: b.size,
             count: b.count,
         })),
+        CliCommand::Proxy(p) => {
+            let sub = sub_matches(&matches, "proxy");
+            let front = SocketType::from(p.ty);
+            let back = SocketType::from(p.back_ty);
+            let front_endpoints = endpoints_in_order(sub, p.bind, p.connect);
+            let back_endpoints = endpoints_named(
+                sub,
+                ("back_bind", "back_connect"),
+                p.back_bind,
+                p.back_connect,
+            );
+            if front_endpoints.is_empty() || back_endpoints.is_empty() {
+                return Err(usage(
+                    "the frontend needs -b EP or -c EP, the backend -B EP or -C EP".into(),
+                ));
+            }
+            Ok(Command::Proxy(ProxyArgs {
+                front,
+                front_endpoints,
+                back,
+                back_endpoints,
+                capture: p.capture,
+                control: p.control,
+                verbose: p.verbose,
+            }))
+        }
         CliCommand::Send(s) => {
             let sub = sub_matches(&matches, "send");
             let send = SendOrRecv::Send {
@@ -758,13 +867,23 @@ fn endpoints_in_order(
     bind: Vec<String>,
     connect: Vec<String>,
 ) -> Vec<(Direction, String)> {
+    endpoints_named(matches, ("bind", "connect"), bind, connect)
+}
+
+/// The bind and connect endpoints of the options `ids` in the order given.
+fn endpoints_named(
+    matches: Option<&ArgMatches>,
+    ids: (&str, &str),
+    bind: Vec<String>,
+    connect: Vec<String>,
+) -> Vec<(Direction, String)> {
     let indices = |id: &str| -> Vec<usize> {
         matches
             .and_then(|m| m.indices_of(id))
             .map(|i| i.collect())
             .unwrap_or_default()
     };
-    let (bi, ci) = (indices("bind"), indices("connect"));
+    let (bi, ci) = (indices(ids.0), indices(ids.1));
     let mut all: Vec<(usize, Direction, String)> = Vec::new();
     for (n, ep) in bind.into_iter().enumerate() {
         all.push((bi.get(n).copied().unwrap_or(0), Direction::Bind, ep));

@@ -82,6 +82,7 @@ fn run_command(args: Vec<OsString>) -> Result<(), Failure> {
         Command::Send(a) => runtime()?.block_on(run::send(a)),
         Command::Recv(a) => runtime()?.block_on(run::recv(a)),
         Command::Bench(a) => bench::bench(a),
+        Command::Proxy(a) => runtime()?.block_on(run::proxy(a)),
     }
 }
 

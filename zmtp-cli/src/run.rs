@@ -13,7 +13,7 @@ use zmtp_tokio::{
 };
 
 use crate::args::{
-    self, decode_frame, input_what, single_frame, Direction, Output, Role, SocketArgs,
+    self, decode_frame, input_what, single_frame, Direction, Output, ProxyArgs, Role, SocketArgs,
 };
 use crate::{escape, hex, print_stdout, Failure};
 
@@ -509,13 +509,32 @@ async fn open(args: &SocketArgs) -> Result<(Socket, Monitor, Watch, Option<u32>)
             .join(group)
             .map_err(|e| Failure::Usage(format!("cannot join: {e}")))?;
     }
+    let (bound, peer) = attach(&socket, &args.endpoints, args.verbose).await?;
+    let watch = Watch {
+        client: args.role.is_client(),
+        server: args.role.is_server(),
+        bound,
+        verbose: args.verbose,
+        handshakes: watch::Sender::new(0),
+    };
+    Ok((socket, monitor, watch, peer))
+}
+
+/// Bind and connect `socket` to `endpoints` in order (`-v`: say so on standard error);
+/// the resolved bound endpoints, and for a PEER the routing id of the peer it connected to
+/// last.
+async fn attach(
+    socket: &Socket,
+    endpoints: &[(Direction, String)],
+    verbose: bool,
+) -> Result<(Vec<String>, Option<u32>), Failure> {
     let mut bound = Vec::new();
     let mut peer = None;
-    for (direction, endpoint) in &args.endpoints {
+    for (direction, endpoint) in endpoints {
         let result = match direction {
             Direction::Bind => socket.bind(endpoint).await.map(Some),
             // A PEER learns the routing id of the peer there, to address it.
-            Direction::Connect if args.ty == SocketType::Peer => {
+            Direction::Connect if socket.socket_type() == SocketType::Peer => {
                 socket.connect_peer(endpoint).map(|id| {
                     peer = Some(id);
                     None
@@ -529,13 +548,13 @@ async fn open(args: &SocketArgs) -> Result<(Socket, Monitor, Watch, Option<u32>)
         };
         match result {
             Ok(Some(resolved)) => {
-                if args.verbose {
+                if verbose {
                     note(&format!("bound {resolved}"));
                 }
                 bound.push(resolved);
             }
             Ok(None) => {
-                if args.verbose {
+                if verbose {
                     note(&format!("connecting to {endpoint}"));
                 }
             }
@@ -547,14 +566,33 @@ async fn open(args: &SocketArgs) -> Result<(Socket, Monitor, Watch, Option<u32>)
             Err(e) => return Err(Failure::Runtime(format!("cannot {verb} {endpoint}: {e}"))),
         }
     }
-    let watch = Watch {
-        client: args.role.is_client(),
-        server: args.role.is_server(),
-        bound,
-        verbose: args.verbose,
-        handshakes: watch::Sender::new(0),
+    Ok((bound, peer))
+}
+
+/// `zmtp proxy`: a frontend and a backend socket, each bound or connected, messages moved
+/// between them until a TERMINATE on the control socket (a REP), a copy of each on the
+/// capture socket (a PUB).
+pub async fn proxy(args: ProxyArgs) -> Result<(), Failure> {
+    let make = |ty: SocketType| {
+        Socket::new(ty).map_err(|e| Failure::Runtime(format!("cannot create the socket: {e}")))
     };
-    Ok((socket, monitor, watch, peer))
+    let frontend = make(args.front)?;
+    attach(&frontend, &args.front_endpoints, args.verbose).await?;
+    let backend = make(args.back)?;
+    attach(&backend, &args.back_endpoints, args.verbose).await?;
+    let side = |ty: SocketType, endpoint: &Option<String>| -> Result<Option<Socket>, Failure> {
+        endpoint.as_ref().map(|_| make(ty)).transpose()
+    };
+    let capture = side(SocketType::Pub, &args.capture)?;
+    let control = side(SocketType::Rep, &args.control)?;
+    for (socket, endpoint) in [(&capture, &args.capture), (&control, &args.control)] {
+        if let (Some(socket), Some(endpoint)) = (socket, endpoint) {
+            attach(socket, &[(Direction::Bind, endpoint.clone())], args.verbose).await?;
+        }
+    }
+    zmtp_tokio::proxy_steerable(&frontend, &backend, capture.as_ref(), control.as_ref())
+        .await
+        .map_err(|e| Failure::Runtime(format!("the proxy stopped: {e}")))
 }
 
 /// Run `work` while watching the monitor, until it completes, a handshake failure ends the

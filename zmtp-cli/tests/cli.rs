@@ -1432,3 +1432,72 @@ fn req_replies_are_escaped_too() {
     ok(&out);
     assert_eq!(text(&out.stdout), "a\\tb\tq\\n\n");
 }
+
+#[test]
+fn proxy_between_libzmq_req_and_rep_with_statistics_and_terminate() {
+    let mut proxy = spawn(
+        &[
+            "proxy",
+            "-t",
+            "router",
+            "-b",
+            "tcp://127.0.0.1:*",
+            "-T",
+            "dealer",
+            "-B",
+            "tcp://127.0.0.1:*",
+            "--control",
+            "tcp://127.0.0.1:*",
+            "-v",
+        ],
+        None,
+    );
+    let (frontend, backend, control) = (
+        proxy.bound_endpoint(),
+        proxy.bound_endpoint(),
+        proxy.bound_endpoint(),
+    );
+    let ctx = Ctx::new();
+    let rep = zsock(&ctx, ZMQ_REP);
+    rep.connect(&backend).unwrap();
+    let req = zsock(&ctx, ZMQ_REQ);
+    req.connect(&frontend).unwrap();
+    for q in ["one", "two", "three"] {
+        req.send(q.as_bytes(), 0).unwrap();
+        let got = rep.recv_multipart().unwrap();
+        assert_eq!(got, frames(&[q.as_bytes()]));
+        rep.send(b"ok", 0).unwrap();
+        assert_eq!(req.recv_multipart().unwrap(), frames(&[b"ok"]));
+    }
+    let ctl = zsock(&ctx, ZMQ_REQ);
+    ctl.connect(&control).unwrap();
+    ctl.send(b"STATISTICS", 0).unwrap();
+    let stats = ctl.recv_multipart().unwrap();
+    assert_eq!(stats.len(), 8);
+    let n: Vec<u64> = stats
+        .iter()
+        .map(|f| u64::from_ne_bytes(f[..].try_into().unwrap()))
+        .collect();
+    // Messages in and out at each side: 3 requests forward, 3 answers back.
+    assert_eq!([n[0], n[2], n[4], n[6]], [3, 3, 3, 3]);
+    ctl.send(b"TERMINATE", 0).unwrap();
+    assert_eq!(ctl.recv_multipart().unwrap(), frames(&[b""]));
+    ok(&proxy.finish());
+}
+
+#[test]
+fn proxy_needs_both_sides() {
+    let args: Vec<OsString> = [
+        "proxy",
+        "-t",
+        "pull",
+        "-b",
+        "tcp://127.0.0.1:*",
+        "-T",
+        "push",
+    ]
+    .iter()
+    .map(OsString::from)
+    .collect();
+    usage_fails(&args, "the backend");
+}
