@@ -4,7 +4,7 @@
 use zmtp_driver::proxy::{Proxy, ProxySocket, Step};
 use zmtp_proto::socket::{Message, SendError};
 
-use crate::poll::{poll, PollItem, POLLIN};
+use crate::poll::{poll, PollItem};
 use crate::{Error, Runtime, Socket};
 
 impl<R: Runtime> ProxySocket for Socket<R> {
@@ -68,16 +68,9 @@ pub async fn proxy_steerable<R: Runtime>(
         if proxy.run(frontend, backend, capture, control)? == Step::Terminated {
             return Ok(());
         }
-        let (f, b) = proxy.interest();
-        let (control, c) = match control {
-            Some(c) => (c, POLLIN),
-            None => (frontend, 0),
-        };
-        let mut items = [
-            PollItem::new(frontend, f),
-            PollItem::new(backend, b),
-            PollItem::new(control, c),
-        ];
+        let events = proxy.interest(control.is_some());
+        let sockets = Proxy::poll_set(frontend, backend, control);
+        let mut items = [0, 1, 2].map(|i| PollItem::new(sockets[i], events[i]));
         poll(&mut items, None).await?;
     }
 }

@@ -1,6 +1,7 @@
 //! The proxy (`zmq_proxy`, `zmq_proxy_steerable`), written once: what moves, what is
 //! counted and what the control socket says. A driver runs [`Proxy::run`] over its sockets,
-//! then waits with its own poll for what [`Proxy::interest`] asks, and again.
+//! then waits with its own poll on [`Proxy::poll_set`] for what [`Proxy::interest`] asks,
+//! and again.
 //!
 //! - Messages go both ways, frontend to backend and back, whole (libzmq moves them frame by
 //!   frame, which is the same on the wire). A copy of each goes to the capture socket if
@@ -142,10 +143,11 @@ impl Proxy {
         self.paused
     }
 
-    /// What to wait for on the frontend and the backend ([`WANT_IN`], [`WANT_OUT`]; the
-    /// control socket always waits for input): a side is read unless paused or its last
-    /// message is still held, and waited on for room while a message for it is held.
-    pub fn interest(&self) -> (u8, u8) {
+    /// What to wait for on the frontend, the backend and the control socket, in the order
+    /// of [`poll_set`](Self::poll_set) ([`WANT_IN`], [`WANT_OUT`]): a side is read unless
+    /// paused or its last message is still held, and waited on for room while a message
+    /// for it is held; the control socket, if there is one, is read.
+    pub fn interest(&self, control: bool) -> [u8; 3] {
         let side = |held_from: &Option<Message>, held_for: &Option<Message>| {
             let mut events = 0;
             if !self.paused && held_from.is_none() {
@@ -156,10 +158,18 @@ impl Proxy {
             }
             events
         };
-        (
+        [
             side(&self.to_backend, &self.to_frontend),
             side(&self.to_frontend, &self.to_backend),
-        )
+            if control { WANT_IN } else { 0 },
+        ]
+    }
+
+    /// The sockets to poll, for [`interest`](Self::interest)'s events: the frontend, the
+    /// backend, and the control socket (the frontend again, waited on for nothing, when
+    /// there is none).
+    pub fn poll_set<'a, S>(frontend: &'a S, backend: &'a S, control: Option<&'a S>) -> [&'a S; 3] {
+        [frontend, backend, control.unwrap_or(frontend)]
     }
 
     /// Move what can move now, both ways, and answer the control socket's commands.
@@ -374,11 +384,11 @@ mod tests {
         assert_eq!(b.sent_texts(), ["1"]);
         // "2" is held, "3" still in the frontend: the frontend is not read meanwhile.
         assert_eq!(f.incoming.borrow().len(), 1);
-        assert_eq!(p.interest(), (0, WANT_IN | WANT_OUT));
+        assert_eq!(p.interest(false), [0, WANT_IN | WANT_OUT, 0]);
         *b.room.borrow_mut() = 5;
         p.run(&f, &b, None, None).unwrap();
         assert_eq!(b.sent_texts(), ["1", "2", "3"]);
-        assert_eq!(p.interest(), (WANT_IN, WANT_IN));
+        assert_eq!(p.interest(false), [WANT_IN, WANT_IN, 0]);
     }
 
     #[test]
@@ -391,7 +401,7 @@ mod tests {
         let mut p = Proxy::new();
         p.run(&f, &b, None, Some(&ctl)).unwrap();
         assert!(p.paused());
-        assert_eq!(p.interest(), (0, 0));
+        assert_eq!(p.interest(true), [0, 0, WANT_IN]);
         f.incoming.borrow_mut().push_back(msg("x"));
         p.run(&f, &b, None, Some(&ctl)).unwrap();
         assert!(b.sent.borrow().is_empty(), "moved while paused");
