@@ -1,11 +1,14 @@
 //! The proxy (`zmq_proxy`, `zmq_proxy_steerable`) on async sockets: the driver-support
 //! crate's [`Proxy`] run over [`Socket`]s, waiting with [`poll`] between runs.
 
-use zmtp_driver::proxy::{Proxy, ProxySocket, Step};
+use zmtp_driver::proxy::{Proxy, ProxySocket, Step, WANT_IN, WANT_OUT};
 use zmtp_proto::socket::{Message, SendError};
 
-use crate::poll::{poll, PollItem};
+use crate::poll::{poll, PollItem, POLLIN, POLLOUT};
 use crate::{Error, Runtime, Socket};
+
+// The proxy's events are this driver's poll events.
+const _: () = assert!(WANT_IN == POLLIN && WANT_OUT == POLLOUT);
 
 impl<R: Runtime> ProxySocket for Socket<R> {
     fn proxy_recv(&self) -> Result<Option<Message>, Error> {

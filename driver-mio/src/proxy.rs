@@ -1,10 +1,13 @@
 //! The proxy (`zmq_proxy`, `zmq_proxy_steerable`) on blocking sockets: the driver-support
 //! crate's [`Proxy`] run over [`Socket`]s, waiting with [`poll`] between runs.
 
-use zmtp_driver::proxy::{Proxy, ProxySocket, Step};
+use zmtp_driver::proxy::{Proxy, ProxySocket, Step, WANT_IN, WANT_OUT};
 use zmtp_proto::socket::{Message, SendError};
 
-use crate::{poll, Error, PollItem, Socket};
+use crate::{poll, Error, PollItem, Socket, POLLIN, POLLOUT};
+
+// The proxy's events are this driver's poll events.
+const _: () = assert!(WANT_IN == POLLIN && WANT_OUT == POLLOUT);
 
 impl ProxySocket for Socket {
     fn proxy_recv(&self) -> Result<Option<Message>, Error> {
