@@ -173,6 +173,7 @@ impl Buffered {
     pub fn wrap_ws(conn: Connection, side: &WsSide<'_>) -> Result<Buffered, HandshakeError> {
         let zws = Zws::new(
             side,
+            conn.config().socket_type,
             conn.config().security.mechanism(),
             conn.config().max_message_size,
         )?;

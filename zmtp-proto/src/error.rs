@@ -87,9 +87,6 @@ pub enum Error {
     WsHandshake(crate::ws::HandshakeError),
     /// A `ws://` stream carried a WebSocket frame ZWS does not allow.
     WsFrame(crate::ws::FrameError),
-    /// The `ws://` peer chose or offered only bare `ZWS2.0` (routing id first, no READY),
-    /// which is not supported: a NULL socket offers and prefers `ZWS2.0/NULL`.
-    WsBareProtocol,
     /// The `ws://` peer sent a WebSocket close. Not a protocol error: a connecting socket
     /// reconnects.
     WsClosed,
@@ -147,7 +144,6 @@ impl core::fmt::Display for Error {
             ),
             Error::WsHandshake(e) => write!(f, "WebSocket upgrade: {e}"),
             Error::WsFrame(e) => write!(f, "WebSocket: {e}"),
-            Error::WsBareProtocol => f.write_str("bare ZWS2.0 (no mechanism) is not supported"),
             Error::WsClosed => f.write_str("the WebSocket peer closed the connection"),
             #[cfg(feature = "curve")]
             Error::Curve(e) => write!(f, "CURVE: {e}"),

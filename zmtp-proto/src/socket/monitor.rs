@@ -277,8 +277,7 @@ pub fn protocol_error_code(e: &Error) -> Option<u32> {
         | Error::GroupTooLong { .. }
         | Error::MalformedGroupMessage
         | Error::WsHandshake(_)
-        | Error::WsFrame(_)
-        | Error::WsBareProtocol => p::ZMTP_UNSPECIFIED,
+        | Error::WsFrame(_) => p::ZMTP_UNSPECIFIED,
         #[cfg(feature = "curve")]
         Error::Curve(c) => match c {
             crate::mechanism::CurveError::InvalidSequence => p::ZMTP_INVALID_SEQUENCE,

@@ -15,6 +15,12 @@
 //!   ([`Connection::take_ping`](crate::Connection::take_ping)) before any PING command is
 //!   written, sealed or not.
 //!
+//! - **Bare `ZWS2.0`** (no mechanism: what a browser offers, as its WebSocket API refuses
+//!   the `/` of `ZWS2.0/NULL`): each side's first frame is its routing id and there is no
+//!   READY. The layer turns the peer's id frame into a READY made up for the connection
+//!   (`Socket-Type` the first type ours accepts, as nothing is checked over bare ZWS, and
+//!   `Identity` the id), and our READY into our id frame (its `Identity`, empty if none).
+//!
 //! Memory: the WebSocket input is turned into ZMTP input as it arrives (one copy, the same
 //! size plus at most 8 header bytes a frame); what a header announces costs nothing until
 //! the bytes come; bodies are bounded by the connection's maximum message size.
@@ -28,10 +34,11 @@ use super::{
     Protocol, Received, Role, ServerHandshake, Target,
 };
 use crate::codec::{
-    FrameFlags, FrameHeader, Greeting, Mechanism, Status, Version, GREETING_LEN,
+    FrameFlags, FrameHeader, Greeting, Mechanism, Metadata, Status, Version, GREETING_LEN,
     MAX_FRAME_HEADER_LEN,
 };
 use crate::error::Error;
+use crate::SocketType;
 
 /// Which end of a `ws://` stream we are, with what the upgrade needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,13 +84,20 @@ pub(crate) struct Zws {
     scratch: Vec<u8>,
     /// A WebSocket ping or pong arrived since [`take_keepalive`](Self::take_keepalive).
     keepalive: bool,
+    /// Our socket's type (what a made-up READY must be compatible with, over bare ZWS).
+    socket_type: SocketType,
+    /// Bare `ZWS2.0`: the peer's routing id frame has not arrived yet.
+    peer_id_pending: bool,
+    /// Bare `ZWS2.0`: our READY has not been turned into our routing id frame yet.
+    our_id_pending: bool,
 }
 
 impl Zws {
-    /// A layer for `side`; the connection runs `mechanism` and takes bodies of at most
-    /// `max_body` bytes.
+    /// A layer for `side`; the connection is a `socket_type` socket, runs `mechanism` and
+    /// takes bodies of at most `max_body` bytes.
     pub(crate) fn new(
         side: &WsSide<'_>,
+        socket_type: SocketType,
         mechanism: Mechanism,
         max_body: Option<u64>,
     ) -> Result<Zws, HandshakeError> {
@@ -126,6 +140,9 @@ impl Zws {
             head,
             scratch: Vec::new(),
             keepalive: false,
+            socket_type,
+            peer_id_pending: false,
+            our_id_pending: false,
         })
     }
 
@@ -204,7 +221,12 @@ impl Zws {
                     match received {
                         Received::Frame { flags, body } => {
                             let body = frame.get(body).unwrap_or_default();
-                            put_zmtp(zmtp_in, flags, body);
+                            if self.peer_id_pending {
+                                self.peer_id_pending = false;
+                                put_peer_ready(zmtp_in, self.socket_type, body);
+                            } else {
+                                put_zmtp(zmtp_in, flags, body);
+                            }
                         }
                         Received::Ping { .. } => {
                             self.keepalive = true;
@@ -226,7 +248,8 @@ impl Zws {
         }
     }
 
-    /// The upgrade is done: refuse bare `ZWS2.0`, make up the peer's greeting.
+    /// The upgrade is done: make up the peer's greeting (over bare `ZWS2.0`, the ids are
+    /// exchanged in place of READY from now on).
     fn open(
         &mut self,
         protocol: Protocol,
@@ -234,7 +257,8 @@ impl Zws {
         zmtp_in: &mut BytesMut,
     ) -> Result<(), Error> {
         if protocol.is_bare() {
-            return Err(Error::WsBareProtocol);
+            self.peer_id_pending = true;
+            self.our_id_pending = true;
         }
         self.raw.advance(used);
         self.phase = Phase::Open;
@@ -311,7 +335,19 @@ impl Zws {
             };
             let body = rest.get(n..end).unwrap_or_default();
             at += end;
-            if header.flags.command && body.starts_with(b"\x04PING") {
+            if self.our_id_pending && header.flags.command && body.starts_with(b"\x05READY") {
+                // Bare ZWS2.0: our routing id in place of our READY.
+                self.our_id_pending = false;
+                let id = Metadata::parse(body.get(6..).unwrap_or_default())
+                    .ok()
+                    .and_then(|m| m.get(b"Identity"))
+                    .unwrap_or_default();
+                let mask = self.next_mask();
+                let len = frame_len(id.len(), mask.is_some());
+                out(len, &mut |dst| {
+                    let _ = emit_frame(FrameFlags::default(), id, mask, dst);
+                });
+            } else if header.flags.command && body.starts_with(b"\x04PING") {
                 self.ping(&mut out);
             } else if header.flags.command && body.starts_with(b"\x04PONG") {
                 // Pongs are WebSocket's business over ws; a ZMTP PING is not answered.
@@ -337,6 +373,29 @@ pub(crate) fn splitmix64(state: &mut u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
+}
+
+/// Bare `ZWS2.0`: append the READY the peer whose routing id frame is `id` would have sent,
+/// with the first socket type compatible with ours (bare ZWS checks none) and `Identity`.
+fn put_peer_ready(zmtp_in: &mut BytesMut, ours: SocketType, id: &[u8]) {
+    let peer = SocketType::ALL
+        .iter()
+        .copied()
+        .find(|&t| ours.is_compatible(t))
+        .unwrap_or(ours);
+    let mut body = Vec::with_capacity(48 + id.len());
+    body.extend_from_slice(b"\x05READY");
+    for (name, value) in [(&b"Socket-Type"[..], peer.name().as_bytes()), (b"Identity", id)] {
+        body.push(name.len() as u8);
+        body.extend_from_slice(name);
+        body.extend_from_slice(&(value.len() as u32).to_be_bytes());
+        body.extend_from_slice(value);
+    }
+    let flags = FrameFlags {
+        command: true,
+        ..FrameFlags::default()
+    };
+    put_zmtp(zmtp_in, flags, &body);
 }
 
 /// Append one ZMTP frame to `zmtp_in`.
