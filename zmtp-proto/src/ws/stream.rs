@@ -385,7 +385,10 @@ fn put_peer_ready(zmtp_in: &mut BytesMut, ours: SocketType, id: &[u8]) {
         .unwrap_or(ours);
     let mut body = Vec::with_capacity(48 + id.len());
     body.extend_from_slice(b"\x05READY");
-    for (name, value) in [(&b"Socket-Type"[..], peer.name().as_bytes()), (b"Identity", id)] {
+    for (name, value) in [
+        (&b"Socket-Type"[..], peer.name().as_bytes()),
+        (b"Identity", id),
+    ] {
         body.push(name.len() as u8);
         body.extend_from_slice(name);
         body.extend_from_slice(&(value.len() as u32).to_be_bytes());
