@@ -18,7 +18,7 @@ use std::time::Instant as StdInstant;
 use tokio::sync::{mpsc, oneshot, Notify};
 use zmtp_driver::{
     drain_datagrams, listen_ipc, listen_tcp, open_udp, run_commands, Attempts, CommandHandler,
-    Listening, SocketFile, StdListener, TcpAddrs, UdpOpen,
+    Listening, SocketFile, StdListener, TcpAddrs, Tls, TlsSide, UdpOpen,
 };
 use zmtp_proto::socket::endpoint::{IpcEndpoint, WsEndpoint};
 use zmtp_proto::socket::{
@@ -123,6 +123,8 @@ pub(crate) struct Core<R: Runtime> {
     monitors: Vec<mpsc::UnboundedSender<MonitorEvent>>,
     pub(crate) closed: bool,
     timer_deadline: Option<Instant>,
+    /// The TLS settings of `wss://` endpoints bound or connected from now on.
+    pub(crate) tls: Tls,
 }
 
 impl<R: Runtime> Inner<R> {
@@ -139,6 +141,7 @@ impl<R: Runtime> Inner<R> {
                 monitors: Vec::new(),
                 closed: false,
                 timer_deadline: None,
+                tls: Tls::default(),
             }),
             readable: Notify::new(),
             writable: Notify::new(),
@@ -318,8 +321,22 @@ impl<R: Runtime> Inner<R> {
             let mut chunks: [&[u8]; MAX_CHUNKS] = [&[]; MAX_CHUNKS];
             let n = core.socket.transmit_chunks(peer, &mut chunks);
             if n == 0 {
-                if let Some(io) = core.peers.get_mut(&peer) {
-                    io.write_blocked = false;
+                let flushed = if stream.pending_output() {
+                    stream.flush()
+                } else {
+                    Ok(true)
+                };
+                match flushed {
+                    Ok(all) => {
+                        if let Some(io) = core.peers.get_mut(&peer) {
+                            // TLS records left: wait until the stream takes them.
+                            if !all && !io.write_blocked {
+                                io.wake.notify_one();
+                            }
+                            io.write_blocked = !all;
+                        }
+                    }
+                    Err(e) => self.lose_peer(core, peer, &e),
                 }
                 return;
             }
@@ -344,14 +361,23 @@ impl<R: Runtime> Inner<R> {
                     return;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => {
-                    self.drop_peer(core, peer);
-                    let now = self.now();
-                    core.socket.handle_closed(peer, now);
+                Err(e) => {
+                    self.lose_peer(core, peer, &e);
                     return;
                 }
             }
         }
+    }
+
+    /// A peer's stream failed with `error`: drop it, and tell the socket. A TLS failure
+    /// (a certificate refused, a forged record) is logged: nothing else says why.
+    fn lose_peer(self: &Arc<Self>, core: &mut Core<R>, peer: PeerId, error: &io::Error) {
+        if error.kind() == io::ErrorKind::InvalidData {
+            log::warn!("zmtp: a peer's stream failed: {error}");
+        }
+        self.drop_peer(core, peer);
+        let now = self.now();
+        core.socket.handle_closed(peer, now);
     }
 
     /// Read what a peer's stream has and feed it to the socket. Returns true when it
@@ -402,10 +428,8 @@ impl<R: Runtime> Inner<R> {
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => {
-                    self.drop_peer(core, peer);
-                    let now = self.now();
-                    core.socket.handle_closed(peer, now);
+                Err(e) => {
+                    self.lose_peer(core, peer, &e);
                     return false;
                 }
             }
@@ -563,6 +587,13 @@ impl<R: Runtime> CommandHandler for Commands<'_, R> {
         let (inner, core) = (self.inner, &mut *self.core);
         let mut inproc = None;
         let mut socket_file = None;
+        let tls = match TlsSide::for_endpoint(&core.tls, &addr, true) {
+            Ok(tls) => tls,
+            Err(e) => {
+                inner.listened(core, endpoint, Err(e));
+                return;
+            }
+        };
         let bound = match &addr {
             Endpoint::Tcp(tcp) | Endpoint::Ws(WsEndpoint { tcp, .. }) => match TcpAddrs::of(tcp) {
                 TcpAddrs::Known(a) => inner.acceptor(listen_tcp(&[a]), &mut socket_file),
@@ -574,6 +605,7 @@ impl<R: Runtime> CommandHandler for Commands<'_, R> {
                         endpoint,
                         host,
                         port,
+                        tls,
                     ));
                     let listener = Listener {
                         task,
@@ -595,7 +627,7 @@ impl<R: Runtime> CommandHandler for Commands<'_, R> {
         if let Some(acceptor) = inner.listened(core, endpoint, bound) {
             let task = inner
                 .runtime
-                .spawn(accept_task(inner.clone(), endpoint, acceptor));
+                .spawn(accept_task(inner.clone(), endpoint, acceptor, tls));
             let listener = Listener {
                 task,
                 inproc,
@@ -779,6 +811,7 @@ async fn resolve_and_accept_task<R: Runtime>(
     endpoint: EndpointId,
     host: String,
     port: u16,
+    tls: Option<TlsSide>,
 ) {
     let listening = inner
         .runtime
@@ -801,12 +834,21 @@ async fn resolve_and_accept_task<R: Runtime>(
         acceptor
     };
     if let Some(acceptor) = acceptor {
-        accept_task(inner, endpoint, acceptor).await;
+        accept_task(inner, endpoint, acceptor, tls).await;
     }
 }
 
 async fn connect_task<R: Runtime>(inner: Arc<Inner<R>>, endpoint: EndpointId, addr: Endpoint) {
-    let result = connect(&inner.runtime, &addr).await;
+    let tls = TlsSide::for_endpoint(&inner.lock().tls, &addr, false);
+    let result = match tls {
+        Ok(tls) => connect(&inner.runtime, &addr)
+            .await
+            .and_then(|stream| stream.secure(tls.as_ref())),
+        Err(e) => {
+            log::warn!("zmtp: cannot connect to {addr}: {e}");
+            Err(e)
+        }
+    };
     let mut core = inner.lock();
     let now = inner.now();
     match result {
@@ -827,13 +869,17 @@ async fn accept_task<R: Runtime>(
     inner: Arc<Inner<R>>,
     endpoint: EndpointId,
     mut acceptor: Acceptor<R>,
+    tls: Option<TlsSide>,
 ) {
     loop {
         let stream = match &mut acceptor {
             Acceptor::Tcp(l) => match l.accept().await {
                 Ok(s) => {
                     let _ = zmtp_driver::tcp_accepted(&s);
-                    Transport::Tcp(s)
+                    match Transport::Tcp(s).secure(tls.as_ref()) {
+                        Ok(s) => s,
+                        Err(_) => continue,
+                    }
                 }
                 Err(_) => continue,
             },
@@ -896,7 +942,8 @@ async fn peer_task<R: Runtime>(
             }
             let more = want_read && inner.read_peer(&mut core, peer, &stream);
             if let Some(io) = core.peers.get_mut(&peer) {
-                let flush = io.flush_pending || io.write_blocked;
+                // Also TLS records a read made (handshake messages).
+                let flush = io.flush_pending || io.write_blocked || stream.pending_output();
                 io.flush_pending = false;
                 if flush {
                     inner.write_peer(&mut core, peer);

@@ -46,6 +46,8 @@ pub use crate::poll::{poll, PollItem, POLLIN, POLLOUT};
 pub use crate::runtime::Runtime;
 use crate::wait::Waiter;
 pub use crate::wait::{RecvFuture, SendFuture};
+/// The TLS settings of `wss://` endpoints, and the rustls they are made with.
+pub use zmtp_driver::tls::{rustls, Tls};
 /// Why an operation failed: the error type shared by every driver's sockets.
 pub use zmtp_driver::Error;
 pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey, SecretKey};
@@ -209,6 +211,29 @@ impl<R: Runtime> Socket<R> {
         self.inner
             .with(|core| core.socket.set_options(options))
             .map_err(Error::Options)
+    }
+
+    /// The TLS settings of the `wss://` endpoints this socket binds or connects from now
+    /// on: the certificate it presents when listening, the roots it trusts when
+    /// connecting (the platform's unless set). Binding `wss://` without a certificate
+    /// fails with `InvalidInput`.
+    ///
+    /// ```no_run
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use zmtp_tokio::{Socket, SocketType, Tls};
+    ///
+    /// let rep = Socket::new(SocketType::Rep)?;
+    /// rep.set_tls(Tls::new().with_identity_files("cert.pem", "key.pem")?);
+    /// rep.bind("wss://*:5556").await?;
+    ///
+    /// let req = Socket::new(SocketType::Req)?;
+    /// req.set_tls(Tls::new().with_roots_file("ca.pem")?);
+    /// req.connect("wss://localhost:5556")?;
+    /// # Ok(()) }
+    /// ```
+    pub fn set_tls(&self, tls: Tls) {
+        self.inner.with(|core| core.tls = tls);
     }
 
     /// Change some options in one step: `change` edits a copy of the options in force,

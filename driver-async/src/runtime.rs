@@ -28,6 +28,8 @@ pub trait ByteStream: Send + Sync + Debug + 'static {
     /// Read what is available into the spare capacity of `buf` (growing its length), without
     /// blocking: `Ok(0)` is the end of the stream, `WouldBlock` means nothing is there yet.
     fn try_read_buf(&self, buf: &mut BytesMut) -> io::Result<usize>;
+    /// [`try_read_buf`](Self::try_read_buf) into a slice (what TLS reads its records with).
+    fn try_read(&self, buf: &mut [u8]) -> io::Result<usize>;
     /// Write what the stream takes now, without blocking (`WouldBlock` if nothing).
     fn try_write(&self, data: &[u8]) -> io::Result<usize>;
     /// [`try_write`](Self::try_write) gathering several buffers.

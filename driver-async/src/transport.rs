@@ -1,4 +1,5 @@
-//! The byte streams a peer can run over: TCP, Unix sockets (the runtime's) and in-process
+//! The byte streams a peer can run over: TCP, Unix sockets (the runtime's), TLS over TCP
+//! (`wss://`, the driver-support crate's session over the runtime's stream) and in-process
 //! pipes (this crate's, runtime-independent), behind one non-blocking interface
 //! (`readable`/`try_read_buf`, `writable`/`try_write`).
 
@@ -8,9 +9,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::sync::{mpsc, Notify};
+use zmtp_driver::tls::{RawIo, TlsSide, TlsStream};
 use zmtp_proto::{Bytes, BytesMut};
 
-use crate::runtime::{ByteStream as _, Runtime};
+use crate::core::{first, Either};
+use crate::runtime::{ByteStream, Runtime};
 
 /// A peer's transport: a connected TCP or Unix-domain stream (the runtime's) or an
 /// in-process pipe pair.
@@ -18,14 +21,52 @@ use crate::runtime::{ByteStream as _, Runtime};
 pub(crate) enum Transport<R: Runtime> {
     Tcp(R::Tcp),
     Unix(R::Unix),
+    Tls(Box<TlsStream<RawTcp<R::Tcp>>>),
     Inproc(InprocStream),
 }
 
+/// A runtime's TCP stream as the raw stream under TLS.
+#[derive(Debug)]
+pub(crate) struct RawTcp<T>(T);
+
+impl<T: ByteStream> RawIo for RawTcp<T> {
+    fn read_raw(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.try_read(buf)
+    }
+
+    fn write_raw(&self, data: &[u8]) -> io::Result<usize> {
+        self.0.try_write(data)
+    }
+}
+
 impl<R: Runtime> Transport<R> {
+    /// The stream with TLS on it if `tls` says so (a `wss://` endpoint's TCP stream).
+    pub(crate) fn secure(self, tls: Option<&TlsSide>) -> io::Result<Transport<R>> {
+        match (self, tls) {
+            (Transport::Tcp(s), Some(side)) => Ok(Transport::Tls(Box::new(side.wrap(RawTcp(s))?))),
+            (stream, _) => Ok(stream),
+        }
+    }
+
     pub(crate) async fn readable(&self) -> io::Result<()> {
         match self {
             Transport::Tcp(s) => s.readable().await,
             Transport::Unix(s) => s.readable().await,
+            Transport::Tls(s) => {
+                if s.buffered_input() {
+                    return Ok(());
+                }
+                let raw = &s.get_ref().0;
+                if !s.pending_output() {
+                    return raw.readable().await;
+                }
+                // Records wait to go out, which the peer may wait for before it sends: input,
+                // or room for them, whichever comes first.
+                match first(raw.readable(), raw.writable()).await {
+                    Either::Left(r) => r,
+                    Either::Right(r) => r.and_then(|()| s.flush().map(drop)),
+                }
+            }
             Transport::Inproc(s) => {
                 s.rx.readable().await;
                 Ok(())
@@ -38,6 +79,7 @@ impl<R: Runtime> Transport<R> {
     pub(crate) fn peer_address(&self) -> String {
         match self {
             Transport::Tcp(s) => zmtp_driver::peer_address(s),
+            Transport::Tls(s) => zmtp_driver::peer_address(&s.get_ref().0),
             Transport::Unix(_) | Transport::Inproc(_) => String::new(),
         }
     }
@@ -46,7 +88,24 @@ impl<R: Runtime> Transport<R> {
         match self {
             Transport::Tcp(s) => s.writable().await,
             Transport::Unix(s) => s.writable().await,
+            Transport::Tls(s) => s.get_ref().0.writable().await,
             Transport::Inproc(_) => Ok(()),
+        }
+    }
+
+    /// TLS records wait for the stream to take them ([`flush`](Self::flush)).
+    pub(crate) fn pending_output(&self) -> bool {
+        match self {
+            Transport::Tls(s) => s.pending_output(),
+            _ => false,
+        }
+    }
+
+    /// Write out waiting TLS records: `Ok(true)` when none is left.
+    pub(crate) fn flush(&self) -> io::Result<bool> {
+        match self {
+            Transport::Tls(s) => s.flush(),
+            _ => Ok(true),
         }
     }
 
@@ -55,6 +114,17 @@ impl<R: Runtime> Transport<R> {
         match self {
             Transport::Tcp(s) => s.try_read_buf(buf),
             Transport::Unix(s) => s.try_read_buf(buf),
+            Transport::Tls(s) => {
+                // Plaintext is copied out of the session: into zeroed room.
+                if buf.capacity() == buf.len() {
+                    buf.reserve(TLS_READ_ROOM);
+                }
+                let len = buf.len();
+                buf.resize(buf.capacity(), 0);
+                let read = s.read(buf.get_mut(len..).unwrap_or_default());
+                buf.truncate(len + read.as_ref().map_or(0, |n| *n));
+                read
+            }
             Transport::Inproc(s) => s.rx.try_read_buf(buf),
         }
     }
@@ -63,6 +133,7 @@ impl<R: Runtime> Transport<R> {
         match self {
             Transport::Tcp(s) => s.try_write_vectored(bufs),
             Transport::Unix(s) => s.try_write_vectored(bufs),
+            Transport::Tls(s) => s.write_vectored(bufs),
             Transport::Inproc(s) => s.tx.try_write_all(bufs),
         }
     }
@@ -71,10 +142,14 @@ impl<R: Runtime> Transport<R> {
         match self {
             Transport::Tcp(s) => s.try_write(data),
             Transport::Unix(s) => s.try_write(data),
+            Transport::Tls(s) => s.write(data),
             Transport::Inproc(s) => s.tx.try_write(data),
         }
     }
 }
+
+/// Room made for a TLS read into a full buffer.
+const TLS_READ_ROOM: usize = 16 * 1024;
 
 /// One direction of an in-process stream: a queue of shared chunks, so that frame bodies
 /// cross without being copied.

@@ -45,10 +45,12 @@ pub use runtime::{
     block_on, Smol, SmolListener, SmolStream, SmolTask, SmolTcp, SmolTcpListener, SmolUdp,
     SmolUnix, SmolUnixListener,
 };
+/// The rustls that [`Tls`] settings are made with, for settings beyond its own.
+pub use zmtp_async::rustls;
 pub use zmtp_async::{
     curve_keypair, z85, AuthReply, Authenticator, Bytes, CloseReport, EndpointError, Error,
     GroupError, KeyPair, Message, MetadataError, Monitor, MonitorEvent, MonitorEventKind, Options,
-    PeerProperties, PublicKey, SecretKey, Security, SendError, Sent, SocketType, TextError,
+    PeerProperties, PublicKey, SecretKey, Security, SendError, Sent, SocketType, TextError, Tls,
     ZapRequest,
 };
 

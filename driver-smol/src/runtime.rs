@@ -161,6 +161,11 @@ where
     }
 
     #[inline]
+    fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        Ok(rustix::io::read(self.0.get_ref(), buf)?)
+    }
+
+    #[inline]
     fn try_write(&self, data: &[u8]) -> io::Result<usize> {
         self.0.get_ref().write(data)
     }

@@ -10,6 +10,8 @@
 //! - [`transport`]: listen on and connect to `tcp://` and `ipc://` endpoints with `std`
 //!   types, set up alike in every driver (stale socket files, `ipc://*`, abstract names,
 //!   self-connects, `TCP_NODELAY`);
+//! - [`tls`]: TLS for `wss://` ([`Tls`], the settings a socket is given, and
+//!   [`TlsStream`], rustls over a non-blocking stream), so that every driver runs it alike;
 //! - [`udp`]: open a `udp://` endpoint's UDP socket as libzmq does (multicast membership,
 //!   loop and hops, shared ports);
 //! - [`entropy`]: a socket's seed and CURVE entropy from the operating system;
@@ -29,6 +31,7 @@ pub mod entropy;
 mod error;
 pub mod resolve;
 pub mod setters;
+pub mod tls;
 pub mod transport;
 pub mod udp;
 
@@ -38,6 +41,7 @@ pub use entropy::curve_keypair;
 pub use entropy::{new_socket, Entropy};
 pub use error::Error;
 pub use resolve::{lookup, resolve_blocking, Attempts, TcpAddrs};
+pub use tls::{Tls, TlsSide, TlsStream};
 pub use transport::{
     listen_ipc, listen_tcp, peer_address, tcp_accepted, tcp_connected, Listening, SocketFile,
     StdListener, StdTransport, TcpSetup,

@@ -24,6 +24,7 @@ use zmtp_proto::socket::endpoint::IpcEndpoint;
 use zmtp_proto::socket::Endpoint;
 
 use crate::resolve::{resolve_blocking, Attempts};
+use crate::tls::{TlsSide, TlsStream};
 
 /// What connection setup needs of a TCP stream: its addresses and `TCP_NODELAY`.
 /// Implemented for `std`'s stream here, and by each runtime's TCP stream type.
@@ -243,6 +244,8 @@ pub enum StdTransport {
     Tcp(TcpStream),
     /// `ipc://`.
     Unix(UnixStream),
+    /// `wss://`: TLS over TCP.
+    Tls(Box<TlsStream<TcpStream>>),
 }
 
 impl StdTransport {
@@ -280,6 +283,7 @@ impl StdTransport {
             // `Read` and `Write` are implemented for shared references to std's streams.
             StdTransport::Tcp(s) => (&mut &*s).read(buf),
             StdTransport::Unix(s) => (&mut &*s).read(buf),
+            StdTransport::Tls(s) => s.read(buf),
         }
     }
 
@@ -289,6 +293,7 @@ impl StdTransport {
         match self {
             StdTransport::Tcp(s) => (&mut &*s).write(data),
             StdTransport::Unix(s) => (&mut &*s).write(data),
+            StdTransport::Tls(s) => s.write(data),
         }
     }
 
@@ -298,6 +303,45 @@ impl StdTransport {
         match self {
             StdTransport::Tcp(s) => (&mut &*s).write_vectored(bufs),
             StdTransport::Unix(s) => (&mut &*s).write_vectored(bufs),
+            StdTransport::Tls(s) => s.write_vectored(bufs),
+        }
+    }
+
+    /// Write out what a TLS stream made but the stream has not taken yet: `Ok(true)` when
+    /// nothing is left (always, for the other streams). See [`TlsStream`].
+    #[inline]
+    pub fn flush(&self) -> io::Result<bool> {
+        match self {
+            StdTransport::Tls(s) => s.flush(),
+            _ => Ok(true),
+        }
+    }
+
+    /// Output is waiting for [`flush`](Self::flush) (TLS records the stream did not take).
+    #[inline]
+    pub fn pending_output(&self) -> bool {
+        match self {
+            StdTransport::Tls(s) => s.pending_output(),
+            _ => false,
+        }
+    }
+
+    /// Input may be waiting to be read without the stream becoming readable (TLS
+    /// plaintext decrypted but not read).
+    #[inline]
+    pub fn buffered_input(&self) -> bool {
+        match self {
+            StdTransport::Tls(s) => s.buffered_input(),
+            _ => false,
+        }
+    }
+
+    /// The stream with TLS on it, if `tls` says so: the client side for a connect (`Some`
+    /// name to check the server's certificate against), the server side for an accept.
+    pub fn secure(self, tls: Option<&TlsSide>) -> io::Result<StdTransport> {
+        match (self, tls) {
+            (StdTransport::Tcp(s), Some(side)) => Ok(StdTransport::Tls(Box::new(side.wrap(s)?))),
+            (stream, _) => Ok(stream),
         }
     }
 
@@ -307,6 +351,7 @@ impl StdTransport {
         match self {
             StdTransport::Tcp(s) => peer_address(s),
             StdTransport::Unix(_) => String::new(),
+            StdTransport::Tls(s) => peer_address(s.get_ref()),
         }
     }
 }
@@ -316,6 +361,7 @@ impl AsFd for StdTransport {
         match self {
             StdTransport::Tcp(s) => s.as_fd(),
             StdTransport::Unix(s) => s.as_fd(),
+            StdTransport::Tls(s) => s.get_ref().as_fd(),
         }
     }
 }
@@ -377,7 +423,7 @@ mod tests {
         assert_eq!(&buf[..n], b"hi");
         let source_port = match &ours {
             StdTransport::Tcp(t) => t.local_addr().unwrap().port(),
-            StdTransport::Unix(_) => panic!("not tcp"),
+            _ => panic!("not tcp"),
         };
         // Each side names the other with IP and port.
         assert_eq!(theirs.peer_address(), format!("127.0.0.1:{source_port}"));

@@ -97,6 +97,11 @@ macro_rules! byte_stream {
             }
 
             #[inline]
+            fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+                self.0.try_read(buf)
+            }
+
+            #[inline]
             fn try_write(&self, data: &[u8]) -> io::Result<usize> {
                 self.0.try_write(data)
             }

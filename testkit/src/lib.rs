@@ -25,6 +25,7 @@ pub mod pair;
 #[cfg(feature = "programs")]
 pub mod programs;
 pub mod rng;
+pub mod tls;
 pub mod wire;
 
 pub use rng::Rng;

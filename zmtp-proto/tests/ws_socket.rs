@@ -479,6 +479,14 @@ fn ws_endpoints_parse_check_and_display() {
         Endpoint::Ws(WsEndpoint {
             tcp: TcpEndpoint { host, port },
             path: path.to_string(),
+            tls: false,
+        })
+    };
+    let wss = |host: Host, port: Option<u16>, path: &str| {
+        Endpoint::Ws(WsEndpoint {
+            tcp: TcpEndpoint { host, port },
+            path: path.to_string(),
+            tls: true,
         })
     };
     let local = || Host::Ipv4([127, 0, 0, 1].into());
@@ -494,11 +502,16 @@ fn ws_endpoints_parse_check_and_display() {
             "ws://[::1]:80/",
             ws(Host::Ipv6("::1".parse().unwrap()), Some(80), "/"),
         ),
+        ("wss://127.0.0.1:443", wss(local(), Some(443), "")),
+        (
+            "wss://h.example:*/feed",
+            wss(Host::Name("h.example".into()), None, "/feed"),
+        ),
     ] {
         let e = Endpoint::parse(text).unwrap();
         assert_eq!(e, parsed, "{text}");
         assert_eq!(e.to_string(), text);
-        assert_eq!(e.transport(), "ws");
+        assert_eq!(e.transport(), text.split_once("://").unwrap().0);
         assert!(e.check_bind().is_ok());
         assert_eq!(
             e.tcp(),
@@ -518,7 +531,12 @@ fn ws_endpoints_parse_check_and_display() {
             .check_connect(),
         Err(E::WildcardPortOnConnect)
     );
+    assert_eq!(
+        Endpoint::parse("wss://*:5555").unwrap().check_connect(),
+        Err(E::WildcardHostOnConnect)
+    );
     assert_eq!(Endpoint::parse("ws://127.0.0.1"), Err(E::MissingPort));
+    assert_eq!(Endpoint::parse("wss://127.0.0.1"), Err(E::MissingPort));
     assert_eq!(
         Endpoint::parse("ws://127.0.0.1:1/a b"),
         Err(E::BadWsPath("/a b".into()))

@@ -34,11 +34,14 @@ pub enum Endpoint {
     Inproc(String),
     /// `udp://[iface;]host:port`: RADIO/DISH or DGRAM datagrams (see [`crate::udp`]).
     Udp(UdpEndpoint),
-    /// `ws://host:port[/path]`: ZWS 2.0, ZMTP over WebSocket over TCP (see [`crate::ws`]).
+    /// `ws://host:port[/path]`: ZWS 2.0, ZMTP over WebSocket over TCP (see [`crate::ws`]);
+    /// `wss://host:port[/path]` the same over TLS ([`WsEndpoint::tls`]), which the driver
+    /// adds between the TCP stream and the socket.
     Ws(WsEndpoint),
 }
 
-/// A `ws://host:port[/path]` endpoint: a TCP endpoint, and the path a client requests.
+/// A `ws://host:port[/path]` or `wss://host:port[/path]` endpoint: a TCP endpoint, the
+/// path a client requests, and whether the stream runs over TLS.
 ///
 /// The host and port follow the rules of `tcp://` (`*` binds every interface, `*` or 0 an
 /// ephemeral port). The path is everything from the first `/` after the port, kept as
@@ -51,6 +54,9 @@ pub struct WsEndpoint {
     pub tcp: TcpEndpoint,
     /// Empty, or `/` and visible ASCII.
     pub path: String,
+    /// `wss://`: the driver runs TLS on the TCP stream, under the WebSocket (the socket's
+    /// bytes are the same as over `ws://`).
+    pub tls: bool,
 }
 
 /// The host and port of a `tcp://` endpoint.
@@ -308,7 +314,8 @@ impl Endpoint {
             "" => Err(EndpointError::MissingScheme),
             "tcp" => parse_tcp(rest).map(Endpoint::Tcp),
             "udp" => parse_udp(rest).map(Endpoint::Udp),
-            "ws" => parse_ws(rest).map(Endpoint::Ws),
+            "ws" => parse_ws(rest, false).map(Endpoint::Ws),
+            "wss" => parse_ws(rest, true).map(Endpoint::Ws),
             "ipc" => parse_ipc(rest).map(Endpoint::Ipc),
             "inproc" if rest.is_empty() => Err(EndpointError::EmptyName),
             "inproc" => Ok(Endpoint::Inproc(rest.to_owned())),
@@ -402,14 +409,16 @@ impl Endpoint {
         }
     }
 
-    /// The transport name as written before `://`: `"tcp"`, `"ipc"`, `"inproc"` or `"udp"`.
+    /// The transport name as written before `://`: `"tcp"`, `"ipc"`, `"inproc"`, `"udp"`,
+    /// `"ws"` or `"wss"`.
     pub fn transport(&self) -> &'static str {
         match self {
             Endpoint::Tcp(_) => "tcp",
             Endpoint::Ipc(_) => "ipc",
             Endpoint::Inproc(_) => "inproc",
             Endpoint::Udp(_) => "udp",
-            Endpoint::Ws(_) => "ws",
+            Endpoint::Ws(WsEndpoint { tls: false, .. }) => "ws",
+            Endpoint::Ws(WsEndpoint { tls: true, .. }) => "wss",
         }
     }
 
@@ -467,8 +476,8 @@ impl fmt::Display for Endpoint {
                     None => f.write_str("*"),
                 }
             }
-            Endpoint::Ws(WsEndpoint { tcp, path }) => {
-                write!(f, "ws://{}:", tcp.host)?;
+            Endpoint::Ws(WsEndpoint { tcp, path, .. }) => {
+                write!(f, "{}://{}:", self.transport(), tcp.host)?;
                 match tcp.port {
                     Some(p) => write!(f, "{p}")?,
                     None => f.write_str("*")?,
@@ -518,8 +527,9 @@ fn parse_tcp(rest: &str) -> Result<TcpEndpoint, EndpointError> {
     Ok(TcpEndpoint { host, port })
 }
 
-/// `rest` is everything after `ws://`: `host:port`, then the path from the first `/`.
-fn parse_ws(rest: &str) -> Result<WsEndpoint, EndpointError> {
+/// `rest` is everything after `ws://` or `wss://` (`tls`): `host:port`, then the path from
+/// the first `/`.
+fn parse_ws(rest: &str, tls: bool) -> Result<WsEndpoint, EndpointError> {
     let (authority, path) = match rest.find('/') {
         Some(i) => rest.split_at(i),
         None => (rest, ""),
@@ -529,6 +539,7 @@ fn parse_ws(rest: &str) -> Result<WsEndpoint, EndpointError> {
     Ok(WsEndpoint {
         tcp,
         path: path.to_owned(),
+        tls,
     })
 }
 

@@ -151,7 +151,9 @@ impl Socket {
         if let Some(e) = self.endpoints.get_mut(&endpoint) {
             e.text = match (&e.addr, resolved.strip_prefix("tcp://")) {
                 // A driver listens on the TCP endpoint of `ws://` and reports it as such.
-                (Endpoint::Ws(ws), Some(tcp)) => alloc::format!("ws://{tcp}{}", ws.path),
+                (Endpoint::Ws(ws), Some(tcp)) => {
+                    alloc::format!("{}://{tcp}{}", e.addr.transport(), ws.path)
+                }
                 _ => resolved.to_string(),
             };
             let resolved = e.text.as_str();
