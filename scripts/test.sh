@@ -5,11 +5,12 @@
 # zmtp-conformance-draft builds from source), and valgrind for the icount step.
 #
 #   bash scripts/test.sh            every step
-#   bash scripts/test.sh STEP...    only these steps (lint, nostd, tests, conformance, fuzz, icount)
+#   bash scripts/test.sh STEP...    only these steps (lint, nostd, tests, conformance, browser,
+#                                   fuzz, icount)
 set -eEuo pipefail
 cd "$(dirname "$0")/.."
 
-STEPS=(lint nostd tests conformance fuzz icount)
+STEPS=(lint nostd tests conformance browser fuzz icount)
 step_name=setup
 trap 'echo "== FAILED in step: $step_name" >&2' ERR
 
@@ -63,6 +64,39 @@ tests() {
 conformance() {
   cargo test -p zmtp-conformance
   cargo test -p zmtp-conformance-draft
+}
+
+# The browser example in headless Chromium: tokio_browser serves the page and binds a REP
+# and a PUB on ws://; the page's own JavaScript speaks ZWS to them; examples/browser/test.mjs
+# (playwright-core, driving the system's Chromium) checks what the page shows and writes a
+# screenshot to target/browser-test/page.png.
+browser() {
+  need_package /usr/bin/chromium chromium
+  need_package /usr/bin/npm npm
+  npm ci --prefix examples/browser --no-audit --no-fund --loglevel=error >/dev/null
+  cargo build -q -p zmtp-tokio --example tokio_browser
+  local log=target/browser-test/server.log url="" status=0
+  mkdir -p target/browser-test
+  target/debug/examples/tokio_browser 0 0 0 >"$log" 2>&1 &
+  browser_server=$!
+  trap 'kill "$browser_server" 2>/dev/null || true' EXIT
+  for _ in $(seq 100); do
+    url=$(sed -n 's/^open \(http:[^ ]*\)$/\1/p' "$log")
+    [ -n "$url" ] && break
+    kill -0 "$browser_server" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [ -n "$url" ]; then
+    node examples/browser/test.mjs "$url" target/browser-test/page.png || status=$?
+  else
+    echo "tokio_browser printed no URL:" >&2
+    cat "$log" >&2
+    status=1
+  fi
+  kill "$browser_server" 2>/dev/null || true
+  wait "$browser_server" 2>/dev/null || true
+  trap - EXIT
+  return "$status"
 }
 
 # Every fuzz target under libFuzzer for FUZZ_SECONDS (default 30) each. (Their bodies run as

@@ -137,3 +137,96 @@ fn proxy_forwards_subscriptions_up_and_updates_down() {
         assert!(updates.iter().any(|u| u.ends_with(name)), "{out}");
     }
 }
+
+/// The browser example's server, killed when dropped (it runs until stopped).
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// GET `path` from the HTTP server on `port`: the status line and the body.
+fn http_get(port: u16, path: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("HTTP connect");
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("HTTP response");
+    let (head, body) = response.split_once("\r\n\r\n").expect("a response head");
+    (
+        head.lines().next().unwrap_or_default().to_owned(),
+        body.to_owned(),
+    )
+}
+
+#[tokio::test]
+async fn browser_server_serves_the_page_and_answers_over_ws() {
+    use std::io::BufRead;
+    use std::time::Duration;
+    use zmtp_tokio::{Socket, SocketType};
+
+    let mut child = std::process::Command::new(zmtp_testkit::programs::example("tokio_browser"))
+        .args(["0", "0", "0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("tokio_browser starts");
+    let stdout = child.stdout.take().expect("its stdout");
+    let _running = Running(child);
+    // The URL line, read on a thread so that a silent program fails the test in time.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            if let Some(url) = line.strip_prefix("open ") {
+                let _ = tx.send(url.to_owned());
+            }
+        }
+    });
+    let url = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("tokio_browser prints the page's URL");
+    // http://127.0.0.1:HTTP/?rep=REP&pub=PUB
+    let port = |after: &str, end: char| -> u16 {
+        let rest = &url[url.find(after).expect(&url) + after.len()..];
+        rest.split(end).next().unwrap().parse().expect(&url)
+    };
+    let (http, rep, publisher) = (
+        port("127.0.0.1:", '/'),
+        port("rep=", '&'),
+        port("pub=", '&'),
+    );
+
+    let (status, page) = http_get(http, "/?rep=1&pub=2");
+    assert!(status.contains(" 200 "), "{status}");
+    assert!(page.contains("id=\"req-reply\""), "{page}");
+    let (status, script) = http_get(http, "/zws.js");
+    assert!(status.contains(" 200 "), "{status}");
+    assert!(script.contains("class ZwsSocket"), "{script}");
+    assert!(http_get(http, "/nothing").0.contains(" 404 "));
+
+    let req = Socket::new(SocketType::Req).unwrap();
+    req.connect(&format!("ws://127.0.0.1:{rep}")).unwrap();
+    req.send("hello over ws").await.unwrap();
+    let reply = tokio::time::timeout(Duration::from_secs(10), req.recv_string())
+        .await
+        .expect("a reply in time")
+        .unwrap();
+    assert_eq!(reply, "hello over ws");
+
+    let sub = Socket::new(SocketType::Sub).unwrap();
+    sub.subscribe("news").unwrap();
+    sub.connect(&format!("ws://127.0.0.1:{publisher}")).unwrap();
+    for _ in 0..2 {
+        let update = tokio::time::timeout(Duration::from_secs(10), sub.recv_string())
+            .await
+            .expect("an update in time")
+            .unwrap();
+        assert!(update.starts_with("news "), "{update}");
+    }
+}

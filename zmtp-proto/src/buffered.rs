@@ -163,7 +163,7 @@ impl Buffered {
     /// unchanged: this layer makes up the peer's greeting (ZMTP 3.0, so subscriptions go
     /// as `0x01`/`0x00` messages, as libzmq's PUB wants them over ws), swallows ours,
     /// re-frames each direction, turns our PINGs into WebSocket pings and answers the
-    /// peer's. Everything else ([`transmit`](Self::transmit), [`advance`](Self::advance),
+    /// peer's; over bare `ZWS2.0` it trades the routing id frames for READY commands. Everything else ([`transmit`](Self::transmit), [`advance`](Self::advance),
     /// [`read_buf`](Self::read_buf)...) then counts WebSocket bytes.
     ///
     /// # Errors

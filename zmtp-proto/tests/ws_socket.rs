@@ -324,83 +324,103 @@ fn client_sends_libzmq_request_and_masks_its_frames() {
     ));
 }
 
-/// A ZWS data frame (flags 0) with `body`, masked with `mask` if given.
-fn data_frame(body: &[u8], mask: Option<[u8; 4]>) -> Vec<u8> {
-    let mut out = vec![0u8; zmtp_proto::ws::frame_len(body.len(), mask.is_some())];
-    let n = zmtp_proto::ws::emit_frame(Default::default(), body, mask, &mut out).unwrap();
-    out.truncate(n);
-    out
+/// A client's frame: FIN, binary, masked with `key` (bodies under 126 bytes).
+fn masked(flags: u8, body: &[u8], key: [u8; 4]) -> Vec<u8> {
+    let mut frame = vec![0x82, 0x80 | (body.len() as u8 + 1)];
+    frame.extend_from_slice(&key);
+    let payload = std::iter::once(flags).chain(body.iter().copied());
+    frame.extend(payload.zip(key.iter().cycle()).map(|(b, k)| b ^ k));
+    frame
 }
 
-/// Bare `ZWS2.0` (RFC 45's example client offers it first; a libzmq NULL server takes it):
-/// no READY, each side's first frame is its routing id, no socket-type check.
+/// A NULL client's request offering only bare `ZWS2.0`, as a browser must (its WebSocket
+/// API refuses the `/` of `ZWS2.0/NULL`).
+fn bare_request() -> String {
+    std::str::from_utf8(zws::NULL_REQUEST)
+        .unwrap()
+        .replace("ZWS2.0/NULL,ZWS2.0", "ZWS2.0")
+}
+
 #[test]
-fn bare_zws_peers_exchange_routing_ids() {
-    // Our ROUTER serves a client that offers only bare ZWS2.0 and is called "abc".
-    let mut c = Cluster::new(11);
+fn bare_zws_server_exchanges_routing_ids_in_place_of_ready() {
+    let mut c = Cluster::new(12);
+    let rep = c.add_default(Rep);
+    c.bind(rep, EP);
+    let r = c.accept_remote(EP).unwrap();
+    assert!(c.remote_send(r, bare_request().as_bytes()));
+    // The answer names bare ZWS2.0; then our routing id (empty) in place of READY.
+    let response = std::str::from_utf8(zws::NULL_RESPONSE)
+        .unwrap()
+        .replace("ZWS2.0/NULL", "ZWS2.0");
+    assert_eq!(
+        drain(&mut c, r),
+        [response.as_bytes(), b"\x82\x01\x00"].concat()
+    );
+    // The client's id, then a request [empty MORE]["hello"]: no READY, no type check.
+    let key = [5, 6, 7, 8];
+    assert!(c.remote_send(r, &masked(0x00, b"browser", key)));
+    assert!(c.remote_send(r, &masked(0x01, b"", key)));
+    assert!(c.remote_send(r, &masked(0x00, b"hello", key)));
+    let request = c.recv(rep).expect("a request");
+    assert_eq!(text(&request), "hello");
+    c.send(rep, m(&["world"])).unwrap();
+    assert_eq!(drain(&mut c, r), b"\x82\x01\x01\x82\x06\x00world");
+}
+
+#[test]
+fn bare_zws_router_takes_the_client_id_as_routing_id() {
+    let mut c = Cluster::new(13);
     let router = c.add_default(Router);
     c.bind(router, EP);
     let r = c.accept_remote(EP).unwrap();
-    let bare = std::str::from_utf8(zws::NULL_REQUEST)
-        .unwrap()
-        .replace("ZWS2.0/NULL,ZWS2.0", "ZWS2.0");
-    assert!(c.remote_send(r, bare.as_bytes()));
-    c.run_until_idle();
-    let answer = drain(&mut c, r);
-    let head_end = answer.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-    let head = std::str::from_utf8(&answer[..head_end]).unwrap();
-    assert!(
-        head.contains("Sec-WebSocket-Protocol: ZWS2.0\r\n"),
-        "{head}"
-    );
-    // Our routing id (none: an empty frame), and no READY.
-    assert_eq!(&answer[head_end..], b"\x82\x01\x00");
-    let key = Some([1, 2, 3, 4]);
-    assert!(c.remote_send(r, &data_frame(b"abc", key)));
-    assert!(c.remote_send(r, &data_frame(b"hello", key)));
-    c.run_until_idle();
-    let got = c.recv(router).unwrap();
-    assert_eq!(got.frames(), [&b"abc"[..], b"hello"]);
-    c.send(router, m(&["abc", "back"])).unwrap();
-    c.run_until_idle();
+    assert!(c.remote_send(r, bare_request().as_bytes()));
+    drain(&mut c, r);
+    let key = [1, 2, 3, 4];
+    assert!(c.remote_send(r, &masked(0x00, b"tab-1", key)));
+    assert!(c.remote_send(r, &masked(0x00, b"hi", key)));
+    let msg = c.recv(router).expect("a message");
+    let frames: Vec<String> = msg
+        .frames()
+        .iter()
+        .map(|f| String::from_utf8_lossy(f).into_owned())
+        .collect();
+    assert_eq!(frames, ["tab-1", "hi"]);
+    c.send(router, m(&["tab-1", "back"])).unwrap();
     assert_eq!(drain(&mut c, r), b"\x82\x05\x00back");
+}
 
-    // Our DEALER, called "me", connects to a server that picks bare ZWS2.0.
+#[test]
+fn bare_zws_client_sends_its_id_in_place_of_ready() {
+    let mut c = Cluster::new(14);
     let dealer = c.add(Dealer, opts(|o| o.routing_id = "me".into()));
-    c.monitor_all(dealer);
-    c.hold_connects_to("ws://127.0.0.1:5557");
-    c.connect(dealer, "ws://127.0.0.1:5557");
+    c.hold_connects_to(EP);
+    c.connect(dealer, EP);
     c.run_until_idle();
     let ep = c.take_held_connect(dealer).unwrap();
     let r = c.connect_remote(dealer, ep).unwrap();
     let request = String::from_utf8(drain(&mut c, r)).unwrap();
-    assert!(request.contains("Sec-WebSocket-Protocol: ZWS2.0/NULL,ZWS2.0\r\n"));
-    let key = request
+    let key_line = request
         .lines()
         .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
-        .unwrap();
-    let bare = std::str::from_utf8(zws::NULL_RESPONSE)
         .unwrap()
-        .replace("ZWS2.0/NULL", "ZWS2.0")
-        .replace(
-            "/M1LsUpCyYJVVMypSkXZRJ/IOlc=",
-            AcceptKey::for_key(key.as_bytes()).as_str(),
-        );
-    assert!(c.remote_send(r, bare.as_bytes()));
-    assert!(c.remote_send(r, &data_frame(b"", None)));
-    assert!(c.remote_send(r, &data_frame(b"hi", None)));
-    c.run_until_idle();
-    assert!(c.remote_open(r), "{:?}", c.take_monitor(dealer));
-    assert_eq!(recv_texts(&mut c, dealer), ["hi"]);
-    // Its first frame is its routing id, masked.
-    let mut sent = zmtp_proto::BytesMut::from(&drain(&mut c, r)[..]);
+        .to_string();
+    let accept = AcceptKey::for_key(key_line.as_bytes());
+    let response = String::from_utf8(zws::NULL_RESPONSE.to_vec())
+        .unwrap()
+        .replace("/M1LsUpCyYJVVMypSkXZRJ/IOlc=", accept.as_str())
+        .replace("ZWS2.0/NULL", "ZWS2.0");
+    assert!(c.remote_send(r, response.as_bytes()));
+    assert!(c.remote_send(r, b"\x82\x01\x00"));
+    // Our routing id, masked, in place of READY.
+    let mut id = drain(&mut c, r);
     let server = Decoder::new(Role::Server, None);
-    let Ok(Status::Complete((Received::Frame { flags, body }, _))) = server.decode(&mut sent)
-    else {
-        panic!("no frame: {sent:x?}");
+    let Ok(Status::Complete((Received::Frame { flags, body }, _))) = server.decode(&mut id) else {
+        panic!("{id:x?}")
     };
-    assert!(!flags.command);
-    assert_eq!(&sent[body], b"me");
+    assert!(!flags.command && !flags.more);
+    assert_eq!(&id[body], b"me");
+    assert!(c.remote_send(r, b"\x82\x03\x00hi"));
+    assert_eq!(c.recv(dealer).map(|m| text(&m)).as_deref(), Some("hi"));
 }
 
 #[test]

@@ -15,7 +15,8 @@
 //! 2. **No ZMTP greeting.** With `ZWS2.0/NULL`, `/PLAIN` or `/CURVE` the mechanism's
 //!    commands (READY, HELLO, ...) come first, each a command frame. With bare `ZWS2.0`
 //!    ([`Protocol::is_bare`]) there is no mechanism: each side's first frame is its routing
-//!    id, and there is no READY and no socket-type check.
+//!    id, and there is no READY and no socket-type check. (A web browser can offer only
+//!    bare `ZWS2.0`: its WebSocket API takes HTTP tokens, and `/` is not one.)
 //! 3. **Frames.** One ZMTP frame is one WebSocket binary message whose payload is a flags
 //!    byte (bit 0 MORE, bit 1 COMMAND) and the body: [`emit_frame`], [`emit_command`],
 //!    [`emit_frame_head`] (for vectored writes); [`Decoder::decode`] reads one frame at a
