@@ -77,7 +77,7 @@ browser() {
   cargo build -q -p zmtp-tokio --example tokio_browser
   local log=target/browser-test/server.log url="" status=0
   mkdir -p target/browser-test
-  target/debug/examples/tokio_browser 0 0 0 >"$log" 2>&1 &
+  target/debug/examples/tokio_browser 0 0 0 0 >"$log" 2>&1 &
   browser_server=$!
   trap 'kill "$browser_server" 2>/dev/null || true' EXIT
   for _ in $(seq 100); do

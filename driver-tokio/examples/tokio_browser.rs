@@ -1,10 +1,14 @@
 //! A web page that talks ZMTP to our sockets over WebSocket.
 //!
-//! Run with `cargo run -p zmtp-tokio --example tokio_browser [HTTP_PORT [REP_PORT [PUB_PORT]]]`
-//! (defaults 8080, 5555 and 5556; 0 lets the system pick), then open the printed URL.
+//! Run with `cargo run -p zmtp-tokio --example tokio_browser [HTTP_PORT [REP_PORT [PUB_PORT
+//! [WSS_PORT]]]]` (defaults 8080, 5555, 5556 and 5557; 0 lets the system pick), then open
+//! the printed URL.
 //!
-//! The program binds a REP that echoes every request on `ws://127.0.0.1:REP_PORT` and a PUB
-//! on `ws://127.0.0.1:PUB_PORT` that publishes `news N` and `sport N` every 250 ms, and
+//! The program binds a REP that echoes every request on `ws://127.0.0.1:REP_PORT`, the same
+//! REP on `wss://127.0.0.1:WSS_PORT` (TLS with the workspace's test certificate for
+//! `127.0.0.1`, signed by a test CA a browser does not know: open the `wss://` address
+//! once and accept it, or start the browser trusting it), and a PUB on
+//! `ws://127.0.0.1:PUB_PORT` that publishes `news N` and `sport N` every 250 ms, and
 //! serves the page of `examples/browser/` over plain HTTP. The page's JavaScript
 //! (`zws.js`, about a hundred lines) speaks ZWS 2.0 with the NULL mechanism itself: a REQ
 //! sends "hello from the browser" and shows the reply, a SUB subscribes to `news` and lists
@@ -15,39 +19,45 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
 
-use zmtp_tokio::{Socket, SocketType};
+use zmtp_tokio::{Socket, SocketType, Tls};
 
 /// The page and its script, built into the program.
 const INDEX_HTML: &str = include_str!("../../examples/browser/index.html");
 const ZWS_JS: &str = include_str!("../../examples/browser/zws.js");
+/// The test certificate for `127.0.0.1` (and `localhost`) and its key.
+const CERT: &[u8] = include_bytes!("../../testkit/tls/server.pem");
+const KEY: &[u8] = include_bytes!("../../testkit/tls/server.key");
 
 /// How often the PUB publishes.
 const PUBLISH_EVERY: Duration = Duration::from_millis(250);
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut ports = [8080u16, 5555, 5556];
+    let mut ports = [8080u16, 5555, 5556, 5557];
     for (port, arg) in ports.iter_mut().zip(std::env::args().skip(1)) {
         *port = arg
             .parse()
             .map_err(|_| format!("{arg:?} is not a port number"))?;
     }
-    let [http_port, rep_port, pub_port] = ports;
+    let [http_port, rep_port, pub_port, wss_port] = ports;
 
     let rep = Socket::new(SocketType::Rep)?;
-    let rep_endpoint = rep.bind(&ws_endpoint(rep_port)).await?;
+    let rep_endpoint = rep.bind(&ws_endpoint("ws", rep_port)).await?;
+    rep.set_tls(Tls::new().with_identity_pem(CERT, KEY)?);
+    let wss_endpoint = rep.bind(&ws_endpoint("wss", wss_port)).await?;
     let publisher = Socket::new(SocketType::Pub)?;
-    let pub_endpoint = publisher.bind(&ws_endpoint(pub_port)).await?;
-    println!("REP echo bound to {rep_endpoint}");
+    let pub_endpoint = publisher.bind(&ws_endpoint("ws", pub_port)).await?;
+    println!("REP echo bound to {rep_endpoint} and {wss_endpoint}");
     println!("PUB bound to {pub_endpoint}");
 
     let listener = TcpListener::bind(("127.0.0.1", http_port))?;
     let http_port = listener.local_addr()?.port();
     std::thread::spawn(move || serve_http(listener));
     println!(
-        "open http://127.0.0.1:{http_port}/?rep={}&pub={}",
+        "open http://127.0.0.1:{http_port}/?rep={}&pub={}&wss={}",
         port_of(&rep_endpoint)?,
-        port_of(&pub_endpoint)?
+        port_of(&pub_endpoint)?,
+        port_of(&wss_endpoint)?
     );
 
     tokio::spawn(async move {
@@ -76,12 +86,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 }
 
-/// `ws://127.0.0.1:PORT`, with `*` for port 0.
-fn ws_endpoint(port: u16) -> String {
+/// `SCHEME://127.0.0.1:PORT`, with `*` for port 0.
+fn ws_endpoint(scheme: &str, port: u16) -> String {
     if port == 0 {
-        "ws://127.0.0.1:*".to_owned()
+        format!("{scheme}://127.0.0.1:*")
     } else {
-        format!("ws://127.0.0.1:{port}")
+        format!("{scheme}://127.0.0.1:{port}")
     }
 }
 

@@ -172,7 +172,7 @@ async fn browser_server_serves_the_page_and_answers_over_ws() {
     use zmtp_tokio::{Socket, SocketType};
 
     let mut child = std::process::Command::new(zmtp_testkit::programs::example("tokio_browser"))
-        .args(["0", "0", "0"])
+        .args(["0", "0", "0", "0"])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("tokio_browser starts");
