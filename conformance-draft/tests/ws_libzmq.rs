@@ -17,6 +17,9 @@ use zmtp_conformance::security::{
     client_keys, key, server_keys, zcurve_client, zcurve_server, zplain_client, zplain_server,
     zsock, SERVER_PUBLIC,
 };
+use zmtp_conformance::async_driver::SmolDriver;
+use zmtp_conformance::mio_driver::MioDriver;
+use zmtp_conformance::our::{OurDriver, OurSocket};
 use zmtp_conformance::zap::ZapHandler;
 use zmtp_conformance_draft::ensure_draft_libzmq;
 use zmtp_tokio::{Authenticator, Error, Message, Options, Security, Socket, SocketType};
@@ -224,4 +227,64 @@ async fn our_heartbeats_over_curve_are_answered_by_libzmq_over_ws() -> Result<()
     let push = zsock(&ctx, ZMQ_PUSH);
     zcurve_client(&push, &key(SERVER_PUBLIC));
     idles_alive(&ctx, &push, &endpoint, &pull, "our").await
+}
+
+/// CURVE both ways and PLAIN (our client) over ws against libzmq, for every driver of ours
+/// through the conformance suite's driver interface: the tokio tests above in the same
+/// terms, for smol and mio too.
+fn security_over_ws<D: OurDriver>() {
+    let ctx = Ctx::new();
+    let wait = std::time::Duration::from_secs(5);
+    // Our CURVE client, libzmq's server.
+    let pull = zsock(&ctx, ZMQ_PULL);
+    zcurve_server(&pull);
+    pull.bind("ws://127.0.0.1:*").expect("zmq_bind ws");
+    let mut push = D::socket(
+        SocketType::Push,
+        with_security(Security::curve_client(
+            zmtp_tokio::PublicKey(key(SERVER_PUBLIC)),
+            client_keys(),
+        )),
+    );
+    push.connect(&pull.last_endpoint().unwrap()).unwrap();
+    push.send(Message::from(&b"curve out"[..]), wait).unwrap();
+    assert_eq!(pull.recv_multipart().unwrap(), [b"curve out".to_vec()], "{}", D::name());
+
+    // Our CURVE server, libzmq's client.
+    let mut ours = D::socket(
+        SocketType::Pull,
+        with_security(Security::curve_server(server_keys())),
+    );
+    let endpoint = ours.bind("ws://127.0.0.1:*").unwrap();
+    let zpush = zsock(&ctx, ZMQ_PUSH);
+    zcurve_client(&zpush, &key(SERVER_PUBLIC));
+    zpush.connect(&endpoint).unwrap();
+    zpush.send(b"curve in", 0).unwrap();
+    let got = ours.recv(wait).expect("a CURVE message from libzmq");
+    assert_eq!(got.frames()[0][..], *b"curve in", "{}", D::name());
+
+    // Our PLAIN client, libzmq's server with a ZAP handler.
+    let _zap = ZapHandler::plain(&ctx, b"admin", b"secret");
+    let pull = zsock(&ctx, ZMQ_PULL);
+    zplain_server(&pull);
+    pull.bind("ws://127.0.0.1:*").unwrap();
+    let mut push = D::socket(
+        SocketType::Push,
+        with_security(Security::plain_client("admin", "secret").unwrap()),
+    );
+    push.connect(&pull.last_endpoint().unwrap()).unwrap();
+    push.send(Message::from(&b"plain out"[..]), wait).unwrap();
+    assert_eq!(pull.recv_multipart().unwrap(), [b"plain out".to_vec()], "{}", D::name());
+}
+
+#[test]
+fn security_over_ws_smol() {
+    ensure_draft_libzmq();
+    security_over_ws::<SmolDriver>();
+}
+
+#[test]
+fn security_over_ws_mio() {
+    ensure_draft_libzmq();
+    security_over_ws::<MioDriver>();
 }
