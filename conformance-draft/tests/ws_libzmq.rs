@@ -1,6 +1,7 @@
 //! `ws://` between our tokio sockets and the draft libzmq 4.3.5 beyond the NULL scenarios
 //! of `ws_matrix.rs`: CURVE in both directions (libzmq's `ZWS2.0/CURVE`), PLAIN in both
-//! directions (`ZWS2.0/PLAIN`, libzmq's server with a ZAP handler), and heartbeats,
+//! directions (`ZWS2.0/PLAIN`, libzmq's server with a ZAP handler), CURVE both ways and a
+//! PLAIN client for the smol and mio drivers too, and heartbeats,
 //! which libzmq sends over ws as WebSocket pings (not ZMTP PING) and which ours answer
 //! with pongs, and ours sends as WebSocket pings that libzmq answers.
 //!
@@ -9,17 +10,17 @@
 
 use std::time::Duration;
 
+use zmtp_conformance::async_driver::SmolDriver;
 use zmtp_conformance::ffi::{
     Ctx, ZSocket, ZMQ_EVENT_ALL, ZMQ_EVENT_DISCONNECTED, ZMQ_EVENT_HANDSHAKE_SUCCEEDED,
     ZMQ_HEARTBEAT_IVL, ZMQ_HEARTBEAT_TIMEOUT, ZMQ_PULL, ZMQ_PUSH,
 };
+use zmtp_conformance::mio_driver::MioDriver;
+use zmtp_conformance::our::{OurDriver, OurSocket};
 use zmtp_conformance::security::{
     client_keys, key, server_keys, zcurve_client, zcurve_server, zplain_client, zplain_server,
     zsock, SERVER_PUBLIC,
 };
-use zmtp_conformance::async_driver::SmolDriver;
-use zmtp_conformance::mio_driver::MioDriver;
-use zmtp_conformance::our::{OurDriver, OurSocket};
 use zmtp_conformance::zap::ZapHandler;
 use zmtp_conformance_draft::ensure_draft_libzmq;
 use zmtp_tokio::{Authenticator, Error, Message, Options, Security, Socket, SocketType};
@@ -248,7 +249,12 @@ fn security_over_ws<D: OurDriver>() {
     );
     push.connect(&pull.last_endpoint().unwrap()).unwrap();
     push.send(Message::from(&b"curve out"[..]), wait).unwrap();
-    assert_eq!(pull.recv_multipart().unwrap(), [b"curve out".to_vec()], "{}", D::name());
+    assert_eq!(
+        pull.recv_multipart().unwrap(),
+        [b"curve out".to_vec()],
+        "{}",
+        D::name()
+    );
 
     // Our CURVE server, libzmq's client.
     let mut ours = D::socket(
@@ -274,7 +280,12 @@ fn security_over_ws<D: OurDriver>() {
     );
     push.connect(&pull.last_endpoint().unwrap()).unwrap();
     push.send(Message::from(&b"plain out"[..]), wait).unwrap();
-    assert_eq!(pull.recv_multipart().unwrap(), [b"plain out".to_vec()], "{}", D::name());
+    assert_eq!(
+        pull.recv_multipart().unwrap(),
+        [b"plain out".to_vec()],
+        "{}",
+        D::name()
+    );
 }
 
 #[test]
