@@ -101,6 +101,10 @@ pub struct Buffered {
     /// The ZWS layer of a `ws://` stream: `rx` and the connection's output are then ZMTP
     /// translated from and to WebSocket bytes (see [`Buffered::wrap_ws`]).
     ws: Option<Box<Zws>>,
+    /// A raw stream (STREAM sockets): no greeting, no framing; input is taken as it came
+    /// ([`take_raw`](Self::take_raw)) and output is written as it is
+    /// ([`send_raw`](Self::send_raw)). The connection never speaks.
+    raw: bool,
 }
 
 #[derive(Debug)]
@@ -154,6 +158,42 @@ impl Buffered {
             tx_len: 0,
             spare: Vec::new(),
             ws: None,
+            raw: false,
+        }
+    }
+
+    /// Buffers for a raw stream (STREAM sockets): no ZMTP at all. The connection is kept
+    /// for its configuration only: it sends nothing ([`poll_transmit`](Self::poll_transmit)
+    /// adds nothing), and input is taken with [`take_raw`](Self::take_raw), not parsed.
+    pub fn wrap_raw(conn: Connection) -> Buffered {
+        let mut b = Buffered::wrap(conn);
+        b.raw = true;
+        b
+    }
+
+    /// Whether the stream is raw ([`wrap_raw`](Self::wrap_raw)).
+    pub fn is_raw(&self) -> bool {
+        self.raw
+    }
+
+    /// A raw stream's input: every byte received and not yet taken, as one chunk (shared
+    /// with the receive buffer, not copied); `None` when nothing is buffered. Its size is
+    /// bounded by what the driver read (the receive buffer's room).
+    pub fn take_raw(&mut self) -> Option<Bytes> {
+        if self.rx.is_empty() {
+            return None;
+        }
+        Some(self.rx.split().freeze())
+    }
+
+    /// Append bytes to a raw stream's output as they are: a large body is queued by
+    /// reference (no copy), a small one copied.
+    pub fn send_raw(&mut self, data: &Bytes) {
+        if data.len() >= SHARED_BODY_MIN {
+            self.tx_len += data.len();
+            self.tx.push_back(Segment::Body(data.clone()));
+        } else {
+            self.append_tx(data.len(), &mut |dst| dst.copy_from_slice(data));
         }
     }
 
@@ -337,6 +377,10 @@ impl Buffered {
             ws.raw().extend_from_slice(&chunk);
             return Ok(None);
         }
+        if self.raw {
+            self.rx.extend_from_slice(&chunk);
+            return Ok(None);
+        }
         let header_len = self.rx.len();
         if (2..=9).contains(&header_len) && chunk.len() >= SHARED_BODY_MIN {
             // A copy of the header, so that the input buffer can be cleared afterwards.
@@ -388,6 +432,9 @@ impl Buffered {
     /// Append pending control frames to the send buffer.
     #[inline]
     pub fn poll_transmit(&mut self) {
+        if self.raw {
+            return;
+        }
         if self.ws.is_some() {
             self.ping_ws();
         }

@@ -27,6 +27,12 @@ pub enum SocketType {
     XPub = 9,
     /// Subscriber that sends subscriptions as messages.
     XSub = 10,
+    /// Raw TCP (libzmq's `ZMQ_STREAM`): no greeting, no framing, no security. Each chunk
+    /// read from a connection is received as `[routing id][data]`; `[routing id][data]`
+    /// writes `data` to that connection, and empty data closes it. A connection coming up
+    /// or going away is announced as `[routing id][empty]` (`ZMQ_STREAM_NOTIFY`). Talks
+    /// to no ZMTP socket type: only to raw TCP peers and other STREAM sockets.
+    Stream = 11,
     /// Draft: thread-safe server.
     Server = 12,
     /// Draft: thread-safe client.
@@ -47,7 +53,7 @@ pub enum SocketType {
     Channel = 20,
 }
 
-const ALL: [SocketType; 20] = [
+const ALL: [SocketType; 21] = [
     SocketType::Pair,
     SocketType::Pub,
     SocketType::Sub,
@@ -59,6 +65,7 @@ const ALL: [SocketType; 20] = [
     SocketType::Push,
     SocketType::XPub,
     SocketType::XSub,
+    SocketType::Stream,
     SocketType::Server,
     SocketType::Client,
     SocketType::Radio,
@@ -88,6 +95,7 @@ impl SocketType {
             SocketType::Push => "PUSH",
             SocketType::XPub => "XPUB",
             SocketType::XSub => "XSUB",
+            SocketType::Stream => "STREAM",
             SocketType::Server => "SERVER",
             SocketType::Client => "CLIENT",
             SocketType::Radio => "RADIO",
@@ -127,6 +135,8 @@ impl SocketType {
             Peer => peer == Peer,
             Channel => peer == Channel,
             Dgram => peer == Dgram,
+            // STREAM never handshakes: it talks to raw TCP peers only.
+            Stream => false,
         }
     }
 

@@ -273,7 +273,7 @@ impl Socket {
         match error {
             Some(e) if s.conn.queued_len() > 0 => {
                 // Let the ERROR go out first.
-                s.farewell = Some((e, now + FAREWELL));
+                s.farewell = Some((Some(e), now + FAREWELL));
                 self.detach(peer);
                 self.mark_dirty(peer);
             }
@@ -319,7 +319,8 @@ impl Socket {
         };
         if done {
             if let Some((e, _)) = s.farewell.take() {
-                self.end_stream(peer, Ending::Failed(e), now);
+                let ending = e.map_or(Ending::Dropped, Ending::Failed);
+                self.end_stream(peer, ending, now);
             }
         }
     }

@@ -12,7 +12,7 @@ use super::{
     Command, Ending, Endpoint, EndpointError, EndpointId, EndpointKind, EndpointState, Link,
     MonitorEventKind, Peer, PeerId, Socket,
 };
-use crate::{Buffered, Config, Connection, Instant};
+use crate::{Buffered, Config, Connection, Instant, SocketType};
 
 impl Socket {
     /// Listen on `endpoint` (`tcp://*:5555`, `tcp://127.0.0.1:*`, `ipc://path`, `inproc://name`).
@@ -182,6 +182,12 @@ impl Socket {
         config.max_message_frames = self.opts.max_message_frames;
         config.security = self.opts.security.clone();
         config.authenticate_null = !self.opts.zap_domain.is_empty();
+        if self.ty == SocketType::Stream {
+            // No ZMTP: no handshake, no heartbeats, nothing of the connection's own.
+            config.handshake_timeout = None;
+            config.heartbeat_interval = None;
+            return Some(Link::new(Buffered::wrap_raw(Connection::new(config, now))));
+        }
         #[cfg(feature = "curve")]
         let conn = match &mut self.entropy {
             Some(rng) => {
@@ -214,16 +220,7 @@ impl Socket {
             }
             _ => Buffered::wrap(conn),
         };
-        Some(Link {
-            conn,
-            written: 0,
-            encoded_ends: VecDeque::new(),
-            partial: super::Message::new(),
-            established: false,
-            dirty: false,
-            farewell: None,
-            deadline: None,
-        })
+        Some(Link::new(conn))
     }
 
     /// 32 bytes for a `ws://` client's key and masks: from the CURVE entropy when the
@@ -278,6 +275,9 @@ impl Socket {
         self.mark_dirty(peer);
         self.rearm(peer);
         self.monitor_peer(MonitorEventKind::Accepted, 0, peer);
+        if self.ty == SocketType::Stream {
+            self.raw_stream_up(peer, now);
+        }
         Some(peer)
     }
 
@@ -308,6 +308,9 @@ impl Socket {
         self.mark_dirty(peer);
         self.rearm(peer);
         self.monitor_peer(MonitorEventKind::Connected, 0, peer);
+        if self.ty == SocketType::Stream {
+            self.raw_stream_up(peer, now);
+        }
         Some(peer)
     }
 

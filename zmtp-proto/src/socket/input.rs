@@ -65,6 +65,11 @@ impl Socket {
     }
 
     pub(super) fn read_input(&mut self, peer: PeerId, now: Instant) {
+        if self.rules.family == super::pattern::Family::Stream {
+            // Raw bytes, no ZMTP (STREAM).
+            self.read_raw(peer);
+            return;
+        }
         let rcvhwm = self.rcv_limit();
         // Where a whole single-frame message only joins the peer's queue (no topic filter,
         // no conflation, not a subscription channel), it does so here, without the

@@ -245,13 +245,27 @@ struct Link {
     established: bool,
     /// Listed in `Socket::dirty`.
     dirty: bool,
-    /// Refused by its verdict: close once the ERROR is written, or at the deadline.
-    farewell: Option<(Error, Instant)>,
+    /// Refused by its verdict (with the error), or closed on request (STREAM, no error):
+    /// close once what is queued is written, or at the deadline.
+    farewell: Option<(Option<Error>, Instant)>,
     /// The deadline armed for this stream in `Socket::timers`.
     deadline: Option<Instant>,
 }
 
 impl Link {
+    fn new(conn: Buffered) -> Link {
+        Link {
+            conn,
+            written: 0,
+            encoded_ends: VecDeque::new(),
+            partial: Message::new(),
+            established: false,
+            dirty: false,
+            farewell: None,
+            deadline: None,
+        }
+    }
+
     fn queued_bytes_end(&self) -> u64 {
         self.written + self.conn.queued_len() as u64
     }

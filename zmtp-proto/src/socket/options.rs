@@ -77,6 +77,9 @@ pub struct Options {
     pub router_handover: bool,
     /// `ZMQ_PROBE_ROUTER` (ROUTER, DEALER, REQ): send an empty message to each new peer.
     pub probe_router: bool,
+    /// `ZMQ_STREAM_NOTIFY` (STREAM): announce each connection coming up and going away
+    /// as `[routing id][empty]`. Default true.
+    pub stream_notify: bool,
     /// `ZMQ_REQ_CORRELATE`: prefix requests with an id and accept only the matching reply.
     pub req_correlate: bool,
     /// `ZMQ_REQ_RELAXED`: allow a new request before the reply to the last one.
@@ -128,6 +131,7 @@ impl Default for Options {
             router_mandatory: false,
             router_handover: false,
             probe_router: false,
+            stream_notify: true,
             req_correlate: false,
             req_relaxed: false,
             xpub_verbose: false,
@@ -172,7 +176,7 @@ macro_rules! __options_table {
             /// bytes). Default empty.
             routing_id, with_routing_id, set_routing_id, (id: impl Into<$crate::Bytes>) => id.into(),
                 "to connections made afterwards";
-            /// `ZMQ_CONNECT_ROUTING_ID` (ROUTER): the routing id given to the peer of the
+            /// `ZMQ_CONNECT_ROUTING_ID` (ROUTER, STREAM): the routing id given to the peer of the
             /// next `connect` (at most 255 bytes), used up by that `connect`.
             connect_routing_id, with_connect_routing_id, set_connect_routing_id,
                 (id: impl Into<$crate::Bytes>) => Some(id.into()),
@@ -231,6 +235,10 @@ macro_rules! __options_table {
             /// peer.
             probe_router, with_probe_router, set_probe_router, (on: bool) => on,
                 "to peers that connect afterwards";
+            /// `ZMQ_STREAM_NOTIFY` (STREAM): announce each connection coming up and going
+            /// away as `[routing id][empty]`. Default true.
+            stream_notify, with_stream_notify, set_stream_notify, (on: bool) => on,
+                "at once";
             /// `ZMQ_REQ_CORRELATE`: prefix requests with an id and accept only the
             /// matching reply.
             req_correlate, with_req_correlate, set_req_correlate, (on: bool) => on,

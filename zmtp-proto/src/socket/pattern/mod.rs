@@ -3,7 +3,8 @@
 //! Every socket type belongs to one family, and each family is one module implementing
 //! [`Pattern`]: load balancing and fair queuing ([`lb`]: PUSH, PULL, DEALER), publish and
 //! subscribe ([`pubsub`]: PUB, SUB, XPUB, XSUB), requests and replies ([`reqrep`]: REQ,
-//! REP), routing by id ([`router`]: ROUTER) and the exclusive pair ([`pair`]: PAIR), as
+//! REP), routing by id ([`router`]: ROUTER), raw streams by id ([`stream`]: STREAM) and
+//! the exclusive pair ([`pair`]: PAIR), as
 //! libzmq 4.3 applies them; and the draft types: SERVER and PEER ([`server`]: routing by
 //! numbered peers), RADIO and DISH ([`radio`]: groups), DGRAM ([`dgram`]: addressed datagrams over udp), while CLIENT, SCATTER, GATHER
 //! and CHANNEL are the load-balancing and pair families restricted to single-frame
@@ -24,6 +25,7 @@ pub(super) mod radio;
 pub(super) mod reqrep;
 pub(super) mod router;
 pub(super) mod server;
+pub(super) mod stream;
 
 use super::{Message, PeerId, SendError, Sent, Socket};
 use crate::{Clock, Instant, SocketType};
@@ -106,6 +108,8 @@ pub(super) enum Family {
     /// DGRAM: `[address, body]` over udp; over streams peers connect, but nothing is
     /// sent or received.
     Dgram,
+    /// STREAM: raw streams addressed by routing id.
+    Stream,
 }
 
 /// What a socket type is, as the rest of the socket needs to know it.
@@ -259,6 +263,12 @@ impl Rules {
                 plain_input: false,
                 ..BASE
             },
+            SocketType::Stream => Rules {
+                family: Family::Stream,
+                plain_input: false,
+                routes_by_id: true,
+                ..BASE
+            },
             _ => Rules {
                 family: Family::Dgram,
                 plain_input: false,
@@ -280,6 +290,7 @@ macro_rules! dispatch {
             Family::Server => server::Server::$hook($($arg),*),
             Family::Radio => radio::Radio::$hook($($arg),*),
             Family::Dgram => dgram::Dgram::$hook($($arg),*),
+            Family::Stream => stream::Stream::$hook($($arg),*),
         }
     };
 }
@@ -292,6 +303,7 @@ pub(crate) struct PatternState {
     pub(super) pubsub: pubsub::PubSubState,
     pub(super) server: server::ServerState,
     pub(super) dish: radio::DishState,
+    pub(super) stream: stream::StreamState,
 }
 
 impl PatternState {
@@ -307,6 +319,7 @@ impl PatternState {
             pubsub: pubsub::PubSubState::default(),
             server: server::ServerState::new((z as u32).rotate_left(16) ^ (z >> 48) as u32),
             dish: radio::DishState::default(),
+            stream: stream::StreamState::new((z >> 24) as u32 ^ (z as u32).rotate_left(7)),
         }
     }
 }
