@@ -22,8 +22,9 @@ dgram (bind) udp://HOST:PORT or udp://[IFACE;]GROUP:PORT (multicast).
 
 Socket types: the classic pair, pub, sub, xpub, xsub, push, pull, req, rep, dealer,
 router, and the draft client, server, radio, dish, scatter, gather, peer, channel (libzmq's
-draft API), whose messages are single frames, and dgram (udp:// only; a message is the
-address a.b.c.d:port, then the body).
+draft API), whose messages are single frames, dgram (udp:// only; a message is the
+address a.b.c.d:port, then the body), and stream (raw TCP, no ZMTP: a message is the
+connection's routing id, then the bytes).
 
 Exit status: 0 done, 1 bad usage or configuration, 2 runtime failure (bind failed,
 authentication refused, I/O error), 3 --timeout expired, 4 messages not delivered (send:
@@ -47,6 +48,9 @@ dishes to connect, then 200 ms for their joins. A PEER (-c EP, once) sends to th
 connects to. A CLIENT, SCATTER or CHANNEL sends as a DEALER, PUSH or PAIR does. A SERVER
 only replies to what it receives (see 'zmtp recv --help').
 
+A STREAM (raw TCP) writes the bytes of every frame, as they are, to the first connection
+it makes (-c EP) or accepts (-b EP), then closes that connection.
+
 Exit status: 0 every message sent and written, 1 bad usage, 2 runtime failure, 3 --timeout
 expired, 4 messages not delivered: dropped by a PUB or XPUB without a subscriber for them,
 by a RADIO without a dish that joined the group, or by a ROUTER without a peer of that
@@ -64,6 +68,10 @@ send --unescape (or --hex-frames for --hex output) reads the lines back.
 A DISH (--join GROUP, repeatable) prints each message's group as a first column, before
 its frame. A SERVER or PEER prints the message alone: the routing id it came with is a
 number local to this socket, which --echo answers to.
+
+A STREAM (raw TCP) prints each chunk it reads as the connection's routing id in hex, a
+TAB and the bytes (escaped as frames are); a connection coming up or going away prints its
+routing id alone. --echo writes every chunk back to its connection.
 
 Exit status: 0 done, 1 bad usage, 2 runtime failure, 3 --timeout expired.";
 
@@ -190,7 +198,8 @@ pub struct ProxyArgs {
 pub struct CommonCli {
     /// The socket type, in any case: pair, pub, sub, xpub, xsub, push, pull, req, rep,
     /// dealer, router; draft (single-frame messages): client, server, radio, dish, scatter,
-    /// gather, peer, channel; and dgram (udp://, [address, body] messages)
+    /// gather, peer, channel; dgram (udp://, [address, body] messages); and stream (raw
+    /// TCP, [routing id, bytes] messages)
     #[arg(
         short = 't',
         long = "type",
@@ -323,7 +332,8 @@ pub struct RecvCli {
           value_parser = positive)]
     pub count: Option<u64>,
     /// Send every message back as received (pair, dealer, router, rep; client, channel,
-    /// and server and peer to the sender's routing id; dgram to the sender's address)
+    /// and server and peer to the sender's routing id; dgram to the sender's address;
+    /// stream every chunk to its connection)
     #[arg(long)]
     pub echo: bool,
     /// Subscribe to PREFIX (repeatable; a SUB without any gets everything)
@@ -398,6 +408,8 @@ pub enum TypeArg {
     Channel,
     /// DGRAM (draft; udp:// only)
     Dgram,
+    /// STREAM (raw TCP)
+    Stream,
 }
 
 impl From<TypeArg> for SocketType {
@@ -423,6 +435,7 @@ impl From<TypeArg> for SocketType {
             TypeArg::Peer => SocketType::Peer,
             TypeArg::Channel => SocketType::Channel,
             TypeArg::Dgram => SocketType::Dgram,
+            TypeArg::Stream => SocketType::Stream,
         }
     }
 }
@@ -1058,6 +1071,7 @@ const ECHOES: &[SocketType] = &[
     SocketType::Peer,
     SocketType::Channel,
     SocketType::Dgram,
+    SocketType::Stream,
 ];
 
 /// The names of `types` in lower case (as `-t` takes them), separated by `sep`.

@@ -54,9 +54,19 @@ pub async fn send(args: SocketArgs) -> Result<(), Failure> {
             }
             None => {}
         }
+        // A STREAM writes to the connection whose notification comes first.
+        let stream = match ty {
+            SocketType::Stream => Some(first_connection(&socket).await?),
+            _ => None,
+        };
+        let shape_for = |msgs: Vec<Message>| match &stream {
+            Some(id) => msgs.iter().flat_map(|m| to_stream(m, id)).collect(),
+            None => msgs,
+        };
         let mut tally = Tally::default();
         match input {
             Input::Frames(messages) => {
+                let messages = shape_for(messages);
                 for _ in 0..count {
                     for msg in &messages {
                         send_one(&socket, msg.clone(), request, output, &mut tally).await?;
@@ -77,7 +87,7 @@ pub async fn send(args: SocketArgs) -> Result<(), Failure> {
                             input_what(input_mode)
                         ))
                     })?;
-                    let messages = shape.messages(frames)?;
+                    let messages = shape_for(shape.messages(frames)?);
                     for _ in 0..count {
                         for msg in &messages {
                             send_one(&socket, msg.clone(), request, output, &mut tally).await?;
@@ -85,6 +95,14 @@ pub async fn send(args: SocketArgs) -> Result<(), Failure> {
                     }
                 }
             }
+        }
+        if let Some(id) = stream {
+            // Empty data closes the connection (once what was sent before is written).
+            let close = Message::from(vec![id, Bytes::new()]);
+            socket
+                .send(close)
+                .await
+                .map_err(|e| Failure::Runtime(format!("cannot close the connection: {e}")))?;
         }
         // Linger: wait until what is queued is written, or LINGER runs out.
         tally.unsent = socket.close().await;
@@ -249,6 +267,7 @@ pub async fn recv(args: SocketArgs) -> Result<(), Failure> {
     let deadline = args.timeout.map(|t| Instant::now() + t);
     let (socket, monitor, watch, _) = before(deadline, args.timeout, open(&args)).await?;
     let (count, echo, output, verbose) = (args.count, args.echo, args.output, args.verbose);
+    let stream = args.ty == SocketType::Stream;
     let work = async move {
         let mut received = 0u64;
         while count.is_none_or(|c| received < c) {
@@ -256,8 +275,14 @@ pub async fn recv(args: SocketArgs) -> Result<(), Failure> {
                 .recv()
                 .await
                 .map_err(|e| Failure::Runtime(format!("cannot receive: {e}")))?;
-            print_message(&msg, output)?;
-            if echo {
+            if stream {
+                print_stdout(&format_chunk(&msg, output))?;
+            } else {
+                print_message(&msg, output)?;
+            }
+            // A STREAM's notifications (empty data) are not echoed: that would close.
+            let notification = stream && msg.frames().get(1).is_none_or(|d| d.is_empty());
+            if echo && !notification {
                 // As received: ROUTER keeps the peer's identity frame, REP its envelope,
                 // SERVER and PEER the routing id the message came with.
                 match socket.send(msg).await {
@@ -409,6 +434,51 @@ fn format_message(msg: &Message, output: Output) -> Vec<u8> {
     }
     line.push(b'\n');
     line
+}
+
+/// A STREAM's message as one line: the routing id in hex, then (unless it is a
+/// notification, whose data is empty) a TAB and the data, written as frames are.
+fn format_chunk(msg: &Message, output: Output) -> Vec<u8> {
+    let frames = msg.frames();
+    let id = frames.first().map_or(&[][..], |f| &f[..]);
+    let data = frames.get(1).map_or(&[][..], |f| &f[..]);
+    let mut line = Vec::with_capacity(id.len() * 2 + data.len() * 2 + 2);
+    hex::encode_into(id, &mut line);
+    if !data.is_empty() {
+        line.push(b'\t');
+        match output {
+            Output::Escaped => escape::escape_into(data, &mut line),
+            Output::Hex => hex::encode_into(data, &mut line),
+            Output::Raw => line.extend_from_slice(data),
+        }
+    }
+    line.push(b'\n');
+    line
+}
+
+/// A STREAM's messages for the frames of `msg`: `[id][frame]` for each non-empty frame
+/// (an empty one would close the connection).
+fn to_stream(msg: &Message, id: &Bytes) -> Vec<Message> {
+    msg.frames()
+        .iter()
+        .filter(|f| !f.is_empty())
+        .map(|f| Message::from(vec![id.clone(), f.clone()]))
+        .collect()
+}
+
+/// A STREAM's first connection: the routing id its notification (`[id][empty]`) names.
+async fn first_connection(socket: &Socket) -> Result<Bytes, Failure> {
+    loop {
+        let msg = socket
+            .recv()
+            .await
+            .map_err(|e| Failure::Runtime(format!("cannot receive: {e}")))?;
+        if let [id, data] = msg.frames() {
+            if data.is_empty() {
+                return Ok(id.clone());
+            }
+        }
+    }
 }
 
 /// Print a message as one line (see [`format_message`]).

@@ -136,7 +136,9 @@ impl Socket {
             && self.peers.values().all(|p| {
                 p.out.is_empty()
                     && p.stream.as_ref().is_none_or(|s| {
-                        s.conn.queued_len() == 0 && !s.conn.connection().wants_write()
+                        // A raw stream's connection never writes (its greeting stays unsent).
+                        s.conn.queued_len() == 0
+                            && (s.conn.is_raw() || !s.conn.connection().wants_write())
                     })
             })
     }
