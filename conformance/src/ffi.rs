@@ -49,6 +49,8 @@ pub const ZMQ_PUSH: c_int = 8;
 pub const ZMQ_XPUB: c_int = 9;
 /// Socket type `ZMQ_XSUB`.
 pub const ZMQ_XSUB: c_int = 10;
+/// Socket type `ZMQ_STREAM` (raw TCP).
+pub const ZMQ_STREAM: c_int = 11;
 
 /// Option `ZMQ_ROUTING_ID` (bytes, at most 255).
 pub const ZMQ_ROUTING_ID: c_int = 5;
@@ -92,6 +94,8 @@ pub const ZMQ_ZAP_DOMAIN: c_int = 55;
 /// Option `ZMQ_CONNECT_ROUTING_ID` (bytes: the routing id given to the peer of the next
 /// `zmq_connect`, ROUTER only).
 pub const ZMQ_CONNECT_ROUTING_ID: c_int = 61;
+/// Option `ZMQ_STREAM_NOTIFY` (int, STREAM: announce connections coming and going).
+pub const ZMQ_STREAM_NOTIFY: c_int = 73;
 /// Option `ZMQ_HEARTBEAT_IVL` (int, milliseconds between PINGs).
 pub const ZMQ_HEARTBEAT_IVL: c_int = 75;
 /// Option `ZMQ_HEARTBEAT_TTL` (int, milliseconds announced in PINGs, sent in deciseconds).
