@@ -78,6 +78,15 @@
 //! whatever accumulates while it has none goes out in one write when it has. There is no
 //! flush to call.
 //!
+//! # STREAM (raw TCP)
+//! [`SocketType::Stream`] is libzmq's `ZMQ_STREAM`: plain TCP, no ZMTP. Each chunk read
+//! from a connection arrives as `[routing id][data]`; `[routing id][data]` writes `data`
+//! to that connection, and empty data closes it. `[routing id][empty]` announces a
+//! connection coming up and going away (option `stream_notify`, on by default). The
+//! routing ids are 5 bytes (`00` and a counter) unless `connect_routing_id` names the
+//! next `connect`'s connection; an unknown one is refused with
+//! [`SendError::HostUnreachable`].
+//!
 //! # Draft socket types
 //! libzmq's draft types (built with its draft API there) are ordinary socket types here,
 //! on every driver. All of them move single-frame messages only: a message of several
