@@ -225,14 +225,18 @@ const fn header_len(payload_len: u64, masked: bool) -> usize {
 pub fn apply_mask(data: &mut [u8], key: [u8; 4], offset: usize) {
     let mut key = key;
     key.rotate_left(offset % 4);
-    let mut words = data.chunks_exact_mut(4);
+    // Eight bytes at a time (the key twice), which the compiler turns into wide XORs: a
+    // byte loop cost a 64 KiB message more than its copy.
+    let [a, b, c, d] = key;
+    let wide = u64::from_ne_bytes([a, b, c, d, a, b, c, d]);
+    let mut words = data.chunks_exact_mut(8);
     for word in &mut words {
-        for (b, k) in word.iter_mut().zip(key) {
-            *b ^= k;
-        }
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(word);
+        word.copy_from_slice(&(u64::from_ne_bytes(bytes) ^ wide).to_ne_bytes());
     }
-    for (b, k) in words.into_remainder().iter_mut().zip(key) {
-        *b ^= k;
+    for (byte, k) in words.into_remainder().iter_mut().zip(key.iter().cycle()) {
+        *byte ^= k;
     }
 }
 
