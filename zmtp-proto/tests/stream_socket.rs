@@ -299,3 +299,69 @@ fn two_stream_sockets_talk_raw() {
     assert_eq!(frames(&c.recv(a).unwrap()), vec![a_id, Vec::new()]);
     assert!(c.recv(b).is_none());
 }
+
+#[test]
+fn random_traffic_neither_panics_nor_loses_track() {
+    use zmtp_testkit::rng::Rng;
+    for seed in 0..20u64 {
+        let mut rng = Rng::new(seed);
+        let mut c = Cluster::new(100 + seed);
+        let s = stream_server(&mut c, |o| {
+            o.sndhwm = 8;
+            o.rcvhwm = 8;
+        });
+        let mut remotes: Vec<Remote> = Vec::new();
+        let mut ids: Vec<Vec<u8>> = vec![b"\x00\x00\x00\x00\x00".to_vec()];
+        for _ in 0..400 {
+            match rng.below(7) {
+                0 => {
+                    if let Some(r) = c.accept_remote(ADDR) {
+                        remotes.push(r);
+                    }
+                }
+                1 if !remotes.is_empty() => {
+                    let r = remotes.swap_remove(rng.below(remotes.len()));
+                    c.remote_reset(r);
+                }
+                2 if !remotes.is_empty() => {
+                    let r = remotes[rng.below(remotes.len())];
+                    if c.remote_wants_read(r) {
+                        let len = rng.range(0, 3000);
+                        let data = rng.bytes(len);
+                        c.remote_send(r, &data);
+                    }
+                }
+                3 if !remotes.is_empty() => {
+                    let r = remotes[rng.below(remotes.len())];
+                    let _ = c.remote_receive(r, rng.range(0, 100));
+                }
+                4 => {
+                    // Any frames: known ids, made-up ones, empty data, odd counts.
+                    let n = rng.range(1, 5);
+                    let frames: Vec<Bytes> = (0..n)
+                        .map(|_| match rng.below(4) {
+                            0 => Bytes::from(ids[rng.below(ids.len())].clone()),
+                            1 => Bytes::new(),
+                            _ => {
+                                let len = rng.range(0, 20);
+                                Bytes::from(rng.bytes(len))
+                            }
+                        })
+                        .collect();
+                    let _ = c.send(s, Message::from(frames));
+                }
+                _ => {
+                    while let Some(m) = c.recv(s) {
+                        let f = frames(&m);
+                        assert_eq!(f.len(), 2, "always [id][data]");
+                        if !ids.contains(&f[0]) {
+                            ids.push(f[0].clone());
+                        }
+                    }
+                }
+            }
+            c.run_until_idle();
+            remotes.retain(|&r| c.remote_open(r));
+        }
+    }
+}
