@@ -335,3 +335,79 @@ fn a_thousand_connections_each_announced_once_up_and_once_down() {
         "each once up, once down"
     );
 }
+
+#[test]
+fn our_streams_talk_over_ipc() {
+    let ctx = mio_context();
+    let dir = std::env::temp_dir().join(format!("zmtp-stream-{}", std::process::id()));
+    {
+        let ep = format!("ipc://{}", dir.display());
+        let a = ours(&ctx, Options::default());
+        let bound = a.bind(&ep).unwrap();
+        let b = ours(&ctx, Options::default());
+        b.connect(&bound).unwrap();
+        let b_id = notification(recv(&b));
+        let a_id = notification(recv(&a));
+        b.send(Message::from(vec![
+            Bytes::from(b_id.clone()),
+            Bytes::from(vec![7u8; 100_000]),
+        ]))
+        .unwrap();
+        assert_eq!(
+            gather(|| recv(&a), &a_id, 100_000),
+            vec![7u8; 100_000],
+            "{ep}"
+        );
+        a.send(Message::from(vec![
+            Bytes::from(a_id.clone()),
+            Bytes::from_static(b"ok"),
+        ]))
+        .unwrap();
+        assert_eq!(gather(|| recv(&b), &b_id, 2), b"ok", "{ep}");
+        b.send(Message::from(vec![Bytes::from(b_id), Bytes::new()]))
+            .unwrap();
+        assert_eq!(notification(recv(&a)), a_id, "{ep}");
+    }
+    let _ = std::fs::remove_file(&dir);
+}
+
+/// The next message of a tokio socket, in time.
+async fn next(s: &zmtp_tokio::Socket) -> Vec<Vec<u8>> {
+    frames(
+        &tokio::time::timeout(TIMEOUT, s.recv())
+            .await
+            .unwrap()
+            .unwrap(),
+    )
+}
+
+#[test]
+fn our_streams_talk_over_inproc() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let a = zmtp_tokio::Socket::new(SocketType::Stream).unwrap();
+        a.bind("inproc://zmtp-stream-test").await.unwrap();
+        let b = zmtp_tokio::Socket::new(SocketType::Stream).unwrap();
+        b.connect("inproc://zmtp-stream-test").unwrap();
+        let b_id = notification(next(&b).await);
+        let a_id = notification(next(&a).await);
+        let big = vec![7u8; 100_000];
+        b.send(Message::from(vec![
+            Bytes::from(b_id.clone()),
+            Bytes::from(big.clone()),
+        ]))
+        .await
+        .unwrap();
+        let mut got = Vec::new();
+        while got.len() < big.len() {
+            let m = next(&a).await;
+            assert_eq!(m[0], a_id);
+            got.extend_from_slice(&m[1]);
+        }
+        assert_eq!(got, big);
+        b.send(Message::from(vec![Bytes::from(b_id), Bytes::new()]))
+            .await
+            .unwrap();
+        assert_eq!(notification(next(&a).await), a_id);
+    });
+}
