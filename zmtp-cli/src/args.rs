@@ -159,6 +159,8 @@ pub struct ProxyCli {
     /// Print bound endpoints on standard error
     #[arg(short = 'v', long = "verbose")]
     pub verbose: bool,
+    #[command(flatten)]
+    pub tls: TlsCli,
 }
 
 /// The text after the options list of `zmtp proxy --help`.
@@ -191,6 +193,8 @@ pub struct ProxyArgs {
     pub control: Option<String>,
     /// `-v`.
     pub verbose: bool,
+    /// `--tls-cert`, `--tls-key`, `--tls-ca`: for `wss://` endpoints of every socket.
+    pub tls: Tls,
 }
 
 /// Options of `send` and `recv`.
@@ -270,6 +274,13 @@ pub struct SecurityCli {
     /// Our CURVE secret key (default: an ephemeral key pair)
     #[arg(long, value_name = "Z85")]
     pub curve_secret: Option<String>,
+    #[command(flatten)]
+    pub tls: TlsCli,
+}
+
+/// The TLS options of `wss://` endpoints (`send`, `recv`, `proxy`).
+#[derive(Debug, Args)]
+pub struct TlsCli {
     /// wss://: the certificate chain (PEM, leaf first) to present when binding
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
@@ -807,6 +818,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, Failure> {
                     "the frontend needs -b EP or -c EP, the backend -B EP or -C EP".into(),
                 ));
             }
+            let tls = tls_settings(&p.tls).map_err(|e| see_also(e, &see))?;
             Ok(Command::Proxy(ProxyArgs {
                 front,
                 front_endpoints,
@@ -815,6 +827,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, Failure> {
                 capture: p.capture,
                 control: p.control,
                 verbose: p.verbose,
+                tls,
             }))
         }
         CliCommand::Send(s) => {
@@ -928,7 +941,7 @@ fn socket_args(
         (false, true) => Output::Raw,
         (false, false) => Output::Escaped,
     };
-    let tls = tls_settings(&security)?;
+    let tls = tls_settings(&security.tls)?;
     let role = security_role(security)?;
     let mut args = SocketArgs {
         ty,
@@ -1142,7 +1155,7 @@ pub fn input_what(input: Input) -> &'static str {
 /// The security role from the security options, checked for consistency.
 /// The TLS settings of `wss://` endpoints from `--tls-cert`, `--tls-key` and `--tls-ca`:
 /// the files are read and checked here.
-fn tls_settings(s: &SecurityCli) -> Result<Tls, Failure> {
+fn tls_settings(s: &TlsCli) -> Result<Tls, Failure> {
     let mut tls = Tls::new();
     if let (Some(cert), Some(key)) = (&s.tls_cert, &s.tls_key) {
         tls = tls

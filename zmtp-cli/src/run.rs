@@ -644,7 +644,10 @@ async fn attach(
 /// capture socket (a PUB).
 pub async fn proxy(args: ProxyArgs) -> Result<(), Failure> {
     let make = |ty: SocketType| {
-        Socket::new(ty).map_err(|e| Failure::Runtime(format!("cannot create the socket: {e}")))
+        let socket = Socket::new(ty)
+            .map_err(|e| Failure::Runtime(format!("cannot create the socket: {e}")))?;
+        socket.set_tls(args.tls.clone());
+        Ok(socket)
     };
     let frontend = make(args.front)?;
     attach(&frontend, &args.front_endpoints, args.verbose).await?;

@@ -160,3 +160,83 @@ fn tls_options_are_checked() {
     assert_eq!(out.code, Some(2), "{out:?}");
     assert!(out.stderr.contains("certificate"), "{out:?}");
 }
+
+#[test]
+fn proxy_with_a_wss_frontend() {
+    let (c, k, ca) = (cert("server.pem"), cert("server.key"), cert("ca.pem"));
+    let mut proxy = spawn(
+        &[
+            "proxy",
+            "-t",
+            "pull",
+            "-b",
+            "wss://127.0.0.1:*",
+            "-T",
+            "push",
+            "-B",
+            "tcp://127.0.0.1:*",
+            "--control",
+            "tcp://127.0.0.1:*",
+            "--tls-cert",
+            &c,
+            "--tls-key",
+            &k,
+            "-v",
+        ],
+        None,
+    );
+    let (front, back, control) = (
+        proxy.bound_endpoint(),
+        proxy.bound_endpoint(),
+        proxy.bound_endpoint(),
+    );
+    assert!(front.starts_with("wss://"), "{front}");
+    let recv = spawn(
+        &[
+            "recv",
+            "-t",
+            "pull",
+            "-n",
+            "1",
+            "-c",
+            &back,
+            "--timeout",
+            GUARD,
+        ],
+        None,
+    );
+    let sent = run(
+        &[
+            "send",
+            "-t",
+            "push",
+            "-c",
+            &front,
+            "--tls-ca",
+            &ca,
+            "--timeout",
+            GUARD,
+            "via",
+            "wss",
+        ],
+        None,
+    );
+    ok(&sent);
+    let got = recv.finish();
+    ok(&got);
+    assert_eq!(text(&got.stdout), "via\twss\n");
+    ok(&run(
+        &[
+            "send",
+            "-t",
+            "req",
+            "-c",
+            &control,
+            "--timeout",
+            GUARD,
+            "TERMINATE",
+        ],
+        None,
+    ));
+    ok(&proxy.finish());
+}
