@@ -2,7 +2,8 @@
 # Every check and test of the workspace, in named steps: a failure names its step.
 # Installs what is missing first, through apt-get when run as root: libzmq (the real peer
 # the conformance tests run against), libsodium (CURVE in the draft libzmq that
-# zmtp-conformance-draft builds from source), and valgrind for the icount step.
+# zmtp-conformance-draft builds from source), chromium and npm for the browser step, and
+# valgrind for the icount step.
 #
 #   bash scripts/test.sh            every step
 #   bash scripts/test.sh STEP...    only these steps (lint, nostd, tests, conformance, browser,
