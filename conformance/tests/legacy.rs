@@ -155,9 +155,7 @@ fn our_options(setup: &Setup) -> Options {
         o = o.with_security(Security::plain_server());
     }
     if let Some(legacy) = setup.legacy_peers {
-        // TODO(merge): o = o.with_legacy_peers(legacy);
-        let _ = legacy;
-        unimplemented!("with_legacy_peers is not on this branch yet");
+        o = o.with_legacy_peers(legacy);
     }
     o
 }
@@ -520,6 +518,11 @@ fn refused(target: Target, flavour: Flavour, setup: &Setup) {
                 r.received
             )
         });
+        eprintln!(
+            "{target:?} {}: {:02x?} before closing",
+            flavour.name(),
+            refusal.received
+        );
         let full = refusal_bytes_at_most(flavour, raw::PULL);
         assert!(
             full.starts_with(&refusal.received),
