@@ -32,178 +32,15 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use zmtp_conformance::async_driver::{SmolDriver, TokioDriver};
-use zmtp_conformance::ffi::{
-    Ctx, ZSocket, ZMQ_DEALER, ZMQ_PUB, ZMQ_PULL, ZMQ_PUSH, ZMQ_RCVTIMEO, ZMQ_REP, ZMQ_REQ,
-    ZMQ_ROUTER, ZMQ_ROUTING_ID, ZMQ_SUB,
-};
 use zmtp_conformance::legacy_peer::{
     expect_refusal, expected_greeting, libzmq_signature, socket_type as raw, Flavour, RawPeer,
 };
-use zmtp_conformance::mio_driver::MioDriver;
-use zmtp_conformance::our::{OurDriver, OurSocket};
-use zmtp_conformance::security::{zplain_server, zsock};
-use zmtp_proto::mechanism::Security;
-use zmtp_proto::socket::{Message, Options};
+use zmtp_conformance::subject::{with_subject, Setup, Subject, Target};
 use zmtp_proto::SocketType;
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 /// How long to watch for something that must not happen.
 const QUIET: Duration = Duration::from_millis(300);
-
-/// The implementation whose socket the raw peer talks to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Target {
-    Libzmq,
-    Mio,
-    Tokio,
-    Smol,
-}
-
-/// The socket under test, libzmq's or ours, behind one blocking API.
-trait Under {
-    /// Bind `tcp://127.0.0.1:*`; the address bound.
-    fn bind(&mut self) -> SocketAddr;
-    fn connect(&mut self, addr: SocketAddr);
-    fn send(&mut self, frames: &[&[u8]]);
-    fn recv(&mut self, limit: Duration) -> Option<Vec<Vec<u8>>>;
-    fn subscribe(&mut self, topic: &[u8]);
-}
-
-fn addr_of(endpoint: &str) -> SocketAddr {
-    endpoint
-        .strip_prefix("tcp://")
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("a tcp endpoint: {endpoint}"))
-}
-
-struct Libzmq<'c>(ZSocket<'c>);
-
-impl Under for Libzmq<'_> {
-    fn bind(&mut self) -> SocketAddr {
-        self.0.bind("tcp://127.0.0.1:*").expect("zmq_bind");
-        addr_of(&self.0.last_endpoint().expect("ZMQ_LAST_ENDPOINT"))
-    }
-
-    fn connect(&mut self, addr: SocketAddr) {
-        self.0
-            .connect(&format!("tcp://{addr}"))
-            .expect("zmq_connect");
-    }
-
-    fn send(&mut self, frames: &[&[u8]]) {
-        self.0.send_multipart(frames).expect("libzmq send");
-    }
-
-    fn recv(&mut self, limit: Duration) -> Option<Vec<Vec<u8>>> {
-        let ms = limit.as_millis().clamp(1, i32::MAX as u128) as i32;
-        self.0.set_int(ZMQ_RCVTIMEO, ms).expect("ZMQ_RCVTIMEO");
-        self.0.recv_multipart().ok()
-    }
-
-    fn subscribe(&mut self, topic: &[u8]) {
-        self.0.subscribe(topic).expect("ZMQ_SUBSCRIBE");
-    }
-}
-
-struct Ours(Box<dyn OurSocket>);
-
-impl Under for Ours {
-    fn bind(&mut self) -> SocketAddr {
-        addr_of(&self.0.bind("tcp://127.0.0.1:*").expect("bind ours"))
-    }
-
-    fn connect(&mut self, addr: SocketAddr) {
-        self.0
-            .connect(&format!("tcp://{addr}"))
-            .expect("connect ours");
-    }
-
-    fn send(&mut self, frames: &[&[u8]]) {
-        let mut m = Message::new();
-        for f in frames {
-            m.push_back(f.to_vec());
-        }
-        self.0.send(m, TIMEOUT).expect("our send");
-    }
-
-    fn recv(&mut self, limit: Duration) -> Option<Vec<Vec<u8>>> {
-        let m = self.0.recv(limit)?;
-        Some(m.frames().iter().map(|f| f.to_vec()).collect())
-    }
-
-    fn subscribe(&mut self, topic: &[u8]) {
-        self.0.subscribe(topic);
-    }
-}
-
-/// How the socket under test is configured.
-#[derive(Clone, Default)]
-struct Setup {
-    routing_id: &'static [u8],
-    plain_server: bool,
-    /// `Some(false)`: our socket refuses peers below ZMTP 3.0.
-    legacy_peers: Option<bool>,
-}
-
-fn our_options(setup: &Setup) -> Options {
-    let mut o = Options::default()
-        .with_linger(Some(Duration::ZERO))
-        .with_reconnect_ivl(Some(Duration::from_millis(50)))
-        .with_routing_id(setup.routing_id);
-    if setup.plain_server {
-        o = o.with_security(Security::plain_server());
-    }
-    if let Some(legacy) = setup.legacy_peers {
-        o = o.with_legacy_peers(legacy);
-    }
-    o
-}
-
-fn libzmq_type(ty: SocketType) -> std::ffi::c_int {
-    match ty {
-        SocketType::Pub => ZMQ_PUB,
-        SocketType::Sub => ZMQ_SUB,
-        SocketType::Req => ZMQ_REQ,
-        SocketType::Rep => ZMQ_REP,
-        SocketType::Dealer => ZMQ_DEALER,
-        SocketType::Router => ZMQ_ROUTER,
-        SocketType::Pull => ZMQ_PULL,
-        SocketType::Push => ZMQ_PUSH,
-        other => panic!("no legacy scenario for {other:?}"),
-    }
-}
-
-/// Run `f` with a socket of `ty` of `target` configured per `setup`.
-fn with_socket<T>(
-    target: Target,
-    ty: SocketType,
-    setup: &Setup,
-    f: impl FnOnce(&mut dyn Under) -> T,
-) -> T {
-    fn ours<D: OurDriver>(ty: SocketType, setup: &Setup) -> Ours {
-        Ours(Box::new(D::socket(ty, our_options(setup))))
-    }
-    match target {
-        Target::Libzmq => {
-            assert_eq!(setup.legacy_peers, None, "libzmq has no such option");
-            let ctx = Ctx::new();
-            let z = zsock(&ctx, libzmq_type(ty));
-            if !setup.routing_id.is_empty() {
-                z.set_bytes(ZMQ_ROUTING_ID, setup.routing_id)
-                    .expect("ZMQ_ROUTING_ID");
-            }
-            if setup.plain_server {
-                zplain_server(&z);
-            }
-            let mut z = Libzmq(z);
-            f(&mut z)
-        }
-        Target::Mio => f(&mut ours::<MioDriver>(ty, setup)),
-        Target::Tokio => f(&mut ours::<TokioDriver>(ty, setup)),
-        Target::Smol => f(&mut ours::<SmolDriver>(ty, setup)),
-    }
-}
 
 /// A multipart message that exercises the framing: empty frames, bodies on both sides of
 /// each long-form boundary (v1: 253/254, v2: 255/256) and a 100 KB frame.
@@ -252,7 +89,7 @@ fn listener() -> (TcpListener, SocketAddr) {
     (l, a)
 }
 
-fn recv_or_fail(s: &mut dyn Under, what: &str) -> Vec<Vec<u8>> {
+fn recv_or_fail(s: &mut dyn Subject, what: &str) -> Vec<Vec<u8>> {
     s.recv(TIMEOUT)
         .unwrap_or_else(|| panic!("no {what} within {TIMEOUT:?}"))
 }
@@ -269,7 +106,7 @@ fn check_greeting(flavour: Flavour, peer: &RawPeer, ty: u8, routing_id: &[u8]) {
 
 /// Raw PUSH → our PULL (which binds).
 fn push_to_pull(target: Target, flavour: Flavour) {
-    with_socket(target, SocketType::Pull, &Setup::default(), |pull| {
+    with_subject(target, SocketType::Pull, &Setup::default(), |pull| {
         let addr = pull.bind();
         let raw = raw_side(move || {
             let mut p = RawPeer::connect(addr, flavour, raw::PUSH, b"")?;
@@ -295,7 +132,7 @@ fn pull_from_push(target: Target, flavour: Flavour) {
             .collect::<std::io::Result<Vec<_>>>()?;
         Ok((p, got))
     });
-    with_socket(target, SocketType::Push, &Setup::default(), |push| {
+    with_subject(target, SocketType::Push, &Setup::default(), |push| {
         push.connect(addr);
         for m in push_messages() {
             push.send(&refs(&m));
@@ -310,7 +147,7 @@ fn pull_from_push(target: Target, flavour: Flavour) {
 /// message and must get only `news` messages; an unversioned one sends nothing and gets
 /// everything (the phantom subscribe-all).
 fn pub_to_sub(target: Target, flavour: Flavour) {
-    with_socket(target, SocketType::Pub, &Setup::default(), |publisher| {
+    with_subject(target, SocketType::Pub, &Setup::default(), |publisher| {
         let addr = publisher.bind();
         let done = Arc::new(AtomicBool::new(false));
         let raw = raw_side({
@@ -379,7 +216,7 @@ fn sub_from_pub(target: Target, flavour: Flavour) {
         p.send(&[b"news 2"])?;
         Ok((p, subscription))
     });
-    with_socket(target, SocketType::Sub, &Setup::default(), |sub| {
+    with_subject(target, SocketType::Sub, &Setup::default(), |sub| {
         sub.subscribe(b"news");
         sub.connect(addr);
         let first = recv_or_fail(sub, "news");
@@ -394,7 +231,7 @@ fn sub_from_pub(target: Target, flavour: Flavour) {
 
 /// Raw REQ → our REP (which binds), the empty delimiter on the wire.
 fn req_to_rep(target: Target, flavour: Flavour) {
-    with_socket(target, SocketType::Rep, &Setup::default(), |rep| {
+    with_subject(target, SocketType::Rep, &Setup::default(), |rep| {
         let addr = rep.bind();
         let raw = raw_side(move || {
             let mut p = RawPeer::connect(addr, flavour, raw::REQ, b"")?;
@@ -427,7 +264,7 @@ fn rep_for_req(target: Target, flavour: Flavour) {
         p.send(&[b"", b"world"])?;
         Ok((p, request))
     });
-    with_socket(target, SocketType::Req, &Setup::default(), |req| {
+    with_subject(target, SocketType::Req, &Setup::default(), |req| {
         req.connect(addr);
         req.send(&[b"hello"]);
         assert_eq!(recv_or_fail(req, "reply"), [b"world"]);
@@ -440,7 +277,7 @@ fn rep_for_req(target: Target, flavour: Flavour) {
 /// Raw DEALER with identity `PYID` → our ROUTER (which binds): the ROUTER sees
 /// `[PYID, ...]` and routes the reply back by it.
 fn dealer_to_router(target: Target, flavour: Flavour) {
-    with_socket(target, SocketType::Router, &Setup::default(), |router| {
+    with_subject(target, SocketType::Router, &Setup::default(), |router| {
         let addr = router.bind();
         let raw = raw_side(move || {
             let mut p = RawPeer::connect(addr, flavour, raw::DEALER, b"PYID")?;
@@ -473,7 +310,7 @@ fn router_for_dealer(target: Target, flavour: Flavour) {
         routing_id: b"OURS",
         ..Setup::default()
     };
-    with_socket(target, SocketType::Dealer, &setup, |dealer| {
+    with_subject(target, SocketType::Dealer, &setup, |dealer| {
         dealer.connect(addr);
         dealer.send(&[b"hello", b""]);
         assert_eq!(recv_or_fail(dealer, "reply"), [&b"reply"[..], b""]);
@@ -498,7 +335,7 @@ fn refusal_bytes_at_most(flavour: Flavour, ty: u8) -> Vec<u8> {
 /// A PULL configured per `setup` (which binds) refuses a raw PUSH of `flavour`: it closes
 /// the connection and delivers nothing, having sent at most [`refusal_bytes_at_most`].
 fn refused(target: Target, flavour: Flavour, setup: &Setup) {
-    with_socket(target, SocketType::Pull, setup, |pull| {
+    with_subject(target, SocketType::Pull, setup, |pull| {
         let addr = pull.bind();
         let raw = raw_side(move || {
             let stream = TcpStream::connect(addr)?;
