@@ -150,6 +150,8 @@ pub struct RawPeer {
     pub greeting: Vec<u8>,
     /// The other side's identity (the body of its first frame).
     pub peer_identity: Vec<u8>,
+    /// Every byte the other side sent after its identity frame, as read so far.
+    pub received: Vec<u8>,
 }
 
 /// The read timeout of raw peers: every read waits at most this long.
@@ -183,8 +185,9 @@ impl RawPeer {
     /// Unversioned: send the identity frame, read the other side's ten bytes (a long-form
     /// identity header `FF <u64 len> 7F`), then the identity body. Versioned: send the
     /// signature, read the other side's; send revision and type, read the other side's
-    /// major version (must be 3, libzmq's) and type; send the identity frame, read the
-    /// other side's.
+    /// next two bytes (libzmq 4.3: major version 3 and its type; a 2.0 peer: revision 1 and
+    /// its type); send the identity frame, read the other side's. All is recorded in
+    /// [`RawPeer::greeting`], and checked by the caller.
     pub fn greet(
         stream: TcpStream,
         flavour: Flavour,
@@ -198,13 +201,14 @@ impl RawPeer {
             flavour,
             greeting: Vec::new(),
             peer_identity: Vec::new(),
+            received: Vec::new(),
         };
         match flavour {
             Flavour::Unversioned => {
                 let mut hello = Vec::new();
                 encode_frame(Flavour::Unversioned, identity, false, &mut hello);
                 peer.stream.write_all(&hello)?;
-                let sig = peer.read_greeting(10)?;
+                let sig = peer.take(10)?;
                 if sig[0] != 0xff || sig[9] != 0x7f {
                     return Err(protocol(format!("not a long identity header: {sig:02x?}")));
                 }
@@ -212,35 +216,30 @@ impl RawPeer {
                 if len == 0 || len > 256 {
                     return Err(protocol(format!("identity length {len}")));
                 }
-                peer.peer_identity = peer.read_greeting(len as usize - 1)?;
+                peer.peer_identity = peer.take(len as usize - 1)?;
             }
             Flavour::Revision0 | Flavour::Revision1 => {
                 peer.stream.write_all(&libzmq_signature(identity.len()))?;
-                let sig = peer.read_greeting(10)?;
+                let sig = peer.take(10)?;
                 if sig[0] != 0xff || sig[9] & 1 == 0 {
                     return Err(protocol(format!("not a signature: {sig:02x?}")));
                 }
                 let revision = u8::from(flavour == Flavour::Revision1);
                 peer.stream.write_all(&[revision, ty])?;
-                let rest = peer.read_greeting(2)?;
-                if rest[0] != 3 {
-                    return Err(protocol(format!("major version {}", rest[0])));
-                }
+                // The other side's major version (libzmq 4.3: 3) and socket type.
+                peer.take(2)?;
                 let mut id = Vec::new();
                 encode_frame(flavour, identity, false, &mut id);
                 peer.stream.write_all(&id)?;
-                let start = peer.greeting.len();
                 let (body, more) = peer.read_frame()?;
                 if more {
                     return Err(protocol("identity frame with MORE".into()));
                 }
-                // `read_frame` does not record: record the identity frame's bytes as sent.
-                let mut raw = Vec::new();
-                encode_frame(flavour, &body, false, &mut raw);
-                peer.greeting.splice(start.., raw);
                 peer.peer_identity = body;
             }
         }
+        // Everything read so far was the greeting.
+        peer.greeting = std::mem::take(&mut peer.received);
         Ok(peer)
     }
 
@@ -249,63 +248,57 @@ impl RawPeer {
         self.flavour
     }
 
-    fn read_greeting(&mut self, n: usize) -> io::Result<Vec<u8>> {
+    /// Read exactly `n` bytes, recording them in [`RawPeer::received`].
+    fn take(&mut self, n: usize) -> io::Result<Vec<u8>> {
         let mut buf = vec![0u8; n];
         self.stream.read_exact(&mut buf)?;
-        self.greeting.extend_from_slice(&buf);
+        self.received.extend_from_slice(&buf);
         Ok(buf)
     }
 
-    fn read_exact_vec(&mut self, n: usize) -> io::Result<Vec<u8>> {
-        let mut buf = vec![0u8; n];
-        self.stream.read_exact(&mut buf)?;
-        Ok(buf)
+    fn take_u64(&mut self) -> io::Result<u64> {
+        let b = self.take(8)?;
+        Ok(u64::from_be_bytes(b[..].try_into().expect("8 bytes")))
     }
 
     /// Read one frame: its body and its MORE flag. Non-canonical lengths and unknown flag
     /// bits are errors.
     pub fn read_frame(&mut self) -> io::Result<(Vec<u8>, bool)> {
-        let mut b = [0u8; 1];
-        self.stream.read_exact(&mut b)?;
+        let first = self.take(1)?[0];
         if self.flavour.v1_framing() {
-            let len = if b[0] == 0xff {
-                let mut l = [0u8; 8];
-                self.stream.read_exact(&mut l)?;
-                let len = u64::from_be_bytes(l);
+            let len = if first == 0xff {
+                let len = self.take_u64()?;
                 if len < 255 {
                     return Err(protocol(format!("long length {len} fits in one byte")));
                 }
                 len
             } else {
-                u64::from(b[0])
+                u64::from(first)
             };
             if len == 0 {
                 return Err(protocol("v1 length 0 (no flags byte)".into()));
             }
-            self.stream.read_exact(&mut b)?;
-            if b[0] & !1 != 0 {
-                return Err(protocol(format!("v1 flags {:02x}", b[0])));
+            let flags = self.take(1)?[0];
+            if flags & !1 != 0 {
+                return Err(protocol(format!("v1 flags {flags:02x}")));
             }
-            let body = self.read_exact_vec(len as usize - 1)?;
-            Ok((body, b[0] & 1 == 1))
+            let body = self.take(len as usize - 1)?;
+            Ok((body, flags & 1 == 1))
         } else {
-            let flags = b[0];
+            let flags = first;
             if flags & !3 != 0 {
                 return Err(protocol(format!("v2 flags {flags:02x}")));
             }
             let size = if flags & 2 != 0 {
-                let mut l = [0u8; 8];
-                self.stream.read_exact(&mut l)?;
-                let size = u64::from_be_bytes(l);
+                let size = self.take_u64()?;
                 if size <= 255 {
                     return Err(protocol(format!("long size {size} fits in one byte")));
                 }
                 size
             } else {
-                self.stream.read_exact(&mut b)?;
-                u64::from(b[0])
+                u64::from(self.take(1)?[0])
             };
-            let body = self.read_exact_vec(size as usize)?;
+            let body = self.take(size as usize)?;
             Ok((body, flags & 1 == 1))
         }
     }

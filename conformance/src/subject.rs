@@ -14,7 +14,7 @@ use zmtp_proto::SocketType;
 use crate::async_driver::{SmolDriver, TokioDriver};
 use crate::ffi::{
     Ctx, ZSocket, ZMQ_DEALER, ZMQ_PUB, ZMQ_PULL, ZMQ_PUSH, ZMQ_RCVTIMEO, ZMQ_REP, ZMQ_REQ,
-    ZMQ_ROUTER, ZMQ_ROUTING_ID, ZMQ_SUB,
+    ZMQ_ROUTER, ZMQ_ROUTING_ID, ZMQ_SUB, ZMQ_ZAP_DOMAIN,
 };
 use crate::mio_driver::MioDriver;
 use crate::our::{OurDriver, OurSocket};
@@ -126,6 +126,8 @@ pub struct Setup {
     pub routing_id: &'static [u8],
     /// A PLAIN server (libzmq: with a ZAP domain).
     pub plain_server: bool,
+    /// NULL with the ZAP domain `test` (`ZMQ_ZAP_DOMAIN`), which turns ZAP on.
+    pub zap_domain: bool,
     /// Ours only: `Some(false)` refuses peers below ZMTP 3.0
     /// ([`Options::with_legacy_peers`]).
     pub legacy_peers: Option<bool>,
@@ -138,6 +140,9 @@ fn our_options(setup: &Setup) -> Options {
         .with_routing_id(setup.routing_id);
     if setup.plain_server {
         o = o.with_security(Security::plain_server());
+    }
+    if setup.zap_domain {
+        o = o.with_zap_domain("test");
     }
     if let Some(legacy) = setup.legacy_peers {
         o = o.with_legacy_peers(legacy);
@@ -182,6 +187,9 @@ pub fn with_subject<T>(
             }
             if setup.plain_server {
                 zplain_server(&z);
+            }
+            if setup.zap_domain {
+                z.set_str(ZMQ_ZAP_DOMAIN, "test").expect("ZMQ_ZAP_DOMAIN");
             }
             let mut z = Libzmq(z);
             f(&mut z)

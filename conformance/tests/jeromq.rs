@@ -12,7 +12,8 @@
 //! after the other side's signature it sends `01 08` (revision 1, type PUSH), and after the
 //! other side's revision, type and identity its own empty identity in v2 framing `00 00`.
 //! A message `hi` then goes out as `00 02 68 69`. It answers a peer that announces major
-//! version 3 the same way (`01 08`): libzmq 4.3 then speaks 2.0 with it.
+//! version 3 the same way (`01 08`): libzmq 4.3 then speaks 2.0 with it. To an unversioned
+//! 1.0 peer or a revision-0 peer it speaks v1 framing (`jeromq_speaks_each_legacy_flavour`).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener};
@@ -467,3 +468,41 @@ macro_rules! scenarios {
 }
 
 scenarios!(push_pull, pub_sub, req_rep, dealer_router);
+
+/// The raw peer of `tests/legacy.rs` in each flavour against a connecting JeroMQ PUSH:
+/// JeroMQ greets as libzmq 4.3 does except that it announces revision `01` where libzmq
+/// announces major version `03`, and it falls back to v1 framing for an unversioned or
+/// revision-0 peer: a message `["", "hi"]` goes out as `01 01 03 00 68 69` there and as
+/// `01 00 00 02 68 69` to a revision-1 peer.
+#[test]
+fn jeromq_speaks_each_legacy_flavour() {
+    use zmtp_conformance::legacy_peer::{
+        encode_message, expected_greeting, socket_type, Flavour, RawPeer,
+    };
+    let mut jm = JeroMq::start();
+    for flavour in Flavour::ALL {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("local_addr");
+        jm.socket("push", "PUSH", b"");
+        jm.connect("push", addr);
+        let mut p = RawPeer::accept(&listener, flavour, socket_type::PULL, b"")
+            .unwrap_or_else(|e| panic!("{}: {e}", flavour.name()));
+        jm.send("push", &[b"", b"hi"]);
+        let m = p.recv().expect("a message");
+        assert_eq!(m, [&b""[..], b"hi"], "{}", flavour.name());
+        let mut greeting = expected_greeting(flavour, socket_type::PUSH, b"");
+        if flavour != Flavour::Unversioned {
+            greeting[10] = 1;
+        }
+        assert_eq!(
+            p.greeting,
+            greeting,
+            "{}: JeroMQ's greeting",
+            flavour.name()
+        );
+        let mut bytes = Vec::new();
+        encode_message(flavour, &[b"", b"hi"], &mut bytes);
+        assert_eq!(p.received, bytes, "{}: JeroMQ's message", flavour.name());
+        jm.close("push");
+    }
+}

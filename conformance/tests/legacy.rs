@@ -22,7 +22,8 @@
 //!
 //! Subscriptions: a versioned SUB sends `\x01topic` as a message; a PUB gives an
 //! unversioned 1.0 peer a phantom subscribe-all. Peers below 3.0 are refused by a socket
-//! with a security mechanism (here a PLAIN server): libzmq closes the connection after
+//! with a security mechanism (here a PLAIN server) or with ZAP on (a NULL socket with a ZAP
+//! domain), and by ours with `legacy_peers` off: libzmq closes the connection after
 //! `ff 00 00 00 00 00 00 00 01 7f 03` to a versioned peer (its type byte queued but not
 //! sent), and after its signature or nothing at all to an unversioned one.
 
@@ -33,7 +34,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use zmtp_conformance::legacy_peer::{
-    expect_refusal, expected_greeting, libzmq_signature, socket_type as raw, Flavour, RawPeer,
+    encode_message, expect_refusal, expected_greeting, libzmq_signature, socket_type as raw,
+    Flavour, RawPeer,
 };
 use zmtp_conformance::subject::{with_subject, Setup, Subject, Target};
 use zmtp_proto::SocketType;
@@ -104,6 +106,27 @@ fn check_greeting(flavour: Flavour, peer: &RawPeer, ty: u8, routing_id: &[u8]) {
     assert_eq!(peer.peer_identity, routing_id, "identity");
 }
 
+/// `got == want` for byte streams, reporting the first difference rather than both.
+fn assert_bytes(got: &[u8], want: &[u8], what: &str) {
+    if got != want {
+        let at = got
+            .iter()
+            .zip(want)
+            .position(|(a, b)| a != b)
+            .unwrap_or(got.len().min(want.len()));
+        let near = |b: &[u8]| b[at.saturating_sub(8)..(at + 8).min(b.len())].to_vec();
+        panic!(
+            "{what}: {} bytes received, {} expected; first difference at {at}: \
+             got {:02x?}, want {:02x?} (from offset {})",
+            got.len(),
+            want.len(),
+            near(got),
+            near(want),
+            at.saturating_sub(8)
+        );
+    }
+}
+
 /// Raw PUSH → our PULL (which binds).
 fn push_to_pull(target: Target, flavour: Flavour) {
     with_subject(target, SocketType::Pull, &Setup::default(), |pull| {
@@ -140,6 +163,11 @@ fn pull_from_push(target: Target, flavour: Flavour) {
         let (p, got) = join(raw);
         assert_eq!(got, push_messages());
         check_greeting(flavour, &p, raw::PUSH, b"");
+        let mut want = Vec::new();
+        for m in push_messages() {
+            encode_message(flavour, &refs(&m), &mut want);
+        }
+        assert_bytes(&p.received, &want, "the PUSH's byte stream");
     });
 }
 
@@ -271,6 +299,13 @@ fn rep_for_req(target: Target, flavour: Flavour) {
         let (p, request) = join(raw);
         assert_eq!(request, [&b""[..], b"hello"]);
         check_greeting(flavour, &p, raw::REQ, b"");
+        // v1: `01 01` (length 1, MORE) `06 00 hello`; v2: `01 00` (MORE, size 0) `00 05 hello`.
+        let want: &[u8] = if flavour.v1_framing() {
+            b"\x01\x01\x06\x00hello"
+        } else {
+            b"\x01\x00\x00\x05hello"
+        };
+        assert_eq!(p.received, want, "the request's bytes");
     });
 }
 
@@ -378,6 +413,14 @@ fn refused_by_plain_server(target: Target, flavour: Flavour) {
     refused(target, flavour, &setup);
 }
 
+fn refused_with_zap_domain(target: Target, flavour: Flavour) {
+    let setup = Setup {
+        zap_domain: true,
+        ..Setup::default()
+    };
+    refused(target, flavour, &setup);
+}
+
 fn refused_without_legacy_peers(target: Target, flavour: Flavour) {
     let setup = Setup {
         legacy_peers: Some(false),
@@ -450,6 +493,11 @@ scenarios! {
         Tokio => [tokio_unversioned, tokio_rev0, tokio_rev1],
         Smol => [smol_unversioned, smol_rev0, smol_rev1];
     refused_by_plain_server:
+        Libzmq => [libzmq_unversioned, libzmq_rev0, libzmq_rev1],
+        Mio => [mio_unversioned, mio_rev0, mio_rev1],
+        Tokio => [tokio_unversioned, tokio_rev0, tokio_rev1],
+        Smol => [smol_unversioned, smol_rev0, smol_rev1];
+    refused_with_zap_domain:
         Libzmq => [libzmq_unversioned, libzmq_rev0, libzmq_rev1],
         Mio => [mio_unversioned, mio_rev0, mio_rev1],
         Tokio => [tokio_unversioned, tokio_rev0, tokio_rev1],
