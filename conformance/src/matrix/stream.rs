@@ -49,7 +49,12 @@ impl Raw {
     /// `from` writes `data` to its connection; `to` reads it back as a byte stream.
     fn exchange(&self, net: &mut Net<'_>, from: Side, data: &[u8]) {
         net.send(self.handle(from), vec![self.id(from), data.to_vec()]);
-        let got = gather(net, self.handle(from.other()), &self.id(from.other()), data.len());
+        let got = gather(
+            net,
+            self.handle(from.other()),
+            &self.id(from.other()),
+            data.len(),
+        );
         assert!(got == data, "{from:?} to {:?}: bytes differ", from.other());
     }
 }
@@ -151,7 +156,11 @@ fn chunks(seed: u8) -> Vec<Vec<u8>> {
     let mut pos = 0usize;
     let mut out = Vec::new();
     for i in 0..300usize {
-        let len = if i == 150 { 1 << 20 } else { (i * 37) % 1500 + 1 };
+        let len = if i == 150 {
+            1 << 20
+        } else {
+            (i * 37) % 1500 + 1
+        };
         out.push(
             (pos..pos + len)
                 .map(|p| (p.wrapping_mul(131) ^ (p >> 9)) as u8 ^ seed)
@@ -215,16 +224,23 @@ pub(super) fn route(net: &mut Net<'_>, c: &Combo) {
     // chunking the connections deliver).
     let mut ups: Vec<Vec<u8>> = Vec::new();
     let mut heard: Heard = Vec::new();
-    while heard.iter().map(|(_, d)| d.len()).sum::<usize>() < names.iter().map(|n| n.len()).sum()
-    {
+    while heard.iter().map(|(_, d)| d.len()).sum::<usize>() < names.iter().map(|n| n.len()).sum() {
         let m = net.expect(hub, "the spokes' notifications and names");
         assert!(m.len() == 2, "the hub got {}", show(&m));
         if m[1].is_empty() {
-            assert!(!ups.contains(&m[0]), "a connection announced twice: {}", show(&m));
+            assert!(
+                !ups.contains(&m[0]),
+                "a connection announced twice: {}",
+                show(&m)
+            );
             ups.push(m[0].clone());
             continue;
         }
-        assert!(ups.contains(&m[0]), "data before its notification: {}", show(&m));
+        assert!(
+            ups.contains(&m[0]),
+            "data before its notification: {}",
+            show(&m)
+        );
         match heard.iter_mut().find(|(id, _)| *id == m[0]) {
             Some((_, d)) => d.extend_from_slice(&m[1]),
             None => heard.push((m[0].clone(), m[1].clone())),
@@ -279,7 +295,11 @@ pub(super) fn close(net: &mut Net<'_>, c: &Combo) {
         assert_eq!(refused, Err(Refusal::Unreachable), "sending to a closed id");
     }
     let down = expect_notification(net, conn_h, "the disconnect notification");
-    assert_eq!(down, l.id(connecting), "the disconnect names the connection");
+    assert_eq!(
+        down,
+        l.id(connecting),
+        "the disconnect names the connection"
+    );
     // The connecting side comes back (reconnect); the closer never announces the end of
     // the connection it closed: its next message is the new connection's notification,
     // under a new id. A libzmq connecting side keeps its id (its pipe outlives the TCP
@@ -293,7 +313,10 @@ pub(super) fn close(net: &mut Net<'_>, c: &Combo) {
         assert_generated(&back, "the reconnected id");
     }
     let again = expect_notification(net, bind_h, "the bound side's new connection");
-    assert_ne!(again, closed, "the closed connection's id was announced again");
+    assert_ne!(
+        again, closed,
+        "the closed connection's id was announced again"
+    );
     assert_generated(&again, "the bound side's new id");
     l.set_id(connecting, back);
     l.set_id(c.binder, again.clone());
@@ -322,7 +345,11 @@ pub(super) fn reconnect(net: &mut Net<'_>, c: &Combo) {
     let down = expect_notification(net, conn_h, "the disconnect notification");
     assert_eq!(down, CONNECT_ID, "the disconnect names the connection");
     let refused = net.try_send(conn_h, vec![CONNECT_ID.to_vec(), b"late".to_vec()]);
-    assert_eq!(refused, Err(Refusal::Unreachable), "sending to a lost connection");
+    assert_eq!(
+        refused,
+        Err(Refusal::Unreachable),
+        "sending to a lost connection"
+    );
     let new = net.reopen(old);
     let endpoint = l.endpoint.clone();
     net.bind(new, &endpoint);
