@@ -23,6 +23,7 @@
 //! | [`socket()`] | `socket` | 4 option bytes, then actions | HWMs hold; every message received is whole, genuine, and received once |
 //! | [`ws_upgrade`] | `ws` | 1 byte, piece sizes, an HTTP head | in pieces as whole; accepted heads and chosen protocols are sound; our client and server agree |
 //! | [`ws_frame`] | `ws` | 3 control bytes, piece sizes, stream | in pieces as whole; limits and the decoding contract hold; frames re-emit to themselves |
+//! | [`stream()`] | `stream` | 1 option byte, then actions | a STREAM socket against a model: notifications once up and at most once down, data only from connections that were up, intact and in order both ways, routing by id, send results as specified, bounded queues |
 //! | [`datagram`] | `datagram` | 1 mode byte, then a datagram, a message, a DGRAM address or a udp endpoint | udp limits hold (groups ≤ 127, datagrams ≤ 8192 sent); parse → emit and emit → parse round-trip |
 //!
 //! The bodies drive the core with this crate's harnesses: [`pair::raw`](crate::pair::raw)
@@ -46,6 +47,7 @@ mod frame_decoder;
 mod input;
 mod material;
 mod socket;
+mod stream;
 #[cfg(test)]
 mod tests;
 mod ws;
@@ -57,6 +59,7 @@ pub use self::curve_traffic::curve_traffic;
 pub use self::datagram::datagram;
 pub use self::frame_decoder::frame_decoder;
 pub use self::socket::socket;
+pub use self::stream::stream;
 pub use self::ws::{ws_frame, ws_upgrade};
 
 /// The body of a fuzz target.
@@ -76,4 +79,5 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("ws_upgrade", ws_upgrade),
     ("ws_frame", ws_frame),
     ("datagram", datagram),
+    ("stream", stream),
 ];
