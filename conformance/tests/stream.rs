@@ -104,7 +104,8 @@ fn our_stream_connects_to_libzmq_stream() {
     assert_eq!(gather(|| recv(&us), b"them", 5), b"world");
     // libzmq (the accepting side) closes: we see the connection go, once. (libzmq closes
     // it only once its socket processes the pipe's termination, in some later call.) Our connect
-    // endpoint then reconnects, as libzmq's does: a new connection with a generated id.
+    // endpoint then reconnects, as libzmq's does, under a new generated id (libzmq's would
+    // keep its id: see the matrix's `stream-close`).
     theirs.send_multipart(&[&their_id, b""]).unwrap();
     assert_eq!(notification(recv_driving(&us, &theirs)), b"them");
     let again = notification(recv_driving(&us, &theirs));
