@@ -106,6 +106,10 @@ pub struct Config {
     /// With NULL: ask for a verdict on every peer before sending READY (libzmq does when
     /// `ZMQ_ZAP_DOMAIN` is set). PLAIN and CURVE servers always ask.
     pub authenticate_null: bool,
+    /// Accept peers that speak ZMTP 1.0 or 2.0 (default true, as libzmq does). They get no
+    /// security mechanism: whatever this says, they are refused when `security` is not NULL
+    /// or `authenticate_null` is set, as libzmq refuses them when ZAP is enabled.
+    pub legacy_peers: bool,
     identity: Identity,
     properties: heapless::Vec<u8, MAX_PROPERTIES_LEN>,
 }
@@ -125,6 +129,7 @@ impl Config {
             max_message_frames: Some(DEFAULT_MAX_MESSAGE_FRAMES),
             security: Security::Null,
             authenticate_null: false,
+            legacy_peers: true,
             identity: Identity::new(),
             properties: heapless::Vec::new(),
         }

@@ -10,8 +10,8 @@
 //! - [`codec`]: stateless, zero-copy parse/emit of greetings, frame headers, commands and
 //!   metadata. Incomplete input is [`codec::Status::Partial`], not an error.
 //! - [`Connection`]: one byte stream from greeting to traffic: version negotiation (3.0 and
-//!   3.1 peers), the NULL handshake, socket-type compatibility, heartbeats and the
-//!   handshake deadline.
+//!   3.1 peers, and 1.0 and 2.0 peers as libzmq 4.3 talks to them), the NULL handshake,
+//!   socket-type compatibility, heartbeats and the handshake deadline.
 //! - [`ws`]: ZWS 2.0 (ZMTP over WebSocket): the HTTP upgrade and the framing, stateless
 //!   like the codec.
 //!

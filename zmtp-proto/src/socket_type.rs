@@ -113,6 +113,12 @@ impl SocketType {
         ALL.iter().copied().find(|t| t.name().as_bytes() == name)
     }
 
+    /// The type of libzmq's number (`ZMQ_PAIR` 0 ... `ZMQ_CHANNEL` 20), as a ZMTP 2.0
+    /// greeting carries it.
+    pub fn from_number(n: u8) -> Option<SocketType> {
+        ALL.iter().copied().find(|t| *t as u8 == n)
+    }
+
     /// Whether a connection between `self` and a `peer` is allowed (libzmq's `check_socket_type`).
     pub fn is_compatible(self, peer: SocketType) -> bool {
         use SocketType::*;

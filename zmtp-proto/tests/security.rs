@@ -2235,14 +2235,14 @@ mod curve {
     }
 
     /// Everything a raw connection transmits now, each frame written into a buffer of
-    /// exactly the size it asked for after a 1-byte buffer was refused.
+    /// exactly the size it asked for after an empty buffer was refused.
     fn raw_transmit(conn: &mut Connection) -> Vec<u8> {
         let mut out = Vec::new();
         loop {
-            let mut tiny = [0u8; 1];
+            let mut tiny = [0u8; 0];
             match conn.poll_transmit(&mut tiny) {
                 Ok(0) => return out,
-                Ok(n) => panic!("a {n}-byte control frame"),
+                Ok(n) => panic!("{n} bytes written into an empty buffer"),
                 Err(InsufficientSize { required }) => {
                     let mut buf = vec![0u8; required];
                     assert_eq!(conn.poll_transmit(&mut buf), Ok(required));

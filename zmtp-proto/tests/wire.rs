@@ -92,12 +92,16 @@ fn greeting_parse_and_emit() {
 #[test]
 fn greeting_is_staged_and_ready_is_byte_exact() {
     let mut conn = Connection::new(Config::new(SocketType::Dealer), now());
-    // Stage one: signature and major version only.
+    // Stage one: the signature only, its padding the identity's length plus one (as
+    // libzmq's: it doubles as a ZMTP 1.0 identity header).
     let first = transmit(&mut conn);
-    assert_eq!(first, &[0xFF, 0, 0, 0, 0, 0, 0, 0, 0, 0x7F, 3]);
+    assert_eq!(first, &[0xFF, 0, 0, 0, 0, 0, 0, 0, 1, 0x7F]);
     assert!(!conn.wants_write());
-    // The rest goes out once the peer's signature is in.
-    assert!(feed(&mut conn, &LIBZMQ_GREETING[..11]).is_empty());
+    // The major version goes once the peer's signature shows a versioned peer.
+    assert!(feed(&mut conn, &LIBZMQ_GREETING[..10]).is_empty());
+    assert_eq!(transmit(&mut conn), [3]);
+    // The rest goes out once the peer's major version is in.
+    assert!(feed(&mut conn, &LIBZMQ_GREETING[10..11]).is_empty());
     let rest = transmit(&mut conn);
     assert_eq!(rest.len(), 53);
     assert_eq!(&rest[..5], &[1, b'N', b'U', b'L', b'L']);
@@ -124,7 +128,7 @@ fn greeting_is_staged_and_ready_is_byte_exact() {
     let mut sub = Connection::new(Config::new(SocketType::Sub), now());
     transmit(&mut sub);
     feed(&mut sub, &LIBZMQ_GREETING);
-    assert_eq!(&transmit(&mut sub)[64 - 11..], SUB_READY);
+    assert_eq!(&transmit(&mut sub)[64 - 10..], SUB_READY);
 }
 
 #[test]
@@ -264,15 +268,40 @@ fn libzmq_plain_error_form_is_accepted() {
 
 #[test]
 fn legacy_and_mismatched_greetings_are_typed_errors() {
-    for (major, expected) in [(1u8, 1u8), (2, 2)] {
-        let mut conn = Connection::new(Config::new(SocketType::Pair), now());
-        let mut g = LIBZMQ_GREETING;
-        g[10] = major;
-        assert_eq!(
-            conn.handle_input(now(), &mut g),
-            Err(Error::UnsupportedVersion { major: expected })
-        );
+    // Revisions 0 and 1 are ZMTP 1.0 and 2.0 peers: refused when old peers are, and
+    // always when security is on.
+    for (revision, major) in [(0u8, 1u8), (1, 2)] {
+        let mut refusing = Config::new(SocketType::Pair);
+        refusing.legacy_peers = false;
+        let mut zap = Config::new(SocketType::Pair);
+        zap.authenticate_null = true;
+        for cfg in [refusing, zap] {
+            let mut conn = Connection::new(cfg, now());
+            let mut g = LIBZMQ_GREETING;
+            g[10] = revision;
+            assert!(feed(&mut conn, &g[..10]).is_empty());
+            assert_eq!(
+                conn.handle_input(now(), &mut g[10..]),
+                Err(Error::UnsupportedVersion { major })
+            );
+        }
     }
+    // An unversioned greeting is not a signature at all when old peers are refused.
+    let mut refusing = Config::new(SocketType::Pair);
+    refusing.legacy_peers = false;
+    let mut conn = Connection::new(refusing, now());
+    assert_eq!(
+        conn.handle_input(now(), &mut [0x01, 0x00]),
+        Err(Error::Codec(CodecError::BadSignature))
+    );
+    // Revision 2 gets a 3.x greeting, as libzmq gives it.
+    let mut conn = Connection::new(Config::new(SocketType::Pair), now());
+    let mut g = LIBZMQ_GREETING;
+    g[10] = 2;
+    transmit(&mut conn);
+    feed(&mut conn, &g);
+    assert_eq!(transmit(&mut conn)[..2], [3, 1]);
+    assert_eq!(conn.version(), Version::V3_1);
     let mut conn = Connection::new(Config::new(SocketType::Pair), now());
     let mut g = LIBZMQ_GREETING;
     g[12..17].copy_from_slice(b"PLAIN");

@@ -545,6 +545,57 @@ pub fn seed_corpus() -> Vec<Seed> {
     for (name, data) in stream_seeds() {
         add("stream", name, data);
     }
+
+    // Legacy peers: the captured exchanges of the ZMTP notes (9.6), and long frames.
+    // An empty identity, then a 300-byte frame in the long form of each framing.
+    let mut long_v1 = b"\x01\x00\xff\x00\x00\x00\x00\x00\x00\x01\x2d\x00".to_vec();
+    long_v1.extend_from_slice(&[0x62; 300]);
+    let mut long_v2 = b"\x00\x00\x02\x00\x00\x00\x00\x00\x00\x01\x2c".to_vec();
+    long_v2.extend_from_slice(&[0x63; 300]);
+    for (name, control, stream) in [
+        // Unversioned, a ROUTER: identity `PYID`, then [AB][hello] in 1.0 framing.
+        (
+            "unversioned_router",
+            &[0x18, 0x00][..],
+            &b"\x05\x00PYID\x03\x01AB\x06\x00hello"[..],
+        ),
+        // Revision 0 DEALER to a REP, bytewise: empty identity, [empty][ping].
+        (
+            "rev0_rep_bytewise",
+            &[0x11, 0x05, 0x00],
+            b"\x01\x00\x01\x01\x05\x00ping",
+        ),
+        // Revision 1 (2.0) DEALER to a ROUTER: the capture.
+        (
+            "rev1_router",
+            &[0x1A, 0x05, 0x02, 3, 1],
+            b"\x00\x04PYID\x01\x02AB\x00\x05hello",
+        ),
+        // Revision 1 SUB subscribing on a PUB, fed shared.
+        (
+            "rev1_pub_sub",
+            &[0x06, 0x02, 0x09, 2],
+            b"\x00\x00\x00\x05\x01news",
+        ),
+        // Long forms, under a 255-byte limit on a PULL.
+        ("unversioned_long_max255", &[0xDC, 0x01, 7], &long_v1),
+        (
+            "rev1_long_pull",
+            &[0x1E, 0x08, 0x00],
+            &[&b"\x00\x00"[..], &long_v2].concat(),
+        ),
+        // Hostile: an identity over 255 bytes; a zero length.
+        (
+            "identity_too_long",
+            &[0x00, 0x00],
+            b"\xff\x00\x00\x00\x00\x00\x00\x01\x2d\x00",
+        ),
+        ("zero_length", &[0x00, 0x00], b"\x01\x00\x00"),
+    ] {
+        let mut data = control.to_vec();
+        data.extend_from_slice(stream);
+        add("legacy", name, data);
+    }
     seeds
 }
 

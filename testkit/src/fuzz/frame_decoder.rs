@@ -124,7 +124,24 @@ pub fn frame_decoder(data: &[u8]) {
     let pattern = c.take(usize::from(b2 & 7));
     let stream = c.rest();
     let conn = || established(pair, b1 & 1 != 0, b1 & 2 != 0, max);
+    if conn().is_none() {
+        panic!("NULL handshake of {:?} failed", FRAME_PAIRS.get(pair));
+    }
+    decode_three_ways(conn, stream, pattern, shared, max);
+}
 
+/// Decode `stream` with connections made by `conn` three ways, and check that they agree:
+/// a [`Buffered`] fed all at once, a [`Buffered`] fed in fragments (sizes from `pattern`,
+/// cycled; through [`Buffered::receive_shared`] with `shared`) and a raw [`Connection`]
+/// fed in fragments, with the input contract checked on every step. The items, the error
+/// and the bytes left must be the same, and no message over `max` may be delivered.
+pub(super) fn decode_three_ways(
+    conn: impl Fn() -> Option<Connection>,
+    stream: &[u8],
+    pattern: &[u8],
+    shared: bool,
+    max: Option<u64>,
+) {
     // Fragment sizes: the pattern, cycled (a zero is a one).
     let fragments = || {
         let mut out = Vec::new();
@@ -142,7 +159,7 @@ pub fn frame_decoder(data: &[u8]) {
 
     // 1. Buffered, everything at once.
     let Some(whole_conn) = conn() else {
-        panic!("NULL handshake of {:?} failed", FRAME_PAIRS.get(pair));
+        return;
     };
     let mut whole = Buffered::wrap(whole_conn);
     let mut reference = Decoded {

@@ -107,6 +107,10 @@ struct Script {
     /// Raw bytes were fed: nothing scripted may follow (it could be swallowed by a frame
     /// the raw bytes began).
     tainted: bool,
+    /// Raw bytes came first, before any greeting: the socket may take the stream for a
+    /// ZMTP 1.0 or 2.0 peer's and answer in that protocol, which the (3.x) observer does
+    /// not read. The `legacy` target checks that output instead.
+    unobserved: bool,
     version: Version,
     peer_type: SocketType,
     /// Everything scripted so far, and how much of it was fed.
@@ -296,6 +300,7 @@ impl World {
             peer,
             uid,
             tainted: false,
+            unobserved: false,
             version,
             peer_type,
             bytes: Vec::new(),
@@ -493,6 +498,7 @@ impl World {
         }
         // Nothing scripted follows: drop what was not fed.
         s.tainted = true;
+        s.unobserved |= s.fed == 0;
         s.bytes.truncate(s.fed);
         s.unit_ends.clear();
         let mut chunk = bytes.to_vec();
@@ -536,7 +542,7 @@ impl World {
         let Some(s) = self.streams.get_mut(i) else {
             return;
         };
-        if s.observer.error().is_some() {
+        if s.observer.error().is_some() || s.unobserved {
             return;
         }
         let mut items = Vec::new();

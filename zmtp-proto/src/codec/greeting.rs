@@ -20,11 +20,13 @@ impl Version {
     /// ZMTP 3.1 (RFC 37).
     pub const V3_1: Version = Version { major: 3, minor: 1 };
 
-    /// Whether this version speaks ZMTP 3.1 semantics (commands for subscriptions, PING/PONG).
+    /// Whether this version speaks ZMTP 3.1 semantics (commands for subscriptions, PING/PONG):
+    /// 3.1 or later.
     ///
-    /// As libzmq does, any major other than 3 (from 4 up) and any 3.x with minor >= 1 counts as 3.1.
+    /// A peer's greeting is read by libzmq's more generous rule: every major version from 2
+    /// up except 3.0 counts as 3.1 (see [`Connection`](crate::Connection)).
     pub fn is_v31(self) -> bool {
-        !(self.major == 3 && self.minor == 0)
+        self >= Version::V3_1
     }
 }
 

@@ -1,4 +1,4 @@
-//! Stateless, allocation-free ZMTP 3.x codec.
+//! Stateless, allocation-free ZMTP codec: 3.x, and the 1.0 framing of older peers.
 //!
 //! Every type here parses from a borrowed `&[u8]` and emits into a caller-provided
 //! `&mut [u8]`. Parsing never panics, never reads past its input and reports
@@ -10,12 +10,14 @@ mod command;
 mod frame;
 mod greeting;
 mod metadata;
+mod v1;
 
 pub use command::{Command, MAX_PING_CONTEXT};
 pub use frame::{FrameFlags, FrameHeader, MAX_FRAME_HEADER_LEN};
 pub use greeting::{Greeting, Mechanism, Version, GREETING_LEN, SIGNATURE_LEN};
 pub use metadata::MetadataIter;
 pub use metadata::{emit_property, property_len, Metadata, Property};
+pub use v1::{V1Header, MAX_V1_HEADER_LEN};
 
 /// Result of parsing input that may be incomplete.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +61,8 @@ pub enum CodecError {
     MalformedCommandBody,
     /// Metadata is truncated, has an empty name or a length overflow.
     InvalidMetadata,
+    /// A ZMTP 1.0 frame's length is zero: it leaves no room for the flags byte.
+    EmptyV1Frame,
 }
 
 impl core::fmt::Display for CodecError {
@@ -73,6 +77,7 @@ impl core::fmt::Display for CodecError {
             CodecError::MalformedCommand => f.write_str("malformed command frame"),
             CodecError::MalformedCommandBody => f.write_str("malformed command body"),
             CodecError::InvalidMetadata => f.write_str("invalid metadata"),
+            CodecError::EmptyV1Frame => f.write_str("ZMTP 1.0 frame of length zero"),
         }
     }
 }

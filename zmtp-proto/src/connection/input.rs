@@ -7,13 +7,14 @@
 //! message limits before they are handed on, and commands (PING, SUBSCRIBE, JOIN...)
 //! become items or queue their answers. Any error is recorded as the sticky error.
 
-use super::{Connection, Event, Input, Item, Phase};
+use super::{Connection, Event, Input, Item, Legacy, Phase, SIGNATURE};
 use crate::codec::{
-    CodecError, Command, FrameHeader, Greeting, Mechanism, Metadata, Status, Version, GREETING_LEN,
+    CodecError, Command, FrameHeader, Mechanism, Metadata, Status, V1Header, Version, GREETING_LEN,
     SIGNATURE_LEN,
 };
 use crate::config::Identity;
 use crate::error::Error;
+use crate::mechanism::Security;
 use crate::mechanism::{reason_of, AuthRequest};
 use crate::socket_type::SocketType;
 use crate::time::Instant;
@@ -78,24 +79,170 @@ impl Connection {
         }
         let r = match self.phase {
             Phase::Handshake | Phase::Traffic => self.input_frame(now, input),
+            Phase::V1Traffic => self.input_v1_frame(input),
             Phase::Signature => self.input_signature(input),
+            Phase::Revision => self.input_revision(input),
             Phase::GreetingRest => self.input_greeting_rest(now, input),
+            Phase::LegacyType(legacy) => self.input_legacy_type(legacy, input),
+            Phase::LegacyIdentity(legacy) => self.input_legacy_identity(legacy, input),
         };
         r.map_err(|e| self.fail(e))
     }
 
-    /// The first stage of the peer's greeting: its signature and major version.
+    /// The first stage of the peer's greeting: its 10-byte signature. A first byte other
+    /// than `0xFF`, or a byte 9 without bit 0, is the start of an unversioned ZMTP 1.0
+    /// peer's identity frame (libzmq's test). Our major version goes out only after a
+    /// versioned signature: to a 1.0 peer it would be the start of a frame.
     fn input_signature<'a>(&mut self, input: &[u8]) -> Result<Input<'a>, Error> {
-        let Status::Complete(major) = Greeting::parse_signature(input)? else {
-            return Ok(Input::partial(SIGNATURE_LEN));
+        let Some(&first) = input.first() else {
+            return Ok(Input::partial(1));
         };
-        if major < 3 {
-            return Err(Error::UnsupportedVersion { major });
+        let versioned = if first != 0xFF {
+            false
+        } else {
+            let Some(&flags) = input.get(SIGNATURE - 1) else {
+                return Ok(Input::partial(SIGNATURE));
+            };
+            flags & 0x01 != 0
+        };
+        if !versioned {
+            if !self.legacy_allowed() {
+                return Err(CodecError::BadSignature.into());
+            }
+            // Nothing consumed: those bytes begin the peer's identity frame.
+            self.start_legacy(Legacy::Unversioned);
+            return self.input_legacy_identity(Legacy::Unversioned, input);
         }
-        self.peer_major = major;
-        self.phase = Phase::GreetingRest;
-        self.queue_greeting_rest();
-        Ok(Input::consumed(SIGNATURE_LEN))
+        self.queue_major();
+        self.phase = Phase::Revision;
+        Ok(Input::consumed(SIGNATURE))
+    }
+
+    /// The peer's major version (its revision). 0 and 1 are the 1.0 and 2.0 peers that
+    /// libzmq still talks to; any other value is 3.x (2 included, as libzmq does).
+    fn input_revision<'a>(&mut self, input: &[u8]) -> Result<Input<'a>, Error> {
+        let Some(&major) = input.first() else {
+            return Ok(Input::partial(1));
+        };
+        let legacy = match major {
+            0 => Legacy::Revision0,
+            1 => Legacy::Revision1,
+            _ => {
+                self.peer_major = major;
+                self.phase = Phase::GreetingRest;
+                self.queue_greeting_rest();
+                return Ok(Input::consumed(1));
+            }
+        };
+        if !self.legacy_allowed() {
+            return Err(Error::UnsupportedVersion {
+                major: legacy.version().major,
+            });
+        }
+        self.start_legacy(legacy);
+        self.phase = Phase::LegacyType(legacy);
+        Ok(Input::consumed(1))
+    }
+
+    /// Whether a peer older than 3.0 may go on: only when allowed and without security,
+    /// since such a peer has no mechanism (libzmq refuses it whenever ZAP is enabled).
+    fn legacy_allowed(&self) -> bool {
+        self.config.legacy_peers
+            && matches!(self.config.security, Security::Null)
+            && !self.config.authenticate_null
+    }
+
+    /// A 1.0 or 2.0 peer: our answer (socket type and identity) is queued.
+    fn start_legacy(&mut self, legacy: Legacy) {
+        self.legacy = Some(legacy);
+        self.version = legacy.version();
+        self.phase = Phase::LegacyIdentity(legacy);
+        self.queue_legacy_hello(legacy);
+    }
+
+    /// A versioned 1.0 or 2.0 peer's socket-type byte. libzmq never checks it; neither do
+    /// we, but a known type is reported with the handshake.
+    fn input_legacy_type<'a>(&mut self, legacy: Legacy, input: &[u8]) -> Result<Input<'a>, Error> {
+        let Some(&ty) = input.first() else {
+            return Ok(Input::partial(1));
+        };
+        self.peer_socket_type = SocketType::from_number(ty);
+        self.phase = Phase::LegacyIdentity(legacy);
+        Ok(Input::consumed(1))
+    }
+
+    /// A 1.0 or 2.0 peer's identity: its first frame, in its framing. With it the
+    /// connection is established: there is no mechanism, and no heartbeats (libzmq sends
+    /// none to such peers). It yields an empty [`Item::Ready`].
+    fn input_legacy_identity<'a>(
+        &mut self,
+        legacy: Legacy,
+        input: &[u8],
+    ) -> Result<Input<'a>, Error> {
+        const MAX_IDENTITY: u64 = 255;
+        let parsed = if legacy.v1_framing() {
+            V1Header::parse(input, MAX_IDENTITY)
+                .map(|s| s.complete().map(|(h, n)| (h.size, false, n)))
+        } else {
+            FrameHeader::parse(input, MAX_IDENTITY)
+                .map(|s| s.complete().map(|(h, n)| (h.size, h.flags.command, n)))
+        };
+        let parsed = match parsed {
+            Ok(parsed) => parsed,
+            Err(CodecError::FrameTooLarge { .. }) => return Err(Error::IdentityTooLong),
+            Err(e) => return Err(e.into()),
+        };
+        let Some((size, command, header_len)) = parsed else {
+            let header = if legacy.v1_framing() {
+                super::v1_header_needed(input)
+            } else {
+                2
+            };
+            return Ok(Input::partial(header.max(input.len() + 1)));
+        };
+        if command {
+            return Err(Error::UnexpectedCommand);
+        }
+        // At most 255, checked above.
+        let total = header_len + size as usize;
+        let Some(id) = input.get(header_len..total) else {
+            return Ok(Input::partial(total));
+        };
+        // Cannot fail: at most 255 bytes.
+        self.peer_identity = Identity::from_slice(id).map_err(|_| Error::IdentityTooLong)?;
+        self.traffic_seen();
+        self.end_handshake_deadline();
+        self.phase = if legacy.v1_framing() {
+            Phase::V1Traffic
+        } else {
+            Phase::Traffic
+        };
+        self.handshake_event = Some(Event::HandshakeSucceeded {
+            peer_socket_type: self.peer_socket_type,
+            version: self.version,
+        });
+        // In place of a READY: metadata without properties (the identity is
+        // [`peer_identity`](Connection::peer_identity)), so that the handshake is seen
+        // before the first message.
+        let none = Metadata::parse(&[])?;
+        Ok(Input::taken(total, Some(Item::Ready(none))))
+    }
+
+    /// One frame of ZMTP 1.0 traffic: a data frame (1.0 has no commands).
+    fn input_v1_frame<'a>(&mut self, input: &'a [u8]) -> Result<Input<'a>, Error> {
+        let limit = self.data_frame_limit();
+        let parsed = V1Header::parse(input, limit).map_err(|e| self.size_error(false, e))?;
+        let Status::Complete((header, header_len)) = parsed else {
+            return Ok(Input::partial(super::v1_header_needed(input)));
+        };
+        // `V1Header::parse` bounds the size so that this cannot overflow.
+        let total = header_len + header.size as usize;
+        let Some(body) = input.get(header_len..total) else {
+            return Ok(Input::partial(total));
+        };
+        self.traffic_seen();
+        let item = self.data_frame(body, header.more)?;
+        Ok(Input::taken(total, Some(item)))
     }
 
     /// The rest of the peer's greeting: it settles the version and starts the mechanism.
@@ -104,10 +251,8 @@ impl Connection {
         let Some(rest) = input.get(..REST) else {
             return Ok(Input::partial(REST));
         };
-        let peer = Version {
-            major: self.peer_major,
-            minor: rest[0],
-        };
+        // libzmq's rule: every peer but a 3.0 one speaks 3.1.
+        let peer_v31 = !(self.peer_major == 3 && rest[0] == 0);
         let mut theirs = [0u8; 20];
         theirs.copy_from_slice(&rest[1..21]);
         let theirs = Mechanism(theirs);
@@ -115,7 +260,7 @@ impl Connection {
         if theirs != ours {
             return Err(Error::MechanismMismatch { ours, theirs });
         }
-        self.version = if self.config.version.is_v31() && peer.is_v31() {
+        self.version = if self.config.version.is_v31() && peer_v31 {
             Version::V3_1
         } else {
             Version::V3_0

@@ -29,6 +29,19 @@ use crate::time::Instant;
 use output::Pending;
 use timers::Timers;
 
+/// Length of a greeting's signature: `0xFF`, eight bytes (libzmq: the identity length plus
+/// one, as a ZMTP 1.0 long-form length) and `0x7F`.
+const SIGNATURE: usize = 10;
+
+/// Bytes of a ZMTP 1.0 frame header that must be buffered to read it: 2 for the short
+/// form, 10 for the long one (announced by a first byte of `0xFF`).
+fn v1_header_needed(input: &[u8]) -> usize {
+    match input.first() {
+        Some(0xFF) => crate::codec::MAX_V1_HEADER_LEN,
+        _ => 2,
+    }
+}
+
 /// Something a connection reports that does not borrow the input.
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,17 +115,54 @@ pub struct Input<'a> {
 /// Where a connection stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
-    /// Waiting for the peer's signature and major version.
+    /// Waiting for the peer's 10-byte signature, or for a first byte that shows an
+    /// unversioned ZMTP 1.0 peer.
     Signature,
+    /// Waiting for the peer's major version (its revision): 3.x, or 1.0/2.0.
+    Revision,
     /// Waiting for the remaining 53 greeting bytes.
     GreetingRest,
+    /// A versioned 1.0 or 2.0 peer: waiting for its socket-type byte.
+    LegacyType(Legacy),
+    /// A 1.0 or 2.0 peer: waiting for its identity, its first frame.
+    LegacyIdentity(Legacy),
     /// Mechanism handshake.
     Handshake,
-    /// Messages flow.
+    /// Messages flow (ZMTP 3.x framing, which 2.0 shares).
     Traffic,
+    /// Messages flow in ZMTP 1.0 framing.
+    V1Traffic,
 }
 
-/// A sans-IO ZMTP 3.x connection: one byte stream from greeting to traffic.
+/// A peer older than ZMTP 3.0, as libzmq tells them apart (notes on `zmtp_engine.cpp`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Legacy {
+    /// ZMTP 1.0 without a revision: its first bytes are its identity frame.
+    Unversioned,
+    /// Revision 0: a socket-type byte, then ZMTP 1.0 framing.
+    Revision0,
+    /// Revision 1 (ZMTP 2.0): a socket-type byte, then 3.x framing without commands.
+    Revision1,
+}
+
+impl Legacy {
+    /// Whether frames use the ZMTP 1.0 encoding.
+    fn v1_framing(self) -> bool {
+        !matches!(self, Legacy::Revision1)
+    }
+
+    /// The version reported for it: 1.0 or 2.0.
+    fn version(self) -> Version {
+        Version {
+            major: if self.v1_framing() { 1 } else { 2 },
+            minor: 0,
+        }
+    }
+}
+
+/// A sans-IO ZMTP connection: one byte stream from greeting to traffic. It speaks 3.0 and
+/// 3.1, and falls back to 2.0 and 1.0 for peers that speak those (unless
+/// [`Config::legacy_peers`] is off or security is configured).
 ///
 /// It reads no clock, performs no I/O and allocates nothing: input and output buffers
 /// belong to the driver. See the [crate documentation](crate) for the calling contract.
@@ -122,6 +172,8 @@ pub struct Connection {
     mechanism: MechanismState,
     phase: Phase,
     version: Version,
+    /// The peer predates ZMTP 3.0.
+    legacy: Option<Legacy>,
     peer_major: u8,
     peer_socket_type: Option<SocketType>,
     peer_identity: Identity,
@@ -170,6 +222,7 @@ impl Connection {
             config,
             mechanism,
             phase: Phase::Signature,
+            legacy: None,
             peer_socket_type: None,
             peer_identity: Identity::new(),
             timers,
@@ -199,12 +252,19 @@ impl Connection {
 
     /// Whether the handshake has completed and messages may flow.
     pub fn is_established(&self) -> bool {
-        self.phase == Phase::Traffic && self.error.is_none()
+        matches!(self.phase, Phase::Traffic | Phase::V1Traffic) && self.error.is_none()
     }
 
-    /// The version in use: ours until the peer's greeting arrives, then the negotiated one.
+    /// The version in use: ours until the peer's greeting arrives, then the negotiated one
+    /// (1.0 or 2.0 with a legacy peer).
     pub fn version(&self) -> Version {
         self.version
+    }
+
+    /// Whether the peer is an unversioned ZMTP 1.0 peer, which cannot send subscriptions:
+    /// a PUB treats it as subscribed to everything, as libzmq does.
+    pub fn peer_subscribes_all(&self) -> bool {
+        self.legacy == Some(Legacy::Unversioned)
     }
 
     /// The peer's socket type, once its READY has arrived.

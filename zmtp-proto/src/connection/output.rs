@@ -7,10 +7,10 @@
 //! traffic is sealed (CURVE) every frame goes through the mechanism. A call that cannot
 //! write everything writes nothing.
 
-use super::{Connection, Phase};
+use super::{Connection, Legacy, Phase, SIGNATURE};
 use crate::codec::{
-    ensure, Command, FrameHeader, Greeting, InsufficientSize, Writer, GREETING_LEN,
-    MAX_PING_CONTEXT, SIGNATURE_LEN,
+    ensure, Command, FrameHeader, Greeting, InsufficientSize, V1Header, Version, Writer,
+    GREETING_LEN, MAX_PING_CONTEXT, SIGNATURE_LEN,
 };
 use crate::error::EncodeError;
 use crate::mechanism::{EmitError, MechanismState};
@@ -19,7 +19,12 @@ use crate::mechanism::{EmitError, MechanismState};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Control {
     Signature,
+    /// Our major version, once the peer's signature showed a versioned peer.
+    Major,
     GreetingRest,
+    /// To a 1.0 or 2.0 peer: our socket type and identity frame, or (unversioned) the
+    /// body of the identity frame the signature began.
+    LegacyHello,
     /// The mechanism's next handshake command (or farewell ERROR).
     Handshake,
     Pong,
@@ -30,7 +35,9 @@ enum Control {
 #[derive(Debug, Clone, Default)]
 pub(super) struct Pending {
     signature: bool,
+    major: bool,
     greeting_rest: bool,
+    legacy_hello: Option<Legacy>,
     ping: bool,
     /// The context of the PONG to send (the PING's, cut to [`MAX_PING_CONTEXT`]).
     pong: Option<heapless::Vec<u8, MAX_PING_CONTEXT>>,
@@ -84,9 +91,19 @@ impl Connection {
         Ok(written)
     }
 
-    /// The peer's signature arrived: the rest of our greeting may go.
+    /// The peer's signature arrived and is versioned: our major version may go.
+    pub(super) fn queue_major(&mut self) {
+        self.pending.major = true;
+    }
+
+    /// The peer's major version arrived (3.x): the rest of our greeting may go.
     pub(super) fn queue_greeting_rest(&mut self) {
         self.pending.greeting_rest = true;
+    }
+
+    /// The peer is a 1.0 or 2.0 peer: our answer to it may go.
+    pub(super) fn queue_legacy_hello(&mut self, legacy: Legacy) {
+        self.pending.legacy_hello = Some(legacy);
     }
 
     /// Take a due heartbeat to send by other means, so that no PING command is written
@@ -113,8 +130,12 @@ impl Connection {
         let p = &self.pending;
         if p.signature {
             Some(Control::Signature)
+        } else if p.major {
+            Some(Control::Major)
         } else if p.greeting_rest {
             Some(Control::GreetingRest)
+        } else if p.legacy_hello.is_some() {
+            Some(Control::LegacyHello)
         } else if self.mechanism.pending_len(&self.config).is_some() {
             Some(Control::Handshake)
         } else if self.out_mid_message {
@@ -131,7 +152,13 @@ impl Connection {
     /// Whether any control frame waits (cheaper than [`next_control`](Self::next_control)).
     fn control_pending(&self) -> bool {
         let p = &self.pending;
-        p.signature || p.greeting_rest || p.ping || p.pong.is_some() || self.mechanism.has_pending()
+        p.signature
+            || p.major
+            || p.greeting_rest
+            || p.legacy_hello.is_some()
+            || p.ping
+            || p.pong.is_some()
+            || self.mechanism.has_pending()
     }
 
     /// Total length of every control frame currently pending.
@@ -140,7 +167,9 @@ impl Connection {
         let mut len = 0;
         for (set, c) in [
             (p.signature, Control::Signature),
+            (p.major, Control::Major),
             (p.greeting_rest, Control::GreetingRest),
+            (p.legacy_hello.is_some(), Control::LegacyHello),
             (
                 self.mechanism.pending_len(&self.config).is_some(),
                 Control::Handshake,
@@ -157,8 +186,10 @@ impl Connection {
 
     fn control_len(&self, c: Control) -> usize {
         match c {
-            Control::Signature => SIGNATURE_LEN,
+            Control::Signature => SIGNATURE,
+            Control::Major => 1,
             Control::GreetingRest => GREETING_LEN - SIGNATURE_LEN,
+            Control::LegacyHello => self.legacy_hello_len(),
             Control::Handshake => self.mechanism.pending_len(&self.config).unwrap_or(0),
             Control::Pong => self.frame_len(true, self.pong_command().body_len()),
             Control::Ping => self.frame_len(true, self.ping_command().body_len()),
@@ -182,7 +213,7 @@ impl Connection {
     fn emit_control(&mut self, c: Control, out: &mut [u8]) -> Result<usize, EncodeError> {
         ensure(out, self.control_len(c))?;
         let n = match c {
-            Control::Signature | Control::GreetingRest => {
+            Control::Signature | Control::Major | Control::GreetingRest => {
                 let mut g = [0u8; GREETING_LEN];
                 Greeting {
                     version: self.config.version,
@@ -190,15 +221,20 @@ impl Connection {
                     as_server: self.config.security.is_server(),
                 }
                 .emit(&mut g)?;
-                let (signature, rest) = g.split_at(SIGNATURE_LEN);
+                // As libzmq: the padding is the identity's length plus one, so that the
+                // signature also reads as a 1.0 peer's long-form identity header.
+                let id_len = self.config.identity().len() as u64 + 1;
+                g[1..SIGNATURE - 1].copy_from_slice(&id_len.to_be_bytes());
+                let stage = match c {
+                    Control::Signature => &g[..SIGNATURE],
+                    Control::Major => &g[SIGNATURE..SIGNATURE_LEN],
+                    _ => &g[SIGNATURE_LEN..],
+                };
                 let mut w = Writer::new(out);
-                w.put(if c == Control::Signature {
-                    signature
-                } else {
-                    rest
-                })?;
+                w.put(stage)?;
                 w.len()
             }
+            Control::LegacyHello => self.emit_legacy_hello(out)?,
             Control::Handshake => match self.mechanism.emit(&self.config, out) {
                 Ok(n) => n,
                 Err(EmitError::InsufficientSize(e)) => return Err(e.into()),
@@ -224,12 +260,50 @@ impl Connection {
         };
         match c {
             Control::Signature => self.pending.signature = false,
+            Control::Major => self.pending.major = false,
             Control::GreetingRest => self.pending.greeting_rest = false,
+            Control::LegacyHello => self.pending.legacy_hello = None,
             Control::Handshake => {}
             Control::Pong => self.pending.pong = None,
             Control::Ping => self.pending.ping = false,
         }
         Ok(n)
+    }
+
+    /// Length of our answer to a 1.0 or 2.0 peer (see [`emit_legacy_hello`]).
+    ///
+    /// [`emit_legacy_hello`]: Self::emit_legacy_hello
+    fn legacy_hello_len(&self) -> usize {
+        let id = self.config.identity().len();
+        match self.pending.legacy_hello {
+            None => 0,
+            Some(Legacy::Unversioned) => id,
+            Some(Legacy::Revision0) => 1 + V1Header::new(id, false).encoded_len() + id,
+            Some(Legacy::Revision1) => 1 + FrameHeader::data(id, false).encoded_len() + id,
+        }
+    }
+
+    /// Our answer to a 1.0 or 2.0 peer, as libzmq's: to a versioned one our socket type's
+    /// number, then our identity as a frame of its framing; to an unversioned one the
+    /// identity's body only, since our signature was that frame's header.
+    fn emit_legacy_hello(&self, out: &mut [u8]) -> Result<usize, InsufficientSize> {
+        let id = self.config.identity();
+        let mut w = Writer::new(out);
+        match self.pending.legacy_hello {
+            None => {}
+            Some(Legacy::Unversioned) => w.put(id)?,
+            Some(Legacy::Revision0) => {
+                w.put(&[self.config.socket_type as u8])?;
+                w.emit(|out| V1Header::new(id.len(), false).emit(out))?;
+                w.put(id)?;
+            }
+            Some(Legacy::Revision1) => {
+                w.put(&[self.config.socket_type as u8])?;
+                w.emit(|out| FrameHeader::data(id.len(), false).emit(out))?;
+                w.put(id)?;
+            }
+        }
+        Ok(w.len())
     }
 
     /// Whether traffic is sealed (CURVE): every frame travels as a MESSAGE.
@@ -250,6 +324,8 @@ impl Connection {
     fn frame_len(&self, command: bool, len: usize) -> usize {
         if self.sealing() {
             MechanismState::seal_len(len)
+        } else if self.phase == Phase::V1Traffic {
+            V1Header::new(len, false).encoded_len() + len
         } else {
             clear_header(command, false, len).encoded_len() + len
         }
@@ -273,6 +349,9 @@ impl Connection {
             }
             return sealed;
         }
+        if self.phase == Phase::V1Traffic {
+            return Ok(emit_v1(more, len, out, body)?);
+        }
         Ok(emit_clear(command, more, len, out, body)?)
     }
 
@@ -281,7 +360,7 @@ impl Connection {
         if let Some(e) = &self.error {
             return Err(EncodeError::Closed(e.clone()));
         }
-        if self.phase != Phase::Traffic {
+        if !matches!(self.phase, Phase::Traffic | Phase::V1Traffic) {
             return Err(EncodeError::NotReady);
         }
         Ok(())
@@ -385,8 +464,13 @@ impl Connection {
         if self.mechanism.seals() {
             return Err(EncodeError::Sealed);
         }
-        let header = FrameHeader::data(len, more);
-        let n = self.control_then(out, header.encoded_len(), |_, rest| Ok(header.emit(rest)?))?;
+        let n = if self.phase == Phase::V1Traffic {
+            let header = V1Header::new(len, more);
+            self.control_then(out, header.encoded_len(), |_, rest| Ok(header.emit(rest)?))?
+        } else {
+            let header = FrameHeader::data(len, more);
+            self.control_then(out, header.encoded_len(), |_, rest| Ok(header.emit(rest)?))?
+        };
         self.out_mid_message = more;
         Ok(n)
     }
@@ -400,6 +484,10 @@ impl Connection {
         self.check_send()?;
         if self.out_mid_message {
             return Err(EncodeError::MidMessage);
+        }
+        if self.legacy.is_some() {
+            // 1.0 and 2.0 have no commands: nothing to say them with.
+            return Ok(0);
         }
         self.write_frame(out, true, false, cmd.body_len(), |w| {
             w.emit(|out| cmd.emit_body(out))
@@ -423,7 +511,7 @@ impl Connection {
         topic: &[u8],
         out: &mut [u8],
     ) -> Result<usize, EncodeError> {
-        if self.version.is_v31() {
+        if self.version >= Version::V3_1 {
             let cmd = if subscribe {
                 Command::Subscribe(topic)
             } else {
@@ -449,6 +537,22 @@ fn clear_header(command: bool, more: bool, len: usize) -> FrameHeader {
     } else {
         FrameHeader::data(len, more)
     }
+}
+
+/// Write a ZMTP 1.0 data frame: its header, then the `len` bytes that `body` writes. On
+/// failure nothing is written.
+fn emit_v1(
+    more: bool,
+    len: usize,
+    out: &mut [u8],
+    body: impl FnOnce(&mut Writer<'_>) -> Result<(), InsufficientSize>,
+) -> Result<usize, InsufficientSize> {
+    let header = V1Header::new(len, more);
+    ensure(out, header.encoded_len() + len)?;
+    let mut w = Writer::new(out);
+    w.emit(|out| header.emit(out))?;
+    body(&mut w)?;
+    Ok(w.len())
 }
 
 /// Write a clear frame: its header, then the `len` bytes that `body` writes. On failure

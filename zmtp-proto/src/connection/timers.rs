@@ -97,9 +97,15 @@ impl Connection {
 
     /// The handshake is done: its deadline goes, heartbeats (if configured) start.
     pub(super) fn start_heartbeats(&mut self, now: Instant) {
-        self.timers.set(Timer::Handshake, None);
+        self.end_handshake_deadline();
         let first_ping = self.config.heartbeat_interval.map(|d| now + d);
         self.timers.set(Timer::Ping, first_ping);
+    }
+
+    /// The handshake is done (with a 1.0 or 2.0 peer, which gets no heartbeats): its
+    /// deadline goes.
+    pub(super) fn end_handshake_deadline(&mut self) {
+        self.timers.set(Timer::Handshake, None);
     }
 
     /// The peer's PING announced a TTL (in tenths of a second; 0 for none): something must

@@ -182,6 +182,7 @@ impl Socket {
         config.max_message_frames = self.opts.max_message_frames;
         config.security = self.opts.security.clone();
         config.authenticate_null = !self.opts.zap_domain.is_empty();
+        config.legacy_peers = self.opts.legacy_peers;
         if self.ty == SocketType::Stream {
             // No ZMTP: no handshake, no heartbeats, nothing of the connection's own.
             config.handshake_timeout = None;

@@ -262,6 +262,7 @@ pub fn protocol_error_code(e: &Error) -> Option<u32> {
             }
             CodecError::InvalidMetadata => p::ZMTP_INVALID_METADATA,
             CodecError::BadSignature
+            | CodecError::EmptyV1Frame
             | CodecError::ReservedFlags(_)
             | CodecError::CommandWithMore
             | CodecError::FrameTooLarge { .. } => p::ZMTP_UNSPECIFIED,

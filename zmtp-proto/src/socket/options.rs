@@ -108,6 +108,10 @@ pub struct Options {
     /// `ZMQ_MULTICAST_HOPS` (`udp://` RADIO to a multicast group): the time to live of the
     /// datagrams. Default 1, as in libzmq (the local network only).
     pub multicast_hops: u32,
+    /// Accept peers that speak ZMTP 1.0 or 2.0 (not a libzmq option: libzmq always does).
+    /// Default true. They get no security: with a mechanism other than NULL, or a ZAP
+    /// domain, they are refused whatever this says, as libzmq refuses them.
+    pub legacy_peers: bool,
 }
 
 impl Default for Options {
@@ -132,6 +136,7 @@ impl Default for Options {
             router_handover: false,
             probe_router: false,
             stream_notify: true,
+            legacy_peers: true,
             req_correlate: false,
             req_relaxed: false,
             xpub_verbose: false,
@@ -239,6 +244,10 @@ macro_rules! __options_table {
             /// away as `[routing id][empty]`. Default true.
             stream_notify, with_stream_notify, set_stream_notify, (on: bool) => on,
                 "at once";
+            /// Accept peers that speak ZMTP 1.0 or 2.0 (not a libzmq option: libzmq
+            /// always does). Default true; never with a security mechanism or ZAP domain.
+            legacy_peers, with_legacy_peers, set_legacy_peers, (on: bool) => on,
+                "to connections made afterwards";
             /// `ZMQ_REQ_CORRELATE`: prefix requests with an id and accept only the
             /// matching reply.
             req_correlate, with_req_correlate, set_req_correlate, (on: bool) => on,

@@ -338,6 +338,16 @@ impl Socket {
         if !dispatch!(self, attach(self, peer, now)) {
             return;
         }
+        let subscribes_all = self.peers.get(&peer).is_some_and(|p| {
+            p.stream
+                .as_ref()
+                .is_some_and(|l| l.conn.connection().peer_subscribes_all())
+        });
+        if subscribes_all {
+            // An unversioned ZMTP 1.0 peer cannot subscribe: as libzmq, a PUB sends it
+            // everything (and an XPUB reads that subscription as if it had come).
+            self.on_subscription(peer, crate::Bytes::new(), true);
+        }
         if self.probes() {
             self.deliver(peer, Message::from(crate::Bytes::new()));
         }
