@@ -1896,14 +1896,14 @@ pub fn print_summary(outcomes: &[Outcome], elapsed: Duration) -> usize {
     }
     println!();
     println!(
-        "{:<14} {:>6} {:>7} {:>7}",
+        "{:<16} {:>6} {:>7} {:>7}",
         "scenario", "run", "passed", "failed"
     );
     for scenario in Scenario::ALL {
         let these: Vec<&Outcome> = outcomes.iter().filter(|o| o.scenario == scenario).collect();
         let bad = these.iter().filter(|o| o.error.is_some()).count();
         println!(
-            "{:<14} {:>6} {:>7} {:>7}",
+            "{:<16} {:>6} {:>7} {:>7}",
             scenario.name(),
             these.len(),
             these.len() - bad,
