@@ -2,8 +2,9 @@
 # Every check and test of the workspace, in named steps: a failure names its step.
 # Installs what is missing first, through apt-get when run as root: libzmq (the real peer
 # the conformance tests run against), libsodium (CURVE in the draft libzmq that
-# zmtp-conformance-draft builds from source), chromium and npm for the browser step, and
-# valgrind for the icount step.
+# zmtp-conformance-draft builds from source), pkg-config, JeroMQ (libjeromq-java) and a JDK
+# (default-jdk-headless, for javac) for the JeroMQ interop tests, chromium and npm for the
+# browser step, and valgrind for the icount step.
 #
 #   bash scripts/test.sh            every step
 #   bash scripts/test.sh STEP...    only these steps (lint, nostd, tests, conformance, browser,
@@ -33,6 +34,8 @@ need_package() {
 need_package /usr/include/zmq.h libzmq3-dev
 need_package /usr/include/sodium.h libsodium-dev
 need_package /usr/bin/pkg-config pkg-config
+need_package /usr/share/java/jeromq.jar libjeromq-java
+need_package /usr/bin/javac default-jdk-headless
 
 # Formatting, lints on every target, and the docs (broken links and missing docs are errors).
 lint() {

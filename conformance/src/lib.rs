@@ -10,6 +10,8 @@
 //!   ([`our::OurSocket`], [`our::OurDriver`]).
 //! - [`async_driver`]: the tokio and smol drivers behind that facade, written once over
 //!   `zmtp_async`'s runtime trait ([`async_driver::TokioDriver`], [`async_driver::SmolDriver`]).
+//! - [`legacy_peer`]: a raw TCP peer speaking ZMTP 1.0 and 2.0, written from the wire rules.
+//! - [`subject`]: libzmq's socket or ours behind one API, for the legacy-peer suites.
 //! - [`draft`]: the draft socket types' scenarios, for any pair of implementations.
 //! - [`matrix`]: the conformance matrix: every compatible socket pair, transport and role,
 //!   with our socket on each side, against libzmq and against our own sockets.
@@ -51,11 +53,13 @@ pub mod async_driver;
 pub mod draft;
 pub mod driver;
 pub mod ffi;
+pub mod legacy_peer;
 pub mod matrix;
 pub mod mio_driver;
 pub mod our;
 pub mod security;
 pub mod socket_driver;
+pub mod subject;
 pub mod zap;
 
 /// Who opens the TCP connection in an interop scenario.
