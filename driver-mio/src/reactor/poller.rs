@@ -45,14 +45,14 @@ pub(super) enum Registrar {
 /// The I/O thread's side: the wait.
 pub(super) enum Poller {
     Mio { poll: Poll, events: Events },
-    Ring(RingPoller),
+    Ring(Box<RingPoller>),
 }
 
 /// Make a poller of the chosen kind and its registrar.
 pub(super) fn new(ring: bool) -> io::Result<(Poller, Registrar)> {
     if ring {
         let (poller, registrar) = RingPoller::new()?;
-        return Ok((Poller::Ring(poller), Registrar::Ring(registrar)));
+        return Ok((Poller::Ring(Box::new(poller)), Registrar::Ring(registrar)));
     }
     let poll = Poll::new()?;
     let waker = Waker::new(poll.registry(), WAKER)?;
