@@ -76,6 +76,7 @@ use zmtp_proto::udp::MAX_DATAGRAM_LEN;
 use zmtp_proto::{Bytes, Instant};
 
 use io_loop::io_thread;
+use poller::{RingIn, RingInput};
 pub(crate) use poller::ring_available;
 use poller::Registrar;
 use registry::Commands;
@@ -157,6 +158,22 @@ struct PeerIo {
     /// has queued for the peer, which it drops (`advance`) only once written, so that
     /// SNDHWM and LINGER count it until then.
     taken: VecDeque<Bytes>,
+    /// The stream's input comes through the ring's receive (io_uring backend, a plain
+    /// stream): no thread reads it, and its read counts as always running
+    /// (`read_queued`), so that no application thread claims it.
+    ring: Option<RingRead>,
+}
+
+/// A stream read by the ring ([`PeerIo::ring`]).
+#[derive(Debug, Default)]
+struct RingRead {
+    /// What arrived and the state machine did not take yet (its input is held back at
+    /// RCVHWM), in order, the stream's end included.
+    stash: VecDeque<RingIn>,
+    /// The ring's receive runs (or was asked for).
+    receiving: bool,
+    /// A read work item is queued for it (`work::queue`).
+    asked: bool,
 }
 
 /// What a token stands for.
@@ -639,6 +656,70 @@ impl Shared {
         }
     }
 
+    /// Input the ring received for a stream: handed to the state machine, or kept while
+    /// the peer's input is held back. Returns the socket's id.
+    fn ring_input(&self, st: &mut State, input: RingInput, now: Instant) -> Option<usize> {
+        let &(id, Io::Peer(peer)) = st.tokens.get(&input.token)? else {
+            return None;
+        };
+        let io = (st.sockets.get_mut(&id)?.peers.get_mut(&peer))
+            .filter(|io| io.token == input.token)?;
+        if !matches!(input.what, RingIn::Data(_)) {
+            if let Some(r) = io.ring.as_mut() {
+                // The receive is over.
+                r.receiving = false;
+            }
+        }
+        io.ring.as_mut()?.stash.push_back(input.what);
+        self.ring_deliver(st, id, peer, now);
+        Some(id)
+    }
+
+    /// Hand a ring-read stream's stashed input to the state machine while it takes input;
+    /// when it holds input back, stop the ring's receive; once the stash is empty, make
+    /// sure the receive runs. The stream's end (or failure) comes after its data.
+    fn ring_deliver(&self, st: &mut State, id: usize, peer: PeerId, now: Instant) {
+        loop {
+            let Some(s) = st.sockets.get_mut(&id) else {
+                return;
+            };
+            let wants = s.core.wants_read(peer);
+            let Some(io) = s.peers.get_mut(&peer) else {
+                return;
+            };
+            let token = io.token;
+            let fd = io.stream.as_raw_fd();
+            let Some(r) = io.ring.as_mut() else {
+                return;
+            };
+            match r.stash.front() {
+                None => {
+                    if wants && !r.receiving {
+                        r.receiving = true;
+                        self.registrar.recv(fd, token);
+                    }
+                    return;
+                }
+                Some(RingIn::Data(_)) if !wants => {
+                    if r.receiving {
+                        r.receiving = false;
+                        self.registrar.stop_recv(token);
+                    }
+                    return;
+                }
+                Some(_) => {}
+            }
+            match r.stash.pop_front() {
+                Some(RingIn::Data(bytes)) => s.core.handle_received(peer, now, &bytes),
+                Some(RingIn::End) | Some(RingIn::Failed) => {
+                    self.lose_peer(st, id, peer, now);
+                    return;
+                }
+                None => return,
+            }
+        }
+    }
+
     /// Register a peer's stream for what its state asks of the I/O thread: input unless
     /// an application thread waits on it itself, and writability while a write is
     /// blocked (the writable edge resumes it). A stream registered for neither is
@@ -646,7 +727,7 @@ impl Shared {
     /// some interest). Registering for readiness the stream already has raises an edge
     /// at once, so none is lost in the change.
     fn set_interest(&self, io: &mut PeerIo) {
-        let wanted = match (io.silenced, io.write_blocked) {
+        let wanted = match (io.silenced || io.ring.is_some(), io.write_blocked) {
             (false, false) => Interest::READABLE,
             (false, true) => Interest::READABLE | Interest::WRITABLE,
             (true, false) => Interest::PRIORITY,

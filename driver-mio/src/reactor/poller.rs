@@ -20,8 +20,9 @@ use std::time::Duration;
 
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
+use zmtp_proto::Bytes;
 use zmtp_uring::io_uring::{cqueue, opcode, types};
-use zmtp_uring::{Ring, Unavailable, Wake};
+use zmtp_uring::{BufRing, Ring, Unavailable, Wake};
 
 /// The waker's token under `mio`; streams and listeners count up from 1.
 pub(super) const WAKER: Token = Token(0);
@@ -34,6 +35,24 @@ pub(super) struct Ev {
     pub(super) writable: bool,
     pub(super) error: bool,
     pub(super) read_closed: bool,
+}
+
+/// What a ring's receive brought for a stream ([`Registrar::recv`]).
+#[derive(Debug)]
+pub(super) enum RingIn {
+    /// Bytes received (in a buffer of the ring, lent out until dropped).
+    Data(Bytes),
+    /// The peer closed the stream.
+    End,
+    /// The receive failed (the stream is lost, as on any read error).
+    Failed,
+}
+
+/// [`RingIn`] for the stream registered under `token`.
+#[derive(Debug)]
+pub(super) struct RingInput {
+    pub(super) token: Token,
+    pub(super) what: RingIn,
 }
 
 /// The side of the poller any thread uses: registrations and wake-ups.
@@ -104,6 +123,26 @@ impl Registrar {
         }
     }
 
+    /// Receive `fd`'s input through the ring (a multishot receive into the ring's
+    /// buffers), reported as [`RingInput`]s under `token`, until [`stop_recv`] or
+    /// [`deregister`]. Only for a ring poller; `mio` has no such thing.
+    ///
+    /// [`stop_recv`]: Self::stop_recv
+    /// [`deregister`]: Self::deregister
+    pub(super) fn recv(&self, fd: RawFd, token: Token) {
+        if let Registrar::Ring(r) = self {
+            r.change(Change::Recv(fd, token));
+        }
+    }
+
+    /// Stop receiving for `token` (its input is held back): what the ring took already is
+    /// still reported.
+    pub(super) fn stop_recv(&self, token: Token) {
+        if let Registrar::Ring(r) = self {
+            r.change(Change::StopRecv(token));
+        }
+    }
+
     /// Wake the I/O thread from its wait.
     pub(super) fn wake(&self) -> io::Result<()> {
         match self {
@@ -119,8 +158,14 @@ impl Registrar {
 impl Poller {
     /// Wait for readiness, a wake-up or `timeout` (none: no limit); the events go to `out`
     /// (cleared first). An interrupted wait returns no events.
-    pub(super) fn wait(&mut self, out: &mut Vec<Ev>, timeout: Option<Duration>) {
+    pub(super) fn wait(
+        &mut self,
+        out: &mut Vec<Ev>,
+        inputs: &mut Vec<RingInput>,
+        timeout: Option<Duration>,
+    ) {
         out.clear();
+        inputs.clear();
         match self {
             Poller::Mio { poll, events } => {
                 // An error (EINTR) leaves no events.
@@ -133,7 +178,7 @@ impl Poller {
                     read_closed: e.is_read_closed(),
                 }));
             }
-            Poller::Ring(r) => r.wait(out, timeout),
+            Poller::Ring(r) => r.wait(out, inputs, timeout),
         }
     }
 }
@@ -143,8 +188,12 @@ impl Poller {
 enum Change {
     /// Poll `fd` for `interest` under `token` (replacing any poll for `token`).
     Arm(RawFd, Token, Interest),
-    /// Stop polling for `token`.
+    /// Stop polling for `token`, and receiving for it.
     Disarm(Token),
+    /// Receive `fd`'s input under `token`.
+    Recv(RawFd, Token),
+    /// Stop receiving for `token`.
+    StopRecv(Token),
 }
 
 /// The registrar of a ring poller: changes queued for its thread, and its wake-up.
@@ -165,8 +214,23 @@ impl RingRegistrar {
 
 /// `user_data` of the eventfd read.
 const WAKE_DATA: u64 = u64::MAX;
-/// `user_data` of poll removals (their completions say nothing the ring needs).
+/// `user_data` of poll removals and cancellations (their completions say nothing the
+/// ring needs).
 const REMOVE_DATA: u64 = u64::MAX - 1;
+/// The bit that marks a receive's `user_data` (polls leave it clear).
+const RECV_BIT: u64 = 1 << 63;
+/// Buffers of the ring's provided-buffer group, and their size: 4 MiB per context.
+const RECV_BUFFERS: u16 = 128;
+const RECV_BUFFER_SIZE: usize = 32 * 1024;
+
+/// A multishot receive of the ring.
+#[derive(Debug, Clone, Copy)]
+struct Recv {
+    fd: RawFd,
+    generation: u32,
+    /// It ended for want of buffers: armed again once some come back.
+    starved: bool,
+}
 
 /// The submission entries of one poll registration: its generation tells a completion
 /// of the current request from one of a request replaced since.
@@ -189,6 +253,10 @@ pub(super) struct RingPoller {
     wake_armed: bool,
     /// Changes taken from the registrar, kept to reuse the allocation.
     taken: Vec<Change>,
+    /// The receives, by token.
+    recvs: HashMap<Token, Recv>,
+    /// Their buffers.
+    bufs: BufRing,
 }
 
 /// Entries in the submission queue.
@@ -197,6 +265,7 @@ const RING_ENTRIES: u32 = 256;
 impl RingPoller {
     fn new() -> io::Result<(RingPoller, Arc<RingRegistrar>)> {
         let ring = Ring::new(RING_ENTRIES).map_err(io::Error::from)?;
+        let bufs = BufRing::new(&ring, 0, RECV_BUFFERS, RECV_BUFFER_SIZE)?;
         let registrar = Arc::new(RingRegistrar {
             changes: Mutex::new(Vec::new()),
             wake: Wake::new()?,
@@ -210,6 +279,8 @@ impl RingPoller {
                 wake_buf: Box::new([0; 8]),
                 wake_armed: false,
                 taken: Vec::new(),
+                recvs: HashMap::new(),
+                bufs,
             },
             registrar,
         ))
@@ -248,6 +319,24 @@ impl RingPoller {
         self.push(&entry);
     }
 
+    /// Submit a multishot receive for `token`.
+    fn arm_recv(&mut self, token: Token, recv: Recv) {
+        let entry = opcode::RecvMulti::new(types::Fd(recv.fd), self.bufs.group())
+            .build()
+            .user_data(RECV_BIT | Self::data(token, recv.generation));
+        self.push(&entry);
+    }
+
+    /// Cancel the receive for `token`, if there is one.
+    fn cancel_recv(&mut self, token: Token) {
+        if let Some(old) = self.recvs.remove(&token) {
+            let entry = opcode::AsyncCancel::new(RECV_BIT | Self::data(token, old.generation))
+                .build()
+                .user_data(REMOVE_DATA);
+            self.push(&entry);
+        }
+    }
+
     fn disarm(&mut self, token: Token, old: Armed) {
         let entry = opcode::PollRemove::new(Self::data(token, old.generation))
             .build()
@@ -284,14 +373,41 @@ impl RingPoller {
                     if let Some(old) = self.armed.remove(&token) {
                         self.disarm(token, old);
                     }
+                    self.cancel_recv(token);
                 }
+                Change::Recv(fd, token) => {
+                    if !self.recvs.contains_key(&token) {
+                        self.generation = self.generation.wrapping_add(1);
+                        let recv = Recv {
+                            fd,
+                            generation: self.generation,
+                            starved: false,
+                        };
+                        self.recvs.insert(token, recv);
+                        self.arm_recv(token, recv);
+                    }
+                }
+                Change::StopRecv(token) => self.cancel_recv(token),
             }
         }
         self.taken = taken;
     }
 
-    fn wait(&mut self, out: &mut Vec<Ev>, timeout: Option<Duration>) {
+    fn wait(&mut self, out: &mut Vec<Ev>, inputs: &mut Vec<RingInput>, timeout: Option<Duration>) {
         self.apply_changes();
+        if self.bufs.recycle() > 0 {
+            // Buffers came back: receives that ran out go on.
+            let starved: Vec<(Token, Recv)> = (self.recvs.iter_mut())
+                .filter(|(_, r)| r.starved)
+                .map(|(&t, r)| {
+                    r.starved = false;
+                    (t, *r)
+                })
+                .collect();
+            for (token, recv) in starved {
+                self.arm_recv(token, recv);
+            }
+        }
         if !self.wake_armed {
             let fd = self.registrar.wake.raw_fd();
             let entry = opcode::Read::new(types::Fd(fd), self.wake_buf.as_mut_ptr(), 8)
@@ -312,13 +428,62 @@ impl RingPoller {
         // ETIME (the timeout) and EINTR leave what completed, if anything.
         let _ = waited;
         let mut rearm = Vec::new();
-        for c in self.ring.uring().completion() {
+        let mut rearm_recv = Vec::new();
+        let completions: Vec<cqueue::Entry> = self.ring.uring().completion().collect();
+        for c in completions {
             match c.user_data() {
                 WAKE_DATA => {
                     self.wake_armed = false;
                     self.registrar.wake.woken();
                 }
                 REMOVE_DATA => {}
+                data if data & RECV_BIT != 0 => {
+                    let token = Token(((data & !RECV_BIT) >> 32) as usize);
+                    let generation = data as u32;
+                    let result = c.result();
+                    let more = cqueue::more(c.flags());
+                    let chosen = cqueue::buffer_select(c.flags());
+                    let current = self
+                        .recvs
+                        .get(&token)
+                        .is_some_and(|r| r.generation == generation);
+                    if !current {
+                        // A receive cancelled since: its data, if any, is the stream's
+                        // still (a cancel races with completions). Hand it on.
+                        if let (Some(bid), true) = (chosen, result > 0) {
+                            if let Some(bytes) = self.bufs.take(bid, result as usize) {
+                                inputs.push(RingInput {
+                                    token,
+                                    what: RingIn::Data(bytes),
+                                });
+                            }
+                        }
+                        continue;
+                    }
+                    let what = match (result, chosen) {
+                        (n, Some(bid)) if n > 0 => match self.bufs.take(bid, n as usize) {
+                            Some(bytes) => RingIn::Data(bytes),
+                            None => RingIn::Failed,
+                        },
+                        (0, _) => RingIn::End,
+                        (n, _) if -n == rustix::io::Errno::NOBUFS.raw_os_error() => {
+                            if let Some(r) = self.recvs.get_mut(&token) {
+                                r.starved = true;
+                            }
+                            continue;
+                        }
+                        (_, _) => RingIn::Failed,
+                    };
+                    let ended = !matches!(what, RingIn::Data(_));
+                    inputs.push(RingInput { token, what });
+                    if ended {
+                        self.recvs.remove(&token);
+                    } else if !more {
+                        if let Some(&recv) = self.recvs.get(&token) {
+                            rearm_recv.push((token, recv));
+                        }
+                    }
+                }
                 data => {
                     let token = Token((data >> 32) as usize);
                     let generation = data as u32;
@@ -348,6 +513,9 @@ impl RingPoller {
         }
         for (token, armed) in rearm {
             self.arm(token, armed);
+        }
+        for (token, recv) in rearm_recv {
+            self.arm_recv(token, recv);
         }
     }
 }

@@ -23,7 +23,7 @@ use zmtp_proto::Instant;
 
 use super::waiters::Notify;
 use super::work::queue;
-use super::{Connecting, Io, Listener, PeerIo, Shared, State, UdpIo};
+use super::{RingRead, Connecting, Io, Listener, PeerIo, Shared, State, UdpIo};
 
 /// What a host name is looked up for.
 #[derive(Debug, Clone, Copy)]
@@ -56,9 +56,15 @@ impl Shared {
         stream: StdTransport,
         now: Instant,
     ) {
-        // Writability only while a write is blocked (`Shared::set_interest`).
+        // Writability only while a write is blocked (`Shared::set_interest`). A plain
+        // stream of a ring backend is read by the ring: no readiness for input.
         let fd = stream.as_raw_fd();
-        let interest = Interest::READABLE;
+        let ring = self.ring && !matches!(stream, StdTransport::Tls(_));
+        let interest = if ring {
+            Interest::PRIORITY
+        } else {
+            Interest::READABLE
+        };
         match self.register(st, id, Io::Peer(peer), fd, interest) {
             Ok(token) => {
                 if let Some(s) = st.sockets.get_mut(&id) {
@@ -68,7 +74,7 @@ impl Shared {
                             stream: Arc::new(stream),
                             token,
                             write_blocked: false,
-                            read_queued: false,
+                            read_queued: ring,
                             write_queued: false,
                             read_edge: false,
                             write_edge: false,
@@ -76,6 +82,7 @@ impl Shared {
                             interest,
                             leased: false,
                             taken: VecDeque::new(),
+                            ring: ring.then(RingRead::default),
                         },
                     );
                 }

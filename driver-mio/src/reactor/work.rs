@@ -341,6 +341,15 @@ impl Shared {
             .peers
             .get_mut(&work.peer)
             .filter(|io| io.token == work.token)?;
+        if let (false, Some(r)) = (work.write, io.ring.as_mut()) {
+            // The ring reads this stream: a read asked for (the stream came up, or its
+            // input resumes) hands over what the ring stashed, and makes sure the ring's
+            // receive runs.
+            r.asked = false;
+            let now = self.now();
+            self.ring_deliver(st, work.id, work.peer, now);
+            return None;
+        }
         if !work.write {
             if !s.core.wants_read(work.peer) {
                 // `Event::Resume` queues it again.
@@ -492,6 +501,20 @@ pub(super) fn queue(st: &mut State, id: usize, peer: PeerId, write: bool) {
         }
         &mut io.write_queued
     } else {
+        if let Some(r) = io.ring.as_mut() {
+            // Read by the ring: the work item hands over its stash and makes sure its
+            // receive runs (see `Shared::prepare`).
+            if !r.asked {
+                r.asked = true;
+                st.work.push_back(Work {
+                    id,
+                    peer,
+                    token: io.token,
+                    write,
+                });
+            }
+            return;
+        }
         if io.leased {
             // Taken over from the lease: the I/O thread reads it (then registers it for
             // input again).

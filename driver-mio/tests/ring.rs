@@ -1,0 +1,56 @@
+//! The io_uring backend ([`Backend::IoUring`]): the same sockets over a ring.
+
+use std::time::Duration;
+
+use zmtp_mio::{Backend, Context, SocketType};
+
+fn ring() -> Context {
+    let ctx = Context::with_backend(Backend::IoUring).expect("io_uring on the test machine");
+    assert_eq!(ctx.backend(), Backend::IoUring);
+    ctx
+}
+
+#[test]
+fn push_pull_over_tcp_and_ipc() {
+    let ctx = ring();
+    for ep in ["tcp://127.0.0.1:*", "ipc://@zmtp-ring-test"] {
+        let pull = ctx.socket(SocketType::Pull).unwrap();
+        let endpoint = pull.bind(ep).unwrap();
+        let push = ctx.socket(SocketType::Push).unwrap();
+        push.connect(&endpoint).unwrap();
+        for i in 0..1000u32 {
+            push.send(format!("m{i}")).unwrap();
+        }
+        for i in 0..1000u32 {
+            let m = pull.recv_timeout(Some(Duration::from_secs(5))).expect("a message");
+            assert_eq!(m.to_str().ok(), Some(format!("m{i}").as_str()), "{ep}");
+        }
+    }
+}
+
+#[test]
+fn a_big_message_and_rcvhwm_hold_back() {
+    let ctx = ring();
+    let pull = ctx
+        .socket_with(
+            SocketType::Pull,
+            zmtp_mio::Options::default().with_rcvhwm(5),
+        )
+        .unwrap();
+    let endpoint = pull.bind("tcp://127.0.0.1:*").unwrap();
+    let push = ctx.socket(SocketType::Push).unwrap();
+    push.connect(&endpoint).unwrap();
+    let big = vec![7u8; 3 << 20];
+    push.send(big.clone()).unwrap();
+    for i in 0..200u32 {
+        push.send(format!("m{i}")).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let m = pull.recv_timeout(Some(Duration::from_secs(5))).expect("the big one");
+    assert_eq!(m.len(), 1);
+    assert_eq!(m.frames()[0].len(), big.len());
+    for i in 0..200u32 {
+        let m = pull.recv_timeout(Some(Duration::from_secs(5))).expect("a message");
+        assert_eq!(m.to_str().ok(), Some(format!("m{i}").as_str()));
+    }
+}
