@@ -400,13 +400,60 @@ pub enum RecvEvent {
     },
 }
 
+/// The SHA-256 of a file as it arrives, computed on a thread of its own so that hashing
+/// overlaps receiving. It is fed the chunks (shared, not copied) in file order, through a
+/// channel of a window's capacity.
+struct HashWorker {
+    chunks: Option<std::sync::mpsc::SyncSender<Bytes>>,
+    done: std::thread::JoinHandle<io::Result<[u8; 32]>>,
+}
+
+impl HashWorker {
+    /// A worker that first hashes the `prefix` bytes `file` holds (a resumed part), then
+    /// each chunk it is given.
+    fn start(file: File, prefix: u64, capacity: usize) -> io::Result<HashWorker> {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Bytes>(capacity.max(1));
+        let done = std::thread::Builder::new()
+            .name("zmtp-file-sha256".into())
+            .spawn(move || {
+                let mut hasher = Sha256::new();
+                hash_prefix(&file, prefix, &mut hasher)?;
+                drop(file);
+                for chunk in rx {
+                    hasher.update(&chunk);
+                }
+                Ok(hasher.finalize().into())
+            })?;
+        Ok(HashWorker {
+            chunks: Some(tx),
+            done,
+        })
+    }
+
+    /// Hash `chunk` next (waits while the worker is a window behind).
+    fn feed(&self, chunk: Bytes) {
+        if let Some(tx) = &self.chunks {
+            // The worker only stops early on a read error, which `finish` reports.
+            let _ = tx.send(chunk);
+        }
+    }
+
+    /// The digest of everything fed.
+    fn finish(mut self) -> io::Result<[u8; 32]> {
+        self.chunks = None;
+        self.done
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the hashing thread panicked")))
+    }
+}
+
 /// One transfer in progress.
 struct Active {
     name: String,
     digest: [u8; 32],
     state: Incoming,
     file: File,
-    hasher: Sha256,
+    hasher: HashWorker,
     part: PathBuf,
     record: PathBuf,
     target: PathBuf,
@@ -525,7 +572,7 @@ pub async fn recv_files<R: Runtime>(
                     });
                 match step {
                     Ok(()) => {
-                        t.hasher.update(&data);
+                        t.hasher.feed(data);
                         events(&RecvEvent::Progress {
                             peer: peer.clone(),
                             have: t.state.have(),
@@ -665,16 +712,17 @@ fn start(
         .truncate(from == 0)
         .open(&part)
         .map_err(|e| format!("cannot create {shown}: {e}"))?;
-    let mut hasher = Sha256::new();
-    if from > 0 {
-        // What the part holds counts toward the digest.
-        hash_prefix(&file, from, &mut hasher).map_err(|e| format!("cannot read {shown}: {e}"))?;
-    } else {
+    if from == 0 {
         fs::write(&record, wire::encode_part_record(offer.size, &offer.digest)).map_err(|e| {
             discard(&part, &record);
             format!("cannot write {}: {e}", record.display())
         })?;
     }
+    // What a resumed part holds counts toward the digest: the worker reads it first.
+    let hasher = file
+        .try_clone()
+        .and_then(|f| HashWorker::start(f, from, options.window as usize))
+        .map_err(|e| format!("cannot hash {shown}: {e}"))?;
     Ok(Active {
         name: offer.name.clone(),
         digest: offer.digest,
@@ -697,7 +745,18 @@ fn finish(t: Active, peer: &Bytes) -> Outcome {
             reason,
         })
     };
-    let digest: [u8; 32] = t.hasher.clone().finalize().into();
+    let digest = match t.hasher.finish() {
+        Ok(d) => d,
+        Err(e) => {
+            let reason = format!("cannot read {}: {e}", t.part.display());
+            discard(&t.part, &t.record);
+            return Outcome::Failed(Failed {
+                peer: peer.clone(),
+                name: t.name,
+                reason,
+            });
+        }
+    };
     if digest != t.digest {
         return failed(format!(
             "{:?}: the SHA-256 of what arrived does not match the offer",

@@ -353,18 +353,6 @@ impl Hostile {
         let msg = within(self.socket.recv()).await.unwrap();
         Command::decode(msg.frames()).unwrap()
     }
-    /// FETCHes until an ERROR (its reason) or DONE (`None`).
-    async fn fetches_then_end(&self) -> (Vec<(u64, u32)>, Option<String>) {
-        let mut fetches = Vec::new();
-        loop {
-            match self.next().await {
-                Command::Fetch { offset, length } => fetches.push((offset, length)),
-                Command::Error(reason) => return (fetches, Some(reason)),
-                Command::Done => return (fetches, None),
-                other => panic!("unexpected {other:?}"),
-            }
-        }
-    }
 }
 
 /// Run the receiver for `count` transfers while `script` plays the hostile sender.
