@@ -707,3 +707,79 @@ async fn a_sender_refuses_a_bad_name_before_offering() {
         );
     }
 }
+
+#[test]
+fn a_blocking_sender_on_mio_to_a_tokio_receiver() {
+    let dir = TempDir::new("mio");
+    let data = content(400_000, 12);
+    let source = write_source(&dir, "m.bin", &data);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let receiver = rt
+        .block_on(async { Socket::new(SocketType::Router) })
+        .unwrap();
+    let ep = rt.block_on(receiver.bind("tcp://127.0.0.1:*")).unwrap();
+    let sending = std::thread::spawn(move || {
+        let ctx = zmtp_mio::Context::new().unwrap();
+        let dealer = ctx.socket(zmtp_mio::SocketType::Dealer).unwrap();
+        dealer.set_rcvtimeo(Some(LIMIT));
+        dealer.connect(&ep).unwrap();
+        zmtp_file::blocking::send_file(&dealer, &source, None, |_| {})
+    });
+    let options = small(&dir.inbox());
+    let outcomes = rt
+        .block_on(within(recv_files(&receiver, &options, Some(1), |_| {})))
+        .unwrap();
+    assert_eq!(sending.join().unwrap().unwrap().sent, 400_000);
+    let saved = outcomes.into_iter().next().unwrap().saved().expect("saved");
+    assert_eq!(std::fs::read(saved.path).unwrap(), data);
+}
+
+#[test]
+fn the_two_sides_talk_without_a_socket() {
+    use zmtp_file::{FileReceiver, FileSender, SendStep};
+    let dir = TempDir::new("nosocket");
+    let data = content(150_000, 13);
+    let source = write_source(&dir, "n.bin", &data);
+    let mut sender = FileSender::open(&source, None, &mut |_| {}).unwrap();
+    let mut receiver = FileReceiver::new(small(&dir.inbox()));
+    let peer = Bytes::from_static(b"\0peer");
+    let routed = |frames: Vec<Bytes>| {
+        let mut all = vec![peer.clone()];
+        all.extend(frames);
+        all
+    };
+    // Messages in flight each way, as the sockets would carry them.
+    let mut to_receiver = vec![routed(sender.offer())];
+    let mut messages = 0;
+    let report = 'talk: loop {
+        let mut to_sender = Vec::new();
+        for m in to_receiver.drain(..) {
+            let handled = receiver.handle(m, &mut |_| {});
+            for mut reply in handled.replies {
+                assert_eq!(
+                    reply.remove(0),
+                    peer,
+                    "answers go to the sender's routing id"
+                );
+                to_sender.push(reply);
+            }
+        }
+        assert!(!to_sender.is_empty(), "the exchange stalled");
+        for m in to_sender {
+            messages += 1;
+            match sender.handle(&m, &mut |_| {}) {
+                SendStep::Reply(frames) => to_receiver.push(routed(frames)),
+                SendStep::Done(report) => break 'talk report,
+                SendStep::Failed { error, .. } => panic!("{error}"),
+            }
+        }
+    };
+    // 3 chunks of 64 KiB (the last short), then DONE.
+    assert_eq!(messages, 4);
+    assert_eq!(report.sent, 150_000);
+    assert_eq!(receiver.in_progress(), 0);
+    assert_eq!(std::fs::read(dir.inbox().join("n.bin")).unwrap(), data);
+}
