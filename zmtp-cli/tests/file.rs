@@ -118,14 +118,14 @@ fn curve_end_to_end_and_a_wrong_server_key_fails() {
         &[
             "-n",
             "1",
-            "--curve-server-secret",
-            &secret,
-            "--allow-client",
-            &cpublic,
+            &format!("--curve-server-secret={secret}"),
+            &format!("--allow-client={cpublic}"),
         ],
     );
+    // Keys may begin with '-': each is given as --option=KEY.
+    let server_key = format!("--curve-server-key={public}");
     // A client with a key the server does not allow is refused (exit 2).
-    let stranger = send_file(&ep, &file, &["--curve-server-key", &public]).finish();
+    let stranger = send_file(&ep, &file, &[&server_key]).finish();
     assert_eq!(stranger.code, Some(2), "{stranger:?}");
     assert!(
         stranger.stderr.contains("authentication failed"),
@@ -134,7 +134,7 @@ fn curve_end_to_end_and_a_wrong_server_key_fails() {
     let s = send_file(
         &ep,
         &file,
-        &["--curve-server-key", &public, "--curve-secret", &csecret],
+        &[&server_key, &format!("--curve-secret={csecret}")],
     )
     .finish();
     ok(&s);
