@@ -82,31 +82,13 @@ impl FileSender {
             .metadata()
             .map_err(io_error(format!("read the size of {shown}")))?
             .len();
-        let mut hasher = Sha256::new();
-        let mut buf = vec![0; 1 << 20];
-        let mut reader = &file;
-        let mut done = 0u64;
-        loop {
-            let n = reader
-                .read(&mut buf)
-                .map_err(io_error(format!("read {shown}")))?;
-            if n == 0 {
-                break;
-            }
-            hasher.update(&buf[..n]);
-            done += n as u64;
-            progress(Progress {
-                phase: Phase::Hashing,
-                done: done.min(size),
-                total: size,
-            });
-        }
+        let digest = hash_file(&file, size, progress).map_err(io_error(format!("read {shown}")))?;
         Ok(FileSender {
             file,
             shown,
             name,
             size,
-            digest: hasher.finalize().into(),
+            digest,
             state: Outgoing::new(size),
             first_fetch: true,
         })
@@ -191,4 +173,56 @@ impl FileSender {
             .encode(),
         )
     }
+}
+
+/// The SHA-256 of `file`, read whole: a thread reads the next blocks while this one hashes
+/// (the blocks go back and forth, so three are allocated in all). `progress` hears of each
+/// block hashed.
+fn hash_file(
+    file: &File,
+    size: u64,
+    progress: &mut impl FnMut(Progress),
+) -> std::io::Result<[u8; 32]> {
+    const BLOCK: usize = 1 << 20;
+    let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<std::io::Result<Vec<u8>>>(2);
+    let (empty_tx, empty_rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    for _ in 0..3 {
+        let _ = empty_tx.send(vec![0; BLOCK]);
+    }
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            let mut reader = file;
+            for mut buf in empty_rx {
+                buf.resize(BLOCK, 0);
+                match reader.read(&mut buf) {
+                    Ok(0) => return,
+                    Ok(n) => {
+                        buf.truncate(n);
+                        if full_tx.send(Ok(buf)).is_err() {
+                            return;
+                        }
+                    }
+                    Err(e) => {
+                        let _ = full_tx.send(Err(e));
+                        return;
+                    }
+                }
+            }
+        });
+        let mut hasher = Sha256::new();
+        let mut done = 0u64;
+        // Ends when the reader does (end of file, or an error it sent first).
+        for block in full_rx {
+            let block = block?;
+            hasher.update(&block);
+            done += block.len() as u64;
+            progress(Progress {
+                phase: Phase::Hashing,
+                done: done.min(size),
+                total: size,
+            });
+            let _ = empty_tx.send(block);
+        }
+        Ok(hasher.finalize().into())
+    })
 }
