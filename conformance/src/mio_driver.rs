@@ -1,5 +1,6 @@
 //! The mio driver ([`zmtp_mio`]) behind the matrix's blocking facade: its API is blocking
-//! already, so the facade is direct. All its sockets share one context (one I/O thread).
+//! already, so the facade is direct. All its sockets share one context (one I/O thread),
+//! one per backend: epoll ([`MioDriver`]) and io_uring ([`UringDriver`]).
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -14,15 +15,42 @@ fn context() -> &'static zmtp_mio::Context {
     CONTEXT.get_or_init(|| zmtp_mio::Context::new().expect("a mio context"))
 }
 
+fn ring_context() -> &'static zmtp_mio::Context {
+    static CONTEXT: OnceLock<zmtp_mio::Context> = OnceLock::new();
+    CONTEXT.get_or_init(|| {
+        zmtp_mio::Context::with_backend(zmtp_mio::Backend::IoUring).expect("an io_uring context")
+    })
+}
+
 /// The mio driver in the matrix.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct MioDriver;
+
+/// The same driver with its I/O thread on an io_uring ([`zmtp_mio::Backend::IoUring`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UringDriver;
 
 /// One `zmtp_mio::Socket` behind [`OurSocket`].
 #[derive(Debug)]
 pub struct MioSocket {
     socket: zmtp_mio::Socket,
 }
+
+impl MioSocket {
+    fn new(ctx: &zmtp_mio::Context, ty: SocketType, opts: Options) -> MioSocket {
+        let socket = ctx.socket_with(ty, opts).expect("valid options");
+        socket.set_tls(crate::our::matrix_tls());
+        MioSocket { socket }
+    }
+}
+
+/// The transports of the blocking driver, whatever its backend.
+const TRANSPORTS: &[Transport] = &[
+    Transport::Tcp,
+    Transport::Ipc,
+    Transport::Ws,
+    Transport::Wss,
+];
 
 impl OurDriver for MioDriver {
     type Socket = MioSocket;
@@ -32,18 +60,27 @@ impl OurDriver for MioDriver {
     }
 
     fn socket(ty: SocketType, opts: Options) -> MioSocket {
-        let socket = context().socket_with(ty, opts).expect("valid options");
-        socket.set_tls(crate::our::matrix_tls());
-        MioSocket { socket }
+        MioSocket::new(context(), ty, opts)
     }
 
     fn own_transports() -> &'static [Transport] {
-        &[
-            Transport::Tcp,
-            Transport::Ipc,
-            Transport::Ws,
-            Transport::Wss,
-        ]
+        TRANSPORTS
+    }
+}
+
+impl OurDriver for UringDriver {
+    type Socket = MioSocket;
+
+    fn name() -> &'static str {
+        "uring"
+    }
+
+    fn socket(ty: SocketType, opts: Options) -> MioSocket {
+        MioSocket::new(ring_context(), ty, opts)
+    }
+
+    fn own_transports() -> &'static [Transport] {
+        TRANSPORTS
     }
 }
 

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use zmtp_conformance::async_driver::{SmolDriver, TokioDriver};
 use zmtp_conformance::matrix::{self, Outcome};
-use zmtp_conformance::mio_driver::MioDriver;
+use zmtp_conformance::mio_driver::{MioDriver, UringDriver};
 use zmtp_conformance::our::PollDriver;
 
 fn main() {
@@ -31,6 +31,7 @@ fn main() {
     outcomes.extend(matrix::run::<TokioDriver>(&filter, progress));
     outcomes.extend(matrix::run::<SmolDriver>(&filter, progress));
     outcomes.extend(matrix::run::<MioDriver>(&filter, progress));
+    outcomes.extend(matrix::run::<UringDriver>(&filter, progress));
     // Cross-driver pairs, each pair once: both roles, either driver binding, over the
     // transports both offer (inproc between the async drivers).
     outcomes.extend(matrix::run_cross::<TokioDriver, SmolDriver>(
@@ -49,6 +50,12 @@ fn main() {
         &filter, progress,
     ));
     outcomes.extend(matrix::run_cross::<PollDriver, MioDriver>(
+        &filter, progress,
+    ));
+    outcomes.extend(matrix::run_cross::<MioDriver, UringDriver>(
+        &filter, progress,
+    ));
+    outcomes.extend(matrix::run_cross::<TokioDriver, UringDriver>(
         &filter, progress,
     ));
     let failed = matrix::print_summary(&outcomes, start.elapsed());

@@ -1,7 +1,9 @@
 //! STREAM (raw TCP) against libzmq's `ZMQ_STREAM` in both directions, and serving plain
 //! TCP clients (`std::net::TcpStream`) through each driver: an HTTP exchange, a client
 //! that hangs up mid-request, and a thousand connections opening and closing with each
-//! notification seen exactly once.
+//! notification seen exactly once; our STREAM as the client of a plain TCP server (a full
+//! response, and a server that hangs up mid-response) through each driver; ws://, wss://
+//! and udp:// refused at bind and connect through each driver.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -11,7 +13,7 @@ use std::time::{Duration, Instant};
 use zmtp_conformance::ffi::{
     Ctx, ZSocket, ZMQ_CONNECT_ROUTING_ID, ZMQ_RCVTIMEO, ZMQ_STREAM, ZMQ_STREAM_NOTIFY,
 };
-use zmtp_proto::socket::{Message, Options};
+use zmtp_proto::socket::{EndpointError, Message, Options};
 use zmtp_proto::{Bytes, SocketType};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -102,7 +104,8 @@ fn our_stream_connects_to_libzmq_stream() {
     assert_eq!(gather(|| recv(&us), b"them", 5), b"world");
     // libzmq (the accepting side) closes: we see the connection go, once. (libzmq closes
     // it only once its socket processes the pipe's termination, in some later call.) Our connect
-    // endpoint then reconnects, as libzmq's does: a new connection with a generated id.
+    // endpoint then reconnects, as libzmq's does, under a new generated id (libzmq's would
+    // keep its id: see the matrix's `stream-close`).
     theirs.send_multipart(&[&their_id, b""]).unwrap();
     assert_eq!(notification(recv_driving(&us, &theirs)), b"them");
     let again = notification(recv_driving(&us, &theirs));
@@ -409,5 +412,249 @@ fn our_streams_talk_over_inproc() {
             .await
             .unwrap();
         assert_eq!(notification(next(&a).await), a_id);
+    });
+}
+
+// ----- our STREAM as the client of a plain TCP server ------------------------------------
+
+/// The body of [`plain_server`]'s response.
+const BODY_LEN: usize = 3000;
+/// How much of the body a server that hangs up mid-response writes.
+const CUT_AT: usize = 1100;
+const REQUEST: &[u8] = b"GET /file HTTP/1.0\r\nHost: plain\r\n\r\n";
+
+/// The response of [`plain_server`]: a head and a [`BODY_LEN`]-byte body.
+fn response() -> Vec<u8> {
+    let mut r = format!("HTTP/1.0 200 OK\r\nContent-Length: {BODY_LEN}\r\n\r\n").into_bytes();
+    r.extend((0..BODY_LEN).map(|i| b'a' + (i % 26) as u8));
+    r
+}
+
+/// A plain TCP server (no ZMTP) on `127.0.0.1`: it accepts one connection, reads a request
+/// up to its blank line, writes the response (all of it, or with `cut` only up to
+/// [`CUT_AT`] bytes of the body) in small pieces with pauses between some of them, then
+/// closes the connection. Returns the endpoint and the thread, which yields the request.
+fn plain_server(cut: bool) -> (String, std::thread::JoinHandle<Vec<u8>>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("tcp://{}", listener.local_addr().unwrap());
+    let server = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        conn.set_read_timeout(Some(TIMEOUT)).unwrap();
+        let mut request = Vec::new();
+        let mut buf = [0u8; 256];
+        while !request.ends_with(b"\r\n\r\n") {
+            let n = conn.read(&mut buf).unwrap();
+            assert!(n > 0, "the client hung up before its request was complete");
+            request.extend_from_slice(&buf[..n]);
+        }
+        let mut out = response();
+        if cut {
+            out.truncate(out.len() - BODY_LEN + CUT_AT);
+        }
+        for (i, piece) in out.chunks(97).enumerate() {
+            conn.write_all(piece).unwrap();
+            if i % 8 == 0 {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        // Closing the connection (and the listener: nothing answers a reconnect).
+        drop(conn);
+        request
+    });
+    (endpoint, server)
+}
+
+/// The client side, message by message: the up notification, which makes it send the
+/// request; the response's chunks; the server's close as a disconnect notification.
+#[derive(Default)]
+struct PlainClient {
+    id: Option<Vec<u8>>,
+    response: Vec<u8>,
+    chunks: usize,
+    closed: bool,
+}
+
+impl PlainClient {
+    /// Take one received message; returns what to send, if anything.
+    fn on(&mut self, m: Vec<Vec<u8>>) -> Option<Message> {
+        assert!(!self.closed, "a message after the disconnect: {m:?}");
+        let Some(id) = &self.id else {
+            let id = notification(m);
+            self.id = Some(id.clone());
+            return Some(Message::from(vec![
+                Bytes::from(id),
+                Bytes::from_static(REQUEST),
+            ]));
+        };
+        assert_eq!(m.len(), 2, "{m:?}");
+        assert_eq!(&m[0], id, "one connection only");
+        if m[1].is_empty() {
+            self.closed = true;
+        } else {
+            self.chunks += 1;
+            self.response.extend_from_slice(&m[1]);
+        }
+        None
+    }
+
+    /// After the disconnect: the server got the request, we got what it wrote.
+    fn check(&self, server: std::thread::JoinHandle<Vec<u8>>, cut: bool) {
+        assert!(self.closed);
+        assert_eq!(server.join().unwrap(), REQUEST);
+        let mut want = response();
+        if cut {
+            want.truncate(want.len() - BODY_LEN + CUT_AT);
+        }
+        assert_eq!(self.response.len(), want.len(), "response length");
+        assert!(self.response == want, "the response differs");
+        assert!(self.chunks >= 1);
+    }
+}
+
+fn plain_server_over_mio(cut: bool) {
+    let (ep, server) = plain_server(cut);
+    let ctx = mio_context();
+    let us = ours(&ctx, Options::default());
+    us.connect(&ep).unwrap();
+    let mut client = PlainClient::default();
+    while !client.closed {
+        if let Some(out) = client.on(recv(&us)) {
+            us.send(out).unwrap();
+        }
+    }
+    client.check(server, cut);
+}
+
+fn plain_server_over_tokio(cut: bool) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let (ep, server) = plain_server(cut);
+        let us = zmtp_tokio::Socket::new(SocketType::Stream).unwrap();
+        us.connect(&ep).unwrap();
+        let mut client = PlainClient::default();
+        while !client.closed {
+            if let Some(out) = client.on(next(&us).await) {
+                us.send(out).await.unwrap();
+            }
+        }
+        let client = tokio::task::spawn_blocking(move || {
+            client.check(server, cut);
+        });
+        client.await.unwrap();
+    });
+}
+
+fn plain_server_over_smol(cut: bool) {
+    smol::block_on(async {
+        let (ep, server) = plain_server(cut);
+        let us = zmtp_smol::Socket::new(SocketType::Stream).unwrap();
+        us.connect(&ep).unwrap();
+        let mut client = PlainClient::default();
+        while !client.closed {
+            let m = smol::future::or(async { Some(us.recv().await.unwrap()) }, async {
+                smol::Timer::after(TIMEOUT).await;
+                None
+            })
+            .await
+            .expect("a message in time");
+            if let Some(out) = client.on(frames(&m)) {
+                us.send(out).await.unwrap();
+            }
+        }
+        smol::unblock(move || client.check(server, cut)).await;
+    });
+}
+
+#[test]
+fn our_stream_is_the_client_of_a_plain_server_over_mio() {
+    plain_server_over_mio(false);
+}
+
+#[test]
+fn our_stream_is_the_client_of_a_plain_server_over_tokio() {
+    plain_server_over_tokio(false);
+}
+
+#[test]
+fn our_stream_is_the_client_of_a_plain_server_over_smol() {
+    plain_server_over_smol(false);
+}
+
+#[test]
+fn a_plain_server_that_hangs_up_mid_response_over_mio() {
+    plain_server_over_mio(true);
+}
+
+#[test]
+fn a_plain_server_that_hangs_up_mid_response_over_tokio() {
+    plain_server_over_tokio(true);
+}
+
+#[test]
+fn a_plain_server_that_hangs_up_mid_response_over_smol() {
+    plain_server_over_smol(true);
+}
+
+// ----- transports a STREAM refuses -------------------------------------------------------
+
+/// ws://, wss:// and udp:// are refused at bind and connect, with the typed error.
+fn refused(result: Result<impl std::fmt::Debug, zmtp_driver::Error>, transport: &str, bind: bool) {
+    match result {
+        Err(zmtp_driver::Error::Endpoint(EndpointError::IncompatibleTransport {
+            transport: t,
+            socket_type: SocketType::Stream,
+            bind: b,
+        })) if t == transport && b == bind => {}
+        other => panic!("{transport} (bind: {bind}): {other:?}"),
+    }
+}
+
+const NOT_RAW: [(&str, &str); 3] = [
+    ("ws://127.0.0.1:0", "ws"),
+    ("wss://127.0.0.1:0", "wss"),
+    ("udp://127.0.0.1:0", "udp"),
+];
+const NOT_RAW_CONNECT: [(&str, &str); 3] = [
+    ("ws://127.0.0.1:5999", "ws"),
+    ("wss://127.0.0.1:5999", "wss"),
+    ("udp://127.0.0.1:5999", "udp"),
+];
+
+#[test]
+fn stream_refuses_ws_wss_and_udp_over_mio() {
+    let ctx = mio_context();
+    let us = ours(&ctx, Options::default());
+    for (ep, t) in NOT_RAW {
+        refused(us.bind(ep), t, true);
+    }
+    for (ep, t) in NOT_RAW_CONNECT {
+        refused(us.connect(ep), t, false);
+    }
+}
+
+#[test]
+fn stream_refuses_ws_wss_and_udp_over_tokio() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let us = zmtp_tokio::Socket::new(SocketType::Stream).unwrap();
+        for (ep, t) in NOT_RAW {
+            refused(us.bind(ep).await, t, true);
+        }
+        for (ep, t) in NOT_RAW_CONNECT {
+            refused(us.connect(ep), t, false);
+        }
+    });
+}
+
+#[test]
+fn stream_refuses_ws_wss_and_udp_over_smol() {
+    smol::block_on(async {
+        let us = zmtp_smol::Socket::new(SocketType::Stream).unwrap();
+        for (ep, t) in NOT_RAW {
+            refused(us.bind(ep).await, t, true);
+        }
+        for (ep, t) in NOT_RAW_CONNECT {
+            refused(us.connect(ep), t, false);
+        }
     });
 }

@@ -171,10 +171,62 @@ impl Drop for Context {
     }
 }
 
+/// What a [`Context`]'s I/O thread waits in ([`Context::with_backend`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Backend {
+    /// epoll, through mio (the default).
+    #[default]
+    Mio,
+    /// An io_uring (Linux 6.0 or later). Where io_uring is unavailable (an older kernel,
+    /// the sysctl `kernel.io_uring_disabled`, a seccomp filter as container runtimes
+    /// install), making the context fails with an error that says which.
+    IoUring,
+    /// An io_uring where it is available, epoll otherwise.
+    IoUringOrMio,
+}
+
 impl Context {
-    /// A new context with its I/O thread.
+    /// A new context with its I/O thread (on epoll: [`Backend::Mio`]).
     pub fn new() -> Result<Context, Error> {
-        Ok(Context::handle(Shared::start()?))
+        Context::with_backend(Backend::Mio)
+    }
+
+    /// A new context whose I/O thread waits in `backend`. The sockets, their calls and
+    /// options are the same whichever it is.
+    ///
+    /// ```
+    /// use zmtp_mio::{Backend, Context, SocketType};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::with_backend(Backend::IoUringOrMio)?;
+    /// let pull = ctx.socket(SocketType::Pull)?;
+    /// let endpoint = pull.bind("tcp://127.0.0.1:*")?;
+    /// let push = ctx.socket(SocketType::Push)?;
+    /// push.connect(&endpoint)?;
+    /// push.send("hello")?;
+    /// assert_eq!(pull.recv()?.to_str(), Some("hello"));
+    /// # Ok(()) }
+    /// ```
+    pub fn with_backend(backend: Backend) -> Result<Context, Error> {
+        let ring = match backend {
+            Backend::Mio => false,
+            Backend::IoUring => {
+                reactor::ring_available().map_err(std::io::Error::from)?;
+                true
+            }
+            Backend::IoUringOrMio => reactor::ring_available().is_ok(),
+        };
+        Ok(Context::handle(Shared::start(ring)?))
+    }
+
+    /// What this context's I/O thread waits in: [`Backend::Mio`] or [`Backend::IoUring`].
+    pub fn backend(&self) -> Backend {
+        if self.shared.ring {
+            Backend::IoUring
+        } else {
+            Backend::Mio
+        }
     }
 
     fn handle(shared: Arc<Shared>) -> Context {

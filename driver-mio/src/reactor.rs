@@ -53,6 +53,7 @@
 //! descriptor; only a connect in progress is `mio`'s (`std` has no non-blocking connect).
 
 mod io_loop;
+mod poller;
 mod registry;
 mod waiters;
 mod work;
@@ -67,8 +68,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant as StdInstant};
 
 use mio::net::TcpStream;
-use mio::unix::SourceFd;
-use mio::{Interest, Poll, Registry, Token, Waker};
+use mio::{Interest, Token};
 use zmtp_proto::socket::{
     CloseReport, EndpointId, Message, MonitorEvent, PeerId, Socket as ProtoSocket,
 };
@@ -76,6 +76,8 @@ use zmtp_proto::udp::MAX_DATAGRAM_LEN;
 use zmtp_proto::{Bytes, Instant};
 
 use io_loop::io_thread;
+pub(crate) use poller::ring_available;
+use poller::Registrar;
 use registry::Commands;
 use waiters::Waiters;
 use work::{queue, Work};
@@ -84,8 +86,6 @@ use zmtp_driver::{
     Tls, TlsSide,
 };
 
-/// The waker's token; streams and listeners count up from 1.
-const WAKER: Token = Token(0);
 /// The I/O thread's read buffer: the most read from a stream in one call.
 const READ_BUF: usize = 64 * 1024;
 /// How long streams stay silenced after an application thread last read them
@@ -102,8 +102,10 @@ pub(crate) struct Shared {
     /// Signalled, while threads wait in [`poll`](crate::poll), whenever a socket of this
     /// context may have become readable, writable or closed.
     polled: Condvar,
-    registry: Registry,
-    waker: Waker,
+    /// Registrations with the I/O thread's poller, and its wake-up.
+    registrar: Registrar,
+    /// The poller is an io_uring (else epoll, through mio).
+    pub(crate) ring: bool,
     start: StdInstant,
     /// This context, for the threads that look host names up.
     me: Weak<Shared>,
@@ -115,7 +117,7 @@ pub(crate) struct Shared {
 impl Drop for Shared {
     fn drop(&mut self) {
         // The I/O thread holds only a weak reference: wake it to find that out and end.
-        let _ = self.waker.wake();
+        let _ = self.registrar.wake();
     }
 }
 
@@ -435,11 +437,10 @@ impl State {
 }
 
 impl Shared {
-    /// A new context: the shared state and its I/O thread.
-    pub(crate) fn start() -> io::Result<Arc<Shared>> {
-        let poll = Poll::new()?;
-        let waker = Waker::new(poll.registry(), WAKER)?;
-        let registry = poll.registry().try_clone()?;
+    /// A new context: the shared state and its I/O thread, waiting in an io_uring with
+    /// `ring` (else in epoll).
+    pub(crate) fn start(ring: bool) -> io::Result<Arc<Shared>> {
+        let (poller, registrar) = poller::new(ring)?;
         let shared = Arc::new_cyclic(|me| Shared {
             state: Mutex::new(State {
                 sockets: BTreeMap::new(),
@@ -452,8 +453,8 @@ impl Shared {
                 orphans_report: CloseReport::default(),
             }),
             polled: Condvar::new(),
-            registry,
-            waker,
+            registrar,
+            ring,
             start: StdInstant::now(),
             me: me.clone(),
             contexts: AtomicUsize::new(0),
@@ -461,7 +462,7 @@ impl Shared {
         let weak = Arc::downgrade(&shared);
         std::thread::Builder::new()
             .name("zmtp-mio".into())
-            .spawn(move || io_thread(poll, weak))?;
+            .spawn(move || io_thread(poller, weak))?;
         Ok(shared)
     }
 
@@ -619,7 +620,7 @@ impl Shared {
         let polled = st.poll_waiters.take();
         drop(st);
         if wake_io {
-            let _ = self.waker.wake();
+            let _ = self.registrar.wake();
         }
         if let Some(signal) = signal {
             signal.send();
@@ -654,9 +655,7 @@ impl Shared {
         if wanted != io.interest {
             let fd = io.stream.as_raw_fd();
             // Fails only if the stream is no longer registered (it is being dropped).
-            let _ = self
-                .registry
-                .reregister(&mut SourceFd(&fd), io.token, wanted);
+            let _ = self.registrar.reregister(fd, io.token, wanted);
             io.interest = wanted;
         }
     }

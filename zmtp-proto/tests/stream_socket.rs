@@ -365,3 +365,47 @@ fn random_traffic_neither_panics_nor_loses_track() {
         }
     }
 }
+
+#[test]
+fn stream_refuses_ws_wss_and_udp_in_both_directions() {
+    use zmtp_proto::socket::{EndpointError, Options, Socket};
+    let mut s = Socket::new(Stream, Options::default(), 1).unwrap();
+    for (endpoint, transport) in [
+        ("ws://127.0.0.1:5555", "ws"),
+        ("wss://127.0.0.1:5555", "wss"),
+        ("udp://127.0.0.1:5555", "udp"),
+    ] {
+        let bind = s.bind(endpoint);
+        assert_eq!(
+            bind,
+            Err(EndpointError::IncompatibleTransport {
+                transport,
+                socket_type: Stream,
+                bind: true,
+            }),
+            "{endpoint}"
+        );
+        let text = bind.unwrap_err().to_string();
+        assert!(
+            text.contains("STREAM socket cannot bind") && text.contains(transport),
+            "{text}"
+        );
+        assert_eq!(
+            s.connect(endpoint),
+            Err(EndpointError::IncompatibleTransport {
+                transport,
+                socket_type: Stream,
+                bind: false,
+            }),
+            "{endpoint}"
+        );
+    }
+    // Nothing was started for the refused endpoints; tcp, ipc and inproc are fine.
+    assert!(s.poll_command().is_none());
+    for endpoint in ["tcp://127.0.0.1:5555", "ipc://@stream", "inproc://stream"] {
+        assert!(s.bind(endpoint).is_ok(), "{endpoint}");
+    }
+    // Other types keep ws://.
+    let mut dealer = Socket::new(Dealer, Options::default(), 1).unwrap();
+    assert!(dealer.bind("ws://127.0.0.1:5556").is_ok());
+}

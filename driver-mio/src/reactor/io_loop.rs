@@ -4,37 +4,32 @@
 use std::sync::Weak;
 use std::time::{Duration, Instant as StdInstant};
 
-use mio::{Events, Poll};
 use zmtp_proto::Instant;
 
+use super::poller::{Ev, Poller};
 use super::waiters::Notify;
 use super::work::{queue, run};
-use super::{Io, Shared, State, READ_BUF, WAKER};
+use super::{Io, Shared, State, READ_BUF};
 
 /// Work items run between two looks at readiness and timers.
 const WORK_BUDGET: usize = 64;
 
 impl Shared {
     /// One readiness event from the poll.
-    pub(super) fn ready(
-        &self,
-        st: &mut State,
-        event: &mio::event::Event,
-        now: Instant,
-    ) -> Option<usize> {
-        let &(id, io) = st.tokens.get(&event.token())?;
+    pub(super) fn ready(&self, st: &mut State, event: &Ev, now: Instant) -> Option<usize> {
+        let &(id, io) = st.tokens.get(&event.token)?;
         match io {
             Io::Listener(endpoint) => self.accept(st, id, endpoint, now),
             Io::Connecting(endpoint) => self.connect_ready(st, id, endpoint, now),
             Io::Udp(endpoint) => st.sockets.get_mut(&id)?.receive_datagrams(endpoint),
             Io::Peer(peer) => {
                 let io = st.sockets.get_mut(&id)?.peers.get_mut(&peer)?;
-                if event.is_readable() || event.is_read_closed() || event.is_error() {
+                if event.readable || event.read_closed || event.error {
                     io.read_edge = true;
                     queue(st, id, peer, false);
                 }
                 let io = st.sockets.get_mut(&id)?.peers.get_mut(&peer)?;
-                if event.is_writable() || event.is_error() {
+                if event.writable || event.error {
                     io.write_edge = true;
                     if io.write_blocked {
                         io.write_blocked = false;
@@ -86,19 +81,17 @@ impl Shared {
     /// Returns how long the next poll may wait.
     pub(super) fn turn(
         &self,
-        events: &Events,
+        events: &[Ev],
         buf: &mut [u8],
         notify: &mut Notify,
     ) -> Option<Duration> {
         let mut st = self.lock();
         st.parked = false;
         let now = self.now();
-        for event in events.iter() {
-            if event.token() != WAKER {
-                if let Some(id) = self.ready(&mut st, event, now) {
-                    self.pump(&mut st, id);
-                    notify.touch(&mut st, id);
-                }
+        for event in events {
+            if let Some(id) = self.ready(&mut st, event, now) {
+                self.pump(&mut st, id);
+                notify.touch(&mut st, id);
             }
         }
         self.fire_timers(&mut st, now, notify);
@@ -151,14 +144,14 @@ fn min_instant(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
 
 /// The I/O thread: wait for readiness, the earliest timer or a wake-up, handle them and
 /// the queued work, repeat, until the context is gone.
-pub(super) fn io_thread(mut poll: Poll, shared: Weak<Shared>) {
-    let mut events = Events::with_capacity(256);
+pub(super) fn io_thread(mut poller: Poller, shared: Weak<Shared>) {
+    let mut events = Vec::with_capacity(256);
     let mut buf = vec![0u8; READ_BUF];
     let mut notify = Notify::default();
     let mut timeout = Some(Duration::ZERO);
     loop {
-        // An error (EINTR) leaves no events: the turn goes on with the timers and work.
-        let _ = poll.poll(&mut events, timeout);
+        // An interrupted wait leaves no events: the turn goes on with the timers and work.
+        poller.wait(&mut events, timeout);
         let Some(sh) = shared.upgrade() else {
             return;
         };

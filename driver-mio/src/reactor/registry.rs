@@ -5,12 +5,11 @@
 use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use zmtp_proto::socket::endpoint::WsEndpoint;
 
 use mio::net::TcpStream;
-use mio::unix::SourceFd;
 use mio::{Interest, Token};
 use zmtp_driver::transport::connect_ipc;
 use zmtp_driver::{
@@ -39,12 +38,12 @@ impl Shared {
         st: &mut State,
         id: usize,
         io: Io,
-        source: &mut dyn mio::event::Source,
+        fd: RawFd,
         interest: Interest,
     ) -> io::Result<Token> {
         let token = Token(st.next_token);
         st.next_token += 1;
-        self.registry.register(source, token, interest)?;
+        self.registrar.register(fd, token, interest)?;
         st.tokens.insert(token, (id, io));
         Ok(token)
     }
@@ -60,7 +59,7 @@ impl Shared {
         // Writability only while a write is blocked (`Shared::set_interest`).
         let fd = stream.as_raw_fd();
         let interest = Interest::READABLE;
-        match self.register(st, id, Io::Peer(peer), &mut SourceFd(&fd), interest) {
+        match self.register(st, id, Io::Peer(peer), fd, interest) {
             Ok(token) => {
                 if let Some(s) = st.sockets.get_mut(&id) {
                     s.peers.insert(
@@ -93,9 +92,7 @@ impl Shared {
 
     pub(super) fn drop_peer(&self, st: &mut State, id: usize, peer: PeerId) {
         if let Some(io) = st.sockets.get_mut(&id).and_then(|s| s.peers.remove(&peer)) {
-            let _ = self
-                .registry
-                .deregister(&mut SourceFd(&io.stream.as_raw_fd()));
+            let _ = self.registrar.deregister(io.stream.as_raw_fd(), io.token);
             st.tokens.remove(&io.token);
             // The stream closes when the I/O thread, if it is using it, lets go too.
         }
@@ -120,7 +117,7 @@ impl Shared {
         let registered = listening.and_then(|l| {
             let fd = l.listener.as_raw_fd();
             let io = Io::Listener(endpoint);
-            let token = self.register(st, id, io, &mut SourceFd(&fd), Interest::READABLE)?;
+            let token = self.register(st, id, io, fd, Interest::READABLE)?;
             Ok((l, token))
         });
         let Some(s) = st.sockets.get_mut(&id) else {
@@ -158,10 +155,11 @@ impl Shared {
         now: Instant,
     ) {
         while let Some(addr) = attempts.next() {
-            let started = TcpStream::connect(addr).and_then(|mut stream| {
+            let started = TcpStream::connect(addr).and_then(|stream| {
                 // Completion (or failure) shows as writability.
                 let both = Interest::READABLE | Interest::WRITABLE;
-                let token = self.register(st, id, Io::Connecting(endpoint), &mut stream, both)?;
+                let fd = stream.as_raw_fd();
+                let token = self.register(st, id, Io::Connecting(endpoint), fd, both)?;
                 Ok((stream, token))
             });
             match started {
@@ -209,7 +207,7 @@ impl Shared {
             s.connecting.insert(endpoint, c);
             return;
         }
-        let _ = self.registry.deregister(&mut c.stream);
+        let _ = self.registrar.deregister(c.stream.as_raw_fd(), c.token);
         st.tokens.remove(&c.token);
         let connected = match error {
             Some(e) => Err(e),
@@ -286,7 +284,7 @@ impl Shared {
         notify.touch(&mut st, id);
         drop(st);
         if wake_io {
-            let _ = self.waker.wake();
+            let _ = self.registrar.wake();
         }
         notify.signal(self);
     }
@@ -456,7 +454,7 @@ impl CommandHandler for Commands<'_> {
             let token = if open.bind {
                 let fd = o.socket.as_raw_fd();
                 let io = Io::Udp(endpoint);
-                Some(shared.register(self.st, id, io, &mut SourceFd(&fd), Interest::READABLE)?)
+                Some(shared.register(self.st, id, io, fd, Interest::READABLE)?)
             } else {
                 None
             };
@@ -498,7 +496,7 @@ impl CommandHandler for Commands<'_> {
         if let Some(u) = s.udp.remove(&endpoint) {
             if let Some(token) = u.token {
                 let fd = u.socket.as_raw_fd();
-                let _ = self.shared.registry.deregister(&mut SourceFd(&fd));
+                let _ = self.shared.registrar.deregister(fd, token);
                 st.tokens.remove(&token);
             }
             return;
@@ -506,8 +504,8 @@ impl CommandHandler for Commands<'_> {
         if let Some(l) = s.listeners.remove(&endpoint) {
             let _ = self
                 .shared
-                .registry
-                .deregister(&mut SourceFd(&l.listener.as_raw_fd()));
+                .registrar
+                .deregister(l.listener.as_raw_fd(), l.token);
             st.tokens.remove(&l.token);
             // Dropping the listener removes its socket file.
         }
@@ -559,8 +557,8 @@ impl CommandHandler for Commands<'_> {
         let st = &mut *self.st;
         if let Some(s) = st.sockets.get_mut(&id) {
             s.resolving.clear();
-            for (_, mut c) in std::mem::take(&mut s.connecting) {
-                let _ = shared.registry.deregister(&mut c.stream);
+            for (_, c) in std::mem::take(&mut s.connecting) {
+                let _ = shared.registrar.deregister(c.stream.as_raw_fd(), c.token);
                 st.tokens.remove(&c.token);
             }
         }

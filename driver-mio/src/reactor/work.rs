@@ -329,7 +329,7 @@ impl Shared {
         }
         drop(st);
         if wake_io {
-            let _ = self.waker.wake();
+            let _ = self.registrar.wake();
         }
         notify.signal(self);
     }

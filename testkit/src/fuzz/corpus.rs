@@ -7,6 +7,7 @@ use zmtp_proto::{Config, Connection, SocketType};
 use super::connection::{connection_configs, op};
 use super::material::{LOCAL_ENTROPY, PEER_ENTROPY, SERVER_SECRET_Z85, SOCKET_TYPES, START};
 use super::socket::act;
+use super::stream;
 #[cfg(doc)]
 use super::{connection, socket, TARGETS};
 use crate::pair::raw::record_handshake;
@@ -540,6 +541,11 @@ pub fn seed_corpus() -> Vec<Seed> {
         add("datagram", name, data);
     }
 
+    // STREAM: raw connections, the application's sends, closes and resets.
+    for (name, data) in stream_seeds() {
+        add("stream", name, data);
+    }
+
     // Legacy peers: the captured exchanges of the ZMTP notes (9.6), and long frames.
     // An empty identity, then a 300-byte frame in the long form of each framing.
     let mut long_v1 = b"\x01\x00\xff\x00\x00\x00\x00\x00\x00\x01\x2d\x00".to_vec();
@@ -591,6 +597,123 @@ pub fn seed_corpus() -> Vec<Seed> {
         add("legacy", name, data);
     }
     seeds
+}
+
+/// A [`stream()`](super::stream()) input: the option byte, then (action, parameter,
+/// bytes) triples; the bytes follow a `RAW` action (as many as the parameter says) or a
+/// `SEND` one (parameter >> 3 of them).
+pub(super) fn stream_seed(b0: u8, actions: &[(u8, u8, &[u8])]) -> Vec<u8> {
+    let mut out = vec![b0];
+    for &(a, p, bytes) in actions {
+        out.extend_from_slice(&[a, p]);
+        let n = match a & 15 {
+            stream::act::RAW => usize::from(p),
+            stream::act::SEND => usize::from(p >> 3),
+            _ => 0,
+        };
+        out.extend(bytes.iter().copied().cycle().take(n));
+    }
+    out
+}
+
+/// The seeds of the `stream` target.
+fn stream_seeds() -> Vec<(&'static str, Vec<u8>)> {
+    use stream::act::*;
+    // SEND parameters: the form in the low 3 bits, the data length above.
+    let send = |form: u8, len: u8| (len << 3) | form;
+    vec![
+        (
+            "echo_then_close",
+            stream_seed(
+                0x00,
+                &[
+                    (ACCEPT, 0, b""),
+                    (RECV, 0, b""),
+                    (RAW, 18, b"GET / HTTP/1.0\r\n\r\n"),
+                    (RECV, 0, b""),
+                    (SEND, send(0, 5), b"hello"),
+                    (WRITE, 0, b""),
+                    (SEND, send(1, 0), b""),
+                    (SETTLE, 0, b""),
+                    (RECV | 0x30, 0, b""),
+                ],
+            ),
+        ),
+        (
+            "two_clients_routed",
+            stream_seed(
+                0x00,
+                &[
+                    (ACCEPT, 0, b""),
+                    (ACCEPT, 0, b""),
+                    (RAW, 4, b"from"),
+                    (RAW | 0x10, 5, b"other"),
+                    (SEND, send(5, 8), b"a-b-c-d-"),
+                    (SEND | 0x10, send(0, 3), b"one"),
+                    (SETTLE, 0, b""),
+                    (RESET | 0x10, 0, b""),
+                    (RECV | 0xF0, 0, b""),
+                    (SEND | 0x10, send(3, 2), b"xx"),
+                ],
+            ),
+        ),
+        (
+            "connect_named_reconnect",
+            stream_seed(
+                0x60,
+                &[
+                    (CONNECTED, 0, b""),
+                    (RECV, 0, b""),
+                    (SEND, send(0, 4), b"ping"),
+                    (SETTLE, 0, b""),
+                    (RAW, 4, b"pong"),
+                    (RESET, 0, b""),
+                    (TIMEOUT, 0, b""),
+                    (CONNECTED, 0, b""),
+                    (RECV | 0xF0, 0, b""),
+                    (SEND, send(3, 3), b"old"),
+                    (SEND, send(0, 3), b"new"),
+                    (WRITE, 0, b""),
+                ],
+            ),
+        ),
+        (
+            "notify_off_hwm_1",
+            stream_seed(
+                0x01 | 1 << 1 | 1 << 3,
+                &[
+                    (ACCEPT, 0, b""),
+                    (RAW, 3, b"abc"),
+                    (RAW, 3, b"def"),
+                    (RECV, 0, b""),
+                    (RAW, 3, b"ghi"),
+                    (SEND, send(4, 0), b""),
+                    (SEND, send(0, 4), b"lost"),
+                    (SEND, send(6, 4), b"trio"),
+                    (SEND, send(2, 4), b"nope"),
+                    (SEND, send(0, 4), b"full"),
+                    (SETTLE, 0, b""),
+                    (RECV | 0xF0, 0, b""),
+                ],
+            ),
+        ),
+        (
+            "close_with_pending_linger_0",
+            stream_seed(
+                0x80,
+                &[
+                    (ACCEPT, 0, b""),
+                    (RECV, 0, b""),
+                    (RAW, 2, b"hi"),
+                    (SEND, send(7, 9), b"goodbye!!"),
+                    (WRITE, 3, b""),
+                    (TIMEOUT, 0, b""),
+                    (SETTLE, 0, b""),
+                    (RECV | 0xF0, 0, b""),
+                ],
+            ),
+        ),
+    ]
 }
 
 /// The seeds of [`ws_upgrade`](super::ws_upgrade) and [`ws_frame`](super::ws_frame): libzmq's

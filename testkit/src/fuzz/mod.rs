@@ -23,6 +23,7 @@
 //! | [`socket()`] | `socket` | 4 option bytes, then actions | HWMs hold; every message received is whole, genuine, and received once |
 //! | [`ws_upgrade`] | `ws` | 1 byte, piece sizes, an HTTP head | in pieces as whole; accepted heads and chosen protocols are sound; our client and server agree |
 //! | [`ws_frame`] | `ws` | 3 control bytes, piece sizes, stream | in pieces as whole; limits and the decoding contract hold; frames re-emit to themselves |
+//! | [`stream()`] | `stream` | 1 option byte, then actions | a STREAM socket against a model: notifications once up and at most once down, data only from connections that were up, intact and in order both ways, routing by id, send results as specified, bounded queues |
 //! | [`legacy`] | `legacy` | 2 control bytes, fragment sizes, a 1.0 or 2.0 peer's stream | in fragments as whole, greeting included; the maximum message size holds; our frames read back in the peer's framing |
 //! | [`datagram`] | `datagram` | 1 mode byte, then a datagram, a message, a DGRAM address or a udp endpoint | udp limits hold (groups ≤ 127, datagrams ≤ 8192 sent); parse → emit and emit → parse round-trip |
 //!
@@ -48,6 +49,7 @@ mod input;
 mod legacy;
 mod material;
 mod socket;
+mod stream;
 #[cfg(test)]
 mod tests;
 mod ws;
@@ -60,6 +62,7 @@ pub use self::datagram::datagram;
 pub use self::frame_decoder::frame_decoder;
 pub use self::legacy::legacy;
 pub use self::socket::socket;
+pub use self::stream::stream;
 pub use self::ws::{ws_frame, ws_upgrade};
 
 /// The body of a fuzz target.
@@ -79,5 +82,6 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("ws_upgrade", ws_upgrade),
     ("ws_frame", ws_frame),
     ("datagram", datagram),
+    ("stream", stream),
     ("legacy", legacy),
 ];

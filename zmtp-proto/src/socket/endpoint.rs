@@ -7,7 +7,7 @@
 //! is a valid bind endpoint but never a valid connect endpoint. Which socket types may use
 //! a transport, and in which direction, is a third ([`Endpoint::check_bind_for`],
 //! [`Endpoint::check_connect_for`]): over `udp://` a RADIO only connects and a DISH or
-//! DGRAM only binds.
+//! DGRAM only binds; a STREAM uses neither `ws://` nor `wss://`.
 
 use alloc::borrow::ToOwned;
 use alloc::string::{String, ToString};
@@ -194,7 +194,8 @@ pub enum EndpointError {
     InterfaceFamilyMismatch,
     /// This socket type may not use this transport in this direction (libzmq's
     /// `ENOCOMPATPROTO`): over `udp://` a RADIO may only connect, a DISH or DGRAM only bind,
-    /// and no other type may use it.
+    /// and no other type may use it; a STREAM (raw bytes) may use neither `ws://` nor
+    /// `wss://`, in either direction.
     IncompatibleTransport {
         /// The transport, as written before `://`.
         transport: &'static str,
@@ -283,10 +284,14 @@ impl fmt::Display for EndpointError {
                 bind,
             } => write!(
                 f,
-                "a {} socket cannot {} over {transport}:// (udp: RADIO connects, DISH and \
-                 DGRAM bind)",
+                "a {} socket cannot {} over {transport}:// ({})",
                 socket_type.name(),
-                if *bind { "bind" } else { "connect" }
+                if *bind { "bind" } else { "connect" },
+                if *transport == "udp" {
+                    "udp: RADIO connects, DISH and DGRAM bind"
+                } else {
+                    "STREAM is raw TCP: tcp, ipc and inproc only"
+                }
             ),
             EndpointError::TransportUnavailable(t) => {
                 write!(f, "sockets cannot use {t}:// yet")
@@ -374,11 +379,20 @@ impl Endpoint {
     /// Everything libzmq checks before a socket of type `socket_type` binds this endpoint:
     /// [`check_bind`](Endpoint::check_bind), then the transport's socket types. Over
     /// `udp://` only DISH and DGRAM bind; any other type gets
-    /// [`EndpointError::IncompatibleTransport`] (libzmq's `ENOCOMPATPROTO`). Every type may
-    /// bind every other transport.
+    /// [`EndpointError::IncompatibleTransport`] (libzmq's `ENOCOMPATPROTO`). A STREAM
+    /// socket talks raw bytes over a byte stream: it may not use `ws://` or `wss://`
+    /// either (whose streams carry framed messages). Every type may bind every other
+    /// transport.
     pub fn check_bind_for(&self, socket_type: SocketType) -> Result<(), EndpointError> {
         self.check_bind()?;
         match self {
+            Endpoint::Ws(_) if socket_type == SocketType::Stream => {
+                Err(EndpointError::IncompatibleTransport {
+                    transport: self.transport(),
+                    socket_type,
+                    bind: true,
+                })
+            }
             Endpoint::Udp(_) if !may_bind_udp(socket_type) => {
                 Err(EndpointError::IncompatibleTransport {
                     transport: "udp",
@@ -393,11 +407,19 @@ impl Endpoint {
     /// Everything libzmq checks before a socket of type `socket_type` connects to this
     /// endpoint: [`check_connect`](Endpoint::check_connect), then the transport's socket
     /// types. Over `udp://` only RADIO connects; any other type gets
-    /// [`EndpointError::IncompatibleTransport`] (libzmq's `ENOCOMPATPROTO`). Every type may
-    /// connect over every other transport.
+    /// [`EndpointError::IncompatibleTransport`] (libzmq's `ENOCOMPATPROTO`). A STREAM may
+    /// not connect over `ws://` or `wss://` (see [`check_bind_for`](Endpoint::check_bind_for)).
+    /// Every type may connect over every other transport.
     pub fn check_connect_for(&self, socket_type: SocketType) -> Result<(), EndpointError> {
         self.check_connect()?;
         match self {
+            Endpoint::Ws(_) if socket_type == SocketType::Stream => {
+                Err(EndpointError::IncompatibleTransport {
+                    transport: self.transport(),
+                    socket_type,
+                    bind: false,
+                })
+            }
             Endpoint::Udp(_) if !may_connect_udp(socket_type) => {
                 Err(EndpointError::IncompatibleTransport {
                     transport: "udp",

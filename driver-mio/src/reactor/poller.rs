@@ -1,0 +1,391 @@
+//! Where the I/O thread waits: readiness from `mio` (epoll), or from an io_uring.
+//!
+//! The reactor asks the same of both: register a descriptor under a token for some
+//! [`Interest`], change or drop that, wake the waiting thread, and wait for readiness
+//! events ([`Ev`]) or a timeout. Both give edges: an event when readiness arrives, and
+//! one at once when a descriptor is registered for readiness it already has.
+//!
+//! With io_uring, each registration is a multishot poll request on the ring, which posts
+//! a completion per wake-up of the descriptor; the timeout is the wait's own (the
+//! `io_uring_enter` argument), and wake-ups come through an eventfd the ring keeps a read
+//! on ([`Wake`]: one write per wait at most). Registrations change from any thread:
+//! they are queued, and the ring's thread (woken if it waits) submits them before it
+//! waits again; the ring itself is touched by that thread only.
+
+use std::collections::HashMap;
+use std::io;
+use std::os::fd::RawFd;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Registry, Token, Waker};
+use zmtp_uring::io_uring::{cqueue, opcode, types};
+use zmtp_uring::{Ring, Unavailable, Wake};
+
+/// The waker's token under `mio`; streams and listeners count up from 1.
+pub(super) const WAKER: Token = Token(0);
+
+/// A readiness event.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Ev {
+    pub(super) token: Token,
+    pub(super) readable: bool,
+    pub(super) writable: bool,
+    pub(super) error: bool,
+    pub(super) read_closed: bool,
+}
+
+/// The side of the poller any thread uses: registrations and wake-ups.
+pub(super) enum Registrar {
+    Mio { registry: Registry, waker: Waker },
+    Ring(Arc<RingRegistrar>),
+}
+
+/// The I/O thread's side: the wait.
+pub(super) enum Poller {
+    Mio { poll: Poll, events: Events },
+    Ring(Box<RingPoller>),
+}
+
+/// Make a poller of the chosen kind and its registrar.
+pub(super) fn new(ring: bool) -> io::Result<(Poller, Registrar)> {
+    if ring {
+        let (poller, registrar) = RingPoller::new()?;
+        return Ok((Poller::Ring(Box::new(poller)), Registrar::Ring(registrar)));
+    }
+    let poll = Poll::new()?;
+    let waker = Waker::new(poll.registry(), WAKER)?;
+    let registry = poll.registry().try_clone()?;
+    Ok((
+        Poller::Mio {
+            poll,
+            events: Events::with_capacity(256),
+        },
+        Registrar::Mio { registry, waker },
+    ))
+}
+
+impl Registrar {
+    /// Register `fd` under `token` for `interest`.
+    pub(super) fn register(&self, fd: RawFd, token: Token, interest: Interest) -> io::Result<()> {
+        match self {
+            Registrar::Mio { registry, .. } => {
+                registry.register(&mut SourceFd(&fd), token, interest)
+            }
+            Registrar::Ring(r) => {
+                r.change(Change::Arm(fd, token, interest));
+                Ok(())
+            }
+        }
+    }
+
+    /// Change what `fd`, registered under `token`, is registered for.
+    pub(super) fn reregister(&self, fd: RawFd, token: Token, interest: Interest) -> io::Result<()> {
+        match self {
+            Registrar::Mio { registry, .. } => {
+                registry.reregister(&mut SourceFd(&fd), token, interest)
+            }
+            Registrar::Ring(r) => {
+                r.change(Change::Arm(fd, token, interest));
+                Ok(())
+            }
+        }
+    }
+
+    /// Drop the registration of `fd` under `token`.
+    pub(super) fn deregister(&self, fd: RawFd, token: Token) -> io::Result<()> {
+        match self {
+            Registrar::Mio { registry, .. } => registry.deregister(&mut SourceFd(&fd)),
+            Registrar::Ring(r) => {
+                r.change(Change::Disarm(token));
+                Ok(())
+            }
+        }
+    }
+
+    /// Wake the I/O thread from its wait.
+    pub(super) fn wake(&self) -> io::Result<()> {
+        match self {
+            Registrar::Mio { waker, .. } => waker.wake(),
+            Registrar::Ring(r) => {
+                r.wake.wake();
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Poller {
+    /// Wait for readiness, a wake-up or `timeout` (none: no limit); the events go to `out`
+    /// (cleared first). An interrupted wait returns no events.
+    pub(super) fn wait(&mut self, out: &mut Vec<Ev>, timeout: Option<Duration>) {
+        out.clear();
+        match self {
+            Poller::Mio { poll, events } => {
+                // An error (EINTR) leaves no events.
+                let _ = poll.poll(events, timeout);
+                out.extend(events.iter().filter(|e| e.token() != WAKER).map(|e| Ev {
+                    token: e.token(),
+                    readable: e.is_readable(),
+                    writable: e.is_writable(),
+                    error: e.is_error(),
+                    read_closed: e.is_read_closed(),
+                }));
+            }
+            Poller::Ring(r) => r.wait(out, timeout),
+        }
+    }
+}
+
+/// A registration change for the ring's thread to submit.
+#[derive(Debug, Clone, Copy)]
+enum Change {
+    /// Poll `fd` for `interest` under `token` (replacing any poll for `token`).
+    Arm(RawFd, Token, Interest),
+    /// Stop polling for `token`.
+    Disarm(Token),
+}
+
+/// The registrar of a ring poller: changes queued for its thread, and its wake-up.
+pub(super) struct RingRegistrar {
+    changes: Mutex<Vec<Change>>,
+    wake: Wake,
+}
+
+impl RingRegistrar {
+    fn change(&self, c: Change) {
+        self.changes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(c);
+        self.wake.wake();
+    }
+}
+
+/// `user_data` of the eventfd read.
+const WAKE_DATA: u64 = u64::MAX;
+/// `user_data` of poll removals (their completions say nothing the ring needs).
+const REMOVE_DATA: u64 = u64::MAX - 1;
+
+/// The submission entries of one poll registration: its generation tells a completion
+/// of the current request from one of a request replaced since.
+#[derive(Debug, Clone, Copy)]
+struct Armed {
+    fd: RawFd,
+    mask: u32,
+    generation: u32,
+}
+
+/// The I/O thread's ring: polls by token, the eventfd read, and the changes to apply.
+pub(super) struct RingPoller {
+    ring: Ring,
+    registrar: Arc<RingRegistrar>,
+    armed: HashMap<Token, Armed>,
+    generation: u32,
+    /// Where the eventfd read lands: boxed, so that its address holds while the read is
+    /// in flight.
+    wake_buf: Box<[u8; 8]>,
+    wake_armed: bool,
+    /// Changes taken from the registrar, kept to reuse the allocation.
+    taken: Vec<Change>,
+}
+
+/// Entries in the submission queue.
+const RING_ENTRIES: u32 = 256;
+
+impl RingPoller {
+    fn new() -> io::Result<(RingPoller, Arc<RingRegistrar>)> {
+        let ring = Ring::new(RING_ENTRIES).map_err(io::Error::from)?;
+        let registrar = Arc::new(RingRegistrar {
+            changes: Mutex::new(Vec::new()),
+            wake: Wake::new()?,
+        });
+        Ok((
+            RingPoller {
+                ring,
+                registrar: registrar.clone(),
+                armed: HashMap::new(),
+                generation: 0,
+                wake_buf: Box::new([0; 8]),
+                wake_armed: false,
+                taken: Vec::new(),
+            },
+            registrar,
+        ))
+    }
+
+    /// `user_data` of the poll for `token` in `generation`.
+    fn data(token: Token, generation: u32) -> u64 {
+        ((token.0 as u64) << 32) | u64::from(generation)
+    }
+
+    /// Queue a submission entry, submitting what is queued first when the queue is full.
+    fn push(&mut self, entry: &zmtp_uring::io_uring::squeue::Entry) {
+        loop {
+            // SAFETY: the entries pushed here are polls and poll removals, which point at
+            // no memory, and the eventfd read, whose buffer (`wake_buf`) is boxed, is not
+            // replaced while the read is in flight (`wake_armed`), and is leaked rather
+            // than freed if the ring goes with the read still in flight (see `Drop`).
+            let pushed = unsafe { self.ring.uring().submission().push(entry) };
+            if pushed.is_ok() {
+                return;
+            }
+            // Full: hand the queued entries to the kernel (completions wait in its
+            // overflow list if the completion queue is full too).
+            if self.ring.uring().submit().is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Submit a multishot poll for `token`.
+    fn arm(&mut self, token: Token, armed: Armed) {
+        let entry = opcode::PollAdd::new(types::Fd(armed.fd), armed.mask)
+            .multi(true)
+            .build()
+            .user_data(Self::data(token, armed.generation));
+        self.push(&entry);
+    }
+
+    fn disarm(&mut self, token: Token, old: Armed) {
+        let entry = opcode::PollRemove::new(Self::data(token, old.generation))
+            .build()
+            .user_data(REMOVE_DATA);
+        self.push(&entry);
+    }
+
+    fn apply_changes(&mut self) {
+        let mut taken = std::mem::take(&mut self.taken);
+        {
+            let mut changes = self
+                .registrar
+                .changes
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            std::mem::swap(&mut *changes, &mut taken);
+        }
+        for change in taken.drain(..) {
+            match change {
+                Change::Arm(fd, token, interest) => {
+                    if let Some(old) = self.armed.remove(&token) {
+                        self.disarm(token, old);
+                    }
+                    self.generation = self.generation.wrapping_add(1);
+                    let armed = Armed {
+                        fd,
+                        mask: mask_of(interest),
+                        generation: self.generation,
+                    };
+                    self.armed.insert(token, armed);
+                    self.arm(token, armed);
+                }
+                Change::Disarm(token) => {
+                    if let Some(old) = self.armed.remove(&token) {
+                        self.disarm(token, old);
+                    }
+                }
+            }
+        }
+        self.taken = taken;
+    }
+
+    fn wait(&mut self, out: &mut Vec<Ev>, timeout: Option<Duration>) {
+        self.apply_changes();
+        if !self.wake_armed {
+            let fd = self.registrar.wake.raw_fd();
+            let entry = opcode::Read::new(types::Fd(fd), self.wake_buf.as_mut_ptr(), 8)
+                .build()
+                .user_data(WAKE_DATA);
+            self.push(&entry);
+            self.wake_armed = true;
+        }
+        let waited = match timeout {
+            Some(t) if t.is_zero() => self.ring.uring().submit(),
+            Some(t) => {
+                let ts = types::Timespec::from(t);
+                let args = types::SubmitArgs::new().timespec(&ts);
+                self.ring.uring().submitter().submit_with_args(1, &args)
+            }
+            None => self.ring.uring().submit_and_wait(1),
+        };
+        // ETIME (the timeout) and EINTR leave what completed, if anything.
+        let _ = waited;
+        let mut rearm = Vec::new();
+        for c in self.ring.uring().completion() {
+            match c.user_data() {
+                WAKE_DATA => {
+                    self.wake_armed = false;
+                    self.registrar.wake.woken();
+                }
+                REMOVE_DATA => {}
+                data => {
+                    let token = Token((data >> 32) as usize);
+                    let generation = data as u32;
+                    let Some(&armed) = self.armed.get(&token) else {
+                        continue;
+                    };
+                    if armed.generation != generation {
+                        // A completion of a poll replaced since.
+                        continue;
+                    }
+                    if !cqueue::more(c.flags()) {
+                        // The kernel ended the multishot poll: arm it again.
+                        rearm.push((token, armed));
+                    }
+                    if c.result() >= 0 {
+                        let m = c.result() as u32;
+                        out.push(Ev {
+                            token,
+                            readable: m & POLLIN != 0,
+                            writable: m & POLLOUT != 0,
+                            error: m & POLLERR != 0,
+                            read_closed: m & (POLLRDHUP | POLLHUP) != 0,
+                        });
+                    }
+                }
+            }
+        }
+        for (token, armed) in rearm {
+            self.arm(token, armed);
+        }
+    }
+}
+
+impl Drop for RingPoller {
+    fn drop(&mut self) {
+        // The eventfd read may still be in flight while the ring winds down after this:
+        // its 8 bytes are left allocated rather than risk a late write into freed memory.
+        let buf = std::mem::replace(&mut self.wake_buf, Box::new([0; 8]));
+        if self.wake_armed {
+            Box::leak(buf);
+        }
+    }
+}
+
+const POLLIN: u32 = 0x001;
+const POLLPRI: u32 = 0x002;
+const POLLOUT: u32 = 0x004;
+const POLLERR: u32 = 0x008;
+const POLLHUP: u32 = 0x010;
+const POLLRDHUP: u32 = 0x2000;
+
+/// The poll mask of a `mio` interest (errors and hang-ups are always reported).
+fn mask_of(interest: Interest) -> u32 {
+    let mut m = 0;
+    if interest.is_readable() {
+        m |= POLLIN | POLLRDHUP;
+    }
+    if interest.is_writable() {
+        m |= POLLOUT;
+    }
+    if interest.is_priority() {
+        m |= POLLPRI;
+    }
+    m
+}
+
+/// Whether the ring backend can run here, and why not.
+pub(crate) fn ring_available() -> Result<(), Unavailable> {
+    Ring::probe()
+}

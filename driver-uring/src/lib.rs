@@ -1,0 +1,31 @@
+//! io_uring building blocks for the blocking driver's ring backend (Linux only).
+//!
+//! The pieces a completion-based reactor needs, each small enough to check on its own:
+//!
+//! - [`Ring`]: a ring with the operations the reactor relies on probed up front, so that a
+//!   kernel without them, a process where io_uring is disabled (`kernel.io_uring_disabled`,
+//!   a seccomp filter) or a ring that cannot be set up is one typed error,
+//!   [`Unavailable`], when a context is made, never a failure halfway through.
+//! - [`BufRing`]: a provided-buffer ring. A multishot receive takes its buffers from it,
+//!   the kernel choosing one per completion; each filled buffer is lent out as
+//!   [`Bytes`](bytes::Bytes) without a copy and goes back to the ring when the last
+//!   reference to it is dropped, whichever thread drops it.
+//! - [`Wake`]: an eventfd that application threads write to wake the ring's thread, at
+//!   most one write per wait.
+//!
+//! This crate holds the driver's `unsafe` code: each block says why it is sound, and the
+//! tests drive every path over real sockets.
+
+#![cfg(target_os = "linux")]
+#![warn(missing_docs)]
+
+mod bufring;
+mod ring;
+mod wake;
+
+pub use bufring::{BufRing, Lent};
+pub use ring::{Ring, Unavailable};
+pub use wake::Wake;
+
+/// Re-exported: the operations and completion flags are the `io-uring` crate's.
+pub use io_uring;
