@@ -344,6 +344,10 @@ fn a_receiver_killed_halfway_resumes_and_fetches_only_the_rest() {
     assert_eq!(from, part_len_at_kill);
     assert_eq!(fetched, size as u64 - part_len_at_kill);
     assert_eq!(sent, fetched, "the sender sent only the rest");
+    eprintln!(
+        "resume: part of {part_len_at_kill} of {size} bytes at the kill; the second run \
+         fetched {fetched} bytes (the sender sent {sent}), resumed at {from}"
+    );
     assert_eq!(std::fs::read(dir.0.join("in/big.bin")).unwrap(), data);
     assert_eq!(dir.listing(), ["big.bin"]);
 }
