@@ -31,8 +31,8 @@ use zmtp_async::{Bytes, Message};
 use zmtp_mio::Socket;
 
 use crate::{
-    FileReceiver, FileSender, Outcome, Progress, RecvEvent, RecvOptions, SendReport, SendStep,
-    TransferError,
+    one_saved, FileReceiver, FileSender, Outcome, Progress, RecvEvent, RecvOptions, Saved,
+    SendReport, SendStep, TransferError,
 };
 
 fn send(socket: &Socket, frames: Vec<Bytes>) -> Result<(), TransferError> {
@@ -84,4 +84,13 @@ pub fn recv_files(
         outcomes.extend(handled.ended);
     }
     Ok(outcomes)
+}
+
+/// [`crate::recv_file`] on a blocking ROUTER.
+pub fn recv_file(
+    socket: &Socket,
+    options: &RecvOptions,
+    events: impl FnMut(&RecvEvent),
+) -> Result<Saved, TransferError> {
+    one_saved(recv_files(socket, options, Some(1), events)?.pop())
 }

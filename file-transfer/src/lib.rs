@@ -73,6 +73,8 @@ pub enum TransferError {
     Protocol(String),
     /// The name to offer the file under is not one a receiver takes.
     BadName(String),
+    /// [`recv_file`]: the transfer ended without a file (refused, aborted or cancelled).
+    NotSaved(Failed),
 }
 
 impl fmt::Display for TransferError {
@@ -83,6 +85,9 @@ impl fmt::Display for TransferError {
             TransferError::Refused(reason) => write!(f, "the receiver refused: {reason}"),
             TransferError::Protocol(reason) => write!(f, "protocol error: {reason}"),
             TransferError::BadName(reason) => write!(f, "bad file name: {reason}"),
+            TransferError::NotSaved(failed) => {
+                write!(f, "{:?} was not saved: {}", failed.name, failed.reason)
+            }
         }
     }
 }
@@ -310,4 +315,23 @@ pub async fn recv_files<R: Runtime>(
         outcomes.extend(handled.ended);
     }
     Ok(outcomes)
+}
+/// Receive one file: [`recv_files`] until the first transfer ends, its [`Saved`] file, or
+/// [`TransferError::NotSaved`] if that transfer was refused or aborted.
+pub async fn recv_file<R: Runtime>(
+    socket: &Socket<R>,
+    options: &RecvOptions,
+    events: impl FnMut(&RecvEvent),
+) -> Result<Saved, TransferError> {
+    let outcome = recv_files(socket, options, Some(1), events).await?.pop();
+    one_saved(outcome)
+}
+
+/// The saved file of the one transfer a receiver waited for.
+pub(crate) fn one_saved(outcome: Option<Outcome>) -> Result<Saved, TransferError> {
+    match outcome {
+        Some(Outcome::Saved(saved)) => Ok(saved),
+        Some(Outcome::Failed(failed)) => Err(TransferError::NotSaved(failed)),
+        None => unreachable!("recv_files returns once a transfer has ended"),
+    }
 }

@@ -149,11 +149,11 @@ fn a_file_arrives_whole_on_smol_with_the_sender_bound() {
         let options = small(&dir.inbox());
         let (sent, received) = futures_join(
             send_file(&sender, &source, Some("renamed.bin"), |_| {}),
-            recv_files(&receiver, &options, Some(1), |_| {}),
+            zmtp_file::recv_file(&receiver, &options, |_| {}),
         )
         .await;
         assert_eq!(sent.unwrap().sent, 300_000);
-        let saved = received.unwrap().remove(0).saved().expect("saved");
+        let saved = received.unwrap();
         assert_eq!(std::fs::read(saved.path).unwrap(), data);
     });
     assert_eq!(dir.listing(), ["renamed.bin"]);
@@ -782,4 +782,29 @@ fn the_two_sides_talk_without_a_socket() {
     assert_eq!(report.sent, 150_000);
     assert_eq!(receiver.in_progress(), 0);
     assert_eq!(std::fs::read(dir.inbox().join("n.bin")).unwrap(), data);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn recv_file_reports_a_refusal_as_not_saved() {
+    let dir = TempDir::new("notsaved");
+    let source = write_source(&dir, "big.bin", &content(5000, 14));
+    let receiver = Socket::new(SocketType::Router).unwrap();
+    let ep = receiver.bind("tcp://127.0.0.1:*").await.unwrap();
+    let sender = Socket::new(SocketType::Dealer).unwrap();
+    sender.connect(&ep).unwrap();
+    let mut options = small(&dir.inbox());
+    options.max_size = 4096;
+    let (sent, received) = within(async {
+        tokio::join!(
+            send_file(&sender, &source, None, |_| {}),
+            zmtp_file::recv_file(&receiver, &options, |_| {})
+        )
+    })
+    .await;
+    assert!(matches!(sent, Err(TransferError::Refused(ref r)) if r.contains("4096")));
+    let Err(TransferError::NotSaved(failed)) = received else {
+        panic!("{received:?}")
+    };
+    assert_eq!(failed.name, "big.bin");
+    assert!(dir.listing().is_empty());
 }
