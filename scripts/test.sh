@@ -41,7 +41,7 @@ need_package /usr/bin/javac default-jdk-headless
 lint() {
   cargo fmt --all -- --check
   cargo clippy --workspace --all-targets -- -D warnings
-  RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -q -p zmtp-proto -p zmtp-driver -p zmtp-async -p zmtp-tokio -p zmtp-smol -p zmtp-mio -p zmtp-uring -p zmtp-conformance -p zmtp-conformance-draft
+  RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -q -p zmtp-proto -p zmtp-driver -p zmtp-async -p zmtp-tokio -p zmtp-smol -p zmtp-mio -p zmtp-uring -p zmtp-file -p zmtp-conformance -p zmtp-conformance-draft
 }
 
 # The core without std: built bare, with CURVE, and with alloc only, whose tests run too

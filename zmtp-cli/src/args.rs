@@ -107,6 +107,12 @@ pub enum CliCommand {
     /// Move messages between a frontend and a backend socket (zmq_proxy)
     #[command(after_help = PROXY_AFTER)]
     Proxy(ProxyCli),
+    /// Send a file to a recv-file receiver (DEALER), in chunks it asks for
+    #[command(name = "send-file", after_help = SEND_FILE_AFTER)]
+    SendFile(SendFileCli),
+    /// Receive files from send-file senders (ROUTER) into a directory
+    #[command(name = "recv-file", after_help = RECV_FILE_AFTER)]
+    RecvFile(RecvFileCli),
     /// Print a shell completion script (e.g. zmtp completions bash > /etc/bash_completion.d/zmtp)
     Completions {
         /// The shell
@@ -161,6 +167,113 @@ pub struct ProxyCli {
     pub verbose: bool,
     #[command(flatten)]
     pub tls: TlsCli,
+}
+
+/// The text after the options list of `zmtp send-file --help`.
+const SEND_FILE_AFTER: &str = "\
+The file is hashed (SHA-256), offered by name, size and digest, and sent in the ranges the
+receiver asks for; a receiver that kept part of it from an earlier attempt asks only for
+the rest. A progress bar shows on standard error when it is a terminal.
+
+Exit status: 0 the receiver has the file (its digest matched), 1 bad usage, 2 runtime
+failure (the receiver refused or aborted the transfer, the file cannot be read,
+authentication refused), 3 --timeout expired.";
+
+/// The text after the options list of `zmtp recv-file --help`.
+const RECV_FILE_AFTER: &str = "\
+Prints the path of each file saved. Files are written to NAME.part (with NAME.part.offer,
+the offer it is for) and renamed to NAME once complete and their SHA-256 matches; an
+identical offer later resumes a part. Refused, with a message here and to the sender:
+names with '/', '\\', NUL or control characters, '.', '..', empty names or names over 255
+bytes; files over --max-size; an existing file unless --overwrite. A chunk that was not
+asked for, a longer one or a digest mismatch aborts the transfer and removes the part.
+Several senders may send at once. A progress bar per transfer shows on standard error when
+it is a terminal.
+
+Exit status: 0 every transfer (-n FILES of them) saved its file, 1 bad usage, 2 runtime
+failure (some transfer was refused or aborted, I/O error, authentication refused), 3
+--timeout expired.";
+
+/// The endpoints, deadline and verbosity of `send-file` and `recv-file`.
+#[derive(Debug, Args)]
+pub struct FileCommonCli {
+    /// Listen on EP (repeatable)
+    #[arg(short = 'b', long = "bind", value_name = "EP")]
+    pub bind: Vec<String>,
+    /// Connect to EP (repeatable)
+    #[arg(short = 'c', long = "connect", value_name = "EP")]
+    pub connect: Vec<String>,
+    /// Give up after MS milliseconds (exit 3)
+    #[arg(long, value_name = "MS", value_parser = timeout_ms)]
+    pub timeout: Option<Duration>,
+    /// Print bound endpoints, connection events and each transfer's byte counts on
+    /// standard error
+    #[arg(short = 'v', long = "verbose")]
+    pub verbose: bool,
+}
+
+/// `zmtp send-file`'s arguments.
+#[derive(Debug, Args)]
+pub struct SendFileCli {
+    #[command(flatten)]
+    pub common: FileCommonCli,
+    /// The name to offer the file under (default: its own file name)
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// The file to send
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub security: SecurityCli,
+}
+
+/// `zmtp recv-file`'s arguments.
+#[derive(Debug, Args)]
+pub struct RecvFileCli {
+    #[command(flatten)]
+    pub common: FileCommonCli,
+    /// The directory to save files in
+    #[arg(long, value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Exit after FILES transfers (saved, refused or aborted)
+    #[arg(short = 'n', long = "count", value_name = "FILES", value_parser = positive)]
+    pub count: Option<u64>,
+    /// Replace existing files of the same name
+    #[arg(long)]
+    pub overwrite: bool,
+    /// Refuse files larger than BYTES
+    #[arg(long, value_name = "BYTES")]
+    pub max_size: Option<u64>,
+    /// Ranges kept outstanding per transfer (credit)
+    #[arg(long, value_name = "N", default_value = "8", value_parser = window)]
+    pub window: u32,
+    /// Bytes per range asked for
+    #[arg(long, value_name = "BYTES", default_value = "262144", value_parser = chunk)]
+    pub chunk: u32,
+    #[command(flatten)]
+    pub security: SecurityCli,
+}
+
+/// `zmtp send-file`, checked.
+#[derive(Debug)]
+pub struct SendFileArgs {
+    /// The DEALER's endpoints, security, timeout and verbosity.
+    pub socket: SocketArgs,
+    /// FILE.
+    pub file: PathBuf,
+    /// `--name`.
+    pub name: Option<String>,
+}
+
+/// `zmtp recv-file`, checked.
+#[derive(Debug)]
+pub struct RecvFileArgs {
+    /// The ROUTER's endpoints, security, timeout and verbosity.
+    pub socket: SocketArgs,
+    /// `--dir`, `--overwrite`, `--max-size`, `--window`, `--chunk`.
+    pub options: zmtp_file::RecvOptions,
+    /// `-n`.
+    pub count: Option<u64>,
 }
 
 /// The text after the options list of `zmtp proxy --help`.
@@ -486,6 +599,10 @@ pub enum Command {
     Bench(BenchArgs),
     /// `zmtp proxy`.
     Proxy(ProxyArgs),
+    /// `zmtp send-file`.
+    SendFile(SendFileArgs),
+    /// `zmtp recv-file`.
+    RecvFile(RecvFileArgs),
 }
 
 /// `-b` or `-c`.
@@ -714,6 +831,23 @@ fn hwm(text: &str) -> Result<usize, String> {
     Ok(h)
 }
 
+/// `recv-file --window`: 1 to 1024 ranges.
+fn window(text: &str) -> Result<u32, String> {
+    match text.parse::<u32>() {
+        Ok(n @ 1..=1024) => Ok(n),
+        _ => Err("expected 1 to 1024".into()),
+    }
+}
+
+/// `recv-file --chunk`: 1 byte to the protocol's largest range.
+fn chunk(text: &str) -> Result<u32, String> {
+    let max = zmtp_file::wire::FETCH_MAX;
+    match text.parse::<u32>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!("expected 1 to {max} bytes")),
+    }
+}
+
 /// `bench --size`.
 fn bench_size(text: &str) -> Result<usize, String> {
     let size: usize = text
@@ -768,7 +902,10 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, Failure> {
     }
     // Usage errors point at the help of the subcommand they concern.
     let see = match args.first().and_then(|a| a.to_str()) {
-        Some(c @ ("send" | "recv" | "keygen" | "bench" | "proxy" | "completions")) => {
+        Some(
+            c @ ("send" | "recv" | "keygen" | "bench" | "proxy" | "completions" | "send-file"
+            | "recv-file"),
+        ) => {
             format!(" (see 'zmtp {c} --help')")
         }
         _ => " (see 'zmtp --help')".to_string(),
@@ -828,6 +965,31 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, Failure> {
                 control: p.control,
                 verbose: p.verbose,
                 tls,
+            }))
+        }
+        CliCommand::SendFile(f) => {
+            let sub = sub_matches(&matches, "send-file");
+            let socket = file_socket_args(sub, SocketType::Dealer, f.common, f.security)
+                .map_err(|e| see_also(e, &see))?;
+            Ok(Command::SendFile(SendFileArgs {
+                socket,
+                file: f.file,
+                name: f.name,
+            }))
+        }
+        CliCommand::RecvFile(r) => {
+            let sub = sub_matches(&matches, "recv-file");
+            let socket = file_socket_args(sub, SocketType::Router, r.common, r.security)
+                .map_err(|e| see_also(e, &see))?;
+            let mut options = zmtp_file::RecvOptions::new(r.dir);
+            options.overwrite = r.overwrite;
+            options.max_size = r.max_size.unwrap_or(u64::MAX);
+            options.window = r.window;
+            options.chunk = r.chunk;
+            Ok(Command::RecvFile(RecvFileArgs {
+                socket,
+                options,
+                count: r.count,
             }))
         }
         CliCommand::Send(s) => {
@@ -919,6 +1081,46 @@ fn endpoints_named(
     }
     all.sort_by_key(|(i, _, _)| *i);
     all.into_iter().map(|(_, d, ep)| (d, ep)).collect()
+}
+
+/// The socket of `send-file` (a DEALER) or `recv-file` (a ROUTER): `send`'s and `recv`'s
+/// defaults but for the endpoints, the deadline, `-v` and the security options.
+fn file_socket_args(
+    matches: Option<&ArgMatches>,
+    ty: SocketType,
+    common: FileCommonCli,
+    security: SecurityCli,
+) -> Result<SocketArgs, Failure> {
+    let endpoints = endpoints_in_order(matches, common.bind, common.connect);
+    if endpoints.is_empty() {
+        return Err(usage(
+            "missing an endpoint: -b EP (bind) or -c EP (connect)",
+        ));
+    }
+    let tls = tls_settings(&security.tls)?;
+    let role = security_role(security)?;
+    Ok(SocketArgs {
+        ty,
+        endpoints,
+        count: None,
+        linger: Some(Duration::from_millis(1000)),
+        output: Output::Escaped,
+        echo: false,
+        subscribe: Vec::new(),
+        join: Vec::new(),
+        group: None,
+        timeout: common.timeout,
+        identity: None,
+        hwm: None,
+        heartbeat: None,
+        input: Input::Plain,
+        delay: None,
+        wait_subscribers: None,
+        role,
+        tls,
+        verbose: common.verbose,
+        frames: None,
+    })
 }
 
 /// The options of `send` or `recv`, checked for consistency.

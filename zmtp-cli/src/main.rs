@@ -1,5 +1,5 @@
-//! `zmtp`: send and receive ZeroMQ messages, generate CURVE keys and benchmark the
-//! drivers from the command line. Run `zmtp --help` (or `zmtp COMMAND --help`) for the
+//! `zmtp`: send and receive ZeroMQ messages and files, generate CURVE keys and benchmark
+//! the drivers from the command line. Run `zmtp --help` (or `zmtp COMMAND --help`) for the
 //! usage.
 //!
 //! Exit status: 0 done, 1 bad usage or configuration, 2 a runtime failure (bind failed,
@@ -10,6 +10,7 @@
 mod args;
 mod bench;
 mod escape;
+mod file;
 mod hex;
 mod run;
 
@@ -83,6 +84,8 @@ fn run_command(args: Vec<OsString>) -> Result<(), Failure> {
         Command::Recv(a) => runtime()?.block_on(run::recv(a)),
         Command::Bench(a) => bench::bench(a),
         Command::Proxy(a) => runtime()?.block_on(run::proxy(a)),
+        Command::SendFile(a) => runtime()?.block_on(file::send_file(a)),
+        Command::RecvFile(a) => runtime()?.block_on(file::recv_file(a)),
     }
 }
 

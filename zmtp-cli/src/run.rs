@@ -487,7 +487,7 @@ fn print_message(msg: &Message, output: Output) -> Result<(), Failure> {
 }
 
 /// Run `f` unless the deadline passes first.
-async fn before<T>(
+pub(crate) async fn before<T>(
     deadline: Option<Instant>,
     timeout: Option<Duration>,
     f: impl Future<Output = Result<T, Failure>>,
@@ -508,7 +508,9 @@ fn timed_out(timeout: Option<Duration>) -> Failure {
 /// The socket with its options, security, subscriptions and endpoints; its monitor; what
 /// to make of the monitor's handshake failures; and, for a PEER, the routing id of the
 /// peer it connected to last.
-async fn open(args: &SocketArgs) -> Result<(Socket, Monitor, Watch, Option<u32>), Failure> {
+pub(crate) async fn open(
+    args: &SocketArgs,
+) -> Result<(Socket, Monitor, Watch, Option<u32>), Failure> {
     let mut options = Options::default();
     options.linger = args.linger;
     if let Some(id) = &args.identity {
@@ -670,7 +672,7 @@ pub async fn proxy(args: ProxyArgs) -> Result<(), Failure> {
 
 /// Run `work` while watching the monitor, until it completes, a handshake failure ends the
 /// command, or the deadline passes.
-async fn supervise(
+pub(crate) async fn supervise(
     work: impl Future<Output = Result<(), Failure>>,
     mut monitor: Monitor,
     watch: &Watch,
@@ -714,7 +716,7 @@ async fn supervise(
 }
 
 /// What a handshake failure means for the command.
-struct Watch {
+pub(crate) struct Watch {
     /// We are a PLAIN or CURVE client: any handshake failure is an authentication failure.
     client: bool,
     /// We are a PLAIN or CURVE server: failed clients are reported, and we carry on.

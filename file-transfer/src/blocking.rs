@@ -1,0 +1,96 @@
+//! The same transfers on the blocking driver (`zmtp-mio`): each call blocks its thread
+//! until it is over. Give the socket a receive timeout (`set_rcvtimeo`) to give up.
+//!
+//! ```
+//! use zmtp_file::{blocking, RecvOptions};
+//! use zmtp_mio::{Context, SocketType};
+//!
+//! let dir = std::env::temp_dir().join(format!("zmtp-file-blocking-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(dir.join("in"))?;
+//! std::fs::write(dir.join("a.txt"), b"blocking")?;
+//!
+//! let ctx = Context::new()?;
+//! let receiver = ctx.socket(SocketType::Router)?;
+//! let endpoint = receiver.bind("tcp://127.0.0.1:*")?;
+//! let sender = ctx.socket(SocketType::Dealer)?;
+//! sender.connect(&endpoint)?;
+//! let options = RecvOptions::new(dir.join("in"));
+//! let saving = std::thread::spawn(move || blocking::recv_files(&receiver, &options, Some(1), |_| {}));
+//! let report = blocking::send_file(&sender, &dir.join("a.txt"), None, |_| {})?;
+//! assert_eq!(report.sent, 8);
+//! let outcomes = saving.join().unwrap()?;
+//! assert!(outcomes[0].clone().saved().is_some());
+//! assert_eq!(std::fs::read(dir.join("in/a.txt"))?, b"blocking");
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::path::Path;
+
+use zmtp_async::{Bytes, Message};
+use zmtp_mio::Socket;
+
+use crate::{
+    one_saved, FileReceiver, FileSender, Outcome, Progress, RecvEvent, RecvOptions, Saved,
+    SendReport, SendStep, TransferError,
+};
+
+fn send(socket: &Socket, frames: Vec<Bytes>) -> Result<(), TransferError> {
+    socket
+        .send(Message::from(frames))
+        .map(|_| ())
+        .map_err(TransferError::Socket)
+}
+
+/// [`crate::send_file`] on a blocking DEALER.
+pub fn send_file(
+    socket: &Socket,
+    path: &Path,
+    name: Option<&str>,
+    mut progress: impl FnMut(Progress),
+) -> Result<SendReport, TransferError> {
+    let mut sender = FileSender::open(path, name, &mut progress)?;
+    send(socket, sender.offer())?;
+    loop {
+        let msg = socket.recv()?;
+        match sender.handle(msg.frames(), &mut progress) {
+            SendStep::Reply(frames) => send(socket, frames)?,
+            SendStep::Done(report) => return Ok(report),
+            SendStep::Failed { reply, error } => {
+                if let Some(frames) = reply {
+                    let _ = send(socket, frames);
+                }
+                return Err(error);
+            }
+        }
+    }
+}
+
+/// [`crate::recv_files`] on a blocking ROUTER.
+pub fn recv_files(
+    socket: &Socket,
+    options: &RecvOptions,
+    count: Option<u64>,
+    mut events: impl FnMut(&RecvEvent),
+) -> Result<Vec<Outcome>, TransferError> {
+    let mut receiver = FileReceiver::new(options.clone());
+    let mut outcomes = Vec::new();
+    while count.is_none_or(|c| (outcomes.len() as u64) < c) {
+        let msg = socket.recv()?;
+        let handled = receiver.handle(msg.into_frames(), &mut events);
+        for reply in handled.replies {
+            send(socket, reply)?;
+        }
+        outcomes.extend(handled.ended);
+    }
+    Ok(outcomes)
+}
+
+/// [`crate::recv_file`] on a blocking ROUTER.
+pub fn recv_file(
+    socket: &Socket,
+    options: &RecvOptions,
+    events: impl FnMut(&RecvEvent),
+) -> Result<Saved, TransferError> {
+    one_saved(recv_files(socket, options, Some(1), events)?.pop())
+}

@@ -1,0 +1,419 @@
+//! The receiver's side: its transfers, one per sender, with their part files, without a
+//! socket.
+
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use zmtp_async::Bytes;
+
+use crate::sender::command_name;
+use crate::wire::{self, Command, Incoming, Offer, OnDisk, PartInfo, Policy};
+use crate::{Failed, Outcome, RecvEvent, RecvOptions, Saved};
+
+/// Receives files into a directory from any number of senders at once, told apart by the
+/// routing id a ROUTER puts first in every message. Feed it each message the ROUTER
+/// receives ([`handle`](Self::handle)) and send what it answers; the socket is the
+/// caller's.
+///
+/// Each offer is judged by [`wire::judge_offer`] before anything is created, and refused
+/// with `ERROR` when it breaks a rule. An accepted file is written at each CHUNK's offset
+/// into `NAME.part` (next to `NAME.part.offer`, the offer it is for, which lets a later
+/// identical offer resume it), hashed as it arrives, and renamed to `NAME` once whole and
+/// its digest matches; then the sender gets `DONE`. A CHUNK that was not asked for, a
+/// digest mismatch or a write error aborts the transfer with `ERROR` and removes the
+/// part; a sender's `CANCEL` keeps it, to be resumed.
+pub struct FileReceiver {
+    options: RecvOptions,
+    active: HashMap<Bytes, Active>,
+}
+
+impl std::fmt::Debug for FileReceiver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileReceiver")
+            .field("options", &self.options)
+            .field("transfers", &self.active.len())
+            .finish()
+    }
+}
+
+/// What one message led to.
+#[derive(Debug, Default)]
+pub struct Handled {
+    /// The messages to send, in order, each with the routing id first.
+    pub replies: Vec<Vec<Bytes>>,
+    /// The transfer that ended, if one did.
+    pub ended: Option<Outcome>,
+}
+
+impl FileReceiver {
+    /// A receiver saving into `options.dir`.
+    pub fn new(options: RecvOptions) -> FileReceiver {
+        FileReceiver {
+            options,
+            active: HashMap::new(),
+        }
+    }
+
+    /// Transfers in progress.
+    pub fn in_progress(&self) -> usize {
+        self.active.len()
+    }
+
+    /// Handle one message as a ROUTER received it (`frames`: the routing id, then the
+    /// command); `events` hears of each step.
+    pub fn handle(
+        &mut self,
+        mut frames: Vec<Bytes>,
+        events: &mut impl FnMut(&RecvEvent),
+    ) -> Handled {
+        let mut out = Handled::default();
+        if frames.is_empty() {
+            return out;
+        }
+        let peer = frames.remove(0);
+        let reply = |out: &mut Handled, command: Command| {
+            let mut all = vec![peer.clone()];
+            all.extend(command.encode());
+            out.replies.push(all);
+        };
+        let end = |out: &mut Handled, outcome: Outcome, events: &mut dyn FnMut(&RecvEvent)| {
+            let event = RecvEvent::Ended(outcome);
+            events(&event);
+            if let RecvEvent::Ended(o) = event {
+                out.ended = Some(o);
+            }
+        };
+        match Command::decode(&frames) {
+            Ok(Command::Offer(offer)) => {
+                // A new offer replaces what this peer was doing (its part is kept).
+                self.active.remove(&peer);
+                match self.start(&offer) {
+                    Ok(mut t) => {
+                        events(&RecvEvent::Started {
+                            peer: peer.clone(),
+                            name: t.name.clone(),
+                            size: offer.size,
+                            from: t.state.have(),
+                        });
+                        if t.state.is_complete() {
+                            let outcome = finish(t, &peer);
+                            reply(&mut out, outcome_reply(&outcome));
+                            end(&mut out, outcome, events);
+                        } else {
+                            for f in t.state.fetches() {
+                                reply(&mut out, f);
+                            }
+                            self.active.insert(peer.clone(), t);
+                        }
+                    }
+                    Err(reason) => {
+                        reply(&mut out, Command::Error(reason.clone()));
+                        let failed = Failed {
+                            peer: peer.clone(),
+                            name: offer.name,
+                            reason,
+                        };
+                        end(&mut out, Outcome::Failed(failed), events);
+                    }
+                }
+            }
+            Ok(Command::Chunk { offset, data }) => {
+                let Some(t) = self.active.get_mut(&peer) else {
+                    let reason = "a CHUNK without a transfer in progress".to_string();
+                    reply(&mut out, Command::Error(reason.clone()));
+                    events(&RecvEvent::Stray {
+                        peer: peer.clone(),
+                        reason,
+                    });
+                    return out;
+                };
+                let step = t
+                    .state
+                    .on_chunk(offset, data.len())
+                    .map_err(|v| v.0)
+                    .and_then(|()| {
+                        t.file
+                            .write_all_at(&data, offset)
+                            .map_err(|e| format!("cannot write {}: {e}", t.part.display()))
+                    });
+                match step {
+                    Ok(()) => {
+                        t.hasher.feed(data);
+                        events(&RecvEvent::Progress {
+                            peer: peer.clone(),
+                            have: t.state.have(),
+                            size: t.state.size(),
+                        });
+                        if t.state.is_complete() {
+                            let t = self.active.remove(&peer).expect("present");
+                            let outcome = finish(t, &peer);
+                            reply(&mut out, outcome_reply(&outcome));
+                            end(&mut out, outcome, events);
+                        } else {
+                            for f in t.state.fetches() {
+                                reply(&mut out, f);
+                            }
+                        }
+                    }
+                    Err(reason) => {
+                        let t = self.active.remove(&peer).expect("present");
+                        discard(&t.part, &t.record);
+                        reply(&mut out, Command::Error(reason.clone()));
+                        let failed = Failed {
+                            peer: peer.clone(),
+                            name: t.name,
+                            reason,
+                        };
+                        end(&mut out, Outcome::Failed(failed), events);
+                    }
+                }
+            }
+            Ok(Command::Cancel(why)) => {
+                // Never answered: a CANCEL ends the exchange. The part is kept.
+                if let Some(t) = self.active.remove(&peer) {
+                    let failed = Failed {
+                        peer: peer.clone(),
+                        name: t.name,
+                        reason: format!("the sender cancelled: {why}"),
+                    };
+                    end(&mut out, Outcome::Failed(failed), events);
+                }
+            }
+            other => {
+                // Not a sender's message: ERROR, and the end of the peer's transfer if any.
+                let reason = match other {
+                    Ok(c) => format!("unexpected {} from a sender", command_name(&c)),
+                    Err(e) => e.to_string(),
+                };
+                reply(&mut out, Command::Error(reason.clone()));
+                match self.active.remove(&peer) {
+                    Some(t) => {
+                        discard(&t.part, &t.record);
+                        let failed = Failed {
+                            peer: peer.clone(),
+                            name: t.name,
+                            reason,
+                        };
+                        end(&mut out, Outcome::Failed(failed), events);
+                    }
+                    None => events(&RecvEvent::Stray {
+                        peer: peer.clone(),
+                        reason,
+                    }),
+                }
+            }
+        }
+        out
+    }
+
+    /// Judge an offer against the directory and open its part: the new transfer, or why
+    /// not.
+    fn start(&mut self, offer: &Offer) -> Result<Active, String> {
+        let options = &self.options;
+        let active = &mut self.active;
+        let policy = Policy {
+            max_size: options.max_size,
+            overwrite: options.overwrite,
+        };
+        // The name is checked before it is used in any path.
+        wire::check_name(&offer.name)?;
+        let (target, part, record) = part_paths(&options.dir, &offer.name);
+        if let Some((other, t)) = active.iter().find(|(_, t)| t.name == offer.name) {
+            if t.digest != offer.digest || t.state.size() != offer.size {
+                return Err(format!(
+                    "{:?} is being received from another sender",
+                    offer.name
+                ));
+            }
+            // The same file offered again by a new peer: its sender restarted. Take over.
+            let other = other.clone();
+            active.remove(&other);
+        }
+        let recorded = fs::read(&record)
+            .ok()
+            .and_then(|r| wire::decode_part_record(&r));
+        let part_len = fs::metadata(&part).ok().map(|m| m.len());
+        let disk = OnDisk {
+            complete_exists: fs::symlink_metadata(&target).is_ok(),
+            part: match (recorded, part_len) {
+                (Some((size, digest)), Some(len)) => Some(PartInfo { size, digest, len }),
+                _ => None,
+            },
+        };
+        let from = wire::judge_offer(offer, policy, disk)?;
+        let shown = part.display();
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(from == 0)
+            .open(&part)
+            .map_err(|e| format!("cannot create {shown}: {e}"))?;
+        if from == 0 {
+            fs::write(&record, wire::encode_part_record(offer.size, &offer.digest)).map_err(
+                |e| {
+                    discard(&part, &record);
+                    format!("cannot write {}: {e}", record.display())
+                },
+            )?;
+        }
+        // What a resumed part holds counts toward the digest: the worker reads it first.
+        let hasher = file
+            .try_clone()
+            .and_then(|f| HashWorker::start(f, from, options.window as usize))
+            .map_err(|e| format!("cannot hash {shown}: {e}"))?;
+        Ok(Active {
+            name: offer.name.clone(),
+            digest: offer.digest,
+            state: Incoming::new(offer.size, from, options.window, options.chunk),
+            file,
+            hasher,
+            part,
+            record,
+            target,
+        })
+    }
+}
+
+/// A complete transfer: check the digest, rename into place.
+fn finish(t: Active, peer: &Bytes) -> Outcome {
+    let failed = |reason: String| {
+        discard(&t.part, &t.record);
+        Outcome::Failed(Failed {
+            peer: peer.clone(),
+            name: t.name.clone(),
+            reason,
+        })
+    };
+    let digest = match t.hasher.finish() {
+        Ok(d) => d,
+        Err(e) => {
+            let reason = format!("cannot read {}: {e}", t.part.display());
+            discard(&t.part, &t.record);
+            return Outcome::Failed(Failed {
+                peer: peer.clone(),
+                name: t.name,
+                reason,
+            });
+        }
+    };
+    if digest != t.digest {
+        return failed(format!(
+            "{:?}: the SHA-256 of what arrived does not match the offer",
+            t.name
+        ));
+    }
+    if let Err(e) = fs::rename(&t.part, &t.target) {
+        return failed(format!(
+            "cannot rename {} to {}: {e}",
+            t.part.display(),
+            t.target.display()
+        ));
+    }
+    let _ = fs::remove_file(&t.record);
+    Outcome::Saved(Saved {
+        peer: peer.clone(),
+        name: t.name.clone(),
+        path: t.target.clone(),
+        size: t.state.size(),
+        resumed_from: t.state.size() - t.state.fetched(),
+        fetched: t.state.fetched(),
+    })
+}
+
+fn outcome_reply(outcome: &Outcome) -> Command {
+    match outcome {
+        Outcome::Saved(_) => Command::Done,
+        Outcome::Failed(f) => Command::Error(f.reason.clone()),
+    }
+}
+
+/// The SHA-256 of a file as it arrives, computed on a thread of its own so that hashing
+/// overlaps receiving. It is fed the chunks (shared, not copied) in file order, through a
+/// channel of a window's capacity.
+struct HashWorker {
+    chunks: Option<std::sync::mpsc::SyncSender<Bytes>>,
+    done: std::thread::JoinHandle<io::Result<[u8; 32]>>,
+}
+
+impl HashWorker {
+    /// A worker that first hashes the `prefix` bytes `file` holds (a resumed part), then
+    /// each chunk it is given.
+    fn start(file: File, prefix: u64, capacity: usize) -> io::Result<HashWorker> {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Bytes>(capacity.max(1));
+        let done = std::thread::Builder::new()
+            .name("zmtp-file-sha256".into())
+            .spawn(move || {
+                let mut hasher = Sha256::new();
+                hash_prefix(&file, prefix, &mut hasher)?;
+                drop(file);
+                for chunk in rx {
+                    hasher.update(&chunk);
+                }
+                Ok(hasher.finalize().into())
+            })?;
+        Ok(HashWorker {
+            chunks: Some(tx),
+            done,
+        })
+    }
+
+    /// Hash `chunk` next (waits while the worker is a window behind).
+    fn feed(&self, chunk: Bytes) {
+        if let Some(tx) = &self.chunks {
+            // The worker only stops early on a read error, which `finish` reports.
+            let _ = tx.send(chunk);
+        }
+    }
+
+    /// The digest of everything fed.
+    fn finish(mut self) -> io::Result<[u8; 32]> {
+        self.chunks = None;
+        self.done
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the hashing thread panicked")))
+    }
+}
+
+/// One transfer in progress.
+struct Active {
+    name: String,
+    digest: [u8; 32],
+    state: Incoming,
+    file: File,
+    hasher: HashWorker,
+    part: PathBuf,
+    record: PathBuf,
+    target: PathBuf,
+}
+
+fn part_paths(dir: &Path, name: &str) -> (PathBuf, PathBuf, PathBuf) {
+    (
+        dir.join(name),
+        dir.join(format!("{name}.part")),
+        dir.join(format!("{name}.part.offer")),
+    )
+}
+
+/// Remove a part and its record (best effort: they may not exist).
+fn discard(part: &Path, record: &Path) {
+    let _ = fs::remove_file(part);
+    let _ = fs::remove_file(record);
+}
+
+/// Hash the first `len` bytes of `file` into `hasher` (a resumed part's content).
+fn hash_prefix(file: &File, len: u64, hasher: &mut Sha256) -> io::Result<()> {
+    let mut buf = vec![0; 1 << 20];
+    let mut at = 0u64;
+    while at < len {
+        let n = (len - at).min(buf.len() as u64) as usize;
+        file.read_exact_at(&mut buf[..n], at)?;
+        hasher.update(&buf[..n]);
+        at += n as u64;
+    }
+    Ok(())
+}

@@ -1,0 +1,653 @@
+//! The wire format and the two sides' state machines, without any I/O.
+//!
+//! Every message is a ZeroMQ multipart message whose first frame is an ASCII command;
+//! integers are big-endian. A ROUTER receiver sees the sender's routing id before these
+//! frames, and sends it first to address an answer; a DEALER sender sees only these frames.
+//!
+//! | command  | direction         | frames after the command                        |
+//! |----------|-------------------|-------------------------------------------------|
+//! | `OFFER`  | sender → receiver | name (UTF-8, 1–255 bytes), size (u64), SHA-256 (32 bytes) |
+//! | `FETCH`  | receiver → sender | offset (u64), length (u32)                      |
+//! | `CHUNK`  | sender → receiver | offset (u64), data                              |
+//! | `DONE`   | receiver → sender | none                                            |
+//! | `ERROR`  | receiver → sender | reason (UTF-8)                                  |
+//! | `CANCEL` | sender → receiver | reason (UTF-8)                                  |
+
+use std::collections::VecDeque;
+use std::fmt;
+
+use zmtp_async::Bytes;
+
+/// The longest file name an `OFFER` may carry, in bytes.
+pub const NAME_MAX: usize = 255;
+
+/// The longest range a `FETCH` may ask for (16 MiB): a sender refuses longer ones, so that
+/// a receiver cannot make it hold more than the window of these.
+pub const FETCH_MAX: u32 = 16 << 20;
+
+/// The default number of ranges a receiver keeps outstanding.
+pub const DEFAULT_WINDOW: u32 = 8;
+
+/// The default length of the ranges a receiver asks for (256 KiB).
+pub const DEFAULT_CHUNK: u32 = 256 << 10;
+
+/// One message of the protocol, decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// The sender offers a file.
+    Offer(Offer),
+    /// The receiver asks for `length` bytes at `offset`.
+    Fetch {
+        /// Where the range starts.
+        offset: u64,
+        /// How many bytes it holds.
+        length: u32,
+    },
+    /// The sender's answer to a `FETCH`: the bytes at `offset`.
+    Chunk {
+        /// Where the bytes go.
+        offset: u64,
+        /// The bytes.
+        data: Bytes,
+    },
+    /// The receiver has the whole file and its digest matches.
+    Done,
+    /// The receiver refuses or aborts the transfer, and says why.
+    Error(String),
+    /// The sender gives up, and says why.
+    Cancel(String),
+}
+
+/// What an `OFFER` says about the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Offer {
+    /// The name the file is to have on the receiver's side (not yet checked: see
+    /// [`check_name`]).
+    pub name: String,
+    /// Its length in bytes.
+    pub size: u64,
+    /// The SHA-256 of its content.
+    pub digest: [u8; 32],
+}
+
+/// Why a message is not one of the protocol's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Malformed(pub String);
+
+impl fmt::Display for Malformed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "malformed message: {}", self.0)
+    }
+}
+
+impl std::error::Error for Malformed {}
+
+fn u64_frame(v: u64) -> Bytes {
+    Bytes::copy_from_slice(&v.to_be_bytes())
+}
+
+fn text(frame: &Bytes, what: &str) -> Result<String, Malformed> {
+    std::str::from_utf8(frame)
+        .map(str::to_owned)
+        .map_err(|_| Malformed(format!("the {what} is not UTF-8")))
+}
+
+fn fixed<const N: usize>(frame: &Bytes, what: &str) -> Result<[u8; N], Malformed> {
+    <[u8; N]>::try_from(&frame[..])
+        .map_err(|_| Malformed(format!("the {what} is {} bytes, not {N}", frame.len())))
+}
+
+impl Command {
+    /// The frames of this command, command frame first.
+    pub fn encode(&self) -> Vec<Bytes> {
+        match self {
+            Command::Offer(o) => vec![
+                Bytes::from_static(b"OFFER"),
+                Bytes::copy_from_slice(o.name.as_bytes()),
+                u64_frame(o.size),
+                Bytes::copy_from_slice(&o.digest),
+            ],
+            Command::Fetch { offset, length } => vec![
+                Bytes::from_static(b"FETCH"),
+                u64_frame(*offset),
+                Bytes::copy_from_slice(&length.to_be_bytes()),
+            ],
+            Command::Chunk { offset, data } => vec![
+                Bytes::from_static(b"CHUNK"),
+                u64_frame(*offset),
+                data.clone(),
+            ],
+            Command::Done => vec![Bytes::from_static(b"DONE")],
+            Command::Error(reason) => vec![
+                Bytes::from_static(b"ERROR"),
+                Bytes::copy_from_slice(reason.as_bytes()),
+            ],
+            Command::Cancel(reason) => vec![
+                Bytes::from_static(b"CANCEL"),
+                Bytes::copy_from_slice(reason.as_bytes()),
+            ],
+        }
+    }
+
+    /// The command `frames` hold (the routing id, if any, already taken off). Every frame
+    /// count and length is checked; nothing else is (names: [`check_name`]).
+    pub fn decode(frames: &[Bytes]) -> Result<Command, Malformed> {
+        let Some((command, rest)) = frames.split_first() else {
+            return Err(Malformed("no frames".into()));
+        };
+        let want = |n: usize| -> Result<(), Malformed> {
+            if rest.len() == n {
+                Ok(())
+            } else {
+                Err(Malformed(format!(
+                    "{} takes {n} frames after the command, not {}",
+                    String::from_utf8_lossy(command),
+                    rest.len()
+                )))
+            }
+        };
+        match &command[..] {
+            b"OFFER" => {
+                want(3)?;
+                Ok(Command::Offer(Offer {
+                    name: text(&rest[0], "name")?,
+                    size: u64::from_be_bytes(fixed(&rest[1], "size")?),
+                    digest: fixed(&rest[2], "digest")?,
+                }))
+            }
+            b"FETCH" => {
+                want(2)?;
+                Ok(Command::Fetch {
+                    offset: u64::from_be_bytes(fixed(&rest[0], "offset")?),
+                    length: u32::from_be_bytes(fixed(&rest[1], "length")?),
+                })
+            }
+            b"CHUNK" => {
+                want(2)?;
+                Ok(Command::Chunk {
+                    offset: u64::from_be_bytes(fixed(&rest[0], "offset")?),
+                    data: rest[1].clone(),
+                })
+            }
+            b"DONE" => want(0).map(|()| Command::Done),
+            b"ERROR" => {
+                want(1)?;
+                Ok(Command::Error(
+                    String::from_utf8_lossy(&rest[0]).into_owned(),
+                ))
+            }
+            b"CANCEL" => {
+                want(1)?;
+                Ok(Command::Cancel(
+                    String::from_utf8_lossy(&rest[0]).into_owned(),
+                ))
+            }
+            other => Err(Malformed(format!(
+                "unknown command {:?}",
+                String::from_utf8_lossy(other)
+            ))),
+        }
+    }
+}
+
+/// Whether `name` may be a file name in the receiver's directory: 1 to [`NAME_MAX`] bytes,
+/// no `/`, `\`, NUL or other control character, and neither `.` nor `..`. Names that pass
+/// cannot point outside the directory.
+pub fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("the file name is empty".into());
+    }
+    if name.len() > NAME_MAX {
+        return Err(format!(
+            "the file name is {} bytes long (at most {NAME_MAX})",
+            name.len()
+        ));
+    }
+    if name == "." || name == ".." {
+        return Err(format!("the file name {name:?} is not a file's"));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|&c| c == '/' || c == '\\' || c.is_control())
+    {
+        return Err(format!(
+            "the file name {name:?} contains {c:?} (no path separators or control characters)"
+        ));
+    }
+    Ok(())
+}
+
+/// What the receiver knows of a file it is offered, gathered by the caller from its
+/// directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OnDisk {
+    /// A file of the offered name exists (complete: the final name only appears then).
+    pub complete_exists: bool,
+    /// The part file left by an earlier transfer: its recorded offer (size and digest) and
+    /// its length.
+    pub part: Option<PartInfo>,
+}
+
+/// A part file and the offer it was started for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartInfo {
+    /// The size the earlier offer announced.
+    pub size: u64,
+    /// The digest the earlier offer announced.
+    pub digest: [u8; 32],
+    /// How many bytes the part holds.
+    pub len: u64,
+}
+
+/// The receiver's rules for offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    /// The largest size accepted.
+    pub max_size: u64,
+    /// Replace a complete file of the same name.
+    pub overwrite: bool,
+}
+
+/// Decide on an offer: `Ok(offset)` to accept it and fetch from `offset` (the part's
+/// length when the part was started for the same size and digest, else 0), or `Err(reason)`
+/// to refuse it (answered with `ERROR`).
+pub fn judge_offer(offer: &Offer, policy: Policy, disk: OnDisk) -> Result<u64, String> {
+    check_name(&offer.name)?;
+    if offer.size > policy.max_size {
+        return Err(format!(
+            "{:?} is {} bytes, more than the {} this receiver takes",
+            offer.name, offer.size, policy.max_size
+        ));
+    }
+    if disk.complete_exists && !policy.overwrite {
+        return Err(format!("{:?} exists already", offer.name));
+    }
+    Ok(match disk.part {
+        Some(p) if p.size == offer.size && p.digest == offer.digest && p.len <= offer.size => p.len,
+        _ => 0,
+    })
+}
+
+/// Why a transfer is aborted: the peer broke the protocol.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation(pub String);
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Violation {}
+
+/// The receiver's side of one transfer: which ranges it has asked for, in order, and how
+/// much of the file it has. A CHUNK must answer the oldest outstanding FETCH (ZeroMQ keeps
+/// a connection's messages in order, and a sender answers in the order asked), with
+/// exactly its length: the file then grows as a prefix, which is what resuming relies on.
+#[derive(Debug, Clone)]
+pub struct Incoming {
+    size: u64,
+    /// The end of the ranges asked for so far.
+    asked: u64,
+    /// The end of what has arrived (everything before it has).
+    have: u64,
+    /// Where the transfer started (a resumed one: the part's length).
+    start: u64,
+    outstanding: VecDeque<(u64, u32)>,
+    window: usize,
+    chunk: u32,
+}
+
+impl Incoming {
+    /// A transfer of a `size`-byte file of which the first `start` bytes are there, asking
+    /// for at most `window` ranges of `chunk` bytes at a time (both at least 1; `chunk` at
+    /// most [`FETCH_MAX`]).
+    pub fn new(size: u64, start: u64, window: u32, chunk: u32) -> Incoming {
+        let start = start.min(size);
+        Incoming {
+            size,
+            asked: start,
+            have: start,
+            start,
+            outstanding: VecDeque::new(),
+            window: window.max(1) as usize,
+            chunk: chunk.clamp(1, FETCH_MAX),
+        }
+    }
+
+    /// The ranges to ask for now: as many as the window has room for.
+    pub fn fetches(&mut self) -> Vec<Command> {
+        let mut out = Vec::new();
+        while self.outstanding.len() < self.window && self.asked < self.size {
+            let length = (self.size - self.asked).min(u64::from(self.chunk)) as u32;
+            self.outstanding.push_back((self.asked, length));
+            out.push(Command::Fetch {
+                offset: self.asked,
+                length,
+            });
+            self.asked += u64::from(length);
+        }
+        out
+    }
+
+    /// Check a CHUNK of `len` bytes at `offset`: `Ok` when it answers the oldest
+    /// outstanding FETCH exactly (its bytes may then be written at `offset`).
+    pub fn on_chunk(&mut self, offset: u64, len: usize) -> Result<(), Violation> {
+        if offset.saturating_add(len as u64) > self.size {
+            return Err(Violation(format!(
+                "a CHUNK of {len} bytes at {offset} goes past the offered size {}",
+                self.size
+            )));
+        }
+        let Some(&(want_offset, want_len)) = self.outstanding.front() else {
+            return Err(Violation(format!(
+                "a CHUNK at {offset} that was not asked for (nothing is outstanding)"
+            )));
+        };
+        if offset != want_offset {
+            return Err(Violation(format!(
+                "a CHUNK at {offset} that was not asked for (the next range asked for is at \
+                 {want_offset})"
+            )));
+        }
+        if len != want_len as usize {
+            let how = if len > want_len as usize {
+                "longer"
+            } else {
+                "shorter"
+            };
+            return Err(Violation(format!(
+                "a CHUNK of {len} bytes at {offset}, {how} than the {want_len} asked for"
+            )));
+        }
+        self.outstanding.pop_front();
+        self.have += len as u64;
+        Ok(())
+    }
+
+    /// Whether every byte has arrived.
+    pub fn is_complete(&self) -> bool {
+        self.have == self.size
+    }
+
+    /// Bytes of the file there so far.
+    pub fn have(&self) -> u64 {
+        self.have
+    }
+
+    /// Bytes that arrived in CHUNKs (not counting what a resumed part held).
+    pub fn fetched(&self) -> u64 {
+        self.have - self.start
+    }
+
+    /// The offered size.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+}
+
+/// The sender's side: a FETCH is answered only within the file and [`FETCH_MAX`].
+#[derive(Debug, Clone, Copy)]
+pub struct Outgoing {
+    size: u64,
+    sent: u64,
+}
+
+impl Outgoing {
+    /// Sending a `size`-byte file.
+    pub fn new(size: u64) -> Outgoing {
+        Outgoing { size, sent: 0 }
+    }
+
+    /// Check a FETCH; `Ok` when it may be answered with the `length` bytes at `offset`.
+    pub fn on_fetch(&mut self, offset: u64, length: u32) -> Result<(), Violation> {
+        if length == 0 || length > FETCH_MAX {
+            return Err(Violation(format!(
+                "a FETCH of {length} bytes (1 to {FETCH_MAX})"
+            )));
+        }
+        if offset.saturating_add(u64::from(length)) > self.size {
+            return Err(Violation(format!(
+                "a FETCH of {length} bytes at {offset}, past the end of the {}-byte file",
+                self.size
+            )));
+        }
+        self.sent += u64::from(length);
+        Ok(())
+    }
+
+    /// Bytes answered so far.
+    pub fn sent(&self) -> u64 {
+        self.sent
+    }
+}
+
+/// The part file's record of the offer it was started for: size (u64, big-endian) then
+/// digest, 40 bytes, kept next to the part.
+pub fn encode_part_record(size: u64, digest: &[u8; 32]) -> [u8; 40] {
+    let mut out = [0; 40];
+    out[..8].copy_from_slice(&size.to_be_bytes());
+    out[8..].copy_from_slice(digest);
+    out
+}
+
+/// The size and digest of a part record; `None` unless it is exactly 40 bytes.
+pub fn decode_part_record(bytes: &[u8]) -> Option<(u64, [u8; 32])> {
+    let bytes: &[u8; 40] = bytes.try_into().ok()?;
+    let (size, digest) = bytes.split_at(8);
+    Some((
+        u64::from_be_bytes(size.try_into().ok()?),
+        digest.try_into().ok()?,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offer(name: &str, size: u64) -> Offer {
+        Offer {
+            name: name.into(),
+            size,
+            digest: [7; 32],
+        }
+    }
+
+    const POLICY: Policy = Policy {
+        max_size: 1000,
+        overwrite: false,
+    };
+
+    #[test]
+    fn every_command_round_trips() {
+        for c in [
+            Command::Offer(offer("a.txt", 1 << 40)),
+            Command::Fetch {
+                offset: 1 << 33,
+                length: 262_144,
+            },
+            Command::Chunk {
+                offset: 5,
+                data: Bytes::from_static(b"hello"),
+            },
+            Command::Done,
+            Command::Error("no".into()),
+            Command::Cancel("bye".into()),
+        ] {
+            assert_eq!(Command::decode(&c.encode()), Ok(c));
+        }
+    }
+
+    #[test]
+    fn integers_are_big_endian() {
+        let f = Command::Fetch {
+            offset: 0x0102,
+            length: 0x0304,
+        }
+        .encode();
+        assert_eq!(&f[0][..], b"FETCH");
+        assert_eq!(&f[1][..], &[0, 0, 0, 0, 0, 0, 1, 2]);
+        assert_eq!(&f[2][..], &[0, 0, 3, 4]);
+    }
+
+    #[test]
+    fn malformed_messages_are_refused() {
+        let b = |s: &'static [u8]| Bytes::from_static(s);
+        for frames in [
+            vec![],
+            vec![b(b"NOPE")],
+            vec![b(b"OFFER"), b(b"x"), b(&[0; 8])],
+            vec![b(b"OFFER"), b(b"x"), b(&[0; 7]), b(&[0; 32])],
+            vec![b(b"OFFER"), b(b"x"), b(&[0; 8]), b(&[0; 31])],
+            vec![b(b"OFFER"), b(&[0xff]), b(&[0; 8]), b(&[0; 32])],
+            vec![b(b"FETCH"), b(&[0; 8]), b(&[0; 8])],
+            vec![b(b"CHUNK"), b(&[0; 8])],
+            vec![b(b"DONE"), b(b"")],
+        ] {
+            assert!(Command::decode(&frames).is_err(), "{frames:?}");
+        }
+    }
+
+    #[test]
+    fn unsafe_names_are_refused() {
+        for bad in [
+            "",
+            ".",
+            "..",
+            "a/b",
+            "../x",
+            "a\\b",
+            "a\0b",
+            "a\nb",
+            "\u{7f}",
+            "\u{85}x",
+            &"x".repeat(256),
+        ] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+            assert!(judge_offer(&offer(bad, 1), POLICY, OnDisk::default()).is_err());
+        }
+        for good in ["a", "...", ".hidden", "résumé.pdf", &"x".repeat(255)] {
+            assert_eq!(check_name(good), Ok(()), "{good:?}");
+        }
+    }
+
+    #[test]
+    fn offers_are_judged_on_size_existence_and_part() {
+        assert!(judge_offer(&offer("a", 1001), POLICY, OnDisk::default())
+            .unwrap_err()
+            .contains("1001"));
+        assert_eq!(
+            judge_offer(&offer("a", 1000), POLICY, OnDisk::default()),
+            Ok(0)
+        );
+        let exists = OnDisk {
+            complete_exists: true,
+            part: None,
+        };
+        assert!(judge_offer(&offer("a", 5), POLICY, exists).is_err());
+        let overwrite = Policy {
+            overwrite: true,
+            ..POLICY
+        };
+        assert_eq!(judge_offer(&offer("a", 5), overwrite, exists), Ok(0));
+        let part = |size, digest, len| OnDisk {
+            complete_exists: false,
+            part: Some(PartInfo { size, digest, len }),
+        };
+        // The same offer resumes at the part's length; another starts over.
+        assert_eq!(
+            judge_offer(&offer("a", 500), POLICY, part(500, [7; 32], 123)),
+            Ok(123)
+        );
+        assert_eq!(
+            judge_offer(&offer("a", 500), POLICY, part(500, [8; 32], 123)),
+            Ok(0)
+        );
+        assert_eq!(
+            judge_offer(&offer("a", 500), POLICY, part(499, [7; 32], 123)),
+            Ok(0)
+        );
+        assert_eq!(
+            judge_offer(&offer("a", 500), POLICY, part(500, [7; 32], 501)),
+            Ok(0)
+        );
+    }
+
+    #[test]
+    fn the_window_bounds_the_ranges_outstanding() {
+        let mut t = Incoming::new(1000, 0, 3, 100);
+        let first = t.fetches();
+        assert_eq!(first.len(), 3);
+        assert_eq!(
+            first[2],
+            Command::Fetch {
+                offset: 200,
+                length: 100
+            }
+        );
+        assert!(t.fetches().is_empty(), "no credit left");
+        t.on_chunk(0, 100).unwrap();
+        assert_eq!(
+            t.fetches(),
+            [Command::Fetch {
+                offset: 300,
+                length: 100
+            }]
+        );
+        assert_eq!(t.have(), 100);
+    }
+
+    #[test]
+    fn the_last_range_is_short_and_resume_starts_at_the_part() {
+        let mut t = Incoming::new(250, 120, 8, 100);
+        assert_eq!(
+            t.fetches(),
+            [
+                Command::Fetch {
+                    offset: 120,
+                    length: 100
+                },
+                Command::Fetch {
+                    offset: 220,
+                    length: 30
+                }
+            ]
+        );
+        t.on_chunk(120, 100).unwrap();
+        t.on_chunk(220, 30).unwrap();
+        assert!(t.is_complete());
+        assert_eq!(t.fetched(), 130);
+        assert!(Incoming::new(0, 0, 8, 100).is_complete());
+    }
+
+    #[test]
+    fn chunks_not_asked_for_abort() {
+        let mut t = Incoming::new(1000, 0, 2, 100);
+        assert!(t.on_chunk(0, 100).is_err(), "nothing asked yet");
+        t.fetches();
+        assert!(t.on_chunk(100, 100).unwrap_err().0.contains("not asked"));
+        assert!(t.on_chunk(0, 101).unwrap_err().0.contains("longer"));
+        assert!(t.on_chunk(0, 99).unwrap_err().0.contains("shorter"));
+        assert!(t.on_chunk(950, 100).unwrap_err().0.contains("past"));
+        assert!(t.on_chunk(u64::MAX, 1).unwrap_err().0.contains("past"));
+        assert_eq!(t.have(), 0);
+    }
+
+    #[test]
+    fn a_sender_answers_only_fetches_within_the_file() {
+        let mut s = Outgoing::new(1000);
+        assert!(s.on_fetch(0, 0).is_err());
+        assert!(s.on_fetch(0, FETCH_MAX + 1).is_err());
+        assert!(s.on_fetch(999, 2).is_err());
+        assert!(s.on_fetch(u64::MAX, 1).is_err());
+        s.on_fetch(900, 100).unwrap();
+        assert_eq!(s.sent(), 100);
+    }
+
+    #[test]
+    fn part_records_round_trip() {
+        let r = encode_part_record(42, &[9; 32]);
+        assert_eq!(decode_part_record(&r), Some((42, [9; 32])));
+        assert_eq!(decode_part_record(&r[..39]), None);
+    }
+}

@@ -1,0 +1,196 @@
+//! `zmtp send-file` and `zmtp recv-file`: a DEALER or a ROUTER opened as `send` and `recv`
+//! open theirs (endpoints, security, monitor, deadline), running the file transfer
+//! protocol of the `zmtp-file` crate, with progress bars on a terminal.
+
+use std::io::IsTerminal;
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tokio::time::Instant;
+use zmtp_file::{Outcome, Phase, RecvEvent, TransferError};
+use zmtp_tokio::Bytes;
+
+use crate::args::{RecvFileArgs, SendFileArgs};
+use crate::run::{before, note, open, supervise};
+use crate::{hex, print_stdout, Failure};
+
+/// A transfer error as the command's failure.
+fn failure(e: TransferError) -> Failure {
+    match e {
+        TransferError::BadName(m) => Failure::Usage(format!("--name: {m}")),
+        e => Failure::Runtime(e.to_string()),
+    }
+}
+
+/// Progress bars drawn on standard error, or nothing when it is not a terminal.
+fn bars() -> Option<MultiProgress> {
+    std::io::stderr()
+        .is_terminal()
+        .then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()))
+}
+
+/// A bar of `total` bytes showing the rate and the time left.
+fn bar(multi: &MultiProgress, total: u64, label: String) -> ProgressBar {
+    let style = ProgressStyle::with_template(
+        "{msg} [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta}",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_bar())
+    .progress_chars("=> ");
+    let bar = multi.add(ProgressBar::new(total));
+    bar.set_style(style);
+    bar.set_message(label);
+    bar
+}
+
+/// `zmtp send-file`.
+pub async fn send_file(args: SendFileArgs) -> Result<(), Failure> {
+    let timeout = args.socket.timeout;
+    let deadline = timeout.map(|t| Instant::now() + t);
+    let verbose = args.socket.verbose;
+    let (socket, monitor, watch, _) = before(deadline, timeout, open(&args.socket)).await?;
+    let multi = bars();
+    let work = async move {
+        let mut shown: Option<(Phase, ProgressBar)> = None;
+        let result = zmtp_file::send_file(&socket, &args.file, args.name.as_deref(), |p| {
+            let Some(multi) = &multi else { return };
+            if shown.as_ref().is_none_or(|(phase, _)| *phase != p.phase) {
+                if let Some((_, old)) = shown.take() {
+                    old.finish_and_clear();
+                }
+                let label = match p.phase {
+                    Phase::Hashing => "hashing",
+                    Phase::Sending => "sending",
+                };
+                let b = bar(multi, p.total, label.into());
+                if p.phase == Phase::Sending {
+                    // A resumed transfer starts at the receiver's part: rate from there.
+                    b.set_position(p.done);
+                    b.reset_eta();
+                }
+                shown = Some((p.phase, b));
+            }
+            if let Some((_, b)) = &shown {
+                b.set_position(p.done);
+            }
+        })
+        .await;
+        if let Some((_, b)) = shown {
+            b.finish_and_clear();
+        }
+        let report = result.map_err(failure)?;
+        if verbose {
+            note(&format!(
+                "sent {:?}: {} bytes, {} of them in this transfer",
+                report.name, report.size, report.sent
+            ));
+        }
+        socket.close().await;
+        Ok(())
+    };
+    supervise(work, monitor, &watch, deadline, timeout).await
+}
+
+/// A routing id in words.
+fn peer_text(peer: &Bytes) -> String {
+    let mut out = Vec::new();
+    hex::encode_into(peer, &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `zmtp recv-file`.
+pub async fn recv_file(args: RecvFileArgs) -> Result<(), Failure> {
+    let dir = &args.options.dir;
+    if !dir.is_dir() {
+        return Err(Failure::Usage(format!(
+            "--dir {}: not a directory (see 'zmtp recv-file --help')",
+            dir.display()
+        )));
+    }
+    let timeout = args.socket.timeout;
+    let deadline = timeout.map(|t| Instant::now() + t);
+    let verbose = args.socket.verbose;
+    let (socket, monitor, watch, _) = before(deadline, timeout, open(&args.socket)).await?;
+    let multi = bars();
+    let work = async move {
+        let mut shown: std::collections::HashMap<Bytes, ProgressBar> = Default::default();
+        let mut printed: Result<(), Failure> = Ok(());
+        let outcomes = zmtp_file::recv_files(&socket, &args.options, args.count, |e| match e {
+            RecvEvent::Started {
+                peer,
+                name,
+                size,
+                from,
+            } => {
+                if verbose {
+                    note(&format!(
+                        "receiving {name:?} ({size} bytes) from {}, from byte {from}",
+                        peer_text(peer)
+                    ));
+                }
+                if let Some(multi) = &multi {
+                    let b = bar(multi, *size, name.clone());
+                    b.set_position(*from);
+                    b.reset_eta();
+                    shown.insert(peer.clone(), b);
+                }
+            }
+            RecvEvent::Progress { peer, have, .. } => {
+                if let Some(b) = shown.get(peer) {
+                    b.set_position(*have);
+                }
+            }
+            RecvEvent::Ended(outcome) => {
+                let peer = match outcome {
+                    Outcome::Saved(s) => &s.peer,
+                    Outcome::Failed(f) => &f.peer,
+                };
+                if let Some(b) = shown.remove(peer) {
+                    b.finish_and_clear();
+                }
+                match outcome {
+                    Outcome::Saved(s) => {
+                        if verbose {
+                            note(&format!(
+                                "saved {:?}: {} bytes, {} fetched, resumed at {}",
+                                s.name, s.size, s.fetched, s.resumed_from
+                            ));
+                        }
+                        if printed.is_ok() {
+                            let line = format!("{}\n", s.path.display());
+                            printed = print_stdout(line.as_bytes());
+                        }
+                    }
+                    Outcome::Failed(f) => note(&format!(
+                        "refused {:?} from {}: {}",
+                        f.name,
+                        peer_text(&f.peer),
+                        f.reason
+                    )),
+                }
+            }
+            RecvEvent::Stray { peer, reason } => {
+                if verbose {
+                    note(&format!(
+                        "answered {} with ERROR: {reason}",
+                        peer_text(peer)
+                    ));
+                }
+            }
+        })
+        .await
+        .map_err(failure)?;
+        printed?;
+        socket.close().await;
+        let failed = outcomes
+            .iter()
+            .filter(|o| matches!(o, Outcome::Failed(_)))
+            .count();
+        if failed > 0 {
+            return Err(Failure::Runtime(format!(
+                "{failed} of {} transfers failed",
+                outcomes.len()
+            )));
+        }
+        Ok(())
+    };
+    supervise(work, monitor, &watch, deadline, timeout).await
+}
