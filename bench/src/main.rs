@@ -48,7 +48,8 @@ use peer::{Flavor, Impl, PeerArgs, Role};
 const USAGE: &str = "\
 usage: zmtp-bench [options]
 
-Runs zmtp-tokio, zmtp-smol and zmtp-mio side by side with their anchors (libzmq, monocoque-rs,
+Runs zmtp-tokio, zmtp-smol and zmtp-mio (on epoll: mio, and on io_uring: uring) side by side
+with their anchors (libzmq, monocoque-rs,
 a raw-socket floor; zeromq (zmq.rs) with --features zmqrs), each as two processes over loopback,
 taking turns run by run, and prints a table of medians and one of per-round ratios.
 Build with --release: cargo run --release -p zmtp-bench -- [options]
@@ -65,7 +66,7 @@ options:
                         and gives the share of datagrams lost; ws and udp rows get a
                         third table, against our tcp figure of the same round
   --test LIST           push,pub,reqrep (default: all)
-  --impl LIST           tokio (or ours),smol,mio,libzmq,monocoque,raw[,zmqrs], or all
+  --impl LIST           tokio (or ours),smol,mio,uring,libzmq,monocoque,raw[,zmqrs], or all
                         (default: all; zmqrs only in a build with --features zmqrs)
   --runtime R           the tokio driver's runtime: current, multi, both, hop (current-thread with a
                         channel hop per sent message) or current,hop (default: current)
@@ -683,7 +684,8 @@ struct Pair {
     anchor: usize,
 }
 
-/// The pairs compared: each of ours against each anchor, then smol and mio against tokio.
+/// The pairs compared: each of ours against each anchor, then smol, mio and uring against
+/// tokio, and uring against mio.
 fn pairs(variants: &[Variant]) -> Vec<Pair> {
     let ours: Vec<usize> = (0..variants.len())
         .filter(|&i| variants[i].imp.is_ours())
@@ -701,6 +703,14 @@ fn pairs(variants: &[Variant]) -> Vec<Pair> {
                 anchor: tokio,
             });
         }
+    }
+    let mio = variants.iter().position(|v| v.imp == Impl::Mio);
+    let uring = variants.iter().position(|v| v.imp == Impl::Uring);
+    if let (Some(mio), Some(uring)) = (mio, uring) {
+        out.push(Pair {
+            ours: uring,
+            anchor: mio,
+        });
     }
     out
 }

@@ -1,4 +1,5 @@
-//! The peers on our mio driver, written as a blocking application would: `send_many` and
+//! The peers on our mio driver (on either backend: epoll, or io_uring for `uring`), written
+//! as a blocking application would: `send_many` and
 //! `recv_many` (or, with `--api each`, `send_slice` and `recv`) in a loop.
 
 use std::fmt::Display;
@@ -17,7 +18,11 @@ fn err(e: impl Display) -> String {
 
 /// Run one peer with its own context.
 pub fn run(args: &PeerArgs) -> Result<Option<String>, String> {
-    let ctx = Context::new().map_err(err)?;
+    let backend = match args.imp {
+        crate::peer::Impl::Uring => zmtp_mio::Backend::IoUring,
+        _ => zmtp_mio::Backend::Mio,
+    };
+    let ctx = Context::with_backend(backend).map_err(err)?;
     match args.role {
         Role::Pull => pull(&ctx, args),
         Role::Push => push(&ctx, args),

@@ -71,6 +71,8 @@ pub enum Impl {
     Smol,
     /// `zmtp-mio`: blocking sockets on our own reactor.
     Mio,
+    /// `zmtp-mio` with its I/O thread on an io_uring (`Backend::IoUring`).
+    Uring,
     /// The system libzmq.
     Libzmq,
     /// monocoque-rs on its tokio backend (an anchor: another Rust ZeroMQ).
@@ -139,6 +141,7 @@ impl Impl {
             Impl::Tokio => "tokio",
             Impl::Smol => "smol",
             Impl::Mio => "mio",
+            Impl::Uring => "uring",
             Impl::Libzmq => "libzmq",
             Impl::Monocoque => "monocoque",
             Impl::Raw => "raw",
@@ -153,6 +156,7 @@ impl Impl {
             Impl::Tokio,
             Impl::Smol,
             Impl::Mio,
+            Impl::Uring,
             Impl::Libzmq,
             Impl::Monocoque,
             Impl::Raw,
@@ -163,7 +167,7 @@ impl Impl {
 
     /// Whether this is one of our drivers (as opposed to an anchor it is compared with).
     pub fn is_ours(self) -> bool {
-        matches!(self, Impl::Tokio | Impl::Smol | Impl::Mio)
+        matches!(self, Impl::Tokio | Impl::Smol | Impl::Mio | Impl::Uring)
     }
 }
 
@@ -274,7 +278,7 @@ pub fn main(args: &[String]) -> ExitCode {
     start_watchdog(args.role);
     let result = match args.imp {
         Impl::Tokio | Impl::Smol => ours::run(&args),
-        Impl::Mio => crate::mio::run(&args),
+        Impl::Mio | Impl::Uring => crate::mio::run(&args),
         Impl::Libzmq => libzmq::run(&args),
         Impl::Monocoque => monocoque::run(&args),
         Impl::Raw => raw::run(&args),

@@ -76,9 +76,9 @@ use zmtp_proto::udp::MAX_DATAGRAM_LEN;
 use zmtp_proto::{Bytes, Instant};
 
 use io_loop::io_thread;
-use poller::{RingIn, RingInput};
 pub(crate) use poller::ring_available;
 use poller::Registrar;
+use poller::{RingIn, RingInput};
 use registry::Commands;
 use waiters::Waiters;
 use work::{queue, Work};
@@ -662,15 +662,25 @@ impl Shared {
         let &(id, Io::Peer(peer)) = st.tokens.get(&input.token)? else {
             return None;
         };
-        let io = (st.sockets.get_mut(&id)?.peers.get_mut(&peer))
-            .filter(|io| io.token == input.token)?;
-        if !matches!(input.what, RingIn::Data(_)) {
-            if let Some(r) = io.ring.as_mut() {
+        let s = st.sockets.get_mut(&id)?;
+        let wants = s.core.wants_read(peer);
+        let io = (s.peers.get_mut(&peer)).filter(|io| io.token == input.token)?;
+        let r = io.ring.as_mut()?;
+        let what = match input.what {
+            // Input that must wait (held back at RCVHWM) is copied out of the ring's
+            // buffer: the ring's buffers serve every stream of the context, and one that
+            // is not read must not keep them from the others.
+            RingIn::Data(bytes) if !wants || !r.stash.is_empty() => {
+                RingIn::Data(Bytes::copy_from_slice(&bytes))
+            }
+            RingIn::Data(bytes) => RingIn::Data(bytes),
+            end => {
                 // The receive is over.
                 r.receiving = false;
+                end
             }
-        }
-        io.ring.as_mut()?.stash.push_back(input.what);
+        };
+        r.stash.push_back(what);
         self.ring_deliver(st, id, peer, now);
         Some(id)
     }

@@ -22,7 +22,9 @@ fn push_pull_over_tcp_and_ipc() {
             push.send(format!("m{i}")).unwrap();
         }
         for i in 0..1000u32 {
-            let m = pull.recv_timeout(Some(Duration::from_secs(5))).expect("a message");
+            let m = pull
+                .recv_timeout(Some(Duration::from_secs(5)))
+                .expect("a message");
             assert_eq!(m.to_str().ok(), Some(format!("m{i}").as_str()), "{ep}");
         }
     }
@@ -46,11 +48,38 @@ fn a_big_message_and_rcvhwm_hold_back() {
         push.send(format!("m{i}")).unwrap();
     }
     std::thread::sleep(Duration::from_millis(100));
-    let m = pull.recv_timeout(Some(Duration::from_secs(5))).expect("the big one");
+    let m = pull
+        .recv_timeout(Some(Duration::from_secs(5)))
+        .expect("the big one");
     assert_eq!(m.len(), 1);
     assert_eq!(m.frames()[0].len(), big.len());
     for i in 0..200u32 {
-        let m = pull.recv_timeout(Some(Duration::from_secs(5))).expect("a message");
+        let m = pull
+            .recv_timeout(Some(Duration::from_secs(5)))
+            .expect("a message");
         assert_eq!(m.to_str().ok(), Some(format!("m{i}").as_str()));
+    }
+}
+
+#[test]
+fn large_messages_both_ways_between_ring_sockets() {
+    let ctx = ring();
+    let a = ctx.socket(SocketType::Dealer).unwrap();
+    let endpoint = a.bind("tcp://127.0.0.1:*").unwrap();
+    let b = ctx.socket(SocketType::Dealer).unwrap();
+    b.connect(&endpoint).unwrap();
+    let big = vec![9u8; 4 << 20];
+    for round in 0..20 {
+        let msg = vec![b"".to_vec(), big.clone(), b"end".to_vec()];
+        b.send(msg.clone()).unwrap();
+        let got = a
+            .recv_timeout(Some(Duration::from_secs(5)))
+            .unwrap_or_else(|e| panic!("round {round}: a got nothing: {e}"));
+        assert_eq!(got.frames().len(), 3);
+        a.send(msg).unwrap();
+        let back = b
+            .recv_timeout(Some(Duration::from_secs(5)))
+            .unwrap_or_else(|e| panic!("round {round}: b got nothing back: {e}"));
+        assert_eq!(back.frames()[1].len(), big.len());
     }
 }

@@ -3,13 +3,13 @@
 
 use std::alloc::{self, Layout};
 use std::io;
-use std::sync::atomic::{AtomicU16, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
 use io_uring::types::BufRingEntry;
 
-use crate::Ring;
+use crate::{Ring, Wake};
 
 /// The buffers' memory: written by the kernel while a buffer is in the ring, read through
 /// [`Lent`] while it is lent out, never both at once. Freed when the ring and every lent
@@ -35,8 +35,17 @@ impl Drop for Slab {
     }
 }
 
-/// Buffers given back by dropped [`Lent`]s, for [`BufRing::recycle`].
-type Returned = Arc<Mutex<Vec<u16>>>;
+/// Buffers given back by dropped [`Lent`]s, for [`BufRing::recycle`], and who to wake when
+/// one comes back while the ring is starving.
+#[derive(Default)]
+struct Returns {
+    list: Mutex<Vec<u16>>,
+    /// A receive ran out of buffers ([`BufRing::starving`]): the next return wakes.
+    starving: AtomicBool,
+    wake: OnceLock<Arc<Wake>>,
+}
+
+type Returned = Arc<Returns>;
 
 /// One received buffer, lent out: the owner behind a [`Bytes`] from [`BufRing::take`].
 /// Dropping it (with the last `Bytes` that shares it) gives the buffer back.
@@ -61,8 +70,16 @@ impl AsRef<[u8]> for Lent {
 
 impl Drop for Lent {
     fn drop(&mut self) {
-        let mut returned = self.returned.lock().unwrap_or_else(|e| e.into_inner());
-        returned.push(self.bid);
+        self.returned
+            .list
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(self.bid);
+        if self.returned.starving.swap(false, Ordering::AcqRel) {
+            if let Some(wake) = self.returned.wake.get() {
+                wake.wake();
+            }
+        }
     }
 }
 
@@ -137,7 +154,7 @@ impl BufRing {
                 ptr: slab_ptr,
                 layout: slab_layout,
             }),
-            returned: Arc::new(Mutex::new(Vec::new())),
+            returned: Arc::new(Returns::default()),
             lent: vec![false; usize::from(count)],
             size,
             count,
@@ -172,6 +189,20 @@ impl BufRing {
     /// The size of each buffer: the most one completion delivers.
     pub fn buffer_size(&self) -> usize {
         self.size
+    }
+
+    /// Wake `wake` when a buffer comes back while the ring is [`starving`](Self::starving):
+    /// the thread that recycles buffers may be waiting, with a receive stopped for want of
+    /// them, while the last ones are dropped on other threads.
+    pub fn wake_on_return(&self, wake: Arc<Wake>) {
+        let _ = self.returned.wake.set(wake);
+    }
+
+    /// A receive ran out of buffers: the next buffer given back wakes the
+    /// [`wake_on_return`](Self::wake_on_return) thread (once).
+    pub fn starving(&self) {
+        self.returned.starving.store(true, Ordering::Release);
+        // Buffers returned before the flag was seen are in the list: no wake needed.
     }
 
     /// How many buffers are lent out now.
@@ -213,7 +244,7 @@ impl BufRing {
     /// Put every buffer returned since the last call back in the ring; returns how many.
     pub fn recycle(&mut self) -> usize {
         let back = {
-            let mut returned = self.returned.lock().unwrap_or_else(|e| e.into_inner());
+            let mut returned = self.returned.list.lock().unwrap_or_else(|e| e.into_inner());
             std::mem::take(&mut *returned)
         };
         let mut n = 0;

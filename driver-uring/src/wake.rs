@@ -1,7 +1,7 @@
 //! Waking the ring's thread from other threads.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustix::event::{eventfd, EventfdFlags};
@@ -42,5 +42,11 @@ impl Wake {
     /// The descriptor, for the ring's read.
     pub fn raw_fd(&self) -> RawFd {
         self.fd.as_fd().as_raw_fd()
+    }
+}
+
+impl AsFd for Wake {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 }

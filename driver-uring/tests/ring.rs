@@ -83,6 +83,8 @@ fn a_multishot_receive_lends_each_buffer_without_a_copy() {
 fn exhausted_buffers_end_the_receive_until_they_come_back_from_any_thread() {
     let mut ring = Ring::new(16).unwrap();
     let mut bufs = BufRing::new(&ring, 2, 2, 16).unwrap();
+    let wake = std::sync::Arc::new(Wake::new().unwrap());
+    bufs.wake_on_return(wake.clone());
     let (mut a, b) = pair();
     let sent: Vec<u8> = (0..100u8).collect();
     a.write_all(&sent).unwrap();
@@ -109,9 +111,15 @@ fn exhausted_buffers_end_the_receive_until_they_come_back_from_any_thread() {
                 assert_eq!(-c.result(), rustix::io::Errno::NOBUFS.raw_os_error());
                 assert!(!cqueue::more(c.flags()));
                 ended += 1;
-                // Give them back from another thread, then arm the receive again.
+                // Give them back from another thread, which wakes the ring's thread
+                // (once) since the ring is starving; then arm the receive again.
+                bufs.starving();
                 let back = std::mem::take(&mut held);
                 std::thread::spawn(move || drop(back)).join().unwrap();
+                let mut count = [0u8; 8];
+                assert_eq!(rustix::io::read(&*wake, &mut count).unwrap(), 8);
+                assert_eq!(u64::from_ne_bytes(count), 1, "one wake for the returns");
+                wake.woken();
                 assert_eq!(bufs.recycle(), 2);
                 entry = Some(recv_multi(&b, bufs.group()));
             }

@@ -199,7 +199,7 @@ enum Change {
 /// The registrar of a ring poller: changes queued for its thread, and its wake-up.
 pub(super) struct RingRegistrar {
     changes: Mutex<Vec<Change>>,
-    wake: Wake,
+    wake: Arc<Wake>,
 }
 
 impl RingRegistrar {
@@ -268,8 +268,9 @@ impl RingPoller {
         let bufs = BufRing::new(&ring, 0, RECV_BUFFERS, RECV_BUFFER_SIZE)?;
         let registrar = Arc::new(RingRegistrar {
             changes: Mutex::new(Vec::new()),
-            wake: Wake::new()?,
+            wake: Arc::new(Wake::new()?),
         });
+        bufs.wake_on_return(registrar.wake.clone());
         Ok((
             RingPoller {
                 ring,
@@ -393,21 +394,31 @@ impl RingPoller {
         self.taken = taken;
     }
 
+    /// Arm again the receives that ran out of buffers, if the ring has some now.
+    fn feed_starved(&mut self) {
+        if self.bufs.lent_out() >= usize::from(RECV_BUFFERS) {
+            // None in the ring: the next one given back wakes this thread.
+            return;
+        }
+        let starved: Vec<(Token, Recv)> = (self.recvs.iter_mut())
+            .filter(|(_, r)| r.starved)
+            .map(|(&t, r)| {
+                r.starved = false;
+                (t, *r)
+            })
+            .collect();
+        for (token, recv) in starved {
+            self.arm_recv(token, recv);
+        }
+    }
+
     fn wait(&mut self, out: &mut Vec<Ev>, inputs: &mut Vec<RingInput>, timeout: Option<Duration>) {
         self.apply_changes();
-        if self.bufs.recycle() > 0 {
-            // Buffers came back: receives that ran out go on.
-            let starved: Vec<(Token, Recv)> = (self.recvs.iter_mut())
-                .filter(|(_, r)| r.starved)
-                .map(|(&t, r)| {
-                    r.starved = false;
-                    (t, *r)
-                })
-                .collect();
-            for (token, recv) in starved {
-                self.arm_recv(token, recv);
-            }
-        }
+        self.bufs.recycle();
+        // A receive that ran out of buffers goes on once there are some: given back since,
+        // or already back when it ran out (it may have run out just before the last
+        // recycling).
+        self.feed_starved();
         if !self.wake_armed {
             let fd = self.registrar.wake.raw_fd();
             let entry = opcode::Read::new(types::Fd(fd), self.wake_buf.as_mut_ptr(), 8)
@@ -470,6 +481,8 @@ impl RingPoller {
                             if let Some(r) = self.recvs.get_mut(&token) {
                                 r.starved = true;
                             }
+                            // Buffers given back from now on wake this thread.
+                            self.bufs.starving();
                             continue;
                         }
                         (_, _) => RingIn::Failed,

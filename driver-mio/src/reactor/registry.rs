@@ -23,7 +23,7 @@ use zmtp_proto::Instant;
 
 use super::waiters::Notify;
 use super::work::queue;
-use super::{RingRead, Connecting, Io, Listener, PeerIo, Shared, State, UdpIo};
+use super::{Connecting, Io, Listener, PeerIo, RingRead, Shared, State, UdpIo};
 
 /// What a host name is looked up for.
 #[derive(Debug, Clone, Copy)]
