@@ -4,22 +4,11 @@
 
 use zmtp_proto::socket::Sent;
 use zmtp_proto::SocketType::*;
-use zmtp_testkit::cluster::{Cluster, Remote};
+use zmtp_testkit::cluster::Cluster;
 use zmtp_testkit::message::{frames, msg, opts};
 
 const ADDR: &str = "tcp://127.0.0.1:5555";
 
-/// Everything the socket wrote to the stream so far.
-fn written(c: &mut Cluster, r: Remote) -> Vec<u8> {
-    let mut all = Vec::new();
-    loop {
-        let chunk = c.remote_receive(r, 0);
-        if chunk.is_empty() {
-            return all;
-        }
-        all.extend_from_slice(&chunk);
-    }
-}
 
 const SIGNATURE: &[u8] = b"\xff\x00\x00\x00\x00\x00\x00\x00\x01\x7f";
 
@@ -40,7 +29,7 @@ fn router_takes_a_zmtp20_dealers_identity_as_its_id() {
     assert_eq!(c.send(s, msg(&[b"PYID", b"world"])), Ok(Sent::Queued));
     let mut expected = SIGNATURE.to_vec();
     expected.extend_from_slice(b"\x03\x06\x00\x00\x00\x05world");
-    assert_eq!(written(&mut c, r), expected);
+    assert_eq!(c.remote_written(r), expected);
 }
 
 #[test]
@@ -56,14 +45,14 @@ fn pub_sends_everything_to_an_unversioned_peer_and_only_subscribed_to_a_zmtp20_o
     assert!(c.remote_send(new, SIGNATURE));
     assert!(c.remote_send(new, b"\x01\x02\x00\x00\x00\x05\x01news"));
     c.run_until_idle();
-    written(&mut c, old);
-    written(&mut c, new);
+    c.remote_written(old);
+    c.remote_written(new);
     for m in [&b"news 1"[..], b"sport 1"] {
         assert_eq!(c.send(s, msg(&[m])), Ok(Sent::Queued));
     }
     c.run_until_idle();
-    assert_eq!(written(&mut c, old), b"\x07\x00news 1\x08\x00sport 1");
-    assert_eq!(written(&mut c, new), b"\x00\x06news 1");
+    assert_eq!(c.remote_written(old), b"\x07\x00news 1\x08\x00sport 1");
+    assert_eq!(c.remote_written(new), b"\x00\x06news 1");
 }
 
 #[test]
@@ -81,7 +70,7 @@ fn rep_answers_a_revision0_req_in_v1_framing() {
     assert_eq!(c.send(s, msg(&[b"pong"])), Ok(Sent::Queued));
     let mut expected = SIGNATURE.to_vec();
     expected.extend_from_slice(b"\x03\x04\x01\x00\x01\x01\x05\x00pong");
-    assert_eq!(written(&mut c, r), expected);
+    assert_eq!(c.remote_written(r), expected);
 }
 
 #[test]

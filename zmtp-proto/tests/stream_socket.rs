@@ -10,17 +10,6 @@ use zmtp_testkit::message::{frames, msg, opts};
 const ADDR: &str = "tcp://127.0.0.1:5555";
 const HELD: &str = "tcp://127.0.0.1:6000";
 
-/// Everything the socket wrote to the stream so far.
-fn written(c: &mut Cluster, r: Remote) -> Vec<u8> {
-    let mut all = Vec::new();
-    loop {
-        let chunk = c.remote_receive(r, 0);
-        if chunk.is_empty() {
-            return all;
-        }
-        all.extend_from_slice(&chunk);
-    }
-}
 
 fn stream_server(
     c: &mut Cluster,
@@ -45,7 +34,7 @@ fn accepted_connection_is_announced_and_each_chunk_is_id_and_data() {
     assert_eq!(id[0], 0);
     assert!(f[1].is_empty());
     // Nothing is written by a STREAM on its own: no greeting.
-    assert!(written(&mut c, r).is_empty());
+    assert!(c.remote_written(r).is_empty());
 
     assert!(c.remote_send(r, b"GET / HTTP/1.0\r\n\r\n"));
     let m = c.recv(s).unwrap();
@@ -66,7 +55,7 @@ fn accepted_connection_is_announced_and_each_chunk_is_id_and_data() {
         c.send(s, msg(&[&id, b"HTTP/1.0 200 OK\r\n\r\nhi"])),
         Ok(Sent::Queued)
     );
-    assert_eq!(written(&mut c, r), b"HTTP/1.0 200 OK\r\n\r\nhi");
+    assert_eq!(c.remote_written(r), b"HTTP/1.0 200 OK\r\n\r\nhi");
 
     // The peer leaves: announced once, after what it sent.
     assert!(c.remote_send(r, b"bye"));
@@ -116,7 +105,7 @@ fn empty_data_closes_the_connection_without_notification() {
     // Data queued before the close is written first, then the stream closes.
     assert_eq!(c.send(s, msg(&[&id, b"last words"])), Ok(Sent::Queued));
     assert_eq!(c.send(s, msg(&[&id, b""])), Ok(Sent::Queued));
-    assert_eq!(written(&mut c, r), b"last words");
+    assert_eq!(c.remote_written(r), b"last words");
     c.run_until_idle();
     assert!(!c.remote_open(r), "closed by the socket");
     assert!(c.recv(s).is_none(), "no disconnect notification");
@@ -156,7 +145,7 @@ fn unknown_id_is_unreachable_and_an_id_without_more_drops_the_next_frame() {
     );
     assert_eq!(c.send(s, Message::from("swallowed")), Ok(Sent::Dropped));
     assert_eq!(c.send(s, msg(&[&id, b"kept"])), Ok(Sent::Queued));
-    assert_eq!(written(&mut c, r), b"kept");
+    assert_eq!(c.remote_written(r), b"kept");
     // MORE on the data frame is ignored: a third frame is an id again (without MORE, so
     // the frame after it is dropped).
     assert_eq!(c.send(s, msg(&[&id, b"one", &id])), Ok(Sent::Queued));
@@ -165,7 +154,7 @@ fn unknown_id_is_unreachable_and_an_id_without_more_drops_the_next_frame() {
         c.send(s, msg(&[&id, b"two", &id, b"three"])),
         Ok(Sent::Queued)
     );
-    assert_eq!(written(&mut c, r), b"onetwothree");
+    assert_eq!(c.remote_written(r), b"onetwothree");
 }
 
 #[test]
@@ -199,9 +188,9 @@ fn connect_is_up_at_once_with_the_connect_routing_id() {
     let up = c.recv(s).unwrap();
     assert_eq!(frames(&up), vec![b"web".to_vec(), Vec::new()]);
     // A connecting STREAM writes nothing until told to.
-    assert!(written(&mut c, r).is_empty());
+    assert!(c.remote_written(r).is_empty());
     assert_eq!(c.send(s, msg(&[b"web", b"ping"])), Ok(Sent::Queued));
-    assert_eq!(written(&mut c, r), b"ping");
+    assert_eq!(c.remote_written(r), b"ping");
     assert!(c.remote_send(r, b"pong"));
     assert_eq!(
         frames(&c.recv(s).unwrap()),

@@ -500,21 +500,11 @@ pub(super) fn queue(st: &mut State, id: usize, peer: PeerId, write: bool) {
             return;
         }
         &mut io.write_queued
+    } else if let Some(r) = io.ring.as_mut() {
+        // Read by the ring: the work item hands over its stash and makes sure its receive
+        // runs (see `Shared::prepare`); its read counts as always running.
+        &mut r.asked
     } else {
-        if let Some(r) = io.ring.as_mut() {
-            // Read by the ring: the work item hands over its stash and makes sure its
-            // receive runs (see `Shared::prepare`).
-            if !r.asked {
-                r.asked = true;
-                st.work.push_back(Work {
-                    id,
-                    peer,
-                    token: io.token,
-                    write,
-                });
-            }
-            return;
-        }
         if io.leased {
             // Taken over from the lease: the I/O thread reads it (then registers it for
             // input again).

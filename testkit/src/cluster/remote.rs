@@ -159,6 +159,18 @@ impl Cluster {
         written
     }
 
+    /// Everything the socket has written to the stream so far, reported written.
+    pub fn remote_written(&mut self, r: Remote) -> Vec<u8> {
+        let mut all = Vec::new();
+        loop {
+            let chunk = self.remote_receive(r, 0);
+            if chunk.is_empty() {
+                return all;
+            }
+            all.extend_from_slice(&chunk);
+        }
+    }
+
     /// The test drops the stream: the socket sees it close at once (as on a reset).
     pub fn remote_reset(&mut self, r: Remote) {
         let Some(l) = self.remotes.get_mut(&r.0).filter(|l| l.open) else {
