@@ -9,7 +9,6 @@ use zmtp_testkit::message::{frames, msg, opts};
 
 const ADDR: &str = "tcp://127.0.0.1:5555";
 
-
 const SIGNATURE: &[u8] = b"\xff\x00\x00\x00\x00\x00\x00\x00\x01\x7f";
 
 #[test]

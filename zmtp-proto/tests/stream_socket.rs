@@ -10,7 +10,6 @@ use zmtp_testkit::message::{frames, msg, opts};
 const ADDR: &str = "tcp://127.0.0.1:5555";
 const HELD: &str = "tcp://127.0.0.1:6000";
 
-
 fn stream_server(
     c: &mut Cluster,
     f: impl FnOnce(&mut zmtp_proto::socket::Options),
