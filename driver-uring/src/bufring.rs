@@ -266,10 +266,20 @@ impl BufRing {
     /// Unregister from `ring` and free the entry ring. Lent buffers stay valid until
     /// dropped.
     pub fn release(mut self, ring: &Ring) -> io::Result<()> {
-        ring.uring_ref()
-            .submitter()
-            .unregister_buf_ring(self.group)?;
-        self.registered = false;
+        self.unregister(ring)
+    }
+
+    /// Unregister from `ring`: once it is, dropping this frees the memory (the buffers'
+    /// once the lent ones are dropped too). Call it only when no receive that may still
+    /// take a buffer is in flight (they have all posted their last completion), since a
+    /// receive that already chose a buffer may still be filling it.
+    pub fn unregister(&mut self, ring: &Ring) -> io::Result<()> {
+        if self.registered {
+            ring.uring_ref()
+                .submitter()
+                .unregister_buf_ring(self.group)?;
+            self.registered = false;
+        }
         Ok(())
     }
 

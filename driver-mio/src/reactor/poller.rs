@@ -12,7 +12,7 @@
 //! they are queued, and the ring's thread (woken if it waits) submits them before it
 //! waits again; the ring itself is touched by that thread only.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::{Arc, Mutex};
@@ -533,8 +533,38 @@ impl RingPoller {
     }
 }
 
+/// How long a dropped ring waits for its receives to end before it gives up freeing
+/// their buffers.
+const DRAIN: Duration = Duration::from_millis(500);
+
 impl Drop for RingPoller {
     fn drop(&mut self) {
+        // Cancel every receive and wait for the last completion of each: only then may
+        // their buffers be freed (a receive that already chose a buffer may still be
+        // filling it). If they do not all end in time, the buffers stay allocated
+        // (`BufRing`'s drop while registered) rather than risk a late write into freed
+        // memory.
+        let mut live: HashSet<u64> = (self.recvs.iter())
+            .map(|(&t, r)| RECV_BIT | Self::data(t, r.generation))
+            .collect();
+        let tokens: Vec<Token> = self.recvs.keys().copied().collect();
+        for token in tokens {
+            self.cancel_recv(token);
+        }
+        let end = std::time::Instant::now() + DRAIN;
+        while !live.is_empty() && std::time::Instant::now() < end {
+            let ts = types::Timespec::from(Duration::from_millis(10));
+            let args = types::SubmitArgs::new().timespec(&ts);
+            let _ = self.ring.uring().submitter().submit_with_args(1, &args);
+            for c in self.ring.uring().completion() {
+                if !cqueue::more(c.flags()) {
+                    live.remove(&c.user_data());
+                }
+            }
+        }
+        if live.is_empty() {
+            let _ = self.bufs.unregister(&self.ring);
+        }
         // The eventfd read may still be in flight while the ring winds down after this:
         // its 8 bytes are left allocated rather than risk a late write into freed memory.
         let buf = std::mem::replace(&mut self.wake_buf, Box::new([0; 8]));
