@@ -205,7 +205,7 @@ impl Context {
     /// let push = ctx.socket(SocketType::Push)?;
     /// push.connect(&endpoint)?;
     /// push.send("hello")?;
-    /// assert_eq!(pull.recv()?.to_str(), Some("hello"));
+    /// assert_eq!(pull.recv()?.to_str().ok(), Some("hello"));
     /// # Ok(()) }
     /// ```
     pub fn with_backend(backend: Backend) -> Result<Context, Error> {
