@@ -714,8 +714,12 @@ fn silent_connections_are_closed_at_the_handshake_deadline_and_memory_returns<R:
         heap_end <= heap_base + 256 * 1024,
         "live heap grew from {heap_base} to {heap_end} bytes over {N} silent connections"
     );
+    // The live heap above is exact; resident memory after trimming also moves with what
+    // glibc cannot hand back (fragmented arenas): a CI run saw 4.1 MiB more after the
+    // measured round with the live heap unchanged to the byte. 8 MiB still catches any
+    // leak of the 1,000 connections' state (15.6 MiB of heap while they were open).
     assert!(
-        end <= base + 4 * MIB,
+        end <= base + 8 * MIB,
         "RSS did not return: baseline {:.1} MiB, after {:.1} MiB (trimmed)",
         mib(base),
         mib(end)
