@@ -1,0 +1,3 @@
+//! temporary
+mod relay;
+fn main() {}
