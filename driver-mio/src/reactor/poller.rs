@@ -57,13 +57,24 @@ pub(super) struct RingInput {
 
 /// The side of the poller any thread uses: registrations and wake-ups.
 pub(super) enum Registrar {
-    Mio { registry: Registry, waker: Waker },
+    Mio {
+        registry: Registry,
+        waker: Arc<Waker>,
+    },
     Ring(Arc<RingRegistrar>),
 }
 
 /// The I/O thread's side: the wait.
 pub(super) enum Poller {
-    Mio { poll: Poll, events: Events },
+    Mio {
+        poll: Poll,
+        events: Events,
+        /// The registrar's waker, kept open as long as the wait: the context's end wakes
+        /// the I/O thread as the last handle goes, and closing the eventfd at once then
+        /// would drop the wake-up from epoll's ready list before the thread sees it, leaving
+        /// the thread (and its epoll descriptor) waiting forever.
+        _waker: Arc<Waker>,
+    },
     Ring(Box<RingPoller>),
 }
 
@@ -74,12 +85,13 @@ pub(super) fn new(ring: bool) -> io::Result<(Poller, Registrar)> {
         return Ok((Poller::Ring(Box::new(poller)), Registrar::Ring(registrar)));
     }
     let poll = Poll::new()?;
-    let waker = Waker::new(poll.registry(), WAKER)?;
+    let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
     let registry = poll.registry().try_clone()?;
     Ok((
         Poller::Mio {
             poll,
             events: Events::with_capacity(256),
+            _waker: waker.clone(),
         },
         Registrar::Mio { registry, waker },
     ))
@@ -167,7 +179,7 @@ impl Poller {
         out.clear();
         inputs.clear();
         match self {
-            Poller::Mio { poll, events } => {
+            Poller::Mio { poll, events, .. } => {
                 // An error (EINTR) leaves no events.
                 let _ = poll.poll(events, timeout);
                 out.extend(events.iter().filter(|e| e.token() != WAKER).map(|e| Ev {
