@@ -126,7 +126,7 @@ impl Relay {
 
     /// The relay's address as a `tcp://` endpoint.
     pub fn endpoint(&self) -> String {
-        format!("tcp://{}", self.addr)
+        format!("tcp://{}", self.addr())
     }
 
     /// Hold all data this long after it arrives (zero: none).
@@ -197,8 +197,7 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             }
         };
         shared.accepted.fetch_add(1, Ordering::SeqCst);
-        let Ok(server) = TcpStream::connect_timeout(&shared.target, Duration::from_secs(2))
-        else {
+        let Ok(server) = TcpStream::connect_timeout(&shared.target, Duration::from_secs(2)) else {
             // Nothing to forward to: the client sees its connection reset.
             set_linger_zero(&client);
             continue;
@@ -237,7 +236,9 @@ fn start_conn(shared: &Arc<Shared>, client: TcpStream, server: TcpStream) -> std
         let (c, s) = (conn.clone(), shared.clone());
         threads.push(std::thread::spawn(move || read_side(&c, &s, to_server, tx)));
         let (c, s, f) = (conn.clone(), shared.clone(), finished.clone());
-        let seed = shared.seed.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::SeqCst);
+        let seed = shared
+            .seed
+            .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::SeqCst);
         threads.push(std::thread::spawn(move || {
             write_side(&c, &s, to_server, rx, seed);
             // The second direction to finish ends the connection.
@@ -280,7 +281,10 @@ fn read_side(conn: &Conn, shared: &Shared, to_server: bool, tx: mpsc::Sender<Chu
                 return;
             }
             Ok(n) => {
-                if tx.send(Chunk::Data(Instant::now(), buf[..n].to_vec())).is_err() {
+                if tx
+                    .send(Chunk::Data(Instant::now(), buf[..n].to_vec()))
+                    .is_err()
+                {
                     return;
                 }
             }
@@ -359,12 +363,13 @@ fn write_side(
                 (1 + next_random(&mut seed) as usize % max_piece).min(rest.len())
             };
             let rate = faults.bytes_per_sec.load(Ordering::SeqCst);
-            if rate > 0 {
+            let cost = (n as u64 * 1_000_000_000).checked_div(rate);
+            if let Some(cost) = cost {
                 let now = Instant::now();
                 if next_slot > now {
                     std::thread::sleep(next_slot - now);
                 }
-                next_slot = next_slot.max(now) + Duration::from_nanos(n as u64 * 1_000_000_000 / rate);
+                next_slot = next_slot.max(now) + Duration::from_nanos(cost);
             }
             // Wait out a black hole that began while writing.
             while faults.black_hole.load(Ordering::SeqCst) {
@@ -448,7 +453,9 @@ mod tests {
         relay.set_bandwidth(2_000_000);
         let mut c = TcpStream::connect(relay.addr()).unwrap();
         let mut state = 0x1234_5678_9abc_def1u64;
-        let data: Vec<u8> = (0..100_000).map(|_| next_random(&mut state) as u8).collect();
+        let data: Vec<u8> = (0..100_000)
+            .map(|_| next_random(&mut state) as u8)
+            .collect();
         let writer = {
             let mut c = c.try_clone().unwrap();
             let data = data.clone();
@@ -472,7 +479,11 @@ mod tests {
         c.write_all(b"ping").unwrap();
         assert_eq!(read_exactly(&mut c, 4, Duration::from_secs(5)), b"ping");
         // Through the relay twice: at least twice the delay.
-        assert!(start.elapsed() >= Duration::from_millis(200), "{:?}", start.elapsed());
+        assert!(
+            start.elapsed() >= Duration::from_millis(200),
+            "{:?}",
+            start.elapsed()
+        );
     }
 
     #[test]
@@ -501,7 +512,9 @@ mod tests {
         s.read_exact(&mut one).unwrap();
         relay.reset_all();
         for stream in [&mut c, &mut s] {
-            stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(5)))
+                .unwrap();
             let err = stream.read(&mut one).expect_err("a reset, not data or EOF");
             assert_eq!(err.kind(), ErrorKind::ConnectionReset, "{err}");
         }

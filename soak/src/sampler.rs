@@ -193,7 +193,10 @@ impl Trace {
         let (points, marks): (Vec<Sample>, bool) = if !self.marks.is_empty() {
             (self.marks.iter().filter(in_half).copied().collect(), true)
         } else {
-            (self.samples.iter().filter(in_half).copied().collect(), false)
+            (
+                self.samples.iter().filter(in_half).copied().collect(),
+                false,
+            )
         };
         if points.len() < if marks { 2 } else { 4 } {
             return None;

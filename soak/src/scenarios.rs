@@ -68,7 +68,8 @@ pub struct Scenario {
 pub const ALL: &[Scenario] = &[
     Scenario {
         name: "churn-senders",
-        about: "PUSH peers come and go through a relay with partial writes and delay, into one PULL",
+        about:
+            "PUSH peers come and go through a relay with partial writes and delay, into one PULL",
         run: churn_senders,
     },
     Scenario {
@@ -78,7 +79,8 @@ pub const ALL: &[Scenario] = &[
     },
     Scenario {
         name: "storm",
-        about: "2,000 connections at once to one ROUTER, each handshaking and sending, then all gone",
+        about:
+            "2,000 connections at once to one ROUTER, each handshaking and sending, then all gone",
         run: storm,
     },
     Scenario {
@@ -122,10 +124,13 @@ struct Seen {
 }
 
 fn churn_senders(run: &Run) -> Res<Vec<Check>> {
-    let mut pull = run.socket(Kind::Pull, &Opts {
-        linger: linger(Duration::ZERO),
-        ..Opts::default()
-    })?;
+    let mut pull = run.socket(
+        Kind::Pull,
+        &Opts {
+            linger: linger(Duration::ZERO),
+            ..Opts::default()
+        },
+    )?;
     let endpoint = pull.bind("tcp://127.0.0.1:*")?;
     let relay = Relay::start(addr_of(&endpoint)?).map_err(|e| e.to_string())?;
     relay.set_partial_writes(16);
@@ -186,8 +191,9 @@ fn churn_senders(run: &Run) -> Res<Vec<Check>> {
                     Ok(Some(frames)) => {
                         last_new = Instant::now();
                         total += 1;
-                        let Some(body) =
-                            frames.first().filter(|b| frames.len() == 1 && b.len() == 40)
+                        let Some(body) = frames
+                            .first()
+                            .filter(|b| frames.len() == 1 && b.len() == 40)
                         else {
                             malformed += 1;
                             continue;
@@ -213,8 +219,7 @@ fn churn_senders(run: &Run) -> Res<Vec<Check>> {
                     }
                 }
                 if done_sending.load(Ordering::SeqCst) {
-                    let expected: u64 =
-                        sent.lock().unwrap().values().map(|&n| u64::from(n)).sum();
+                    let expected: u64 = sent.lock().unwrap().values().map(|&n| u64::from(n)).sum();
                     if total >= expected || last_new.elapsed() > Duration::from_secs(10) {
                         break;
                     }
@@ -228,6 +233,7 @@ fn churn_senders(run: &Run) -> Res<Vec<Check>> {
         let _ = receiver.join();
     });
     pull.close();
+    let connections = relay.accepted();
     drop(relay);
 
     let sent = sent.into_inner().unwrap();
@@ -244,8 +250,8 @@ fn churn_senders(run: &Run) -> Res<Vec<Check>> {
             "every message exactly once",
             short.is_empty() && duplicates == 0 && malformed == 0 && expected > 0,
             format!(
-                "{} senders, {expected} messages sent, {received} received, {duplicates} duplicates, \
-                 {malformed} malformed, {} senders short{}",
+                "{} senders ({connections} relayed connections), {expected} messages sent, \
+                 {received} received, {duplicates} duplicates, {malformed} malformed, {} senders short{}",
                 sent.len(),
                 short.len(),
                 if short.is_empty() { String::new() } else { format!(" (e.g. {:?})", &short[..short.len().min(5)]) }
@@ -337,7 +343,10 @@ fn black_hole(run: &Run) -> Res<Vec<Check>> {
                 received.load(Ordering::SeqCst) > before + 20
             });
             if !flowing {
-                errors.lock().unwrap().push("no traffic before the black hole".into());
+                errors
+                    .lock()
+                    .unwrap()
+                    .push("no traffic before the black hole".into());
                 break;
             }
             while monitor.try_recv().is_ok() {}
@@ -345,12 +354,11 @@ fn black_hole(run: &Run) -> Res<Vec<Check>> {
             relay.set_black_hole(true);
             let mut detected = None;
             while t0.elapsed() < Duration::from_secs(3) {
-                match monitor.recv_timeout(Duration::from_millis(20)) {
-                    Ok((at, Event::Disconnected)) => {
-                        detected = Some(at.saturating_duration_since(t0));
-                        break;
-                    }
-                    _ => {}
+                if let Ok((at, Event::Disconnected)) =
+                    monitor.recv_timeout(Duration::from_millis(20))
+                {
+                    detected = Some(at.saturating_duration_since(t0));
+                    break;
                 }
             }
             detections.push(detected);
@@ -477,10 +485,13 @@ fn storm_message(n: u32) -> [u8; 6] {
 }
 
 fn storm(run: &Run) -> Res<Vec<Check>> {
-    let mut router = run.socket(Kind::Router, &Opts {
-        linger: linger(Duration::ZERO),
-        ..Opts::default()
-    })?;
+    let mut router = run.socket(
+        Kind::Router,
+        &Opts {
+            linger: linger(Duration::ZERO),
+            ..Opts::default()
+        },
+    )?;
     let endpoint = router.bind("tcp://127.0.0.1:*")?;
     let addr = addr_of(&endpoint)?;
     let mut waves = 0usize;
@@ -504,7 +515,8 @@ fn storm(run: &Run) -> Res<Vec<Check>> {
                                 let s = TcpStream::connect_timeout(&addr, Duration::from_secs(10))
                                     .map_err(|e| format!("connect {i}: {e}"))
                                     .and_then(|mut s| {
-                                        s.write_all(&hello).map_err(|e| format!("write {i}: {e}"))?;
+                                        s.write_all(&hello)
+                                            .map_err(|e| format!("write {i}: {e}"))?;
                                         Ok(s)
                                     });
                                 (i, s)
@@ -524,7 +536,10 @@ fn storm(run: &Run) -> Res<Vec<Check>> {
                     })
                 })
                 .collect();
-            handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap())
+                .collect()
         });
         let mut open = Vec::new();
         for s in streams {
@@ -540,9 +555,8 @@ fn storm(run: &Run) -> Res<Vec<Check>> {
         while got.len() < open.len() && Instant::now() < limit {
             match router.recv(Duration::from_millis(200))? {
                 Some(f) if f.len() == 2 && f[1].len() == 4 => {
-                    if !got.insert(u32::from_be_bytes(f[1][..].try_into().unwrap())) {
-                        dup += 1;
-                    }
+                    let n = u32::from_be_bytes(f[1][..].try_into().unwrap());
+                    dup += usize::from(!got.insert(n));
                 }
                 Some(f) => failures.push(format!("unexpected message of {} frames", f.len())),
                 None => {}
@@ -555,7 +569,6 @@ fn storm(run: &Run) -> Res<Vec<Check>> {
             ));
         }
         slowest = slowest.max(t0.elapsed());
-        run.sampler.mark();
         // All gone: read what the server sent (so that the close is a FIN), then close.
         for mut s in open {
             let _ = s.set_nonblocking(true);
@@ -566,7 +579,9 @@ fn storm(run: &Run) -> Res<Vec<Check>> {
         let excess = fd_count() as i64 - before as i64;
         worst_fd_excess = worst_fd_excess.max(excess);
         if !back {
-            fd_failures.push(format!("wave {waves}: {excess} fds above the level before it after 10 s"));
+            fd_failures.push(format!(
+                "wave {waves}: {excess} fds above the level before it after 10 s"
+            ));
         }
         run.sampler.mark();
         waves += 1;
@@ -582,7 +597,10 @@ fn storm(run: &Run) -> Res<Vec<Check>> {
             format!(
                 "{waves} waves of {STORM} connections; slowest wave {} ms{}",
                 slowest.as_millis(),
-                failures.first().map(|f| format!("; first failure: {f}")).unwrap_or_default()
+                failures
+                    .first()
+                    .map(|f| format!("; first failure: {f}"))
+                    .unwrap_or_default()
             ),
         ),
         Check::new(
@@ -590,7 +608,10 @@ fn storm(run: &Run) -> Res<Vec<Check>> {
             fd_failures.is_empty(),
             format!(
                 "worst excess 10 s after a wave: {worst_fd_excess} fds{}",
-                fd_failures.first().map(|f| format!("; {f}")).unwrap_or_default()
+                fd_failures
+                    .first()
+                    .map(|f| format!("; {f}"))
+                    .unwrap_or_default()
             ),
         ),
     ])
@@ -600,15 +621,19 @@ fn storm(run: &Run) -> Res<Vec<Check>> {
 
 fn churn_subscribers(run: &Run) -> Res<Vec<Check>> {
     let hwm = 100_000;
-    let mut publisher = run.socket(Kind::Pub, &Opts {
-        linger: linger(Duration::ZERO),
-        sndhwm: Some(hwm),
-        ..Opts::default()
-    })?;
+    let mut publisher = run.socket(
+        Kind::Pub,
+        &Opts {
+            linger: linger(Duration::ZERO),
+            sndhwm: Some(hwm),
+            ..Opts::default()
+        },
+    )?;
     let endpoint = publisher.bind("tcp://127.0.0.1:*")?;
     let relay = Relay::start(addr_of(&endpoint)?).map_err(|e| e.to_string())?;
     relay.set_partial_writes(32);
     relay.set_delay(Duration::from_millis(1));
+    relay.set_bandwidth(256 * 1024);
     let via = relay.endpoint();
     let sub_opts = Opts {
         linger: linger(Duration::ZERO),
@@ -623,6 +648,7 @@ fn churn_subscribers(run: &Run) -> Res<Vec<Check>> {
     let published = AtomicU64::new(0);
     let errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let churned = AtomicU64::new(0);
+    let churners_done = AtomicBool::new(false);
     let churn_gaps = AtomicU64::new(0);
     let churn_silent = AtomicU64::new(0);
     let (mut first, mut last, mut count, mut gaps, mut backwards) = (None, 0u64, 0u64, 0u64, 0u64);
@@ -645,44 +671,56 @@ fn churn_subscribers(run: &Run) -> Res<Vec<Check>> {
                 std::thread::sleep(Duration::from_millis(2));
             }
         });
-        for _ in 0..4 {
-            scope.spawn(|| {
-                while run.time_left() {
-                    let r = (|| -> Res<()> {
-                        let mut sub = run.socket(Kind::Sub, &sub_opts)?;
-                        sub.subscribe(b"")?;
-                        sub.connect(&via)?;
-                        let mut prev: Option<u64> = None;
-                        for _ in 0..20 {
-                            match sub.recv(Duration::from_secs(3))? {
-                                Some(f) => {
-                                    let seq = seq_of(&f).ok_or("a malformed message")?;
-                                    if prev.is_some_and(|p| seq != p + 1) {
-                                        churn_gaps.fetch_add(1, Ordering::SeqCst);
+        let churners: Vec<_> = (0..4)
+            .map(|_| {
+                scope.spawn(|| {
+                    while run.time_left() {
+                        let r = (|| -> Res<()> {
+                            let mut sub = run.socket(Kind::Sub, &sub_opts)?;
+                            sub.subscribe(b"")?;
+                            sub.connect(&via)?;
+                            let mut prev: Option<u64> = None;
+                            for _ in 0..20 {
+                                match sub.recv(Duration::from_secs(2))? {
+                                    Some(f) => {
+                                        let seq = seq_of(&f).ok_or("a malformed message")?;
+                                        if prev.is_some_and(|p| seq != p + 1) {
+                                            churn_gaps.fetch_add(1, Ordering::SeqCst);
+                                        }
+                                        prev = Some(seq);
                                     }
-                                    prev = Some(seq);
+                                    None => break,
                                 }
-                                None => break,
                             }
+                            if prev.is_none() {
+                                churn_silent.fetch_add(1, Ordering::SeqCst);
+                            }
+                            sub.close();
+                            churned.fetch_add(1, Ordering::SeqCst);
+                            Ok(())
+                        })();
+                        if let Err(e) = r {
+                            errors
+                                .lock()
+                                .unwrap()
+                                .push(format!("churning subscriber: {e}"));
                         }
-                        if prev.is_none() {
-                            churn_silent.fetch_add(1, Ordering::SeqCst);
-                        }
-                        sub.close();
-                        churned.fetch_add(1, Ordering::SeqCst);
-                        Ok(())
-                    })();
-                    if let Err(e) = r {
-                        errors.lock().unwrap().push(format!("churning subscriber: {e}"));
                     }
-                }
-            });
-        }
+                })
+            })
+            .collect();
+        // The publisher stops once the churning subscribers are done.
+        scope.spawn(|| {
+            for c in churners {
+                let _ = c.join();
+            }
+            churners_done.store(true, Ordering::SeqCst);
+        });
         // The long-lived subscriber reads here until the publisher stops and the rest
         // has drained.
         let mut stopped_at: Option<Instant> = None;
         loop {
-            if stopped_at.is_none() && !run.time_left() {
+            if stopped_at.is_none() && churners_done.load(Ordering::SeqCst) {
                 stop.store(true, Ordering::SeqCst);
                 stopped_at = Some(Instant::now());
             }
@@ -730,7 +768,7 @@ fn churn_subscribers(run: &Run) -> Res<Vec<Check>> {
         Check::new(
             "each churning subscriber sees contiguous messages",
             churned > 0 && churn_gaps == 0 && churn_silent == 0,
-            format!("{churned} subscribers came and went; {churn_gaps} gaps, {churn_silent} got nothing in 3 s"),
+            format!("{churned} subscribers came and went; {churn_gaps} gaps, {churn_silent} got nothing in 2 s"),
         ),
         Check::new(
             "no socket errors",
@@ -753,7 +791,8 @@ fn req_kill(run: &Run) -> Res<Vec<Check>> {
     let via = relay.endpoint();
     let stop = AtomicBool::new(false);
     let errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    let (good_ok, good_wrong, good_lost) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
+    let (good_ok, good_wrong, good_lost) =
+        (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
     let (kills, served) = (AtomicU64::new(0), AtomicU64::new(0));
 
     std::thread::scope(|scope| {
@@ -770,7 +809,10 @@ fn req_kill(run: &Run) -> Res<Vec<Check>> {
                         }
                         served.fetch_add(1, Ordering::SeqCst);
                     }
-                    Ok(Some(f)) => errors.lock().unwrap().push(format!("a request of {} frames", f.len())),
+                    Ok(Some(f)) => errors
+                        .lock()
+                        .unwrap()
+                        .push(format!("a request of {} frames", f.len())),
                     Ok(None) => {}
                     Err(e) => {
                         errors.lock().unwrap().push(format!("server recv: {e}"));
@@ -782,7 +824,8 @@ fn req_kill(run: &Run) -> Res<Vec<Check>> {
         let mut clients = Vec::new();
         for c in 0..4 {
             let (endpoint, quick) = (&endpoint, &quick);
-            let (good_ok, good_wrong, good_lost, errors) = (&good_ok, &good_wrong, &good_lost, &errors);
+            let (good_ok, good_wrong, good_lost, errors) =
+                (&good_ok, &good_wrong, &good_lost, &errors);
             clients.push(scope.spawn(move || {
                 let mut req: Option<Box<dyn Sock>> = None;
                 let mut n = 0u64;
@@ -798,7 +841,9 @@ fn req_kill(run: &Run) -> Res<Vec<Check>> {
                         n += 1;
                         s.send(&[body.as_bytes()], None)?;
                         match s.recv(Duration::from_secs(5))? {
-                            Some(f) if f.len() == 1 && f[0] == format!("{body}/reply").as_bytes() => {
+                            Some(f)
+                                if f.len() == 1 && f[0] == format!("{body}/reply").as_bytes() =>
+                            {
                                 good_ok.fetch_add(1, Ordering::SeqCst);
                             }
                             Some(_) => {
@@ -851,7 +896,10 @@ fn req_kill(run: &Run) -> Res<Vec<Check>> {
                         Ok(())
                     })();
                     if let Err(e) = r {
-                        errors.lock().unwrap().push(format!("killed client {k}: {e}"));
+                        errors
+                            .lock()
+                            .unwrap()
+                            .push(format!("killed client {k}: {e}"));
                         return;
                     }
                 }
@@ -865,7 +913,11 @@ fn req_kill(run: &Run) -> Res<Vec<Check>> {
     router.close();
     drop(relay);
     let errors = errors.into_inner().unwrap();
-    let (ok, wrong, lost) = (good_ok.into_inner(), good_wrong.into_inner(), good_lost.into_inner());
+    let (ok, wrong, lost) = (
+        good_ok.into_inner(),
+        good_wrong.into_inner(),
+        good_lost.into_inner(),
+    );
     Ok(vec![
         Check::new(
             "well-behaved clients always get their own reply",
@@ -924,12 +976,15 @@ fn restart(run: &Run) -> Res<Vec<Check>> {
     // A port for the whole run: bound by the first PULL, bound again by each next one.
     let mut pull = run.socket(Kind::Pull, &pull_opts)?;
     let endpoint = pull.bind("tcp://127.0.0.1:*")?;
-    let mut push = run.socket(Kind::Push, &Opts {
-        linger: linger(Duration::ZERO),
-        reconnect_ivl: Some(Duration::from_millis(20)),
-        sndhwm: Some(RESTART_HWM),
-        ..Opts::default()
-    })?;
+    let mut push = run.socket(
+        Kind::Push,
+        &Opts {
+            linger: linger(Duration::ZERO),
+            reconnect_ivl: Some(Duration::from_millis(20)),
+            sndhwm: Some(RESTART_HWM),
+            ..Opts::default()
+        },
+    )?;
     push.connect(&endpoint)?;
     let stop = AtomicBool::new(false);
     let sent = AtomicU64::new(0);
@@ -946,7 +1001,7 @@ fn restart(run: &Run) -> Res<Vec<Check>> {
                     Ok(true) => {
                         sent.store(seq, Ordering::SeqCst);
                         seq += 1;
-                        if seq % 8 == 0 {
+                        if seq.is_multiple_of(8) {
                             std::thread::sleep(Duration::from_millis(1));
                         }
                     }
@@ -989,7 +1044,11 @@ fn restart(run: &Run) -> Res<Vec<Check>> {
         let mut idle_from = Instant::now();
         let mut seen = tally.received;
         while idle_from.elapsed() < Duration::from_secs(1) {
-            read_seqs(&mut pull, Instant::now() + Duration::from_millis(100), &mut tally)?;
+            read_seqs(
+                &mut pull,
+                Instant::now() + Duration::from_millis(100),
+                &mut tally,
+            )?;
             if tally.received != seen {
                 seen = tally.received;
                 idle_from = Instant::now();

@@ -57,8 +57,6 @@ pub enum Event {
 
 /// A context of one implementation.
 pub trait Zmq: Send + Sync {
-    /// "ours" or "libzmq".
-    fn name(&self) -> &'static str;
     /// A new socket of this context.
     fn socket(&self, kind: Kind, opts: &Opts) -> Res<Box<dyn Sock>>;
 }
@@ -109,10 +107,6 @@ struct OurSock {
 }
 
 impl Zmq for Ours {
-    fn name(&self) -> &'static str {
-        "ours"
-    }
-
     fn socket(&self, kind: Kind, opts: &Opts) -> Res<Box<dyn Sock>> {
         use zmtp_mio::SocketType as T;
         let ty = match kind {
@@ -337,10 +331,6 @@ struct LibSock {
 unsafe impl Send for LibSock {}
 
 impl Zmq for Libzmq {
-    fn name(&self) -> &'static str {
-        "libzmq"
-    }
-
     fn socket(&self, kind: Kind, opts: &Opts) -> Res<Box<dyn Sock>> {
         let ty = match kind {
             Kind::Push => sys::ZMQ_PUSH,
@@ -390,9 +380,8 @@ impl LibSock {
 
     fn set_bytes(&mut self, option: c_int, value: &[u8]) -> Res<()> {
         // SAFETY: `raw` is our open socket; the pointer and length describe `value`.
-        let rc = unsafe {
-            sys::zmq_setsockopt(self.raw, option, value.as_ptr().cast(), value.len())
-        };
+        let rc =
+            unsafe { sys::zmq_setsockopt(self.raw, option, value.as_ptr().cast(), value.len()) };
         if rc != 0 {
             return Err(last_error("zmq_setsockopt"));
         }
