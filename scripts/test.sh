@@ -7,12 +7,12 @@
 # browser step, and valgrind for the icount step.
 #
 #   bash scripts/test.sh            every step
-#   bash scripts/test.sh STEP...    only these steps (lint, nostd, tests, conformance, browser,
-#                                   fuzz, icount)
+#   bash scripts/test.sh STEP...    only these steps (lint, nostd, tests, conformance, soak,
+#                                   browser, fuzz, icount)
 set -eEuo pipefail
 cd "$(dirname "$0")/.."
 
-STEPS=(lint nostd tests conformance browser fuzz icount)
+STEPS=(lint nostd tests conformance soak browser fuzz icount)
 step_name=setup
 trap 'echo "== FAILED in step: $step_name" >&2' ERR
 
@@ -68,6 +68,12 @@ tests() {
 conformance() {
   cargo test -p zmtp-conformance
   cargo test -p zmtp-conformance-draft
+}
+
+# The soak harness (README: Soak), 60 s in all against ours and libzmq (a debug build: it compiles
+# in half a minute, where the release build takes two); fails on any verdict.
+soak() {
+  cargo run -q -p zmtp-soak -- --duration 60s
 }
 
 # The browser example in headless Chromium: tokio_browser serves the page and binds a REP
