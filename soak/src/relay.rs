@@ -229,6 +229,8 @@ fn start_conn(shared: &Arc<Shared>, client: TcpStream, server: TcpStream) -> std
         dead: AtomicBool::new(false),
         threads: Mutex::new(Vec::new()),
     });
+    // Listed before any byte is forwarded: a reset that follows forwarded data finds it.
+    shared.conns.lock().unwrap().push(conn.clone());
     let finished = Arc::new(AtomicUsize::new(0));
     let mut threads = Vec::new();
     for to_server in [true, false] {
@@ -247,8 +249,8 @@ fn start_conn(shared: &Arc<Shared>, client: TcpStream, server: TcpStream) -> std
             }
         }));
     }
+    // A reset meanwhile found no threads to join: they end by themselves (the flag is set).
     *conn.threads.lock().unwrap() = threads;
-    shared.conns.lock().unwrap().push(conn);
     Ok(())
 }
 

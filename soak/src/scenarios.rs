@@ -123,6 +123,73 @@ struct Seen {
     count: u32,
 }
 
+/// The churning senders' account: what each sent and what arrived of it. A sender whose
+/// every message arrived is retired (one bit kept), so that hours of churn keep the
+/// account small.
+#[derive(Default)]
+struct Ledger {
+    /// Senders done sending, not retired: how many messages each sent.
+    sent: HashMap<u32, u32>,
+    /// Senders not retired: what arrived of theirs.
+    seen: HashMap<u32, Seen>,
+    /// One bit per sender id: retired.
+    retired: Vec<u64>,
+    retired_senders: u64,
+    retired_messages: u64,
+    duplicates: u64,
+    out_of_order: u64,
+}
+
+impl Ledger {
+    fn is_retired(&self, id: u32) -> bool {
+        let (word, bit) = (id as usize / 64, id % 64);
+        self.retired.get(word).is_some_and(|w| w & (1 << bit) != 0)
+    }
+
+    /// Note message `seq` of sender `id`.
+    fn arrived(&mut self, id: u32, seq: u32) {
+        if self.is_retired(id) {
+            self.duplicates += 1;
+            return;
+        }
+        let s = self.seen.entry(id).or_default();
+        if seq < s.next {
+            self.duplicates += 1;
+        } else {
+            if seq > s.next {
+                self.out_of_order += 1;
+            }
+            s.next = seq + 1;
+            s.count += 1;
+        }
+    }
+
+    /// Retire sender `id` if all it sent arrived; whether it is retired.
+    fn retire_if_complete(&mut self, id: u32) -> bool {
+        let Some(&n) = self.sent.get(&id) else {
+            return false;
+        };
+        if self.seen.get(&id).map_or(0, |s| s.count) != n {
+            return false;
+        }
+        self.sent.remove(&id);
+        self.seen.remove(&id);
+        let (word, bit) = (id as usize / 64, id % 64);
+        if self.retired.len() <= word {
+            self.retired.resize(word + 1, 0);
+        }
+        self.retired[word] |= 1 << bit;
+        self.retired_senders += 1;
+        self.retired_messages += u64::from(n);
+        true
+    }
+
+    /// Messages sent by the senders done sending.
+    fn expected(&self) -> u64 {
+        self.retired_messages + self.sent.values().map(|&n| u64::from(n)).sum::<u64>()
+    }
+}
+
 fn churn_senders(run: &Run) -> Res<Vec<Check>> {
     let mut pull = run.socket(
         Kind::Pull,
@@ -138,11 +205,10 @@ fn churn_senders(run: &Run) -> Res<Vec<Check>> {
     let via = relay.endpoint();
 
     let next_id = AtomicU64::new(0);
-    let sent: Mutex<HashMap<u32, u32>> = Mutex::new(HashMap::new());
+    let ledger: Mutex<Ledger> = Mutex::new(Ledger::default());
     let errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let done_sending = AtomicBool::new(false);
-    let seen: Mutex<HashMap<u32, Seen>> = Mutex::new(HashMap::new());
-    let (mut duplicates, mut out_of_order, mut malformed) = (0u64, 0u64, 0u64);
+    let mut malformed = 0u64;
 
     std::thread::scope(|scope| {
         let senders: Vec<_> = (0..SENDERS_AT_ONCE)
@@ -164,13 +230,12 @@ fn churn_senders(run: &Run) -> Res<Vec<Check>> {
                                 push.send(&[&body], None)?;
                             }
                             push.close();
-                            sent.lock().unwrap().insert(id, SENDER_MESSAGES);
+                            ledger.lock().unwrap().sent.insert(id, SENDER_MESSAGES);
                             // The next sender starts once this one's messages are in (at
                             // most 10 s), so that at most SENDERS_AT_ONCE are alive, lingering
                             // ones included: libzmq's close returns before its linger ends.
                             wait_until(Duration::from_secs(10), || {
-                                seen.lock().unwrap().get(&id).map_or(0, |s| s.count)
-                                    >= SENDER_MESSAGES
+                                ledger.lock().unwrap().retire_if_complete(id)
                             });
                             Ok(())
                         })();
@@ -200,17 +265,7 @@ fn churn_senders(run: &Run) -> Res<Vec<Check>> {
                         };
                         let id = u32::from_be_bytes(body[..4].try_into().unwrap());
                         let seq = u32::from_be_bytes(body[4..8].try_into().unwrap());
-                        let mut seen = seen.lock().unwrap();
-                        let s = seen.entry(id).or_default();
-                        if seq < s.next {
-                            duplicates += 1;
-                        } else {
-                            if seq > s.next {
-                                out_of_order += 1;
-                            }
-                            s.next = seq + 1;
-                            s.count += 1;
-                        }
+                        ledger.lock().unwrap().arrived(id, seq);
                     }
                     Ok(None) => {}
                     Err(e) => {
@@ -219,7 +274,7 @@ fn churn_senders(run: &Run) -> Res<Vec<Check>> {
                     }
                 }
                 if done_sending.load(Ordering::SeqCst) {
-                    let expected: u64 = sent.lock().unwrap().values().map(|&n| u64::from(n)).sum();
+                    let expected = ledger.lock().unwrap().expected();
                     if total >= expected || last_new.elapsed() > Duration::from_secs(10) {
                         break;
                     }
@@ -236,15 +291,19 @@ fn churn_senders(run: &Run) -> Res<Vec<Check>> {
     let connections = relay.accepted();
     drop(relay);
 
-    let sent = sent.into_inner().unwrap();
-    let seen = seen.into_inner().unwrap();
+    let ledger = ledger.into_inner().unwrap();
     let errors = errors.into_inner().unwrap();
-    let expected: u64 = sent.values().map(|&n| u64::from(n)).sum();
-    let received: u64 = seen.values().map(|s| u64::from(s.count)).sum();
-    let short: Vec<u32> = (sent.iter())
-        .filter(|(id, n)| seen.get(id).map_or(0, |s| s.count) != **n)
+    let expected = ledger.expected();
+    let received = ledger.retired_messages
+        + (ledger.seen.values())
+            .map(|s| u64::from(s.count))
+            .sum::<u64>();
+    let short: Vec<u32> = (ledger.sent.iter())
+        .filter(|(id, n)| ledger.seen.get(id).map_or(0, |s| s.count) != **n)
         .map(|(id, _)| *id)
         .collect();
+    let senders = ledger.retired_senders + ledger.sent.len() as u64;
+    let (duplicates, out_of_order) = (ledger.duplicates, ledger.out_of_order);
     let mut checks = vec![
         Check::new(
             "every message exactly once",
@@ -252,7 +311,7 @@ fn churn_senders(run: &Run) -> Res<Vec<Check>> {
             format!(
                 "{} senders ({connections} relayed connections), {expected} messages sent, \
                  {received} received, {duplicates} duplicates, {malformed} malformed, {} senders short{}",
-                sent.len(),
+                senders,
                 short.len(),
                 if short.is_empty() { String::new() } else { format!(" (e.g. {:?})", &short[..short.len().min(5)]) }
             ),
@@ -1095,6 +1154,26 @@ fn restart(run: &Run) -> Res<Vec<Check>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_ledger_counts_duplicates_reordering_and_retires_complete_senders() {
+        let mut l = Ledger::default();
+        l.sent.insert(3, 3);
+        l.arrived(3, 0);
+        l.arrived(3, 2); // 1 skipped: ahead of its turn
+        assert!(!l.retire_if_complete(3));
+        l.arrived(3, 1); // late: counted as a duplicate, not as arrived
+        assert_eq!((l.out_of_order, l.duplicates), (1, 1));
+        l.arrived(3, 3);
+        assert!(l.retire_if_complete(3));
+        assert!(l.seen.is_empty() && l.sent.is_empty());
+        l.arrived(3, 0); // after retirement
+        assert_eq!(l.duplicates, 2);
+        assert_eq!(
+            (l.retired_senders, l.retired_messages, l.expected()),
+            (1, 3, 3)
+        );
+    }
 
     /// A raw DEALER's greeting, READY and message reach a ROUTER of either implementation.
     #[test]
