@@ -132,24 +132,26 @@ impl Socket {
             }
         }
         let rcvhwm = self.rcv_limit();
-        while let Some(peer) = self.fq_active.pop_front() {
+        while let Some(&peer) = self.fq_active.front() {
             let Some(p) = self.peers.get_mut(&peer) else {
+                self.fq_active.pop_front();
                 continue;
             };
-            p.in_fq = false;
-            if !p.attached {
-                continue;
-            }
-            let Some(msg) = p.inq.pop_front() else {
+            let Some(msg) = p.attached.then(|| p.inq.pop_front()).flatten() else {
+                // Passed over: detached, or its queue emptied by another path.
+                p.in_fq = false;
+                self.fq_active.pop_front();
                 continue;
             };
             // Only ROUTER needs the routing id: nobody else pays for its clone.
             let id = with_id.then(|| p.routing_id.clone());
             let resume = p.held && p.inq.len() <= rcvhwm / 2;
-            if !p.inq.is_empty() {
+            if p.inq.is_empty() {
+                p.in_fq = false;
+                self.fq_active.pop_front();
+            } else if self.fq_active.len() > 1 {
                 // Its next message waits for the others' turns.
-                p.in_fq = true;
-                self.fq_active.push_back(peer);
+                self.fq_active.rotate_left(1);
             }
             if resume {
                 self.resume_input(peer, now.now());
