@@ -13,10 +13,13 @@
 //! - the idle cost: the server's CPU time over a quiet interval, with no connection and
 //!   with all of them;
 //! - the round trip of one message on one connection while all the others are idle,
-//!   against the same with that connection alone.
+//!   against the same with that connection alone;
+//! - memory kept: the server's RSS after the connections close, and after a second storm
+//!   of as many connections and its close (memory kept from the first is reused, so the
+//!   second adds nothing if nothing leaks).
 //!
 //! Usage: `zmtp-scale [--connections N] [--impl mio,uring,libzmq] [--inflight N]
-//! [--idle SECS] [--trips N]`.
+//! [--idle SECS] [--trips N] [--storms N]`.
 
 use std::io::{self, BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream as StdTcpStream};
@@ -391,6 +394,8 @@ struct Figures {
     rss_base_kib: u64,
     rss_full_kib: u64,
     rss_after_kib: u64,
+    /// Later storms: RSS with the connections up, and after they closed.
+    again: Vec<(u64, u64)>,
     idle_cpu_empty_ms: f64,
     idle_cpu_full_ms: f64,
     rtt_alone: (f64, f64),
@@ -403,6 +408,7 @@ fn measure(
     inflight: usize,
     idle: Duration,
     trips: usize,
+    storms: usize,
 ) -> Result<Figures, String> {
     let tick_ms = 1000.0 / ticks_per_second();
     let mut server = Server::start(kind)?;
@@ -427,6 +433,17 @@ fn measure(
     drop(conns);
     std::thread::sleep(Duration::from_secs(1));
     let (rss_after, _) = server.stats()?;
+    // Again: memory kept after the first storm is reused, not added to.
+    let mut again = Vec::new();
+    for _ in 1..storms {
+        let (conns, _) = storm(server.addr, n - 1, inflight)?;
+        std::thread::sleep(Duration::from_millis(500));
+        let (up, _) = server.stats()?;
+        drop(conns);
+        std::thread::sleep(Duration::from_secs(1));
+        let (after, _) = server.stats()?;
+        again.push((up, after));
+    }
     server.stop();
     Ok(Figures {
         kind: kind.to_string(),
@@ -434,6 +451,7 @@ fn measure(
         rss_base_kib: rss_base,
         rss_full_kib: rss_full,
         rss_after_kib: rss_after,
+        again,
         idle_cpu_empty_ms: (cpu1 - cpu0) as f64 * tick_ms,
         idle_cpu_full_ms: (cpu3 - cpu2) as f64 * tick_ms,
         rtt_alone,
@@ -441,14 +459,27 @@ fn measure(
     })
 }
 
+/// Later storms' RSS figures in a table cell.
+fn later(again: &[(u64, u64)]) -> String {
+    let cells: Vec<String> = (again.iter())
+        .map(|&(up, after)| format!("{:.1} / {:.1}", up as f64 / 1024.0, after as f64 / 1024.0))
+        .collect();
+    if cells.is_empty() {
+        "-".into()
+    } else {
+        format!("{} MiB", cells.join(", "))
+    }
+}
+
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: zmtp-scale [--connections N] [--impl LIST] [--inflight N] [--idle SECS] [--trips N]\n\
+        "usage: zmtp-scale [--connections N] [--impl LIST] [--inflight N] [--idle SECS] [--trips N] [--storms N]\n\
          \n\
          One ROUTER echo server per implementation (mio, uring: ours on the blocking driver\n\
          with epoll or io_uring; libzmq) in a process of its own, and N raw DEALER\n\
          connections from this one. Defaults: 10000 connections, mio,libzmq, 100\n\
-         handshakes in flight, 2 s idle intervals, 2000 round trips."
+         handshakes in flight, 2 s idle intervals, 2000 round trips, 3 storms of connections\n\
+         (the later ones show whether memory kept from the first is reused)."
     );
     ExitCode::from(2)
 }
@@ -463,6 +494,7 @@ fn main() -> ExitCode {
     let mut inflight = 100usize;
     let mut idle = Duration::from_secs(2);
     let mut trips = 2000usize;
+    let mut storms = 3usize;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let v = it.next();
@@ -478,9 +510,10 @@ fn main() -> ExitCode {
             "--inflight" => v.parse().map(|x| inflight = x).is_ok(),
             "--idle" => v.parse().map(|x| idle = Duration::from_secs_f64(x)).is_ok(),
             "--trips" => v.parse().map(|x| trips = x).is_ok(),
+            "--storms" => v.parse().map(|x| storms = x).is_ok(),
             _ => false,
         };
-        if !ok || n < 2 || inflight == 0 || trips < 10 {
+        if !ok || n < 2 || inflight == 0 || trips < 10 || storms == 0 {
             return usage();
         }
     }
@@ -492,7 +525,7 @@ fn main() -> ExitCode {
     let mut all = Vec::new();
     for kind in &kinds {
         eprintln!("zmtp-scale: {kind}, {n} connections ...");
-        match measure(kind, n, inflight, idle, trips) {
+        match measure(kind, n, inflight, idle, trips, storms) {
             Ok(f) => all.push(f),
             Err(e) => {
                 eprintln!("zmtp-scale: {kind}: {e}");
@@ -507,20 +540,21 @@ fn main() -> ExitCode {
     );
     println!();
     println!(
-        "| server | handshakes/s | RSS before | RSS with {n} | RSS per connection | RSS after close | idle CPU, 0 peers | idle CPU, {n} peers | RTT p50 / p99, alone | RTT p50 / p99, beside {} idle |",
+        "| server | handshakes/s | RSS before | RSS with {n} | RSS per connection | RSS after close | later storms: RSS up / after close | idle CPU, 0 peers | idle CPU, {n} peers | RTT p50 / p99, alone | RTT p50 / p99, beside {} idle |",
         n - 1
     );
-    println!("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+    println!("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
     for f in &all {
         let per = (f.rss_full_kib.saturating_sub(f.rss_base_kib)) as f64 * 1024.0 / n as f64;
         println!(
-            "| {} | {:.0} | {:.1} MiB | {:.1} MiB | {:.1} KiB | {:.1} MiB | {:.0} ms | {:.0} ms | {:.1} / {:.1} µs | {:.1} / {:.1} µs |",
+            "| {} | {:.0} | {:.1} MiB | {:.1} MiB | {:.1} KiB | {:.1} MiB | {} | {:.0} ms | {:.0} ms | {:.1} / {:.1} µs | {:.1} / {:.1} µs |",
             f.kind,
             f.handshakes_per_s,
             f.rss_base_kib as f64 / 1024.0,
             f.rss_full_kib as f64 / 1024.0,
             per / 1024.0,
             f.rss_after_kib as f64 / 1024.0,
+            later(&f.again),
             f.idle_cpu_empty_ms,
             f.idle_cpu_full_ms,
             f.rtt_alone.0,
