@@ -18,7 +18,7 @@
 //!   of as many connections and its close (memory kept from the first is reused, so the
 //!   second adds nothing if nothing leaks).
 //!
-//! Usage: `zmtp-scale [--connections N] [--impl mio,uring,libzmq] [--inflight N]
+//! Usage: `zmtp-scale [--connections N] [--impl mio,uring,tokio,libzmq] [--inflight N]
 //! [--idle SECS] [--trips N] [--storms N]`.
 
 use std::io::{self, BufRead, BufReader, ErrorKind, Read, Write};
@@ -134,6 +134,7 @@ fn server(kind: &str) -> ExitCode {
     let endpoint = "tcp://127.0.0.1:0";
     let bound = match kind {
         "mio" | "uring" => serve_ours(kind, endpoint),
+        "tokio" => serve_tokio(endpoint),
         "libzmq" => serve_libzmq(endpoint),
         other => Err(format!("unknown implementation {other}")),
     };
@@ -178,6 +179,48 @@ fn serve_ours(kind: &str, endpoint: &str) -> Result<String, String> {
         }
     });
     Ok(bound)
+}
+
+fn serve_tokio(endpoint: &str) -> Result<String, String> {
+    use zmtp_tokio::{Socket, SocketType};
+    let (tx, rx) = std::sync::mpsc::channel();
+    let endpoint = endpoint.to_string();
+    std::thread::spawn(move || {
+        let rt = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => rt,
+            Err(e) => {
+                let _ = tx.send(Err(e.to_string()));
+                return;
+            }
+        };
+        rt.block_on(async move {
+            let sock = match Socket::new(SocketType::Router) {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = tx.send(Err(e.to_string()));
+                    return;
+                }
+            };
+            match sock.bind(&endpoint).await {
+                Ok(bound) => {
+                    let _ = tx.send(Ok(bound));
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(e.to_string()));
+                    return;
+                }
+            }
+            while let Ok(msg) = sock.recv().await {
+                if sock.send(msg).await.is_err() {
+                    break;
+                }
+            }
+        });
+    });
+    rx.recv().map_err(|e| e.to_string())?
 }
 
 fn serve_libzmq(endpoint: &str) -> Result<String, String> {
@@ -473,13 +516,15 @@ fn later(again: &[(u64, u64)]) -> String {
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: zmtp-scale [--connections N] [--impl LIST] [--inflight N] [--idle SECS] [--trips N] [--storms N]\n\
+        "usage: zmtp-scale [--connections N] [--impl LIST] [--inflight N] [--idle SECS]\n\
+         \x20                 [--trips N] [--storms N]\n\
          \n\
-         One ROUTER echo server per implementation (mio, uring: ours on the blocking driver\n\
-         with epoll or io_uring; libzmq) in a process of its own, and N raw DEALER\n\
-         connections from this one. Defaults: 10000 connections, mio,libzmq, 100\n\
-         handshakes in flight, 2 s idle intervals, 2000 round trips, 3 storms of connections\n\
-         (the later ones show whether memory kept from the first is reused)."
+         One ROUTER echo server per implementation (mio, uring: ours on the blocking\n\
+         driver with epoll or io_uring; tokio: ours on a current-thread runtime; libzmq)\n\
+         in a process of its own, and N raw DEALER connections from this one. Defaults:\n\
+         10000 connections, mio,tokio,libzmq, 100 handshakes in flight, 2 s idle\n\
+         intervals, 2000 round trips, 3 storms of connections (the later ones show\n\
+         whether memory kept from the first is reused)."
     );
     ExitCode::from(2)
 }
@@ -490,7 +535,7 @@ fn main() -> ExitCode {
         return server(args.get(1).map_or("", String::as_str));
     }
     let mut n = 10_000usize;
-    let mut kinds = vec!["mio".to_string(), "libzmq".to_string()];
+    let mut kinds = vec!["mio".to_string(), "tokio".to_string(), "libzmq".to_string()];
     let mut inflight = 100usize;
     let mut idle = Duration::from_secs(2);
     let mut trips = 2000usize;
