@@ -519,8 +519,8 @@ fn storm_hello() -> Vec<u8> {
 }
 
 /// Read the server's greeting and READY command (a short command frame). A peer sends its
-/// first message only after this: libzmq 4.3.4 leaves a message that came in the same
-/// segment as the handshake unread until more data arrives.
+/// first message only after this: a libzmq 4.3.4 ROUTER did not deliver a message written
+/// in one piece with the greeting and READY, before its own greeting was read.
 fn storm_read_handshake(s: &mut TcpStream) -> Res<()> {
     let mut got = Vec::new();
     let mut buf = [0u8; 256];
