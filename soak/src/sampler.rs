@@ -97,8 +97,10 @@ impl Sampler {
         }
     }
 
-    /// Record a quiet point of the scenario.
+    /// Record a quiet point of the scenario: freed heap is given back first ([`trim`]), so
+    /// that quiet points compare live memory, not what the allocator kept.
     pub fn mark(&self) {
+        trim();
         let x = sample(self.start);
         self.marks.lock().unwrap().push(x);
         self.samples.lock().unwrap().push(x);
