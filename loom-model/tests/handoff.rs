@@ -39,6 +39,26 @@ impl Shared {
         signal
     }
 
+    /// An I/O thread delivering `n` messages.
+    fn spawn_io(self: &Arc<Self>, n: usize) -> thread::JoinHandle<()> {
+        let shared = self.clone();
+        thread::spawn(move || {
+            for _ in 0..n {
+                shared.deliver();
+            }
+        })
+    }
+
+    /// At the end: every message taken, and nobody counted as waiting.
+    fn check_quiet(&self) {
+        let mut s = self.state.lock().unwrap();
+        assert_eq!(s.queued, 0);
+        assert!(
+            !s.waiters.take(),
+            "nobody waits, yet the count says someone does"
+        );
+    }
+
     /// A receive, as `Socket::recv` with no timeout: take a message, or wait for one
     /// signal (`Shared::wait_for`) and look again.
     fn recv(&self) {
@@ -59,20 +79,10 @@ impl Shared {
 fn a_receive_is_woken_by_the_message_that_comes_while_it_waits() {
     loom::model(|| {
         let shared = Arc::new(Shared::default());
-        let io = {
-            let shared = shared.clone();
-            thread::spawn(move || {
-                shared.deliver();
-            })
-        };
+        let io = shared.spawn_io(1);
         shared.recv();
         io.join().unwrap();
-        let mut s = shared.state.lock().unwrap();
-        assert_eq!(s.queued, 0);
-        assert!(
-            !s.waiters.take(),
-            "nobody waits, yet the count says someone does"
-        );
+        shared.check_quiet();
     });
 }
 
@@ -84,22 +94,11 @@ fn two_receivers_and_two_messages_each_get_one() {
             let shared = shared.clone();
             thread::spawn(move || shared.recv())
         };
-        let io = {
-            let shared = shared.clone();
-            thread::spawn(move || {
-                shared.deliver();
-                shared.deliver();
-            })
-        };
+        let io = shared.spawn_io(2);
         shared.recv();
         other.join().unwrap();
         io.join().unwrap();
-        let mut s = shared.state.lock().unwrap();
-        assert_eq!(s.queued, 0);
-        assert!(
-            !s.waiters.take(),
-            "nobody waits, yet the count says someone does"
-        );
+        shared.check_quiet();
     });
 }
 
@@ -118,27 +117,18 @@ fn a_wait_that_times_out_leaves_the_count_right() {
                 s.waiters.leave(generation);
             })
         };
-        let io = {
-            let shared = shared.clone();
-            thread::spawn(move || {
-                shared.deliver();
-            })
-        };
+        let io = shared.spawn_io(1);
         timed_out.join().unwrap();
         io.join().unwrap();
         // Nobody waits now: the count says so, whatever the order was (a count left at one
         // would signal nobody; one that went below zero would have panicked).
         assert!(!shared.state.lock().unwrap().waiters.take());
         // And the next receive is still woken by the next message.
-        let io = {
-            let shared = shared.clone();
-            thread::spawn(move || {
-                shared.deliver();
-            })
-        };
+        let io = shared.spawn_io(1);
         shared.recv();
         shared.recv();
         io.join().unwrap();
+        shared.check_quiet();
     });
 }
 
