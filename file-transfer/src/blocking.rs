@@ -32,7 +32,7 @@ use zmtp_mio::Socket;
 
 use crate::{
     one_saved, FileReceiver, FileSender, Outcome, Progress, RecvEvent, RecvOptions, Saved,
-    SendReport, SendStep, TransferError,
+    SendOptions, SendReport, SendStep, TransferError,
 };
 
 fn send(socket: &Socket, frames: Vec<Bytes>) -> Result<(), TransferError> {
@@ -47,9 +47,28 @@ pub fn send_file(
     socket: &Socket,
     path: &Path,
     name: Option<&str>,
+    progress: impl FnMut(Progress),
+) -> Result<SendReport, TransferError> {
+    let options = SendOptions {
+        name: name.map(str::to_owned),
+        digest_cache: None,
+    };
+    send_file_with(socket, path, &options, progress)
+}
+
+/// [`crate::send_file_with`] on a blocking DEALER.
+pub fn send_file_with(
+    socket: &Socket,
+    path: &Path,
+    options: &SendOptions,
     mut progress: impl FnMut(Progress),
 ) -> Result<SendReport, TransferError> {
-    let mut sender = FileSender::open(path, name, &mut progress)?;
+    let mut sender = FileSender::open_cached(
+        path,
+        options.name.as_deref(),
+        options.digest_cache.as_ref(),
+        &mut progress,
+    )?;
     send(socket, sender.offer())?;
     loop {
         let msg = socket.recv()?;

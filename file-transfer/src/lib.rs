@@ -42,6 +42,7 @@
 #![warn(missing_docs)]
 
 pub mod blocking;
+mod cache;
 mod receiver;
 mod sender;
 pub mod wire;
@@ -52,6 +53,7 @@ use std::path::{Path, PathBuf};
 
 use zmtp_async::{Bytes, Message, Runtime, Socket};
 
+pub use crate::cache::{DigestCache, FileKey};
 pub use crate::receiver::{FileReceiver, Handled};
 pub use crate::sender::{FileSender, SendStep};
 
@@ -137,6 +139,21 @@ pub struct SendReport {
     pub sent: u64,
     /// Its SHA-256.
     pub digest: [u8; 32],
+    /// Whether the digest came from the [`DigestCache`] (the file was not read to
+    /// compute it).
+    pub digest_cached: bool,
+}
+
+/// A sender's settings, for [`send_file_with`].
+#[derive(Debug, Clone, Default)]
+pub struct SendOptions {
+    /// The name to offer the file under (default: its own file name, which must then be
+    /// UTF-8).
+    pub name: Option<String>,
+    /// Where to look up the file's digest before hashing it, and to record it after
+    /// (default: none, the file is hashed every time). See [`DigestCache`]: the receiver
+    /// checks what it wrote either way.
+    pub digest_cache: Option<DigestCache>,
 }
 
 /// A receiver's settings.
@@ -263,9 +280,29 @@ pub async fn send_file<R: Runtime>(
     socket: &Socket<R>,
     path: &Path,
     name: Option<&str>,
+    progress: impl FnMut(Progress),
+) -> Result<SendReport, TransferError> {
+    let options = SendOptions {
+        name: name.map(str::to_owned),
+        digest_cache: None,
+    };
+    send_file_with(socket, path, &options, progress).await
+}
+
+/// [`send_file`] with its settings: the name, and a [`DigestCache`] to take the digest
+/// from (no [`Phase::Hashing`] progress then) or to record it in.
+pub async fn send_file_with<R: Runtime>(
+    socket: &Socket<R>,
+    path: &Path,
+    options: &SendOptions,
     mut progress: impl FnMut(Progress),
 ) -> Result<SendReport, TransferError> {
-    let mut sender = FileSender::open(path, name, &mut progress)?;
+    let mut sender = FileSender::open_cached(
+        path,
+        options.name.as_deref(),
+        options.digest_cache.as_ref(),
+        &mut progress,
+    )?;
     send(socket, sender.offer()).await?;
     loop {
         let msg = socket.recv().await?;
