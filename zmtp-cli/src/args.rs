@@ -175,6 +175,12 @@ The file is hashed (SHA-256), offered by name, size and digest, and sent in the 
 receiver asks for; a receiver that kept part of it from an earlier attempt asks only for
 the rest. A progress bar shows on standard error when it is a terminal.
 
+The digest is kept in $XDG_CACHE_HOME/zmtp/digests (default ~/.cache/zmtp/digests),
+keyed on the file's canonical path, device, inode, size and modification and change times:
+sending the same unchanged file again (a retry, a resume, another receiver) skips the
+hashing. Any change to the file hashes it again; the receiver checks the digest of what it
+wrote either way. --no-digest-cache neither reads nor writes that file.
+
 Exit status: 0 the receiver has the file (its digest matched), 1 bad usage, 2 runtime
 failure (the receiver refused or aborted the transfer, the file cannot be read,
 authentication refused), 3 --timeout expired.";
@@ -220,6 +226,9 @@ pub struct SendFileCli {
     /// The name to offer the file under (default: its own file name)
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
+    /// Hash the file even if its digest is cached, and do not record it
+    #[arg(long)]
+    pub no_digest_cache: bool,
     /// The file to send
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
@@ -263,6 +272,9 @@ pub struct SendFileArgs {
     pub file: PathBuf,
     /// `--name`.
     pub name: Option<String>,
+    /// Take the digest from, and record it in, the digest cache file (not
+    /// `--no-digest-cache`).
+    pub digest_cache: bool,
 }
 
 /// `zmtp recv-file`, checked.
@@ -975,6 +987,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, Failure> {
                 socket,
                 file: f.file,
                 name: f.name,
+                digest_cache: !f.no_digest_cache,
             }))
         }
         CliCommand::RecvFile(r) => {
