@@ -26,6 +26,7 @@
 //! ```
 
 use std::path::Path;
+use std::time::Instant;
 
 use zmtp_async::{Bytes, Message};
 use zmtp_mio::Socket;
@@ -95,7 +96,26 @@ pub fn recv_files(
     let mut receiver = FileReceiver::new(options.clone());
     let mut outcomes = Vec::new();
     while count.is_none_or(|c| (outcomes.len() as u64) < c) {
-        let msg = socket.recv()?;
+        let msg = match receiver.idle_deadline() {
+            None => socket.recv()?,
+            Some(deadline) => {
+                let wait = deadline.saturating_duration_since(Instant::now());
+                match socket.recv_timeout(Some(wait)) {
+                    Ok(msg) => msg,
+                    Err(zmtp_mio::Error::Timeout) => {
+                        while let Some(handled) = receiver.expire_idle(Instant::now(), &mut events)
+                        {
+                            for reply in handled.replies {
+                                send(socket, reply)?;
+                            }
+                            outcomes.extend(handled.ended);
+                        }
+                        continue;
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        };
         let handled = receiver.handle(msg.into_frames(), &mut events);
         for reply in handled.replies {
             send(socket, reply)?;
