@@ -192,8 +192,9 @@ the offer it is for) and renamed to NAME once complete and their SHA-256 matches
 identical offer later resumes a part. Refused, with a message here and to the sender:
 names with '/', '\\', NUL or control characters, '.', '..', empty names or names over 255
 bytes; files over --max-size; an existing file unless --overwrite. A chunk that was not
-asked for, a longer one or a digest mismatch aborts the transfer and removes the part.
-Several senders may send at once. A progress bar per transfer shows on standard error when
+asked for, a longer one or a digest mismatch aborts the transfer and removes the part; a
+sender silent for --idle-timeout stops it and keeps the part. A symbolic link in the place
+of a part is never followed. Several senders may send at once. A progress bar per transfer shows on standard error when
 it is a terminal.
 
 Exit status: 0 every transfer (-n FILES of them) saved its file, 1 bad usage, 2 runtime
@@ -259,6 +260,10 @@ pub struct RecvFileCli {
     /// Bytes per range asked for
     #[arg(long, value_name = "BYTES", default_value = "262144", value_parser = chunk)]
     pub chunk: u32,
+    /// Stop a transfer whose sender sends nothing for MS milliseconds, keeping its part
+    /// to be resumed (0: wait for ever)
+    #[arg(long, value_name = "MS", default_value = "60000")]
+    pub idle_timeout: u64,
     #[command(flatten)]
     pub security: SecurityCli,
 }
@@ -282,7 +287,7 @@ pub struct SendFileArgs {
 pub struct RecvFileArgs {
     /// The ROUTER's endpoints, security, timeout and verbosity.
     pub socket: SocketArgs,
-    /// `--dir`, `--overwrite`, `--max-size`, `--window`, `--chunk`.
+    /// `--dir`, `--overwrite`, `--max-size`, `--window`, `--chunk`, `--idle-timeout`.
     pub options: zmtp_file::RecvOptions,
     /// `-n`.
     pub count: Option<u64>,
@@ -999,6 +1004,8 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, Failure> {
             options.max_size = r.max_size.unwrap_or(u64::MAX);
             options.window = r.window;
             options.chunk = r.chunk;
+            options.idle_timeout =
+                (r.idle_timeout > 0).then(|| Duration::from_millis(r.idle_timeout));
             Ok(Command::RecvFile(RecvFileArgs {
                 socket,
                 options,

@@ -507,3 +507,42 @@ fn a_forged_cache_entry_is_caught_by_the_receiver() {
     assert!(s.stderr.contains("digest computed"), "{s:?}");
     assert_eq!(std::fs::read(dir.0.join("in/forged.bin")).unwrap(), data);
 }
+
+#[test]
+fn a_silent_sender_is_given_up_after_the_idle_timeout_and_its_part_kept() {
+    let dir = TempDir::new("idle");
+    let (r, ep) = receiver(&dir, &["-n", "1", "--idle-timeout", "300"]);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let last = rt.block_on(async {
+        let dealer = Socket::new(SocketType::Dealer).unwrap();
+        dealer.connect(&ep).unwrap();
+        let frames = vec![
+            Bytes::from_static(b"OFFER"),
+            Bytes::from_static(b"quiet.bin"),
+            Bytes::copy_from_slice(&1_000_000u64.to_be_bytes()),
+            Bytes::copy_from_slice(&[1; 32]),
+        ];
+        dealer.send(Message::from(frames)).await.unwrap();
+        // Never a CHUNK: the FETCHes come, then the ERROR.
+        loop {
+            let msg = tokio::time::timeout(Duration::from_secs(10), dealer.recv())
+                .await
+                .unwrap()
+                .unwrap();
+            if &msg.frames()[0][..] != b"FETCH" {
+                return msg;
+            }
+        }
+    });
+    assert_eq!(&last.frames()[0][..], b"ERROR");
+    let r = r.finish();
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(
+        r.stderr.contains("nothing from the sender for 0.300 s"),
+        "{r:?}"
+    );
+    assert_eq!(dir.listing(), ["quiet.bin.part", "quiet.bin.part.offer"]);
+}
