@@ -128,9 +128,12 @@ impl FileSender {
                     hash_file(&file, size, progress).map_err(io_error(format!("read {shown}")))?;
                 if let Some((c, p)) = &cache {
                     let unchanged = file.metadata().is_ok_and(|m| FileKey::of(&m) == key);
+                    // Best effort: a cache that cannot be written only costs a hash.
                     if unchanged && key.settled_before(started) {
-                        // Best effort: a cache that cannot be written only costs a hash.
                         let _ = c.insert(p.clone(), key, digest);
+                    } else {
+                        // What it held for the path is stale either way.
+                        let _ = c.remove(p);
                     }
                 }
                 digest
