@@ -23,7 +23,7 @@ esac
 
 N=${ICOUNT_N:-10000}
 BASELINE=icount/baseline.txt
-SCENARIOS=(push-send pull-recv pub-fanout reqrep push-send-many pull-recv-many)
+SCENARIOS=(push-send pull-recv pub-fanout reqrep push-send-many pull-recv-many router-crowd)
 TOLERANCE=5
 
 if ! command -v valgrind >/dev/null; then

@@ -57,6 +57,7 @@ pub mod legacy_peer;
 pub mod matrix;
 pub mod mio_driver;
 pub mod our;
+pub mod raw_peer;
 pub mod security;
 pub mod socket_driver;
 pub mod subject;

@@ -296,17 +296,26 @@ pub enum Scenario {
     PushSendMany,
     /// As [`PullRecv`](Self::PullRecv), with `recv_many` taking the 64 messages at once.
     PullRecvMany,
+    /// One round trip between a ROUTER and one of its [`CROWD`] DEALER peers while the
+    /// others are idle: DEALER `send`, its output fed to the ROUTER, ROUTER `recv` (routing
+    /// id and body) and `send` of it back, its output fed to the DEALER, DEALER `recv` and
+    /// a check. What a receive costs must not grow with the idle peers.
+    RouterCrowd,
 }
+
+/// The DEALER peers of `router-crowd`.
+pub const CROWD: usize = 1_000;
 
 impl Scenario {
     /// Every scenario, in the order of the report.
-    pub const ALL: [Scenario; 6] = [
+    pub const ALL: [Scenario; 7] = [
         Scenario::PushSend,
         Scenario::PullRecv,
         Scenario::PubFanout,
         Scenario::ReqRep,
         Scenario::PushSendMany,
         Scenario::PullRecvMany,
+        Scenario::RouterCrowd,
     ];
 
     /// The scenario's name on the command line and in the baseline.
@@ -318,6 +327,7 @@ impl Scenario {
             Scenario::ReqRep => "reqrep",
             Scenario::PushSendMany => "push-send-many",
             Scenario::PullRecvMany => "pull-recv-many",
+            Scenario::RouterCrowd => "router-crowd",
         }
     }
 
@@ -336,6 +346,7 @@ impl Scenario {
             Scenario::ReqRep => reqrep(count),
             Scenario::PushSendMany => push_send_many(count),
             Scenario::PullRecvMany => pull_recv(count, true),
+            Scenario::RouterCrowd => router_crowd(count),
         }
     }
 }
@@ -484,6 +495,46 @@ fn has_body(msg: &Message, k: u64) -> bool {
     msg.first().is_some_and(|f| {
         f.len() == BODY_LEN && f[..8] == k.to_le_bytes() && f[BODY_LEN - 1] == k as u8
     })
+}
+
+fn router_crowd(count: u64) -> Result<(), Failure> {
+    let mut net = Net::new();
+    let router = net.add(SocketType::Router, Options::default());
+    let mut dealers = Vec::with_capacity(CROWD);
+    for _ in 0..CROWD {
+        let dealer = net.add(SocketType::Dealer, Options::default());
+        net.link(router, dealer);
+        dealers.push(dealer);
+    }
+    net.settle();
+    // The talking peer is the first attached (and its stream the first the harness finds).
+    let dealer = dealers[0];
+    let bodies = bodies();
+    for i in 0..WARM_UP + count {
+        let k = i % BATCH as u64;
+        let sent = net.socket(dealer).send(bodies[k as usize].clone(), NOW);
+        ensure!(sent == Ok(Sent::Queued), "request {i}: send gave {sent:?}");
+        net.flush(dealer);
+        let request = net.socket(router).recv(NOW);
+        let Some(request) = request.filter(|m| m.len() == 2) else {
+            return Err(Failure(format!("request {i} did not arrive as [id, body]")));
+        };
+        let intact = request.frames().get(1).is_some_and(|f| {
+            f.len() == BODY_LEN && f[..8] == k.to_le_bytes() && f[BODY_LEN - 1] == k as u8
+        });
+        ensure!(intact, "request {i}: received {request:?}");
+        let sent = net.socket(router).send(request, NOW);
+        ensure!(sent == Ok(Sent::Queued), "reply {i}: send gave {sent:?}");
+        net.flush(router);
+        let reply = net.socket(dealer).recv(NOW);
+        ensure!(
+            reply
+                .as_ref()
+                .is_some_and(|m| has_body(m, k) && m.len() == 1),
+            "reply {i}: received {reply:?}"
+        );
+    }
+    Ok(())
 }
 
 /// The subscribers of `pub-fanout`.

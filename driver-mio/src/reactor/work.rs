@@ -20,6 +20,10 @@ const HELP_BUDGET: usize = 4;
 /// Streams an application thread reads at most before it sleeps in a receive
 /// ([`Shared::read_here`]).
 pub(super) const READ_HERE: usize = 8;
+/// Sockets with more streams than this are read by the I/O thread alone
+/// ([`Shared::read_here`]): with thousands of mostly idle peers, trying a few of them
+/// before each sleep finds nothing, and their leases cost a walk over every peer.
+const READ_HERE_PEERS: usize = 64;
 /// Reads of one stream an application thread runs at most in a row, when the stream
 /// may hold more ([`Shared::read_here`]).
 const READ_AGAIN: usize = 2;
@@ -134,6 +138,7 @@ impl Shared {
     /// waiting, as the I/O thread would, and hand what comes to the state machine.
     /// Streams whose input is held (RCVHWM) are left alone. At most [`READ_HERE`]
     /// streams are tried, taking turns between calls; it stops once a message is ready.
+    /// A socket with more than [`READ_HERE_PEERS`] streams is left to the I/O thread.
     /// Returns whether anything was read (the caller looks at the socket again).
     ///
     /// The I/O thread stays registered for every stream: a read here that empties a
@@ -145,6 +150,9 @@ impl Shared {
         let Some(s) = st.sockets.get_mut(&id) else {
             return false;
         };
+        if s.peers.len() > READ_HERE_PEERS {
+            return false;
+        }
         s.waited = true;
         let timer = s.core.poll_timeout();
         let mut turn = [None; READ_HERE];

@@ -57,6 +57,7 @@ impl Socket {
 
     pub(super) fn process_input(&mut self, peer: PeerId, now: Instant) {
         self.read_input(peer, now);
+        self.note_input(peer);
         if !self.verdicts.is_empty() {
             self.apply_verdicts(now);
         }

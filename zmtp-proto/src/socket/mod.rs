@@ -288,6 +288,8 @@ struct Peer {
     subs: Vec<Bytes>,
     /// Input is held back: the receive queue reached RCVHWM and has not drained to half.
     held: bool,
+    /// The peer is in `Socket::fq_active`.
+    in_fq: bool,
     /// The peer's properties, once its metadata arrived.
     properties: Option<alloc::sync::Arc<PeerProperties>>,
     /// A verdict accepted the peer: its messages carry its properties.
@@ -370,7 +372,11 @@ pub struct Socket {
     /// Messages of peers that left the pattern, oldest first; never empty entries.
     departed: VecDeque<Departed>,
     lb_cursor: usize,
-    fq_cursor: usize,
+    /// Fair queuing's turn: the attached peers that had a message waiting when they were
+    /// put here, each at most once (`Peer::in_fq`), in the order they take turns. A peer
+    /// whose queue emptied otherwise (or that was detached) stays until its turn comes,
+    /// and is then passed over. Receiving costs the same with ten peers or ten thousand.
+    fq_active: VecDeque<PeerId>,
     next_id: u64,
     /// What the driver must do ([`Socket::poll_command`]).
     commands: VecDeque<Command>,
@@ -424,7 +430,7 @@ impl Socket {
             attached: Vec::new(),
             departed: VecDeque::new(),
             lb_cursor: 0,
-            fq_cursor: 0,
+            fq_active: VecDeque::new(),
             next_id: 1,
             commands: VecDeque::new(),
             monitors: VecDeque::new(),

@@ -159,6 +159,7 @@ impl Socket {
                 self.attached.push(peer);
             }
         }
+        self.note_input(peer);
     }
 
     /// Make a peer unroutable; the pattern forgets it. Messages received from it stay
@@ -172,6 +173,10 @@ impl Socket {
         }
         p.attached = false;
         p.held = false;
+        if p.in_fq {
+            p.in_fq = false;
+            self.fq_active.retain(|&x| x != peer);
+        }
         let inq = core::mem::take(&mut p.inq);
         if !inq.is_empty() {
             self.departed.push_back(Departed {
@@ -184,9 +189,6 @@ impl Socket {
             self.attached.remove(i);
             if self.lb_cursor > i {
                 self.lb_cursor -= 1;
-            }
-            if self.fq_cursor > i {
-                self.fq_cursor -= 1;
             }
         }
         self.pattern_detach(peer);

@@ -97,13 +97,22 @@ impl Socket {
         }
     }
 
+    /// After input was queued for `peer` (or it was attached): give it a turn in fair
+    /// queuing if it has a message waiting and none yet.
+    pub(in crate::socket) fn note_input(&mut self, peer: PeerId) {
+        if let Some(p) = self.peers.get_mut(&peer) {
+            if p.attached && !p.in_fq && !p.inq.is_empty() {
+                p.in_fq = true;
+                self.fq_active.push_back(peer);
+            }
+        }
+    }
+
     /// Whether some peer (attached or departed) has a complete message.
     pub(in crate::socket) fn fq_ready(&self) -> bool {
         !self.departed.is_empty()
-            || self
-                .attached
-                .iter()
-                .any(|peer| self.peers.get(peer).is_some_and(|p| !p.inq.is_empty()))
+            || (self.fq_active.iter())
+                .any(|peer| (self.peers.get(peer)).is_some_and(|p| p.attached && !p.inq.is_empty()))
     }
 
     /// Round-robin over attached peers with a complete message waiting. Also returns the
@@ -123,21 +132,27 @@ impl Socket {
             }
         }
         let rcvhwm = self.rcv_limit();
-        let n = self.attached.len();
-        let start = ring_start(self.fq_cursor, n);
-        for i in 0..n {
-            let idx = ring_next(start, i, n);
-            let peer = *self.attached.get(idx)?;
+        while let Some(&peer) = self.fq_active.front() {
             let Some(p) = self.peers.get_mut(&peer) else {
+                self.fq_active.pop_front();
                 continue;
             };
-            let Some(msg) = p.inq.pop_front() else {
+            let Some(msg) = p.attached.then(|| p.inq.pop_front()).flatten() else {
+                // Passed over: detached, or its queue emptied by another path.
+                p.in_fq = false;
+                self.fq_active.pop_front();
                 continue;
             };
             // Only ROUTER needs the routing id: nobody else pays for its clone.
             let id = with_id.then(|| p.routing_id.clone());
             let resume = p.held && p.inq.len() <= rcvhwm / 2;
-            self.fq_cursor = ring_next(idx, 1, n);
+            if p.inq.is_empty() {
+                p.in_fq = false;
+                self.fq_active.pop_front();
+            } else if self.fq_active.len() > 1 {
+                // Its next message waits for the others' turns.
+                self.fq_active.rotate_left(1);
+            }
             if resume {
                 self.resume_input(peer, now.now());
             }

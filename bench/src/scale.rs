@@ -1,0 +1,625 @@
+//! `zmtp-scale`: one ROUTER with thousands of DEALER connections, ours beside libzmq.
+//!
+//! The ROUTER runs in a child process of its own (an echo server: every message goes back
+//! to the peer it came from) and reports its resident set and CPU time on request; this
+//! process opens the connections as raw ZMTP 3.0 DEALERs (the greeting and `READY` written
+//! by hand, so that the client side costs the same whichever server it talks to) and
+//! measures:
+//!
+//! - handshakes per second: from the first `connect` to the last server `READY`, with at
+//!   most `--inflight` handshakes under way at once (a listen backlog's worth);
+//! - resident set per connection: the server's RSS with every connection up, less its RSS
+//!   before the first, divided by the count;
+//! - the idle cost: the server's CPU time over a quiet interval, with no connection and
+//!   with all of them;
+//! - the round trip of one message on one connection while all the others are idle,
+//!   against the same with that connection alone;
+//! - memory kept: the server's RSS after the connections close, and after a second storm
+//!   of as many connections and its close (memory kept from the first is reused, so the
+//!   second adds nothing if nothing leaks).
+//!
+//! Usage: `zmtp-scale [--connections N] [--impl mio,uring,tokio,libzmq] [--inflight N]
+//! [--idle SECS] [--trips N] [--storms N]`.
+
+use std::io::{self, BufRead, BufReader, ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream as StdTcpStream};
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token};
+
+/// The client's greeting: ZMTP 3.0, NULL mechanism, not as-server; then `READY` with
+/// `Socket-Type: DEALER`.
+fn client_hello() -> Vec<u8> {
+    let mut out = vec![0xFF, 0, 0, 0, 0, 0, 0, 0, 0, 0x7F, 3, 0];
+    let mut mechanism = [0u8; 20];
+    mechanism[..4].copy_from_slice(b"NULL");
+    out.extend_from_slice(&mechanism);
+    out.push(0);
+    out.extend_from_slice(&[0u8; 31]);
+    let mut ready = vec![5];
+    ready.extend_from_slice(b"READY");
+    ready.push(11);
+    ready.extend_from_slice(b"Socket-Type");
+    ready.extend_from_slice(&6u32.to_be_bytes());
+    ready.extend_from_slice(b"DEALER");
+    out.push(0x04);
+    out.push(ready.len() as u8);
+    out.extend_from_slice(&ready);
+    out
+}
+
+/// Whether `input` holds the server's whole greeting and its first command (`READY`).
+fn handshake_done(input: &[u8]) -> bool {
+    let Some(&flags) = input.get(64) else {
+        return false;
+    };
+    let (header, size) = if flags & 0x02 != 0 {
+        let Some(len) = input.get(65..73) else {
+            return false;
+        };
+        let mut b = [0u8; 8];
+        b.copy_from_slice(len);
+        (9, u64::from_be_bytes(b) as usize)
+    } else {
+        match input.get(65) {
+            Some(&n) => (2, usize::from(n)),
+            None => return false,
+        }
+    };
+    input.len() >= 64 + header + size
+}
+
+/// Raise this process's open-file limit to its hard limit; returns the soft limit now.
+fn raise_fd_limit() -> u64 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid, writable rlimit for the call to fill in.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return 0;
+    }
+    lim.rlim_cur = lim.rlim_max;
+    // SAFETY: `lim` is a valid rlimit read from the kernel, with the soft limit raised to
+    // the hard one (always allowed).
+    unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
+    // SAFETY: as above.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+    lim.rlim_cur
+}
+
+/// This process's resident set (KiB) and CPU time (user + system, in clock ticks).
+fn self_stats() -> (u64, u64) {
+    let rss = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0);
+    let cpu = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            // Fields after the command name (which may hold spaces) begin after ')'.
+            let rest = s.rsplit_once(')')?.1;
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            // utime and stime are fields 14 and 15 of the line: 12 and 13 after ')'.
+            Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+        })
+        .unwrap_or(0);
+    (rss, cpu)
+}
+
+/// Clock ticks per second (for CPU times from `/proc`).
+fn ticks_per_second() -> f64 {
+    // SAFETY: sysconf reads a configuration value; no memory is passed.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
+// ----- the server process -----
+
+/// The echo server's side: bind, print the endpoint, echo on a thread, answer `stats`
+/// lines on stdin until `quit` or the end of input.
+fn server(kind: &str) -> ExitCode {
+    raise_fd_limit();
+    let endpoint = "tcp://127.0.0.1:0";
+    let bound = match kind {
+        "mio" | "uring" => serve_ours(kind, endpoint),
+        "tokio" => serve_tokio(endpoint),
+        "libzmq" => serve_libzmq(endpoint),
+        other => Err(format!("unknown implementation {other}")),
+    };
+    let bound = match bound {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("zmtp-scale server: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("ready {bound}");
+    let _ = io::stdout().flush();
+    for line in io::stdin().lock().lines() {
+        match line.as_deref() {
+            Ok("stats") => {
+                let (rss, cpu) = self_stats();
+                println!("{rss} {cpu}");
+                let _ = io::stdout().flush();
+            }
+            _ => break,
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn serve_ours(kind: &str, endpoint: &str) -> Result<String, String> {
+    use zmtp_mio::{Backend, Context, SocketType};
+    let backend = if kind == "uring" {
+        Backend::IoUring
+    } else {
+        Backend::Mio
+    };
+    let ctx = Context::with_backend(backend).map_err(|e| e.to_string())?;
+    let sock = ctx.socket(SocketType::Router).map_err(|e| e.to_string())?;
+    let bound = sock.bind(endpoint).map_err(|e| e.to_string())?;
+    std::thread::spawn(move || {
+        let _ctx = ctx;
+        while let Ok(msg) = sock.recv() {
+            if sock.send(msg).is_err() {
+                break;
+            }
+        }
+    });
+    Ok(bound)
+}
+
+fn serve_tokio(endpoint: &str) -> Result<String, String> {
+    use zmtp_tokio::{Socket, SocketType};
+    let (tx, rx) = std::sync::mpsc::channel();
+    let endpoint = endpoint.to_string();
+    std::thread::spawn(move || {
+        let rt = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => rt,
+            Err(e) => {
+                let _ = tx.send(Err(e.to_string()));
+                return;
+            }
+        };
+        rt.block_on(async move {
+            let sock = match Socket::new(SocketType::Router) {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = tx.send(Err(e.to_string()));
+                    return;
+                }
+            };
+            match sock.bind(&endpoint).await {
+                Ok(bound) => {
+                    let _ = tx.send(Ok(bound));
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(e.to_string()));
+                    return;
+                }
+            }
+            while let Ok(msg) = sock.recv().await {
+                if sock.send(msg).await.is_err() {
+                    break;
+                }
+            }
+        });
+    });
+    rx.recv().map_err(|e| e.to_string())?
+}
+
+fn serve_libzmq(endpoint: &str) -> Result<String, String> {
+    use zmtp_conformance::ffi::{Ctx, ZMQ_ROUTER};
+    let (tx, rx) = std::sync::mpsc::channel();
+    let endpoint = endpoint.to_string();
+    std::thread::spawn(move || {
+        let ctx = Ctx::new();
+        let sock = match ctx.socket(ZMQ_ROUTER) {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = tx.send(Err(format!("zmq_socket: {e:?}")));
+                return;
+            }
+        };
+        if let Err(e) = sock.bind(&endpoint) {
+            let _ = tx.send(Err(format!("zmq_bind: {e:?}")));
+            return;
+        }
+        let _ = tx.send(sock.last_endpoint().map_err(|e| format!("{e:?}")));
+        while let Ok(frames) = sock.recv_multipart() {
+            let parts: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+            if sock.send_multipart(&parts).is_err() {
+                break;
+            }
+        }
+    });
+    rx.recv().map_err(|e| e.to_string())?
+}
+
+// ----- the measuring process -----
+
+/// A running server child and its command lines.
+struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    addr: SocketAddr,
+}
+
+impl Server {
+    fn start(kind: &str) -> Result<Server, String> {
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let mut child = Command::new(exe)
+            .args(["--server", kind])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start the server: {e}"))?;
+        let stdin = child.stdin.take().ok_or("no stdin")?;
+        let mut stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        let mut line = String::new();
+        stdout.read_line(&mut line).map_err(|e| e.to_string())?;
+        let endpoint = line
+            .trim()
+            .strip_prefix("ready tcp://")
+            .ok_or_else(|| format!("the {kind} server did not start: {line:?}"))?;
+        let addr = endpoint
+            .parse()
+            .map_err(|e| format!("bad endpoint {endpoint}: {e}"))?;
+        Ok(Server {
+            child,
+            stdin,
+            stdout,
+            addr,
+        })
+    }
+
+    /// The server's resident set (KiB) and CPU time (ticks).
+    fn stats(&mut self) -> Result<(u64, u64), String> {
+        writeln!(self.stdin, "stats").map_err(|e| e.to_string())?;
+        let mut line = String::new();
+        self.stdout
+            .read_line(&mut line)
+            .map_err(|e| e.to_string())?;
+        let mut it = line.split_whitespace().map(str::parse::<u64>);
+        match (it.next(), it.next()) {
+            (Some(Ok(rss)), Some(Ok(cpu))) => Ok((rss, cpu)),
+            _ => Err(format!("bad stats line {line:?}")),
+        }
+    }
+
+    fn stop(mut self) {
+        let _ = writeln!(self.stdin, "quit");
+        drop(self.stdin);
+        let _ = self.child.wait();
+    }
+}
+
+/// Open `n` DEALER connections to `addr`, at most `inflight` handshakes at once; returns
+/// them (handshake done) and the time it took.
+fn storm(
+    addr: SocketAddr,
+    n: usize,
+    inflight: usize,
+) -> Result<(Vec<TcpStream>, Duration), String> {
+    let hello = client_hello();
+    let mut poll = Poll::new().map_err(|e| e.to_string())?;
+    let mut events = Events::with_capacity(1024);
+    // Per connection: the stream, bytes of the hello written, input so far.
+    let mut conns: Vec<(TcpStream, usize, Vec<u8>)> = Vec::with_capacity(n);
+    let mut done = vec![false; n];
+    let mut finished = 0;
+    let mut started = 0;
+    let mut running = 0;
+    let start = Instant::now();
+    let deadline = start + Duration::from_secs(120);
+    let mut buf = [0u8; 4096];
+    while finished < n {
+        while running < inflight && started < n {
+            let mut s = TcpStream::connect(addr).map_err(|e| format!("connect: {e}"))?;
+            poll.registry()
+                .register(
+                    &mut s,
+                    Token(started),
+                    Interest::READABLE | Interest::WRITABLE,
+                )
+                .map_err(|e| e.to_string())?;
+            conns.push((s, 0, Vec::new()));
+            started += 1;
+            running += 1;
+        }
+        if Instant::now() > deadline {
+            return Err(format!("only {finished} of {n} handshakes in 120 s"));
+        }
+        poll.poll(&mut events, Some(Duration::from_secs(1)))
+            .map_err(|e| e.to_string())?;
+        for ev in events.iter() {
+            let i = ev.token().0;
+            if done[i] {
+                continue;
+            }
+            let (s, written, input) = &mut conns[i];
+            if ev.is_error() || ev.is_read_closed() && !ev.is_readable() {
+                return Err(format!("connection {i} failed: {:?}", s.take_error()));
+            }
+            while *written < hello.len() {
+                match s.write(&hello[*written..]) {
+                    Ok(k) => *written += k,
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == ErrorKind::NotConnected => break,
+                    Err(e) => return Err(format!("connection {i}: write: {e}")),
+                }
+            }
+            loop {
+                match s.read(&mut buf) {
+                    Ok(0) => return Err(format!("connection {i} closed by the server")),
+                    Ok(k) => input.extend_from_slice(&buf[..k]),
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == ErrorKind::NotConnected => break,
+                    Err(e) => return Err(format!("connection {i}: read: {e}")),
+                }
+            }
+            if *written == hello.len() && handshake_done(input) {
+                done[i] = true;
+                finished += 1;
+                running -= 1;
+                poll.registry().deregister(s).map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    let took = start.elapsed();
+    Ok((conns.into_iter().map(|(s, _, _)| s).collect(), took))
+}
+
+/// One blocking DEALER connection, handshake done.
+fn dealer(addr: SocketAddr) -> Result<StdTcpStream, String> {
+    let mut s = StdTcpStream::connect(addr).map_err(|e| e.to_string())?;
+    s.set_nodelay(true).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .map_err(|e| e.to_string())?;
+    s.write_all(&client_hello()).map_err(|e| e.to_string())?;
+    let mut input = Vec::new();
+    let mut buf = [0u8; 512];
+    while !handshake_done(&input) {
+        let k = s.read(&mut buf).map_err(|e| e.to_string())?;
+        if k == 0 {
+            return Err("closed during the handshake".into());
+        }
+        input.extend_from_slice(&buf[..k]);
+    }
+    Ok(s)
+}
+
+/// Round trips of an 8-byte message on `s`: (p50, p99) in microseconds.
+fn round_trips(s: &mut StdTcpStream, trips: usize) -> Result<(f64, f64), String> {
+    let mut times = Vec::with_capacity(trips);
+    let mut back = [0u8; 10];
+    for i in 0..trips + trips / 10 {
+        let mut msg = [0u8; 10];
+        msg[1] = 8;
+        msg[2..].copy_from_slice(&(i as u64).to_be_bytes());
+        let t = Instant::now();
+        s.write_all(&msg).map_err(|e| e.to_string())?;
+        s.read_exact(&mut back).map_err(|e| e.to_string())?;
+        let rtt = t.elapsed();
+        if back != msg {
+            return Err(format!("echo mismatch: sent {msg:?}, got {back:?}"));
+        }
+        // The first tenth warms up.
+        if i >= trips / 10 {
+            times.push(rtt.as_secs_f64() * 1e6);
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    let at = |q: f64| times[((times.len() - 1) as f64 * q) as usize];
+    Ok((at(0.5), at(0.99)))
+}
+
+/// One implementation's figures.
+struct Figures {
+    kind: String,
+    handshakes_per_s: f64,
+    rss_base_kib: u64,
+    rss_full_kib: u64,
+    rss_after_kib: u64,
+    /// Later storms: RSS with the connections up, and after they closed.
+    again: Vec<(u64, u64)>,
+    idle_cpu_empty_ms: f64,
+    idle_cpu_full_ms: f64,
+    rtt_alone: (f64, f64),
+    rtt_full: (f64, f64),
+}
+
+fn measure(
+    kind: &str,
+    n: usize,
+    inflight: usize,
+    idle: Duration,
+    trips: usize,
+    storms: usize,
+) -> Result<Figures, String> {
+    let tick_ms = 1000.0 / ticks_per_second();
+    let mut server = Server::start(kind)?;
+    // Alone: one connection's round trip, and the idle cost with no connection.
+    let (_, cpu0) = server.stats()?;
+    std::thread::sleep(idle);
+    let (_, cpu1) = server.stats()?;
+    let rtt_alone = {
+        let mut s = dealer(server.addr)?;
+        round_trips(&mut s, trips)?
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    let (rss_base, _) = server.stats()?;
+    let (conns, took) = storm(server.addr, n - 1, inflight)?;
+    let mut last = dealer(server.addr)?;
+    std::thread::sleep(Duration::from_millis(500));
+    let (rss_full, cpu2) = server.stats()?;
+    std::thread::sleep(idle);
+    let (_, cpu3) = server.stats()?;
+    let rtt_full = round_trips(&mut last, trips)?;
+    drop(last);
+    drop(conns);
+    std::thread::sleep(Duration::from_secs(1));
+    let (rss_after, _) = server.stats()?;
+    // Again: memory kept after the first storm is reused, not added to.
+    let mut again = Vec::new();
+    for _ in 1..storms {
+        let (conns, _) = storm(server.addr, n - 1, inflight)?;
+        std::thread::sleep(Duration::from_millis(500));
+        let (up, _) = server.stats()?;
+        drop(conns);
+        std::thread::sleep(Duration::from_secs(1));
+        let (after, _) = server.stats()?;
+        again.push((up, after));
+    }
+    server.stop();
+    Ok(Figures {
+        kind: kind.to_string(),
+        handshakes_per_s: (n - 1) as f64 / took.as_secs_f64(),
+        rss_base_kib: rss_base,
+        rss_full_kib: rss_full,
+        rss_after_kib: rss_after,
+        again,
+        idle_cpu_empty_ms: (cpu1 - cpu0) as f64 * tick_ms,
+        idle_cpu_full_ms: (cpu3 - cpu2) as f64 * tick_ms,
+        rtt_alone,
+        rtt_full,
+    })
+}
+
+/// Later storms' RSS figures in a table cell.
+fn later(again: &[(u64, u64)]) -> String {
+    let cells: Vec<String> = (again.iter())
+        .map(|&(up, after)| format!("{:.1} / {:.1}", up as f64 / 1024.0, after as f64 / 1024.0))
+        .collect();
+    if cells.is_empty() {
+        "-".into()
+    } else {
+        format!("{} MiB", cells.join(", "))
+    }
+}
+
+fn usage() -> ExitCode {
+    eprintln!(
+        "usage: zmtp-scale [--connections N] [--impl LIST] [--inflight N] [--idle SECS]\n\
+         \x20                 [--trips N] [--storms N]\n\
+         \n\
+         One ROUTER echo server per implementation (mio, uring: ours on the blocking\n\
+         driver with epoll or io_uring; tokio: ours on a current-thread runtime; libzmq)\n\
+         in a process of its own, and N raw DEALER connections from this one. Defaults:\n\
+         10000 connections, mio,tokio,libzmq, 100 handshakes in flight, 2 s idle\n\
+         intervals, 2000 round trips, 3 storms of connections (the later ones show\n\
+         whether memory kept from the first is reused)."
+    );
+    ExitCode::from(2)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--server") {
+        return server(args.get(1).map_or("", String::as_str));
+    }
+    let mut n = 10_000usize;
+    let mut kinds = vec!["mio".to_string(), "tokio".to_string(), "libzmq".to_string()];
+    let mut inflight = 100usize;
+    let mut idle = Duration::from_secs(2);
+    let mut trips = 2000usize;
+    let mut storms = 3usize;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let v = it.next();
+        let Some(v) = v else {
+            return usage();
+        };
+        let ok = match a.as_str() {
+            "--connections" => v.parse().map(|x| n = x).is_ok(),
+            "--impl" => {
+                kinds = v.split(',').map(str::to_string).collect();
+                true
+            }
+            "--inflight" => v.parse().map(|x| inflight = x).is_ok(),
+            "--idle" => v.parse().map(|x| idle = Duration::from_secs_f64(x)).is_ok(),
+            "--trips" => v.parse().map(|x| trips = x).is_ok(),
+            "--storms" => v.parse().map(|x| storms = x).is_ok(),
+            _ => false,
+        };
+        if !ok || n < 2 || inflight == 0 || trips < 10 || storms == 0 {
+            return usage();
+        }
+    }
+    let limit = raise_fd_limit();
+    if limit < n as u64 + 64 {
+        eprintln!("zmtp-scale: the open-file limit is {limit}, too low for {n} connections");
+        return ExitCode::FAILURE;
+    }
+    let mut all = Vec::new();
+    for kind in &kinds {
+        eprintln!("zmtp-scale: {kind}, {n} connections ...");
+        match measure(kind, n, inflight, idle, trips, storms) {
+            Ok(f) => all.push(f),
+            Err(e) => {
+                eprintln!("zmtp-scale: {kind}: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    println!(
+        "one ROUTER (echo) with {n} DEALER connections from another process; {inflight} \
+         handshakes in flight; idle CPU over {:.1} s",
+        idle.as_secs_f64()
+    );
+    println!();
+    println!(
+        "| server | handshakes/s | RSS before | RSS with {n} | RSS per connection | RSS after close | later storms: RSS up / after close | idle CPU, 0 peers | idle CPU, {n} peers | RTT p50 / p99, alone | RTT p50 / p99, beside {} idle |",
+        n - 1
+    );
+    println!("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+    for f in &all {
+        let per = (f.rss_full_kib.saturating_sub(f.rss_base_kib)) as f64 * 1024.0 / n as f64;
+        println!(
+            "| {} | {:.0} | {:.1} MiB | {:.1} MiB | {:.1} KiB | {:.1} MiB | {} | {:.0} ms | {:.0} ms | {:.1} / {:.1} µs | {:.1} / {:.1} µs |",
+            f.kind,
+            f.handshakes_per_s,
+            f.rss_base_kib as f64 / 1024.0,
+            f.rss_full_kib as f64 / 1024.0,
+            per / 1024.0,
+            f.rss_after_kib as f64 / 1024.0,
+            later(&f.again),
+            f.idle_cpu_empty_ms,
+            f.idle_cpu_full_ms,
+            f.rtt_alone.0,
+            f.rtt_alone.1,
+            f.rtt_full.0,
+            f.rtt_full.1,
+        );
+    }
+    if let Some(z) = all.iter().find(|f| f.kind == "libzmq") {
+        let zper = z.rss_full_kib.saturating_sub(z.rss_base_kib) as f64;
+        println!();
+        for f in all.iter().filter(|f| f.kind != "libzmq") {
+            let per = f.rss_full_kib.saturating_sub(f.rss_base_kib) as f64;
+            println!(
+                "{}/libzmq: handshakes per second {:.2}x, RSS per connection {:.2}x",
+                f.kind,
+                f.handshakes_per_s / z.handshakes_per_s,
+                per / zper.max(1.0),
+            );
+        }
+    }
+    ExitCode::SUCCESS
+}
