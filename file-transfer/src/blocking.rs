@@ -86,7 +86,10 @@ pub fn send_file_with(
     }
 }
 
-/// [`crate::recv_files`] on a blocking ROUTER.
+/// [`crate::recv_files`] on a blocking ROUTER. The socket's receive timeout
+/// (`set_rcvtimeo`) ends it with [`TransferError::Socket`] when no message comes for
+/// that long; a transfer's sender silent for [`RecvOptions::idle_timeout`] ends only
+/// that transfer.
 pub fn recv_files(
     socket: &Socket,
     options: &RecvOptions,
@@ -100,9 +103,14 @@ pub fn recv_files(
             None => socket.recv()?,
             Some(deadline) => {
                 let wait = deadline.saturating_duration_since(Instant::now());
-                match socket.recv_timeout(Some(wait)) {
+                // The socket's own receive timeout still ends the call if it is shorter.
+                let (limit, idle) = match socket.rcvtimeo() {
+                    Some(own) if own < wait => (own, false),
+                    _ => (wait, true),
+                };
+                match socket.recv_timeout(Some(limit)) {
                     Ok(msg) => msg,
-                    Err(zmtp_mio::Error::Timeout) => {
+                    Err(zmtp_mio::Error::Timeout) if idle => {
                         while let Some(handled) = receiver.expire_idle(Instant::now(), &mut events)
                         {
                             for reply in handled.replies {

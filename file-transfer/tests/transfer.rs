@@ -948,3 +948,44 @@ async fn a_symlink_planted_as_the_part_is_not_followed() {
     }
     assert_eq!(dir.listing(), ["a.bin.part", "b.bin.part.offer"]);
 }
+
+#[test]
+fn the_blocking_receivers_own_receive_timeout_still_ends_it_mid_transfer() {
+    let dir = TempDir::new("rcvtimeo-mio");
+    let mut options = small(&dir.inbox());
+    options.idle_timeout = Some(Duration::from_secs(30));
+    let ctx = zmtp_mio::Context::new().unwrap();
+    let router = ctx.socket(zmtp_mio::SocketType::Router).unwrap();
+    router.set_rcvtimeo(Some(Duration::from_millis(300)));
+    let ep = router.bind("tcp://127.0.0.1:*").unwrap();
+    let dealer = ctx.socket(zmtp_mio::SocketType::Dealer).unwrap();
+    dealer.connect(&ep).unwrap();
+    // An offer, then silence: the FETCHes are read and never answered.
+    let sender = std::thread::spawn(move || {
+        let offer = Command::Offer(Offer {
+            name: "slow.bin".into(),
+            size: 1000,
+            digest: [7; 32],
+        });
+        dealer
+            .send(zmtp_mio::Message::from(offer.encode()))
+            .unwrap();
+        let msg = dealer.recv_timeout(Some(LIMIT)).unwrap();
+        assert!(matches!(
+            Command::decode(msg.frames()),
+            Ok(Command::Fetch { .. })
+        ));
+        // Kept open until the receiver has given up.
+        std::thread::sleep(Duration::from_secs(2));
+    });
+    let started = std::time::Instant::now();
+    let result = zmtp_file::blocking::recv_files(&router, &options, Some(1), |_| {});
+    let took = started.elapsed();
+    assert!(
+        matches!(result, Err(TransferError::Socket(zmtp_mio::Error::Timeout))),
+        "{result:?}"
+    );
+    // The socket's 300 ms, not the transfer's 30 s.
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    sender.join().unwrap();
+}
