@@ -491,10 +491,13 @@ fn pull_recv(count: u64, many: bool) -> Result<(), Failure> {
 /// Whether the first frame of `msg` is body number `k` of [`bodies`] (modulo [`BATCH`]):
 /// its length, its number and its last byte (a cheap check: it is part of the figures).
 fn has_body(msg: &Message, k: u64) -> bool {
+    msg.first().is_some_and(|f| is_body(f, k))
+}
+
+/// Whether `frame` is body number `k` (of the [`BATCH`] the senders cycle through).
+fn is_body(frame: &[u8], k: u64) -> bool {
     let k = k % BATCH as u64;
-    msg.first().is_some_and(|f| {
-        f.len() == BODY_LEN && f[..8] == k.to_le_bytes() && f[BODY_LEN - 1] == k as u8
-    })
+    frame.len() == BODY_LEN && frame[..8] == k.to_le_bytes() && frame[BODY_LEN - 1] == k as u8
 }
 
 fn router_crowd(count: u64) -> Result<(), Failure> {
@@ -519,20 +522,9 @@ fn router_crowd(count: u64) -> Result<(), Failure> {
         let Some(request) = request.filter(|m| m.len() == 2) else {
             return Err(Failure(format!("request {i} did not arrive as [id, body]")));
         };
-        let intact = request.frames().get(1).is_some_and(|f| {
-            f.len() == BODY_LEN && f[..8] == k.to_le_bytes() && f[BODY_LEN - 1] == k as u8
-        });
+        let intact = request.frames().get(1).is_some_and(|f| is_body(f, k));
         ensure!(intact, "request {i}: received {request:?}");
-        let sent = net.socket(router).send(request, NOW);
-        ensure!(sent == Ok(Sent::Queued), "reply {i}: send gave {sent:?}");
-        net.flush(router);
-        let reply = net.socket(dealer).recv(NOW);
-        ensure!(
-            reply
-                .as_ref()
-                .is_some_and(|m| has_body(m, k) && m.len() == 1),
-            "reply {i}: received {reply:?}"
-        );
+        reply(&mut net, router, dealer, request, k, i)?;
     }
     Ok(())
 }
@@ -594,16 +586,30 @@ fn reqrep(count: u64) -> Result<(), Failure> {
         let Some(request) = request.filter(|m| has_body(m, k) && m.len() == 1) else {
             return Err(Failure(format!("request {i} did not arrive intact")));
         };
-        let sent = net.socket(rep).send(request, NOW);
-        ensure!(sent == Ok(Sent::Queued), "reply {i}: send gave {sent:?}");
-        net.flush(rep);
-        let reply = net.socket(req).recv(NOW);
-        ensure!(
-            reply
-                .as_ref()
-                .is_some_and(|m| has_body(m, k) && m.len() == 1),
-            "reply {i}: received {reply:?}"
-        );
+        reply(&mut net, rep, req, request, k, i)?;
     }
+    Ok(())
+}
+
+/// The reply leg of a round trip: `server` sends `request` back, its output is fed to
+/// `client`, which must receive body `k` alone.
+fn reply(
+    net: &mut Net,
+    server: usize,
+    client: usize,
+    request: Message,
+    k: u64,
+    i: u64,
+) -> Result<(), Failure> {
+    let sent = net.socket(server).send(request, NOW);
+    ensure!(sent == Ok(Sent::Queued), "reply {i}: send gave {sent:?}");
+    net.flush(server);
+    let reply = net.socket(client).recv(NOW);
+    ensure!(
+        reply
+            .as_ref()
+            .is_some_and(|m| has_body(m, k) && m.len() == 1),
+        "reply {i}: received {reply:?}"
+    );
     Ok(())
 }

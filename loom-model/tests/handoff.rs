@@ -24,6 +24,16 @@ struct Shared {
     cond: Condvar,
 }
 
+/// An I/O thread delivering `n` messages.
+fn spawn_io(shared: &Arc<Shared>, n: usize) -> thread::JoinHandle<()> {
+    let shared = shared.clone();
+    thread::spawn(move || {
+        for _ in 0..n {
+            shared.deliver();
+        }
+    })
+}
+
 impl Shared {
     /// The I/O thread queues a message and signals, as `Notify::touch` then
     /// `Notify::signal`: the decision under the lock, the signal after it.
@@ -37,6 +47,16 @@ impl Shared {
             self.cond.notify_all();
         }
         signal
+    }
+
+    /// At the end: every message taken, and nobody counted as waiting.
+    fn check_quiet(&self) {
+        let mut s = self.state.lock().unwrap();
+        assert_eq!(s.queued, 0);
+        assert!(
+            !s.waiters.take(),
+            "nobody waits, yet the count says someone does"
+        );
     }
 
     /// A receive, as `Socket::recv` with no timeout: take a message, or wait for one
@@ -59,20 +79,10 @@ impl Shared {
 fn a_receive_is_woken_by_the_message_that_comes_while_it_waits() {
     loom::model(|| {
         let shared = Arc::new(Shared::default());
-        let io = {
-            let shared = shared.clone();
-            thread::spawn(move || {
-                shared.deliver();
-            })
-        };
+        let io = spawn_io(&shared, 1);
         shared.recv();
         io.join().unwrap();
-        let mut s = shared.state.lock().unwrap();
-        assert_eq!(s.queued, 0);
-        assert!(
-            !s.waiters.take(),
-            "nobody waits, yet the count says someone does"
-        );
+        shared.check_quiet();
     });
 }
 
@@ -84,22 +94,11 @@ fn two_receivers_and_two_messages_each_get_one() {
             let shared = shared.clone();
             thread::spawn(move || shared.recv())
         };
-        let io = {
-            let shared = shared.clone();
-            thread::spawn(move || {
-                shared.deliver();
-                shared.deliver();
-            })
-        };
+        let io = spawn_io(&shared, 2);
         shared.recv();
         other.join().unwrap();
         io.join().unwrap();
-        let mut s = shared.state.lock().unwrap();
-        assert_eq!(s.queued, 0);
-        assert!(
-            !s.waiters.take(),
-            "nobody waits, yet the count says someone does"
-        );
+        shared.check_quiet();
     });
 }
 
@@ -118,27 +117,18 @@ fn a_wait_that_times_out_leaves_the_count_right() {
                 s.waiters.leave(generation);
             })
         };
-        let io = {
-            let shared = shared.clone();
-            thread::spawn(move || {
-                shared.deliver();
-            })
-        };
+        let io = spawn_io(&shared, 1);
         timed_out.join().unwrap();
         io.join().unwrap();
         // Nobody waits now: the count says so, whatever the order was (a count left at one
         // would signal nobody; one that went below zero would have panicked).
         assert!(!shared.state.lock().unwrap().waiters.take());
         // And the next receive is still woken by the next message.
-        let io = {
-            let shared = shared.clone();
-            thread::spawn(move || {
-                shared.deliver();
-            })
-        };
+        let io = spawn_io(&shared, 1);
         shared.recv();
         shared.recv();
         io.join().unwrap();
+        shared.check_quiet();
     });
 }
 

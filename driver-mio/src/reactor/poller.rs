@@ -257,6 +257,11 @@ pub(super) struct RingPoller {
     recvs: HashMap<Token, Recv>,
     /// Their buffers.
     bufs: BufRing,
+    /// Completions taken from the ring, and the polls and receives to arm again: kept to
+    /// reuse their allocations from one wait to the next.
+    completions: Vec<cqueue::Entry>,
+    rearm: Vec<(Token, Armed)>,
+    rearm_recv: Vec<(Token, Recv)>,
 }
 
 /// Entries in the submission queue.
@@ -282,6 +287,9 @@ impl RingPoller {
                 taken: Vec::new(),
                 recvs: HashMap::new(),
                 bufs,
+                completions: Vec::new(),
+                rearm: Vec::new(),
+                rearm_recv: Vec::new(),
             },
             registrar,
         ))
@@ -438,10 +446,11 @@ impl RingPoller {
         };
         // ETIME (the timeout) and EINTR leave what completed, if anything.
         let _ = waited;
-        let mut rearm = Vec::new();
-        let mut rearm_recv = Vec::new();
-        let completions: Vec<cqueue::Entry> = self.ring.uring().completion().collect();
-        for c in completions {
+        let mut rearm = std::mem::take(&mut self.rearm);
+        let mut rearm_recv = std::mem::take(&mut self.rearm_recv);
+        let mut completions = std::mem::take(&mut self.completions);
+        completions.extend(self.ring.uring().completion());
+        for c in completions.drain(..) {
             match c.user_data() {
                 WAKE_DATA => {
                     self.wake_armed = false;
@@ -524,12 +533,15 @@ impl RingPoller {
                 }
             }
         }
-        for (token, armed) in rearm {
+        for (token, armed) in rearm.drain(..) {
             self.arm(token, armed);
         }
-        for (token, recv) in rearm_recv {
+        for (token, recv) in rearm_recv.drain(..) {
             self.arm_recv(token, recv);
         }
+        self.completions = completions;
+        self.rearm = rearm;
+        self.rearm_recv = rearm_recv;
     }
 }
 
