@@ -2,16 +2,24 @@
 //! TCP socket, each side a process of its own, side by side on the same file.
 //!
 //! ```text
-//! cargo run --release -p zmtp-file --example file_bench -- DIR [MIB] [ROUNDS]
+//! cargo run --release -p zmtp-file --example file_bench -- DIR [MIB] [ROUNDS] [tokio|mio]
 //! ```
 //!
-//! Writes a MIB-MiB file (default 1024) of pseudo-random bytes to DIR, then for each round
-//! copies it raw (the sender reads 256 KiB blocks and writes them to the socket, the
-//! receiver writes what it reads to a file) and with the file transfer (default window
-//! and chunk; the time includes the sender's hashing and the receiver's check). Prints the
-//! rates, their ratio end to end and for the transfer phase alone (the sender's first
-//! FETCH to DONE, after hashing), and each process's peak resident set (VmHWM). Removes
-//! what it wrote.
+//! Writes a MIB-MiB file (default 1024) of pseudo-random bytes to DIR, then for each of
+//! ROUNDS rounds (default 3) copies it three times, one after the other:
+//!
+//! - raw: the sender reads 256 KiB blocks and writes them to a plain TCP socket, the
+//!   receiver writes what it reads to a file (no check);
+//! - cold: the file transfer with no digest cached: the sender hashes the whole file
+//!   before its OFFER (and records the digest in a cache file);
+//! - warm: the file transfer again, the digest taken from that cache file.
+//!
+//! Both transfers use the default window and chunk, on tokio (or on the blocking `mio`
+//! driver), and include the receiver's check. Prints each copy's rate end to end (from
+//! starting the receiver process to both processes' exit), the transfer phase alone (the
+//! sender's first FETCH to DONE), the ratios to the raw copy of the same round, and each
+//! process's peak resident set (VmHWM) and CPU time; then every round's numbers together.
+//! Removes what it wrote.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -78,7 +86,11 @@ fn raw_recv(port_file: &str, dest: &str) {
         out.write_all(&buf[..n]).unwrap();
         total += n as u64;
     }
-    println!("received {total} bytes, peak RSS {} KiB", peak_rss_kib());
+    println!(
+        "received {total} bytes, peak RSS {} KiB, cpu {:.2} s",
+        peak_rss_kib(),
+        cpu_seconds()
+    );
 }
 
 fn raw_send(port: &str, source: &str) {
@@ -93,7 +105,21 @@ fn raw_send(port: &str, source: &str) {
         stream.write_all(&buf[..n]).unwrap();
     }
     stream.shutdown(std::net::Shutdown::Write).unwrap();
-    println!("sent, peak RSS {} KiB", peak_rss_kib());
+    println!(
+        "sent, peak RSS {} KiB, cpu {:.2} s",
+        peak_rss_kib(),
+        cpu_seconds()
+    );
+}
+
+/// This process's CPU time (user and system, all threads) in seconds.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name (which is in parentheses): utime is the 12th.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -103,48 +129,76 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-fn zmtp_recv(port_file: &str, dir: &str) {
-    runtime().block_on(async {
-        let socket = zmtp_tokio::Socket::new(zmtp_tokio::SocketType::Router).unwrap();
-        let ep = socket.bind("tcp://127.0.0.1:*").await.unwrap();
+fn zmtp_recv(driver: &str, port_file: &str, dir: &str) {
+    let options = zmtp_file::RecvOptions::new(dir);
+    let outcome = if driver == "mio" {
+        let ctx = zmtp_mio::Context::new().unwrap();
+        let socket = ctx.socket(zmtp_mio::SocketType::Router).unwrap();
+        let ep = socket.bind("tcp://127.0.0.1:*").unwrap();
         std::fs::write(port_file, ep).unwrap();
-        let options = zmtp_file::RecvOptions::new(dir);
-        let outcome = zmtp_file::recv_files(&socket, &options, Some(1), |_| {})
-            .await
-            .unwrap()
-            .remove(0)
-            .saved()
-            .expect("saved");
-        println!(
-            "received {} bytes, peak RSS {} KiB",
-            outcome.fetched,
-            peak_rss_kib()
-        );
-    });
+        zmtp_file::blocking::recv_files(&socket, &options, Some(1), |_| {}).unwrap()
+    } else {
+        runtime().block_on(async {
+            let socket = zmtp_tokio::Socket::new(zmtp_tokio::SocketType::Router).unwrap();
+            let ep = socket.bind("tcp://127.0.0.1:*").await.unwrap();
+            std::fs::write(port_file, ep).unwrap();
+            zmtp_file::recv_files(&socket, &options, Some(1), |_| {})
+                .await
+                .unwrap()
+        })
+    };
+    let saved = outcome.into_iter().next().and_then(|o| o.saved());
+    println!(
+        "received {} bytes, peak RSS {} KiB, cpu {:.2} s",
+        saved.expect("saved").fetched,
+        peak_rss_kib(),
+        cpu_seconds()
+    );
 }
 
-fn zmtp_send(ep: &str, source: &str) {
-    runtime().block_on(async {
-        let socket = zmtp_tokio::Socket::new(zmtp_tokio::SocketType::Dealer).unwrap();
+fn zmtp_send(driver: &str, ep: &str, source: &str, cache: &str) {
+    let options = zmtp_file::SendOptions {
+        name: Some("zmtp.bin".into()),
+        digest_cache: Some(zmtp_file::DigestCache::persistent(cache)),
+    };
+    let start = Instant::now();
+    let mut hashed = None;
+    let progress = |p: zmtp_file::Progress| {
+        if p.phase == zmtp_file::Phase::Sending && hashed.is_none() {
+            hashed = Some(start.elapsed());
+        }
+    };
+    let report = if driver == "mio" {
+        let ctx = zmtp_mio::Context::new().unwrap();
+        let socket = ctx.socket(zmtp_mio::SocketType::Dealer).unwrap();
         socket.connect(ep).unwrap();
-        let start = Instant::now();
-        let mut hashed = None;
-        let report = zmtp_file::send_file(&socket, Path::new(source), Some("zmtp.bin"), |p| {
-            if p.phase == zmtp_file::Phase::Sending && hashed.is_none() {
-                hashed = Some(start.elapsed());
-            }
+        let report =
+            zmtp_file::blocking::send_file_with(&socket, Path::new(source), &options, progress)
+                .unwrap();
+        socket.close();
+        report
+    } else {
+        runtime().block_on(async {
+            let socket = zmtp_tokio::Socket::new(zmtp_tokio::SocketType::Dealer).unwrap();
+            socket.connect(ep).unwrap();
+            let report = zmtp_file::send_file_with(&socket, Path::new(source), &options, progress)
+                .await
+                .unwrap();
+            socket.close().await;
+            report
         })
-        .await
-        .unwrap();
-        let hashed = hashed.unwrap_or_default().as_secs_f64();
-        let moving = start.elapsed().as_secs_f64() - hashed;
-        println!(
-            "sent {} bytes, hashing {hashed:.3} s, transfer {moving:.3} s, peak RSS {} KiB",
-            report.sent,
-            peak_rss_kib()
-        );
-        socket.close().await;
-    });
+    };
+    let end = start.elapsed().as_secs_f64();
+    let hashed = hashed.unwrap_or_default().as_secs_f64();
+    println!(
+        "sent {} bytes, digest {}, to first FETCH {hashed:.3} s, transfer {:.3} s, peak RSS {} KiB, \
+         cpu {:.2} s",
+        report.sent,
+        if report.digest_cached { "cached" } else { "hashed" },
+        end - hashed,
+        peak_rss_kib(),
+        cpu_seconds()
+    );
 }
 
 /// Wait for a child to write its endpoint to `file`.
@@ -160,25 +214,53 @@ fn wait_for(file: &Path) -> String {
     panic!("no endpoint from the receiver");
 }
 
+/// A number after `label` in a child's line.
+fn field(line: &str, label: &str) -> f64 {
+    line.split(label)
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
+/// One copy's numbers.
+#[derive(Clone, Copy)]
+struct Run {
+    /// End to end, MiB/s.
+    rate: f64,
+    /// The sender's first FETCH to DONE, MiB/s (NaN for raw).
+    phase: f64,
+    /// Seconds from the sender's start to the first FETCH (opening the file and hashing it
+    /// or looking its digest up, then the OFFER's round trip).
+    before: f64,
+    rss: (f64, f64),
+    cpu: (f64, f64),
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("raw-recv") => return raw_recv(&args[1], &args[2]),
         Some("raw-send") => return raw_send(&args[1], &args[2]),
-        Some("zmtp-recv") => return zmtp_recv(&args[1], &args[2]),
-        Some("zmtp-send") => return zmtp_send(&args[1], &args[2]),
+        Some("zmtp-recv") => return zmtp_recv(&args[1], &args[2], &args[3]),
+        Some("zmtp-send") => return zmtp_send(&args[1], &args[2], &args[3], &args[4]),
         _ => {}
     }
-    let base = PathBuf::from(args.first().expect("usage: file_bench DIR [MIB] [ROUNDS]"));
-    let mib: usize = args.get(1).map_or(1024, |s| s.parse().unwrap());
-    let rounds: usize = args.get(2).map_or(2, |s| s.parse().unwrap());
+    let usage = "usage: file_bench DIR [MIB] [ROUNDS] [tokio|mio]";
+    let base = PathBuf::from(args.first().expect(usage));
+    let mib: usize = args.get(1).map_or(1024, |s| s.parse().expect(usage));
+    let rounds: usize = args.get(2).map_or(3, |s| s.parse().expect(usage));
+    let driver = args.get(3).map_or("tokio", String::as_str);
+    assert!(driver == "tokio" || driver == "mio", "{usage}");
     let dir = base.join(format!("file-bench-{}", std::process::id()));
     std::fs::create_dir_all(dir.join("in")).unwrap();
     let source = dir.join("source.bin");
     make_file(&source, mib);
+    let cache = dir.join("digests");
     let bytes = (mib as f64) * 1048576.0;
     let s = |p: &Path| p.display().to_string();
-    let (mut best_raw, mut best_zmtp) = (0f64, 0f64);
+    let mut table: Vec<[Run; 3]> = Vec::new();
+    println!("{mib} MiB, {rounds} rounds, file transfer on {driver}");
     for round in 1..=rounds {
         // Raw TCP.
         let port_file = dir.join("raw.port");
@@ -189,39 +271,87 @@ fn main() {
         let port = wait_for(&port_file);
         let tx = child("raw-send", &[&port, &s(&source)]);
         let (tx, rx) = (output(tx), output(rx));
-        let raw = bytes / start.elapsed().as_secs_f64() / 1048576.0;
+        let rate = bytes / start.elapsed().as_secs_f64() / 1048576.0;
         std::fs::remove_file(&raw_dest).unwrap();
-        println!("round {round} raw tcp:  {raw:8.1} MiB/s  sender: {tx}; receiver: {rx}");
-        // The file transfer.
-        let ep_file = dir.join("zmtp.ep");
-        let _ = std::fs::remove_file(&ep_file);
-        let start = Instant::now();
-        let rx = child("zmtp-recv", &[&s(&ep_file), &s(&dir.join("in"))]);
-        let ep = wait_for(&ep_file);
-        let tx = child("zmtp-send", &[&ep, &s(&source)]);
-        let (tx, rx) = (output(tx), output(rx));
-        let zmtp = bytes / start.elapsed().as_secs_f64() / 1048576.0;
-        std::fs::remove_file(dir.join("in/zmtp.bin")).unwrap();
-        // The sender's transfer phase (first FETCH to DONE), from its report.
-        let moving: f64 = tx
-            .split("transfer ")
-            .nth(1)
-            .and_then(|t| t.split(' ').next())
-            .and_then(|t| t.parse().ok())
-            .unwrap_or(f64::NAN);
-        let phase = bytes / moving / 1048576.0;
-        println!("round {round} zmtp-file: {zmtp:8.1} MiB/s  sender: {tx}; receiver: {rx}");
-        println!(
-            "round {round} ratios: end to end {:.2}, transfer phase ({phase:.1} MiB/s) {:.2}",
-            zmtp / raw,
-            phase / raw
-        );
-        best_raw = best_raw.max(raw);
-        best_zmtp = best_zmtp.max(zmtp);
+        println!("round {round} raw:  {rate:7.1} MiB/s  sender: {tx}; receiver: {rx}");
+        let raw = Run {
+            rate,
+            phase: f64::NAN,
+            before: 0.0,
+            rss: (field(&tx, "RSS ") / 1024.0, field(&rx, "RSS ") / 1024.0),
+            cpu: (field(&tx, "cpu "), field(&rx, "cpu ")),
+        };
+        // The file transfer, without then with the digest cached.
+        let _ = std::fs::remove_file(&cache);
+        let mut runs = [raw; 3];
+        for (i, what) in [(1, "cold"), (2, "warm")] {
+            let ep_file = dir.join("zmtp.ep");
+            let _ = std::fs::remove_file(&ep_file);
+            let start = Instant::now();
+            let rx = child("zmtp-recv", &[driver, &s(&ep_file), &s(&dir.join("in"))]);
+            let ep = wait_for(&ep_file);
+            let tx = child("zmtp-send", &[driver, &ep, &s(&source), &s(&cache)]);
+            let (tx, rx) = (output(tx), output(rx));
+            let rate = bytes / start.elapsed().as_secs_f64() / 1048576.0;
+            std::fs::remove_file(dir.join("in/zmtp.bin")).unwrap();
+            let run = Run {
+                rate,
+                phase: bytes / field(&tx, "transfer ") / 1048576.0,
+                before: field(&tx, "FETCH "),
+                rss: (field(&tx, "RSS ") / 1024.0, field(&rx, "RSS ") / 1024.0),
+                cpu: (field(&tx, "cpu "), field(&rx, "cpu ")),
+            };
+            println!("round {round} {what}: {rate:7.1} MiB/s  sender: {tx}; receiver: {rx}");
+            println!(
+                "round {round} {what} ratios to raw: end to end {:.2}, transfer phase \
+                 ({:.1} MiB/s) {:.2}",
+                run.rate / raw.rate,
+                run.phase,
+                run.phase / raw.rate
+            );
+            runs[i] = run;
+        }
+        table.push(runs);
     }
     std::fs::remove_dir_all(&dir).unwrap();
+    let list = |f: &dyn Fn(&[Run; 3]) -> String| -> String {
+        table.iter().map(f).collect::<Vec<_>>().join(", ")
+    };
+    println!("\nall rounds ({driver}):");
     println!(
-        "best of {rounds}: raw {best_raw:.1} MiB/s, zmtp-file {best_zmtp:.1} MiB/s, ratio {:.2}",
-        best_zmtp / best_raw
+        "raw MiB/s:                 {}",
+        list(&|r| format!("{:.0}", r[0].rate))
     );
+    for (i, what) in [(1, "cold"), (2, "warm")] {
+        println!(
+            "{what} end to end MiB/s:     {}",
+            list(&|r| format!("{:.0}", r[i].rate))
+        );
+        println!(
+            "{what} end to end / raw:     {}",
+            list(&|r| format!("{:.2}", r[i].rate / r[0].rate))
+        );
+        println!(
+            "{what} transfer phase MiB/s: {}",
+            list(&|r| format!("{:.0}", r[i].phase))
+        );
+        println!(
+            "{what} transfer phase / raw: {}",
+            list(&|r| format!("{:.2}", r[i].phase / r[0].rate))
+        );
+        println!(
+            "{what} to first FETCH s:     {}",
+            list(&|r| format!("{:.3}", r[i].before))
+        );
+    }
+    for (i, what) in [(0, "raw"), (1, "cold"), (2, "warm")] {
+        println!(
+            "{what} peak RSS MiB, sender / receiver: {}",
+            list(&|r| format!("{:.1} / {:.1}", r[i].rss.0, r[i].rss.1))
+        );
+        println!(
+            "{what} CPU s, sender / receiver:       {}",
+            list(&|r| format!("{:.2} / {:.2}", r[i].cpu.0, r[i].cpu.1))
+        );
+    }
 }

@@ -26,13 +26,14 @@
 //! ```
 
 use std::path::Path;
+use std::time::Instant;
 
 use zmtp_async::{Bytes, Message};
 use zmtp_mio::Socket;
 
 use crate::{
     one_saved, FileReceiver, FileSender, Outcome, Progress, RecvEvent, RecvOptions, Saved,
-    SendReport, SendStep, TransferError,
+    SendOptions, SendReport, SendStep, TransferError,
 };
 
 fn send(socket: &Socket, frames: Vec<Bytes>) -> Result<(), TransferError> {
@@ -47,9 +48,28 @@ pub fn send_file(
     socket: &Socket,
     path: &Path,
     name: Option<&str>,
+    progress: impl FnMut(Progress),
+) -> Result<SendReport, TransferError> {
+    let options = SendOptions {
+        name: name.map(str::to_owned),
+        digest_cache: None,
+    };
+    send_file_with(socket, path, &options, progress)
+}
+
+/// [`crate::send_file_with`] on a blocking DEALER.
+pub fn send_file_with(
+    socket: &Socket,
+    path: &Path,
+    options: &SendOptions,
     mut progress: impl FnMut(Progress),
 ) -> Result<SendReport, TransferError> {
-    let mut sender = FileSender::open(path, name, &mut progress)?;
+    let mut sender = FileSender::open_cached(
+        path,
+        options.name.as_deref(),
+        options.digest_cache.as_ref(),
+        &mut progress,
+    )?;
     send(socket, sender.offer())?;
     loop {
         let msg = socket.recv()?;
@@ -66,7 +86,10 @@ pub fn send_file(
     }
 }
 
-/// [`crate::recv_files`] on a blocking ROUTER.
+/// [`crate::recv_files`] on a blocking ROUTER. The socket's receive timeout
+/// (`set_rcvtimeo`) ends it with [`TransferError::Socket`] when no message comes for
+/// that long; a transfer's sender silent for [`RecvOptions::idle_timeout`] ends only
+/// that transfer.
 pub fn recv_files(
     socket: &Socket,
     options: &RecvOptions,
@@ -76,7 +99,31 @@ pub fn recv_files(
     let mut receiver = FileReceiver::new(options.clone());
     let mut outcomes = Vec::new();
     while count.is_none_or(|c| (outcomes.len() as u64) < c) {
-        let msg = socket.recv()?;
+        let msg = match receiver.idle_deadline() {
+            None => socket.recv()?,
+            Some(deadline) => {
+                let wait = deadline.saturating_duration_since(Instant::now());
+                // The socket's own receive timeout still ends the call if it is shorter.
+                let (limit, idle) = match socket.rcvtimeo() {
+                    Some(own) if own < wait => (own, false),
+                    _ => (wait, true),
+                };
+                match socket.recv_timeout(Some(limit)) {
+                    Ok(msg) => msg,
+                    Err(zmtp_mio::Error::Timeout) if idle => {
+                        while let Some(handled) = receiver.expire_idle(Instant::now(), &mut events)
+                        {
+                            for reply in handled.replies {
+                                send(socket, reply)?;
+                            }
+                            outcomes.extend(handled.ended);
+                        }
+                        continue;
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        };
         let handled = receiver.handle(msg.into_frames(), &mut events);
         for reply in handled.replies {
             send(socket, reply)?;

@@ -42,16 +42,21 @@
 #![warn(missing_docs)]
 
 pub mod blocking;
+mod cache;
 mod receiver;
 mod sender;
 pub mod wire;
 
 use std::fmt;
+use std::future::Future;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::task::Poll;
+use std::time::{Duration, Instant};
 
 use zmtp_async::{Bytes, Message, Runtime, Socket};
 
+pub use crate::cache::{DigestCache, FileKey};
 pub use crate::receiver::{FileReceiver, Handled};
 pub use crate::sender::{FileSender, SendStep};
 
@@ -137,6 +142,21 @@ pub struct SendReport {
     pub sent: u64,
     /// Its SHA-256.
     pub digest: [u8; 32],
+    /// Whether the digest came from the [`DigestCache`] (the file was not read to
+    /// compute it).
+    pub digest_cached: bool,
+}
+
+/// A sender's settings, for [`send_file_with`].
+#[derive(Debug, Clone, Default)]
+pub struct SendOptions {
+    /// The name to offer the file under (default: its own file name, which must then be
+    /// UTF-8).
+    pub name: Option<String>,
+    /// Where to look up the file's digest before hashing it, and to record it after
+    /// (default: none, the file is hashed every time). See [`DigestCache`]: the receiver
+    /// checks what it wrote either way.
+    pub digest_cache: Option<DigestCache>,
 }
 
 /// A receiver's settings.
@@ -152,7 +172,15 @@ pub struct RecvOptions {
     pub window: u32,
     /// Bytes per range (default [`wire::DEFAULT_CHUNK`], at most [`wire::FETCH_MAX`]).
     pub chunk: u32,
+    /// How long a sender may stay silent in the middle of a transfer (default
+    /// [`DEFAULT_IDLE_TIMEOUT`]; `None`: for ever). Past it the transfer stops: the
+    /// sender is sent `ERROR`, the transfer ends as failed, and its part is kept so that
+    /// the same offer later resumes it.
+    pub idle_timeout: Option<Duration>,
 }
+
+/// How long a receiver waits for a silent sender by default (60 s).
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl RecvOptions {
     /// The defaults, saving into `dir`.
@@ -163,6 +191,7 @@ impl RecvOptions {
             max_size: u64::MAX,
             window: wire::DEFAULT_WINDOW,
             chunk: wire::DEFAULT_CHUNK,
+            idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
         }
     }
 }
@@ -263,9 +292,29 @@ pub async fn send_file<R: Runtime>(
     socket: &Socket<R>,
     path: &Path,
     name: Option<&str>,
+    progress: impl FnMut(Progress),
+) -> Result<SendReport, TransferError> {
+    let options = SendOptions {
+        name: name.map(str::to_owned),
+        digest_cache: None,
+    };
+    send_file_with(socket, path, &options, progress).await
+}
+
+/// [`send_file`] with its settings: the name, and a [`DigestCache`] to take the digest
+/// from (no [`Phase::Hashing`] progress then) or to record it in.
+pub async fn send_file_with<R: Runtime>(
+    socket: &Socket<R>,
+    path: &Path,
+    options: &SendOptions,
     mut progress: impl FnMut(Progress),
 ) -> Result<SendReport, TransferError> {
-    let mut sender = FileSender::open(path, name, &mut progress)?;
+    let mut sender = FileSender::open_cached(
+        path,
+        options.name.as_deref(),
+        options.digest_cache.as_ref(),
+        &mut progress,
+    )?;
     send(socket, sender.offer()).await?;
     loop {
         let msg = socket.recv().await?;
@@ -307,7 +356,21 @@ pub async fn recv_files<R: Runtime>(
     let mut receiver = FileReceiver::new(options.clone());
     let mut outcomes = Vec::new();
     while count.is_none_or(|c| (outcomes.len() as u64) < c) {
-        let msg = socket.recv().await?;
+        let msg = match receiver.idle_deadline() {
+            None => socket.recv().await?,
+            Some(deadline) => match recv_until(socket, deadline).await? {
+                Some(msg) => msg,
+                None => {
+                    while let Some(handled) = receiver.expire_idle(Instant::now(), &mut events) {
+                        for reply in handled.replies {
+                            send(socket, reply).await?;
+                        }
+                        outcomes.extend(handled.ended);
+                    }
+                    continue;
+                }
+            },
+        };
         let handled = receiver.handle(msg.into_frames(), &mut events);
         for reply in handled.replies {
             send(socket, reply).await?;
@@ -315,6 +378,30 @@ pub async fn recv_files<R: Runtime>(
         outcomes.extend(handled.ended);
     }
     Ok(outcomes)
+}
+
+/// The next message, or `None` if `deadline` comes first (outside a runtime the socket
+/// knows of, it waits for the message).
+async fn recv_until<R: Runtime>(
+    socket: &Socket<R>,
+    deadline: Instant,
+) -> Result<Option<Message>, TransferError> {
+    let Some(runtime) = R::current() else {
+        return Ok(Some(socket.recv().await?));
+    };
+    let mut recv = std::pin::pin!(socket.recv());
+    let mut sleep = std::pin::pin!(runtime.sleep_until(deadline));
+    std::future::poll_fn(|cx| {
+        // A message that is there wins over a deadline that has passed.
+        if let Poll::Ready(r) = recv.as_mut().poll(cx) {
+            return Poll::Ready(r.map(Some).map_err(TransferError::from));
+        }
+        if sleep.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Ok(None));
+        }
+        Poll::Pending
+    })
+    .await
 }
 /// Receive one file: [`recv_files`] until the first transfer ends, its [`Saved`] file, or
 /// [`TransferError::NotSaved`] if that transfer was refused or aborted.

@@ -4,8 +4,10 @@
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
+use std::io::Write;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 use zmtp_async::Bytes;
@@ -142,6 +144,7 @@ impl FileReceiver {
                     });
                 match step {
                     Ok(()) => {
+                        t.last = Instant::now();
                         t.hasher.feed(data);
                         events(&RecvEvent::Progress {
                             peer: peer.clone(),
@@ -210,6 +213,54 @@ impl FileReceiver {
         out
     }
 
+    /// When the next transfer will have been idle for [`RecvOptions::idle_timeout`]
+    /// (none without a timeout or a transfer): call [`expire_idle`](Self::expire_idle)
+    /// then, unless a message came first.
+    pub fn idle_deadline(&self) -> Option<Instant> {
+        let timeout = self.options.idle_timeout?;
+        self.active.values().map(|t| t.last + timeout).min()
+    }
+
+    /// Stop one transfer whose sender has been silent for [`RecvOptions::idle_timeout`]
+    /// at `now`, if there is one: its sender is sent `ERROR` and the transfer ends as
+    /// failed, its part kept (an identical offer later resumes it). Call it until it
+    /// returns `None`.
+    pub fn expire_idle(
+        &mut self,
+        now: Instant,
+        events: &mut impl FnMut(&RecvEvent),
+    ) -> Option<Handled> {
+        let timeout = self.options.idle_timeout?;
+        let peer = self
+            .active
+            .iter()
+            .find(|(_, t)| t.last + timeout <= now)
+            .map(|(p, _)| p.clone())?;
+        let t = self.active.remove(&peer).expect("present");
+        let reason = format!(
+            "nothing from the sender for {}: the transfer stopped at byte {} (the part is \
+             kept, to be resumed)",
+            seconds(timeout),
+            t.state.have()
+        );
+        let mut reply = vec![peer.clone()];
+        reply.extend(Command::Error(reason.clone()).encode());
+        let outcome = Outcome::Failed(Failed {
+            peer,
+            name: t.name,
+            reason,
+        });
+        let event = RecvEvent::Ended(outcome);
+        events(&event);
+        let RecvEvent::Ended(outcome) = event else {
+            unreachable!()
+        };
+        Some(Handled {
+            replies: vec![reply],
+            ended: Some(outcome),
+        })
+    }
+
     /// Judge an offer against the directory and open its part: the new transfer, or why
     /// not.
     fn start(&mut self, offer: &Offer) -> Result<Active, String> {
@@ -236,7 +287,8 @@ impl FileReceiver {
         let recorded = fs::read(&record)
             .ok()
             .and_then(|r| wire::decode_part_record(&r));
-        let part_len = fs::metadata(&part).ok().map(|m| m.len());
+        // Not following a link: a link planted as the part is refused when opened.
+        let part_len = fs::symlink_metadata(&part).ok().map(|m| m.len());
         let disk = OnDisk {
             complete_exists: fs::symlink_metadata(&target).is_ok(),
             part: match (recorded, part_len) {
@@ -246,20 +298,30 @@ impl FileReceiver {
         };
         let from = wire::judge_offer(offer, policy, disk)?;
         let shown = part.display();
+        // Never through a symbolic link: one planted in the directory as the part (or its
+        // record) fails the open (ELOOP) instead of redirecting the writes elsewhere.
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(from == 0)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(&part)
             .map_err(|e| format!("cannot create {shown}: {e}"))?;
         if from == 0 {
-            fs::write(&record, wire::encode_part_record(offer.size, &offer.digest)).map_err(
-                |e| {
-                    discard(&part, &record);
+            OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&record)
+                .and_then(|mut f| f.write_all(&wire::encode_part_record(offer.size, &offer.digest)))
+                .map_err(|e| {
+                    // Only the part this transfer created goes: a link in the record's
+                    // place is left for its owner to see.
+                    let _ = fs::remove_file(&part);
                     format!("cannot write {}: {e}", record.display())
-                },
-            )?;
+                })?;
         }
         // What a resumed part holds counts toward the digest: the worker reads it first.
         let hasher = file
@@ -267,6 +329,7 @@ impl FileReceiver {
             .and_then(|f| HashWorker::start(f, from, options.window as usize))
             .map_err(|e| format!("cannot hash {shown}: {e}"))?;
         Ok(Active {
+            last: Instant::now(),
             name: offer.name.clone(),
             digest: offer.digest,
             state: Incoming::new(offer.size, from, options.window, options.chunk),
@@ -381,6 +444,8 @@ impl HashWorker {
 
 /// One transfer in progress.
 struct Active {
+    /// When its sender was last heard from.
+    last: Instant,
     name: String,
     digest: [u8; 32],
     state: Incoming,
@@ -389,6 +454,11 @@ struct Active {
     part: PathBuf,
     record: PathBuf,
     target: PathBuf,
+}
+
+/// A duration in words, to the millisecond.
+fn seconds(d: Duration) -> String {
+    format!("{:.3} s", d.as_secs_f64())
 }
 
 fn part_paths(dir: &Path, name: &str) -> (PathBuf, PathBuf, PathBuf) {

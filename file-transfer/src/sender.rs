@@ -1,13 +1,17 @@
 //! The sender's side of a transfer with its file, without a socket.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::FileExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
+use bytes::BytesMut;
 use sha2::{Digest, Sha256};
 use zmtp_async::Bytes;
 
+use crate::cache::{DigestCache, FileKey};
 use crate::wire::{self, Command, Offer, Outgoing};
 use crate::{io_error, Phase, Progress, SendReport, TransferError};
 
@@ -23,7 +27,19 @@ pub struct FileSender {
     digest: [u8; 32],
     state: Outgoing,
     first_fetch: bool,
+    /// The cache the digest was looked up in, and the file's canonical path there.
+    cache: Option<(DigestCache, PathBuf)>,
+    /// The digest came from the cache (the file was not read).
+    digest_cached: bool,
+    /// The last chunks sent, kept to be read into again once the socket has written them
+    /// (and so dropped its reference): no allocation and no zeroing per chunk.
+    sent: VecDeque<Bytes>,
 }
+
+/// How many sent chunks a sender keeps for reuse: the default window's worth (with fewer,
+/// a window of chunks still queued in the socket leaves none free). They hold at most
+/// this many of the ranges asked for.
+const REUSED_CHUNKS: usize = 8;
 
 /// What to do after a message from the receiver.
 #[derive(Debug)]
@@ -62,6 +78,21 @@ impl FileSender {
         name: Option<&str>,
         progress: &mut impl FnMut(Progress),
     ) -> Result<FileSender, TransferError> {
+        FileSender::open_cached(path, name, None, progress)
+    }
+
+    /// [`open`](Self::open), taking the digest from `cache` when it holds one for this
+    /// file as it is now (same canonical path, device, inode, size, and modification and
+    /// status-change times), and recording it there after hashing otherwise. A file that
+    /// changed in the last moments before hashing, or while it was hashed, is not
+    /// recorded (a change within the file system's clock tick would not show in its
+    /// times). A path that cannot be made canonical is hashed without the cache.
+    pub fn open_cached(
+        path: &Path,
+        name: Option<&str>,
+        cache: Option<&DigestCache>,
+        progress: &mut impl FnMut(Progress),
+    ) -> Result<FileSender, TransferError> {
         let name = match name {
             Some(n) => n.to_owned(),
             None => path
@@ -78,11 +109,36 @@ impl FileSender {
         wire::check_name(&name).map_err(TransferError::BadName)?;
         let shown = path.display().to_string();
         let file = File::open(path).map_err(io_error(format!("open {shown}")))?;
-        let size = file
+        let meta = file
             .metadata()
-            .map_err(io_error(format!("read the size of {shown}")))?
-            .len();
-        let digest = hash_file(&file, size, progress).map_err(io_error(format!("read {shown}")))?;
+            .map_err(io_error(format!("read the size of {shown}")))?;
+        let size = meta.len();
+        // The key is the open file's own status, so it describes what is read.
+        let key = FileKey::of(&meta);
+        let cache = cache.and_then(|c| {
+            let canonical = std::fs::canonicalize(path).ok()?;
+            Some((c.clone(), canonical))
+        });
+        let found = cache.as_ref().and_then(|(c, p)| c.lookup(p, &key));
+        let digest = match found {
+            Some(digest) => digest,
+            None => {
+                let started = SystemTime::now();
+                let digest =
+                    hash_file(&file, size, progress).map_err(io_error(format!("read {shown}")))?;
+                if let Some((c, p)) = &cache {
+                    let unchanged = file.metadata().is_ok_and(|m| FileKey::of(&m) == key);
+                    // Best effort: a cache that cannot be written only costs a hash.
+                    if unchanged && key.settled_before(started) {
+                        let _ = c.insert(p.clone(), key, digest);
+                    } else {
+                        // What it held for the path is stale either way.
+                        let _ = c.remove(p);
+                    }
+                }
+                digest
+            }
+        };
         Ok(FileSender {
             file,
             shown,
@@ -91,6 +147,9 @@ impl FileSender {
             digest,
             state: Outgoing::new(size),
             first_fetch: true,
+            cache,
+            digest_cached: found.is_some(),
+            sent: VecDeque::with_capacity(REUSED_CHUNKS),
         })
     }
 
@@ -109,6 +168,11 @@ impl FileSender {
         self.digest
     }
 
+    /// Whether the digest came from the cache (the file was not read to compute it).
+    pub fn digest_cached(&self) -> bool {
+        self.digest_cached
+    }
+
     /// Handle one message from the receiver (`frames`, as a DEALER receives them).
     pub fn handle(&mut self, frames: &[Bytes], progress: &mut impl FnMut(Progress)) -> SendStep {
         let violation = match Command::decode(frames) {
@@ -122,13 +186,19 @@ impl FileSender {
                     size: self.size,
                     sent: self.state.sent(),
                     digest: self.digest,
+                    digest_cached: self.digest_cached,
                 })
             }
             Ok(Command::Error(reason)) => {
+                // The receiver may have refused the digest itself: a cached one is not
+                // offered again, so a retry hashes the file.
+                if let (true, Some((c, p))) = (self.digest_cached, &self.cache) {
+                    let _ = c.remove(p);
+                }
                 return SendStep::Failed {
                     reply: None,
                     error: TransferError::Refused(reason),
-                }
+                };
             }
             Ok(other) => format!("unexpected {} from the receiver", command_name(&other)),
             Err(e) => e.to_string(),
@@ -150,7 +220,7 @@ impl FileSender {
                 total: self.size,
             });
         }
-        let mut data = vec![0; length as usize];
+        let mut data = self.buffer(length as usize);
         if let Err(e) = self.file.read_exact_at(&mut data, offset) {
             let shown = &self.shown;
             return SendStep::Failed {
@@ -165,13 +235,36 @@ impl FileSender {
             done: offset + u64::from(length),
             total: self.size,
         });
-        SendStep::Reply(
-            Command::Chunk {
-                offset,
-                data: Bytes::from(data),
+        let data = data.freeze();
+        if self.sent.len() == REUSED_CHUNKS {
+            self.sent.pop_front();
+        }
+        self.sent.push_back(data.clone());
+        SendStep::Reply(Command::Chunk { offset, data }.encode())
+    }
+
+    /// A buffer of `length` bytes to read a chunk into: a chunk sent before whose bytes
+    /// the socket no longer holds, or a new one.
+    fn buffer(&mut self, length: usize) -> BytesMut {
+        for _ in 0..self.sent.len() {
+            let Some(old) = self.sent.pop_front() else {
+                break;
+            };
+            match old.try_into_mut() {
+                Ok(mut buf) => {
+                    // Its bytes are initialized: only a longer range needs zeroes added.
+                    if buf.len() >= length {
+                        buf.truncate(length);
+                    } else {
+                        buf.resize(length, 0);
+                    }
+                    return buf;
+                }
+                // Still queued in the socket: keep it for later.
+                Err(old) => self.sent.push_back(old),
             }
-            .encode(),
-        )
+        }
+        BytesMut::zeroed(length)
     }
 }
 

@@ -808,3 +808,184 @@ async fn recv_file_reports_a_refusal_as_not_saved() {
     assert_eq!(failed.name, "big.bin");
     assert!(dir.listing().is_empty());
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_silent_sender_times_out_and_its_part_is_kept_for_resume() {
+    let dir = TempDir::new("idle");
+    let mut options = small(&dir.inbox());
+    options.idle_timeout = Some(Duration::from_millis(300));
+    let size = 500_000usize;
+    let data = content(size, 12);
+    let source = write_source(&dir, "quiet.bin", &data);
+    let digest = sha(&data);
+    let receiver = Socket::new(SocketType::Router).unwrap();
+    let ep = receiver.bind("tcp://127.0.0.1:*").await.unwrap();
+    // A sender that answers the first FETCH, then goes silent (without a CANCEL).
+    let silent = async {
+        let h = Hostile::new(&ep).await;
+        h.offer(b"quiet.bin", size as u64, digest).await;
+        let Command::Fetch { offset, length } = h.next().await else {
+            panic!("not a fetch")
+        };
+        assert_eq!(offset, 0);
+        h.chunk(0, &data[..length as usize]).await;
+        // The receiver gives up on it with ERROR (after the FETCHes the chunk freed).
+        let started = std::time::Instant::now();
+        loop {
+            match h.next().await {
+                Command::Fetch { .. } => {}
+                Command::Error(reason) => {
+                    assert!(reason.contains("nothing from the sender"), "{reason}");
+                    break;
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        let waited = started.elapsed();
+        assert!(waited >= Duration::from_millis(250), "{waited:?}");
+        length as u64
+    };
+    let (outcomes, answered) =
+        within(async { tokio::join!(recv_files(&receiver, &options, Some(1), |_| {}), silent) })
+            .await;
+    let Outcome::Failed(f) = outcomes.unwrap().remove(0) else {
+        panic!("saved")
+    };
+    assert!(f.reason.contains("nothing from the sender"), "{}", f.reason);
+    // The part and its record are kept, the part holding what arrived.
+    assert_eq!(dir.listing(), ["quiet.bin.part", "quiet.bin.part.offer"]);
+    let part_len = std::fs::metadata(dir.inbox().join("quiet.bin.part"))
+        .unwrap()
+        .len();
+    assert_eq!(part_len, answered);
+    // A real sender resumes it.
+    let sender = Socket::new(SocketType::Dealer).unwrap();
+    sender.connect(&ep).unwrap();
+    let (sent, received) = within(async {
+        tokio::join!(
+            send_file(&sender, &source, None, |_| {}),
+            recv_files(&receiver, &options, Some(1), |_| {})
+        )
+    })
+    .await;
+    assert_eq!(sent.unwrap().sent, size as u64 - part_len);
+    let saved = received.unwrap().remove(0).saved().expect("saved");
+    assert_eq!(saved.resumed_from, part_len);
+    assert_eq!(std::fs::read(saved.path).unwrap(), data);
+}
+
+#[test]
+fn a_silent_sender_times_out_on_the_blocking_receiver_too() {
+    let dir = TempDir::new("idle-mio");
+    let mut options = small(&dir.inbox());
+    options.idle_timeout = Some(Duration::from_millis(200));
+    let ctx = zmtp_mio::Context::new().unwrap();
+    let router = ctx.socket(zmtp_mio::SocketType::Router).unwrap();
+    let ep = router.bind("tcp://127.0.0.1:*").unwrap();
+    let dealer = ctx.socket(zmtp_mio::SocketType::Dealer).unwrap();
+    dealer.connect(&ep).unwrap();
+    // An offer, and then nothing but listening: the FETCHes, then the ERROR.
+    let sender = std::thread::spawn(move || {
+        let offer = Command::Offer(Offer {
+            name: "mute.bin".into(),
+            size: 1000,
+            digest: [7; 32],
+        });
+        dealer
+            .send(zmtp_mio::Message::from(offer.encode()))
+            .unwrap();
+        loop {
+            let msg = dealer.recv_timeout(Some(LIMIT)).unwrap();
+            match Command::decode(msg.frames()).unwrap() {
+                Command::Fetch { .. } => {}
+                Command::Error(reason) => return reason,
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+    });
+    let outcomes = zmtp_file::blocking::recv_files(&router, &options, Some(1), |_| {}).unwrap();
+    let Outcome::Failed(f) = &outcomes[0] else {
+        panic!("saved")
+    };
+    assert!(f.reason.contains("nothing from the sender"), "{}", f.reason);
+    assert_eq!(sender.join().unwrap(), f.reason);
+    assert_eq!(dir.listing(), ["mute.bin.part", "mute.bin.part.offer"]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_symlink_planted_as_the_part_is_not_followed() {
+    let dir = TempDir::new("symlink");
+    let options = small(&dir.inbox());
+    // A file outside the receiver's directory, and links to it where the part and the
+    // record of two offered names would go.
+    let outside = dir.0.join("outside.txt");
+    std::fs::write(&outside, b"not yours").unwrap();
+    std::os::unix::fs::symlink(&outside, dir.inbox().join("a.bin.part")).unwrap();
+    std::os::unix::fs::symlink(&outside, dir.inbox().join("b.bin.part.offer")).unwrap();
+    let a = content(70_000, 13);
+    let b = content(70_000, 14);
+    let outcomes = against(&options, 2, |ep| {
+        let (a, b) = (a.clone(), b.clone());
+        async move {
+            let h = Hostile::new(&ep).await;
+            for (name, data) in [(&b"a.bin"[..], &a), (&b"b.bin"[..], &b)] {
+                h.offer(name, data.len() as u64, sha(data)).await;
+                // Refused before a byte is asked for: the link makes the open fail.
+                let Command::Error(reason) = h.next().await else {
+                    panic!("{name:?} not refused");
+                };
+                assert!(reason.contains("cannot"), "{reason}");
+            }
+        }
+    })
+    .await;
+    assert!(outcomes.iter().all(|o| matches!(o, Outcome::Failed(_))));
+    // The file the links point to is untouched, and the links are still links.
+    assert_eq!(std::fs::read(&outside).unwrap(), b"not yours");
+    for link in ["a.bin.part", "b.bin.part.offer"] {
+        let m = std::fs::symlink_metadata(dir.inbox().join(link)).unwrap();
+        assert!(m.file_type().is_symlink(), "{link}");
+    }
+    assert_eq!(dir.listing(), ["a.bin.part", "b.bin.part.offer"]);
+}
+
+#[test]
+fn the_blocking_receivers_own_receive_timeout_still_ends_it_mid_transfer() {
+    let dir = TempDir::new("rcvtimeo-mio");
+    let mut options = small(&dir.inbox());
+    options.idle_timeout = Some(Duration::from_secs(30));
+    let ctx = zmtp_mio::Context::new().unwrap();
+    let router = ctx.socket(zmtp_mio::SocketType::Router).unwrap();
+    router.set_rcvtimeo(Some(Duration::from_millis(300)));
+    let ep = router.bind("tcp://127.0.0.1:*").unwrap();
+    let dealer = ctx.socket(zmtp_mio::SocketType::Dealer).unwrap();
+    dealer.connect(&ep).unwrap();
+    // An offer, then silence: the FETCHes are read and never answered.
+    let sender = std::thread::spawn(move || {
+        let offer = Command::Offer(Offer {
+            name: "slow.bin".into(),
+            size: 1000,
+            digest: [7; 32],
+        });
+        dealer
+            .send(zmtp_mio::Message::from(offer.encode()))
+            .unwrap();
+        let msg = dealer.recv_timeout(Some(LIMIT)).unwrap();
+        assert!(matches!(
+            Command::decode(msg.frames()),
+            Ok(Command::Fetch { .. })
+        ));
+        // Kept open until the receiver has given up.
+        std::thread::sleep(Duration::from_secs(2));
+    });
+    let started = std::time::Instant::now();
+    let result = zmtp_file::blocking::recv_files(&router, &options, Some(1), |_| {});
+    let took = started.elapsed();
+    assert!(
+        matches!(result, Err(TransferError::Socket(zmtp_mio::Error::Timeout))),
+        "{result:?}"
+    );
+    // The socket's 300 ms, not the transfer's 30 s.
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    sender.join().unwrap();
+}

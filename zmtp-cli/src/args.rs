@@ -175,6 +175,12 @@ The file is hashed (SHA-256), offered by name, size and digest, and sent in the 
 receiver asks for; a receiver that kept part of it from an earlier attempt asks only for
 the rest. A progress bar shows on standard error when it is a terminal.
 
+The digest is kept in $XDG_CACHE_HOME/zmtp/digests (default ~/.cache/zmtp/digests),
+keyed on the file's canonical path, device, inode, size and modification and change times:
+sending the same unchanged file again (a retry, a resume, another receiver) skips the
+hashing. Any change to the file hashes it again; the receiver checks the digest of what it
+wrote either way. --no-digest-cache neither reads nor writes that file.
+
 Exit status: 0 the receiver has the file (its digest matched), 1 bad usage, 2 runtime
 failure (the receiver refused or aborted the transfer, the file cannot be read,
 authentication refused), 3 --timeout expired.";
@@ -186,8 +192,9 @@ the offer it is for) and renamed to NAME once complete and their SHA-256 matches
 identical offer later resumes a part. Refused, with a message here and to the sender:
 names with '/', '\\', NUL or control characters, '.', '..', empty names or names over 255
 bytes; files over --max-size; an existing file unless --overwrite. A chunk that was not
-asked for, a longer one or a digest mismatch aborts the transfer and removes the part.
-Several senders may send at once. A progress bar per transfer shows on standard error when
+asked for, a longer one or a digest mismatch aborts the transfer and removes the part; a
+sender silent for --idle-timeout stops it and keeps the part. A symbolic link in the place
+of a part is never followed. Several senders may send at once. A progress bar per transfer shows on standard error when
 it is a terminal.
 
 Exit status: 0 every transfer (-n FILES of them) saved its file, 1 bad usage, 2 runtime
@@ -220,6 +227,9 @@ pub struct SendFileCli {
     /// The name to offer the file under (default: its own file name)
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
+    /// Hash the file even if its digest is cached, and do not record it
+    #[arg(long)]
+    pub no_digest_cache: bool,
     /// The file to send
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
@@ -250,6 +260,10 @@ pub struct RecvFileCli {
     /// Bytes per range asked for
     #[arg(long, value_name = "BYTES", default_value = "262144", value_parser = chunk)]
     pub chunk: u32,
+    /// Stop a transfer whose sender sends nothing for MS milliseconds, keeping its part
+    /// to be resumed (0: wait for ever)
+    #[arg(long, value_name = "MS", default_value = "60000")]
+    pub idle_timeout: u64,
     #[command(flatten)]
     pub security: SecurityCli,
 }
@@ -263,6 +277,9 @@ pub struct SendFileArgs {
     pub file: PathBuf,
     /// `--name`.
     pub name: Option<String>,
+    /// Take the digest from, and record it in, the digest cache file (not
+    /// `--no-digest-cache`).
+    pub digest_cache: bool,
 }
 
 /// `zmtp recv-file`, checked.
@@ -270,7 +287,7 @@ pub struct SendFileArgs {
 pub struct RecvFileArgs {
     /// The ROUTER's endpoints, security, timeout and verbosity.
     pub socket: SocketArgs,
-    /// `--dir`, `--overwrite`, `--max-size`, `--window`, `--chunk`.
+    /// `--dir`, `--overwrite`, `--max-size`, `--window`, `--chunk`, `--idle-timeout`.
     pub options: zmtp_file::RecvOptions,
     /// `-n`.
     pub count: Option<u64>,
@@ -975,6 +992,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, Failure> {
                 socket,
                 file: f.file,
                 name: f.name,
+                digest_cache: !f.no_digest_cache,
             }))
         }
         CliCommand::RecvFile(r) => {
@@ -986,6 +1004,8 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, Failure> {
             options.max_size = r.max_size.unwrap_or(u64::MAX);
             options.window = r.window;
             options.chunk = r.chunk;
+            options.idle_timeout =
+                (r.idle_timeout > 0).then(|| Duration::from_millis(r.idle_timeout));
             Ok(Command::RecvFile(RecvFileArgs {
                 socket,
                 options,

@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio::time::Instant;
-use zmtp_file::{Outcome, Phase, RecvEvent, TransferError};
+use zmtp_file::{DigestCache, Outcome, Phase, RecvEvent, SendOptions, TransferError};
 use zmtp_tokio::Bytes;
 
 use crate::args::{RecvFileArgs, SendFileArgs};
@@ -48,9 +48,17 @@ pub async fn send_file(args: SendFileArgs) -> Result<(), Failure> {
     let verbose = args.socket.verbose;
     let (socket, monitor, watch, _) = before(deadline, timeout, open(&args.socket)).await?;
     let multi = bars();
+    let options = SendOptions {
+        name: args.name.clone(),
+        digest_cache: args
+            .digest_cache
+            .then(DigestCache::default_file)
+            .flatten()
+            .map(DigestCache::persistent),
+    };
     let work = async move {
         let mut shown: Option<(Phase, ProgressBar)> = None;
-        let result = zmtp_file::send_file(&socket, &args.file, args.name.as_deref(), |p| {
+        let result = zmtp_file::send_file_with(&socket, &args.file, &options, |p| {
             let Some(multi) = &multi else { return };
             if shown.as_ref().is_none_or(|(phase, _)| *phase != p.phase) {
                 if let Some((_, old)) = shown.take() {
@@ -78,8 +86,13 @@ pub async fn send_file(args: SendFileArgs) -> Result<(), Failure> {
         }
         let report = result.map_err(failure)?;
         if verbose {
+            let digest = if report.digest_cached {
+                "digest from the cache"
+            } else {
+                "digest computed"
+            };
             note(&format!(
-                "sent {:?}: {} bytes, {} of them in this transfer",
+                "sent {:?}: {} bytes, {} of them in this transfer, {digest}",
                 report.name, report.size, report.sent
             ));
         }

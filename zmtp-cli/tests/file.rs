@@ -3,11 +3,11 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{ok, spawn, text, Running, GUARD};
+use common::{ok, spawn, spawn_env, text, Running, GUARD};
 use zmtp_tokio::{Bytes, Message, Socket, SocketType};
 
 /// A fresh directory with an `in` directory inside, removed on drop.
@@ -69,10 +69,13 @@ fn receiver(dir: &TempDir, extra: &[&str]) -> (Running, String) {
     (r, ep)
 }
 
+/// `send-file` of `file` to `ep` with `extra` options; its digest cache is kept in the
+/// `cache` directory beside the file (`$XDG_CACHE_HOME`), never in the user's.
 fn send_file(ep: &str, file: &str, extra: &[&str]) -> Running {
     let mut args = vec!["send-file", "-c", ep, file, "--timeout", GUARD];
     args.extend_from_slice(extra);
-    spawn(&args, None)
+    let cache = Path::new(file).parent().unwrap().join("cache");
+    spawn_env(&args, &[("XDG_CACHE_HOME", cache.as_os_str())])
 }
 
 #[test]
@@ -403,4 +406,143 @@ fn usage_errors() {
     .finish();
     assert_eq!(out.code, Some(1), "{out:?}");
     assert!(out.stderr.contains("--name"), "{out:?}");
+}
+
+/// The digest cache file of the senders of `dir` (see [`send_file`]).
+fn cache_file(dir: &TempDir) -> PathBuf {
+    dir.0.join("cache/zmtp/digests")
+}
+
+/// `file`, written and then left alone long enough for its digest to be cached.
+fn settled_file(dir: &TempDir, name: &str, data: &[u8]) -> String {
+    let file = dir.file(name, data);
+    std::thread::sleep(Duration::from_millis(200));
+    file
+}
+
+#[test]
+fn a_second_send_takes_the_digest_from_the_cache_unless_told_not_to() {
+    let dir = TempDir::new("cache");
+    let data = content(500_000, 7);
+    let file = settled_file(&dir, "cached.bin", &data);
+    let send = |extra: &[&str]| {
+        let (r, ep) = receiver(&dir, &["-n", "1", "--overwrite"]);
+        let mut args = vec!["-v"];
+        args.extend_from_slice(extra);
+        let s = send_file(&ep, &file, &args).finish();
+        ok(&s);
+        ok(&r.finish());
+        assert_eq!(std::fs::read(dir.0.join("in/cached.bin")).unwrap(), data);
+        s.stderr
+    };
+    // Without the cache: computed, and no cache file written.
+    let stderr = send(&["--no-digest-cache"]);
+    assert!(stderr.contains("digest computed"), "{stderr}");
+    assert!(!cache_file(&dir).exists());
+    // First with it: computed and recorded; then taken from the file.
+    let stderr = send(&[]);
+    assert!(stderr.contains("digest computed"), "{stderr}");
+    let recorded = std::fs::read_to_string(cache_file(&dir)).unwrap();
+    assert_eq!(recorded.lines().count(), 2, "{recorded}");
+    let stderr = send(&[]);
+    assert!(stderr.contains("digest from the cache"), "{stderr}");
+    // --no-digest-cache ignores what is recorded.
+    let stderr = send(&["--no-digest-cache"]);
+    assert!(stderr.contains("digest computed"), "{stderr}");
+    // Rewritten with the same size: hashed again.
+    let other = content(500_000, 8);
+    std::fs::write(&file, &other).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let (r, ep) = receiver(&dir, &["-n", "1", "--overwrite"]);
+    let s = send_file(&ep, &file, &["-v"]).finish();
+    ok(&s);
+    ok(&r.finish());
+    assert!(s.stderr.contains("digest computed"), "{s:?}");
+    assert_eq!(std::fs::read(dir.0.join("in/cached.bin")).unwrap(), other);
+}
+
+#[test]
+fn a_forged_cache_entry_is_caught_by_the_receiver() {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
+    let dir = TempDir::new("forged-cache");
+    let data = content(300_000, 9);
+    let file = settled_file(&dir, "forged.bin", &data);
+    // An entry with this file's exact key and a wrong digest.
+    let path = std::fs::canonicalize(&file).unwrap();
+    let m = std::fs::metadata(&path).unwrap();
+    let hex = |b: &[u8]| b.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let line = format!(
+        "{} {} {} {} {} {} {} {} {}\n",
+        hex(&[0x5a; 32]),
+        m.dev(),
+        m.ino(),
+        m.size(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec(),
+        hex(path.as_os_str().as_bytes())
+    );
+    std::fs::create_dir_all(cache_file(&dir).parent().unwrap()).unwrap();
+    std::fs::write(
+        cache_file(&dir),
+        format!("zmtp-file digest cache 1\n{line}"),
+    )
+    .unwrap();
+    let (r, ep) = receiver(&dir, &["-n", "1"]);
+    let s = send_file(&ep, &file, &[]).finish();
+    let r = r.finish();
+    assert_eq!(s.code, Some(2), "{s:?}");
+    assert!(s.stderr.contains("SHA-256"), "{s:?}");
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(r.stderr.contains("SHA-256"), "{r:?}");
+    // Nothing under the final name, no part.
+    assert!(dir.listing().is_empty(), "{:?}", dir.listing());
+    // The refused entry is gone: the next send hashes the file and succeeds.
+    let (r, ep) = receiver(&dir, &["-n", "1"]);
+    let s = send_file(&ep, &file, &["-v"]).finish();
+    ok(&s);
+    ok(&r.finish());
+    assert!(s.stderr.contains("digest computed"), "{s:?}");
+    assert_eq!(std::fs::read(dir.0.join("in/forged.bin")).unwrap(), data);
+}
+
+#[test]
+fn a_silent_sender_is_given_up_after_the_idle_timeout_and_its_part_kept() {
+    let dir = TempDir::new("idle");
+    let (r, ep) = receiver(&dir, &["-n", "1", "--idle-timeout", "300"]);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let last = rt.block_on(async {
+        let dealer = Socket::new(SocketType::Dealer).unwrap();
+        dealer.connect(&ep).unwrap();
+        let frames = vec![
+            Bytes::from_static(b"OFFER"),
+            Bytes::from_static(b"quiet.bin"),
+            Bytes::copy_from_slice(&1_000_000u64.to_be_bytes()),
+            Bytes::copy_from_slice(&[1; 32]),
+        ];
+        dealer.send(Message::from(frames)).await.unwrap();
+        // Never a CHUNK: the FETCHes come, then the ERROR.
+        loop {
+            let msg = tokio::time::timeout(Duration::from_secs(10), dealer.recv())
+                .await
+                .unwrap()
+                .unwrap();
+            if &msg.frames()[0][..] != b"FETCH" {
+                return msg;
+            }
+        }
+    });
+    assert_eq!(&last.frames()[0][..], b"ERROR");
+    let r = r.finish();
+    assert_eq!(r.code, Some(2), "{r:?}");
+    assert!(
+        r.stderr.contains("nothing from the sender for 0.300 s"),
+        "{r:?}"
+    );
+    assert_eq!(dir.listing(), ["quiet.bin.part", "quiet.bin.part.offer"]);
 }

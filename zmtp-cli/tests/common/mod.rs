@@ -8,7 +8,7 @@
 // Each test crate uses its own part of this module.
 #![allow(dead_code)]
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -97,8 +97,14 @@ pub struct Running {
 
 /// Start `zmtp` with `args`, writing `stdin` (if any) to its standard input.
 pub fn spawn_os(args: &[OsString], stdin: Option<&[u8]>) -> Running {
+    spawn_os_env(args, stdin, &[])
+}
+
+/// [`spawn_os`] with these variables added to its environment.
+pub fn spawn_os_env(args: &[OsString], stdin: Option<&[u8]>, env: &[(&str, &OsStr)]) -> Running {
     let mut child = Command::new(zmtp())
         .args(args)
+        .envs(env.iter().copied())
         .stdin(if stdin.is_some() {
             Stdio::piped()
         } else {
@@ -145,6 +151,12 @@ pub fn spawn_os(args: &[OsString], stdin: Option<&[u8]>) -> Running {
 pub fn spawn(args: &[&str], stdin: Option<&[u8]>) -> Running {
     let args: Vec<OsString> = args.iter().map(OsString::from).collect();
     spawn_os(&args, stdin)
+}
+
+/// [`spawn`] without standard input, with these variables added to its environment.
+pub fn spawn_env(args: &[&str], env: &[(&str, &OsStr)]) -> Running {
+    let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+    spawn_os_env(&args, None, env)
 }
 
 impl Running {
