@@ -7,7 +7,9 @@
 //! measures:
 //!
 //! - handshakes per second: from the first `connect` to the last server `READY`, with at
-//!   most `--inflight` handshakes under way at once (a listen backlog's worth);
+//!   most `--inflight` handshakes under way at once (a listen backlog's worth); and the
+//!   server's CPU time (user and system) per handshake over the storm, which a loaded
+//!   machine disturbs less than the rate;
 //! - resident set per connection: the server's RSS with every connection up, less its RSS
 //!   before the first, divided by the count;
 //! - the idle cost: the server's CPU time over a quiet interval, with no connection and
@@ -434,6 +436,8 @@ fn round_trips(s: &mut StdTcpStream, trips: usize) -> Result<(f64, f64), String>
 struct Figures {
     kind: String,
     handshakes_per_s: f64,
+    /// The server's CPU time (user and system) per connection of the storm, in µs.
+    cpu_per_handshake_us: f64,
     rss_base_kib: u64,
     rss_full_kib: u64,
     rss_after_kib: u64,
@@ -464,7 +468,7 @@ fn measure(
         round_trips(&mut s, trips)?
     };
     std::thread::sleep(Duration::from_millis(200));
-    let (rss_base, _) = server.stats()?;
+    let (rss_base, cpu_base) = server.stats()?;
     let (conns, took) = storm(server.addr, n - 1, inflight)?;
     let mut last = dealer(server.addr)?;
     std::thread::sleep(Duration::from_millis(500));
@@ -491,6 +495,8 @@ fn measure(
     Ok(Figures {
         kind: kind.to_string(),
         handshakes_per_s: (n - 1) as f64 / took.as_secs_f64(),
+        // The storm's CPU time (and the 500 ms after it, idle) per connection.
+        cpu_per_handshake_us: (cpu2 - cpu_base) as f64 * tick_ms * 1000.0 / n as f64,
         rss_base_kib: rss_base,
         rss_full_kib: rss_full,
         rss_after_kib: rss_after,
@@ -585,16 +591,17 @@ fn main() -> ExitCode {
     );
     println!();
     println!(
-        "| server | handshakes/s | RSS before | RSS with {n} | RSS per connection | RSS after close | later storms: RSS up / after close | idle CPU, 0 peers | idle CPU, {n} peers | RTT p50 / p99, alone | RTT p50 / p99, beside {} idle |",
+        "| server | handshakes/s | server CPU per handshake | RSS before | RSS with {n} | RSS per connection | RSS after close | later storms: RSS up / after close | idle CPU, 0 peers | idle CPU, {n} peers | RTT p50 / p99, alone | RTT p50 / p99, beside {} idle |",
         n - 1
     );
-    println!("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+    println!("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
     for f in &all {
         let per = (f.rss_full_kib.saturating_sub(f.rss_base_kib)) as f64 * 1024.0 / n as f64;
         println!(
-            "| {} | {:.0} | {:.1} MiB | {:.1} MiB | {:.1} KiB | {:.1} MiB | {} | {:.0} ms | {:.0} ms | {:.1} / {:.1} µs | {:.1} / {:.1} µs |",
+            "| {} | {:.0} | {:.0} µs | {:.1} MiB | {:.1} MiB | {:.1} KiB | {:.1} MiB | {} | {:.0} ms | {:.0} ms | {:.1} / {:.1} µs | {:.1} / {:.1} µs |",
             f.kind,
             f.handshakes_per_s,
+            f.cpu_per_handshake_us,
             f.rss_base_kib as f64 / 1024.0,
             f.rss_full_kib as f64 / 1024.0,
             per / 1024.0,
@@ -614,9 +621,11 @@ fn main() -> ExitCode {
         for f in all.iter().filter(|f| f.kind != "libzmq") {
             let per = f.rss_full_kib.saturating_sub(f.rss_base_kib) as f64;
             println!(
-                "{}/libzmq: handshakes per second {:.2}x, RSS per connection {:.2}x",
+                "{}/libzmq: handshakes per second {:.2}x, server CPU per handshake {:.2}x, \
+                 RSS per connection {:.2}x",
                 f.kind,
                 f.handshakes_per_s / z.handshakes_per_s,
+                f.cpu_per_handshake_us / z.cpu_per_handshake_us.max(1e-9),
                 per / zper.max(1.0),
             );
         }
