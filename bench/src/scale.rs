@@ -2,7 +2,7 @@
 //!
 //! The ROUTER runs in a child process of its own (an echo server: every message goes back
 //! to the peer it came from) and reports its resident set and CPU time on request; this
-//! process opens the connections as raw ZMTP 3.0 DEALERs (the greeting and `READY` written
+//! process opens the connections as raw ZMTP 3.1 DEALERs (the greeting and `READY` written
 //! by hand, so that the client side costs the same whichever server it talks to) and
 //! measures:
 //!
@@ -30,27 +30,8 @@ use std::time::{Duration, Instant};
 
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
-
-/// The client's greeting: ZMTP 3.0, NULL mechanism, not as-server; then `READY` with
-/// `Socket-Type: DEALER`.
-fn client_hello() -> Vec<u8> {
-    let mut out = vec![0xFF, 0, 0, 0, 0, 0, 0, 0, 0, 0x7F, 3, 0];
-    let mut mechanism = [0u8; 20];
-    mechanism[..4].copy_from_slice(b"NULL");
-    out.extend_from_slice(&mechanism);
-    out.push(0);
-    out.extend_from_slice(&[0u8; 31]);
-    let mut ready = vec![5];
-    ready.extend_from_slice(b"READY");
-    ready.push(11);
-    ready.extend_from_slice(b"Socket-Type");
-    ready.extend_from_slice(&6u32.to_be_bytes());
-    ready.extend_from_slice(b"DEALER");
-    out.push(0x04);
-    out.push(ready.len() as u8);
-    out.extend_from_slice(&ready);
-    out
-}
+use zmtp_testkit::limits::raise_fd_limit;
+use zmtp_testkit::wire::dealer_hello as client_hello;
 
 /// Whether `input` holds the server's whole greeting and its first command (`READY`).
 fn handshake_done(input: &[u8]) -> bool {
@@ -71,25 +52,6 @@ fn handshake_done(input: &[u8]) -> bool {
         }
     };
     input.len() >= 64 + header + size
-}
-
-/// Raise this process's open-file limit to its hard limit; returns the soft limit now.
-fn raise_fd_limit() -> u64 {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `lim` is a valid, writable rlimit for the call to fill in.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return 0;
-    }
-    lim.rlim_cur = lim.rlim_max;
-    // SAFETY: `lim` is a valid rlimit read from the kernel, with the soft limit raised to
-    // the hard one (always allowed).
-    unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
-    // SAFETY: as above.
-    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
-    lim.rlim_cur
 }
 
 /// This process's resident set (KiB) and CPU time (user + system, in clock ticks).

@@ -93,26 +93,6 @@ fn parse_args() -> Result<Args, String> {
     Ok(args)
 }
 
-/// Raise the soft limit on open files to the hard limit (the storm needs two per
-/// connection); returns the soft limit in force.
-fn raise_fd_limit() -> u64 {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `lim` is a valid, writable rlimit for getrlimit to fill.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return 0;
-    }
-    lim.rlim_cur = lim.rlim_max;
-    // SAFETY: `lim` is a valid rlimit whose soft limit does not exceed its hard one.
-    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
-        // SAFETY: as for the first call.
-        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
-    }
-    lim.rlim_cur
-}
-
 /// One (scenario, implementation) run's outcome.
 struct Outcome {
     scenario: &'static str,
@@ -252,7 +232,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let limit = raise_fd_limit();
+    // The storm needs two descriptors per connection.
+    let limit = zmtp_testkit::limits::raise_fd_limit();
     let runs = (args.scenarios.len() * args.impls.len()) as u32;
     println!(
         "zmtp-soak: {} scenarios x {} implementations, about {:.1} s each ({:.0} s in all); open-file limit {limit}",

@@ -497,27 +497,6 @@ pub const STORM: usize = 2000;
 /// Threads opening them.
 const STORM_THREADS: usize = 8;
 
-/// What a raw DEALER peer sends first: a ZMTP 3.0 greeting (NULL mechanism) and a READY
-/// command naming its socket type.
-fn storm_hello() -> Vec<u8> {
-    let mut out = vec![0xFF, 0, 0, 0, 0, 0, 0, 0, 0, 0x7F, 3, 0];
-    let mut mechanism = [0u8; 20];
-    mechanism[..4].copy_from_slice(b"NULL");
-    out.extend_from_slice(&mechanism);
-    out.push(0); // as-server
-    out.extend_from_slice(&[0u8; 31]);
-    let mut ready = vec![5];
-    ready.extend_from_slice(b"READY");
-    ready.push(11);
-    ready.extend_from_slice(b"Socket-Type");
-    ready.extend_from_slice(&6u32.to_be_bytes());
-    ready.extend_from_slice(b"DEALER");
-    out.push(0x04);
-    out.push(ready.len() as u8);
-    out.extend_from_slice(&ready);
-    out
-}
-
 /// Read the server's greeting and READY command (a short command frame). A peer sends its
 /// first message only after this: a libzmq 4.3.4 ROUTER did not deliver a message written
 /// in one piece with the greeting and READY, before its own greeting was read.
@@ -567,7 +546,7 @@ fn storm(run: &Run) -> Res<Vec<Check>> {
             let handles: Vec<_> = (0..STORM_THREADS)
                 .map(|t| {
                     scope.spawn(move || {
-                        let hello = storm_hello();
+                        let hello = zmtp_testkit::wire::dealer_hello();
                         let opened: Vec<(usize, Res<TcpStream>)> = (t..STORM)
                             .step_by(STORM_THREADS)
                             .map(|i| {
@@ -1183,7 +1162,7 @@ mod tests {
             let mut router = zmq.socket(Kind::Router, &Opts::default()).unwrap();
             let endpoint = router.bind("tcp://127.0.0.1:*").unwrap();
             let mut s = TcpStream::connect(addr_of(&endpoint).unwrap()).unwrap();
-            s.write_all(&storm_hello()).unwrap();
+            s.write_all(&zmtp_testkit::wire::dealer_hello()).unwrap();
             storm_read_handshake(&mut s).unwrap();
             s.write_all(&storm_message(7)).unwrap();
             let f = router.recv(Duration::from_secs(5)).unwrap();

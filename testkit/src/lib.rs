@@ -20,6 +20,7 @@ pub mod allocations;
 pub mod cluster;
 #[cfg(feature = "curve")]
 pub mod fuzz;
+pub mod limits;
 pub mod message;
 pub mod pair;
 #[cfg(feature = "programs")]

@@ -20,6 +20,13 @@ pub const LIBZMQ_GREETING: [u8; 64] = {
 pub const DEALER_READY: &[u8] =
     b"\x04\x29\x05READY\x0bSocket-Type\x00\x00\x00\x06DEALER\x08Identity\x00\x00\x00\x00";
 
+/// What a raw DEALER peer sends first: a libzmq greeting, then a DEALER's READY.
+pub fn dealer_hello() -> Vec<u8> {
+    let mut out = LIBZMQ_GREETING.to_vec();
+    out.extend_from_slice(DEALER_READY);
+    out
+}
+
 /// READY from a libzmq SUB.
 pub const SUB_READY: &[u8] = b"\x04\x19\x05READY\x0bSocket-Type\x00\x00\x00\x03SUB";
 
