@@ -10,6 +10,9 @@
 //!   the kernel choosing one per completion; each filled buffer is lent out as
 //!   [`Bytes`](bytes::Bytes) without a copy and goes back to the ring when the last
 //!   reference to it is dropped, whichever thread drops it.
+//! - Multishot accepts and vectored writes ([`Ring::accept_multi`], [`Ring::writev`]),
+//!   taken back through [`Ring::reap`]: an accepted descriptor becomes an owned one
+//!   there, once, and a write's chunks stay owned by the ring until its completion.
 //! - [`Wake`]: an eventfd that application threads write to wake the ring's thread, at
 //!   most one write per wait.
 //!
@@ -20,10 +23,12 @@
 #![warn(missing_docs)]
 
 mod bufring;
+mod ops;
 mod ring;
 mod wake;
 
 pub use bufring::{BufRing, Lent};
+pub use ops::{Accepted, Reaped, Written, MAX_IOVECS};
 pub use ring::{Ring, Unavailable};
 pub use wake::Wake;
 

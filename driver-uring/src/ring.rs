@@ -72,8 +72,10 @@ const NEEDED: [(u8, &str); 6] = [
 
 /// An io_uring instance whose needed operations were checked when it was made.
 pub struct Ring {
-    ring: IoUring,
+    pub(crate) ring: IoUring,
     send_zc: bool,
+    /// Accepts and writes in flight ([`Ring::reap`]).
+    pub(crate) ops: crate::ops::Ops,
 }
 
 impl Ring {
@@ -103,6 +105,7 @@ impl Ring {
         Ok(Ring {
             send_zc: probe.is_supported(opcode::SendZc::CODE),
             ring,
+            ops: Default::default(),
         })
     }
 

@@ -9,7 +9,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use zmtp_uring::io_uring::{cqueue, opcode, types};
-use zmtp_uring::{BufRing, Ring, Wake};
+use zmtp_uring::{BufRing, Reaped, Ring, Wake};
 
 fn pair() -> (TcpStream, TcpStream) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -205,4 +205,137 @@ fn a_timeout_fires_and_a_wake_ends_the_wait() {
     waker.join().unwrap();
     wake.woken();
     assert!(wake.wake(), "after the ring saw it, a wake writes again");
+}
+
+/// Reap until `done` says so, within five seconds.
+fn reap_until(ring: &mut Ring, reaped: &mut Reaped, mut done: impl FnMut(&Reaped) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !done(reaped) {
+        assert!(Instant::now() < deadline, "nothing more came: {reaped:?}");
+        let ts = types::Timespec::from(Duration::from_millis(50));
+        let args = types::SubmitArgs::new().timespec(&ts);
+        let _ = ring.uring().submitter().submit_with_args(1, &args);
+        ring.reap(reaped);
+    }
+}
+
+#[test]
+fn a_ring_accept_hands_out_owned_nonblocking_descriptors_until_cancelled() {
+    let mut ring = Ring::new(16).unwrap();
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    // As the driver's listeners are.
+    l.set_nonblocking(true).unwrap();
+    assert!(ring.accept_multi(l.as_raw_fd(), 10));
+    let c1 = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let c2 = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let mut reaped = Reaped::default();
+    reap_until(&mut ring, &mut reaped, |r| r.accepted.len() >= 2);
+    let mut peers = Vec::new();
+    for a in reaped.accepted.drain(..) {
+        assert_eq!(a.user_data, 10);
+        assert!(a.more, "the accept stays armed");
+        let fd = a.result.expect("accepted");
+        let flags = rustix::fs::fcntl_getfl(&fd).unwrap();
+        assert!(flags.contains(rustix::fs::OFlags::NONBLOCK), "non-blocking");
+        let fdflags = rustix::io::fcntl_getfd(&fd).unwrap();
+        assert!(
+            fdflags.contains(rustix::io::FdFlags::CLOEXEC),
+            "close-on-exec"
+        );
+        peers.push(TcpStream::from(fd).peer_addr().unwrap());
+    }
+    peers.sort();
+    let mut want = vec![c1.local_addr().unwrap(), c2.local_addr().unwrap()];
+    want.sort();
+    assert_eq!(peers, want);
+    // Cancelled: a last completion without `more`, and the ring forgets the accept.
+    let cancel = opcode::AsyncCancel::new(10).build().user_data(11);
+    // SAFETY: a cancel points at no memory.
+    unsafe { ring.uring().submission().push(&cancel).unwrap() };
+    reap_until(&mut ring, &mut reaped, |r| !r.accepted.is_empty());
+    let last = reaped.accepted.pop().unwrap();
+    assert!(!last.more, "the kernel ended it");
+    assert_eq!(
+        last.result.unwrap_err().raw_os_error(),
+        Some(rustix::io::Errno::CANCELED.raw_os_error())
+    );
+    // A connection now waits in the backlog, unaccepted; armed again, the ring takes it.
+    let c3 = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    ring.reap(&mut reaped);
+    assert!(reaped.accepted.is_empty(), "no accept runs: {reaped:?}");
+    assert!(ring.accept_multi(l.as_raw_fd(), 12));
+    reap_until(&mut ring, &mut reaped, |r| !r.accepted.is_empty());
+    let a = reaped.accepted.pop().unwrap();
+    assert_eq!(a.user_data, 12);
+    let s = TcpStream::from(a.result.unwrap());
+    assert_eq!(s.peer_addr().unwrap(), c3.local_addr().unwrap());
+}
+
+#[test]
+fn a_ring_write_gives_its_chunks_back_and_a_partial_one_goes_on_with_the_rest() {
+    let mut ring = Ring::new(16).unwrap();
+    let (mut a, b) = pair();
+    b.set_nonblocking(true).unwrap();
+    // Small buffers both ways, so that 4 MiB cannot go at once.
+    rustix::net::sockopt::set_socket_send_buffer_size(&b, 16 * 1024).unwrap();
+    rustix::net::sockopt::set_socket_recv_buffer_size(&a, 16 * 1024).unwrap();
+    let sent: Vec<u8> = (0..4 * 1024 * 1024u32).map(|i| (i % 251) as u8).collect();
+    let mut rest: std::collections::VecDeque<bytes::Bytes> = sent
+        .chunks(100_000)
+        .map(bytes::Bytes::copy_from_slice)
+        .collect();
+    let reader = std::thread::spawn(move || {
+        let mut got = Vec::new();
+        // Slowly at first, so that writes find the buffer full.
+        std::thread::sleep(Duration::from_millis(50));
+        a.read_to_end(&mut got).unwrap();
+        got
+    });
+    let mut reaped = Reaped::default();
+    let (mut partial, mut again, mut writes) = (0, 0, 0);
+    let mut total = 0;
+    let mut user_data = 100;
+    while !rest.is_empty() {
+        let before: usize = rest.iter().map(|b| b.len()).sum();
+        ring.writev(b.as_raw_fd(), user_data, std::mem::take(&mut rest))
+            .expect("queued");
+        assert_eq!(ring.writes_in_flight(), 1);
+        reap_until(&mut ring, &mut reaped, |r| !r.written.is_empty());
+        let w = reaped.written.pop().unwrap();
+        assert_eq!(w.user_data, user_data);
+        assert_eq!(ring.writes_in_flight(), 0);
+        let back: usize = w.bufs.iter().map(|b| b.len()).sum();
+        assert_eq!(back, before, "every chunk comes back");
+        rest = w.bufs;
+        writes += 1;
+        if w.result == -rustix::io::Errno::AGAIN.raw_os_error() {
+            // Full: wait for room, as the driver does on a writable edge.
+            again += 1;
+            std::thread::sleep(Duration::from_millis(1));
+        } else {
+            assert!(w.result > 0, "write: {}", w.result);
+            let mut n = w.result as usize;
+            total += n;
+            if n < before {
+                partial += 1;
+            }
+            while let Some(front) = rest.front_mut() {
+                if n < front.len() {
+                    *front = front.slice(n..);
+                    break;
+                }
+                n -= front.len();
+                rest.pop_front();
+            }
+        }
+        user_data += 1;
+    }
+    drop(b);
+    assert_eq!(total, sent.len());
+    assert!(
+        partial >= 1,
+        "some write was partial ({writes} writes, {again} full)"
+    );
+    assert_eq!(reader.join().unwrap(), sent, "every byte, in order");
 }

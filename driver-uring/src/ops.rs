@@ -1,0 +1,226 @@
+//! Operations whose completions carry something the ring must hand over safely: the
+//! descriptors of multishot accepts, and the buffers of vectored writes.
+//!
+//! Both are submitted through [`Ring`] and taken back through [`Ring::reap`], which reads
+//! each completion once from the kernel's queue: an accept's descriptor becomes an
+//! [`OwnedFd`] there and nowhere else (so it has exactly one owner), and a write's
+//! buffers, owned by the ring from submission on (its iovecs point into them), come back
+//! only with the write's completion.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+
+use bytes::Bytes;
+use io_uring::{cqueue, opcode, squeue, types};
+
+use crate::Ring;
+
+/// Most iovecs in one vectored write (`IOV_MAX` on Linux): chunks past them stay in the
+/// write's buffers, unwritten, and come back with its completion.
+pub const MAX_IOVECS: usize = 1024;
+
+/// A write in flight: its chunks, and the iovecs the kernel reads, pointing into them.
+struct InFlight {
+    bufs: VecDeque<Bytes>,
+    /// Boxed: the kernel reads this array (at submission, or later when the write waits
+    /// for room), so its address holds while the write is in flight.
+    _iov: Box<[libc::iovec]>,
+}
+
+/// What the ring tracks of accepts and writes in flight.
+#[derive(Default)]
+pub(crate) struct Ops {
+    /// `user_data` of the multishot accepts that may still complete.
+    accepts: HashSet<u64>,
+    /// The writes in flight, by `user_data`.
+    writes: HashMap<u64, InFlight>,
+}
+
+// SAFETY: the iovecs are plain addresses into the `Bytes` beside them (which are `Send`);
+// nothing ties them to a thread.
+unsafe impl Send for InFlight {}
+
+/// A completion of a multishot accept ([`Ring::accept_multi`]).
+#[derive(Debug)]
+pub struct Accepted {
+    /// The accept's `user_data`.
+    pub user_data: u64,
+    /// The accepted connection (non-blocking, close-on-exec), or why the accept failed.
+    pub result: io::Result<OwnedFd>,
+    /// The accept stays armed (`IORING_CQE_F_MORE`); when not, the kernel ended it and it
+    /// is to be submitted again if still wanted.
+    pub more: bool,
+}
+
+/// The completion of a vectored write ([`Ring::writev`]).
+pub struct Written {
+    /// The write's `user_data`.
+    pub user_data: u64,
+    /// Bytes written, or the (negative) error number.
+    pub result: i32,
+    /// The chunks submitted, all of them, given back: written or not.
+    pub bufs: VecDeque<Bytes>,
+}
+
+impl std::fmt::Debug for Written {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The chunks by their lengths: their bytes say nothing here.
+        f.debug_struct("Written")
+            .field("user_data", &self.user_data)
+            .field("result", &self.result)
+            .field("chunks", &self.bufs.len())
+            .field("len", &self.bufs.iter().map(Bytes::len).sum::<usize>())
+            .finish()
+    }
+}
+
+/// Completions taken from the ring by [`Ring::reap`], sorted.
+#[derive(Debug, Default)]
+pub struct Reaped {
+    /// Completions of multishot accepts submitted with [`Ring::accept_multi`].
+    pub accepted: Vec<Accepted>,
+    /// Completions of writes submitted with [`Ring::writev`].
+    pub written: Vec<Written>,
+    /// Every other completion, as the kernel posted it.
+    pub other: Vec<cqueue::Entry>,
+}
+
+impl Reaped {
+    /// Whether nothing was reaped.
+    pub fn is_empty(&self) -> bool {
+        self.accepted.is_empty() && self.written.is_empty() && self.other.is_empty()
+    }
+}
+
+impl Ring {
+    /// Queue `entry`, handing what is queued to the kernel first when the queue is full.
+    /// `false` if even that failed.
+    ///
+    /// # Safety
+    ///
+    /// Whatever memory `entry` points at stays valid and unmoved until its last completion.
+    unsafe fn push_entry(&mut self, entry: &squeue::Entry) -> bool {
+        loop {
+            // SAFETY: the caller keeps `entry`'s memory valid (this function's contract).
+            if unsafe { self.uring().submission().push(entry) }.is_ok() {
+                return true;
+            }
+            // Full: hand the queued entries to the kernel (completions wait in its overflow
+            // list if the completion queue is full too).
+            if self.uring().submit().is_err() {
+                return false;
+            }
+        }
+    }
+
+    /// Submit a multishot accept on the listening socket `fd`: each connection accepted
+    /// comes out of [`reap`](Self::reap) as an [`Accepted`] under `user_data`, non-blocking
+    /// and close-on-exec. The kernel may end it (a completion without `more`: an error, or
+    /// its completion queue overflowed); cancel it with an `AsyncCancel` of `user_data`.
+    /// Returns whether it was queued.
+    pub fn accept_multi(&mut self, fd: RawFd, user_data: u64) -> bool {
+        let flags = rustix::net::SocketFlags::NONBLOCK | rustix::net::SocketFlags::CLOEXEC;
+        let entry = opcode::AcceptMulti::new(types::Fd(fd))
+            .flags(flags.bits() as i32)
+            .build()
+            .user_data(user_data);
+        // SAFETY: a multishot accept points at no memory (no peer address is asked for).
+        let pushed = unsafe { self.push_entry(&entry) };
+        if pushed {
+            self.ops.accepts.insert(user_data);
+        }
+        pushed
+    }
+
+    /// Submit a vectored write of `bufs` (the first [`MAX_IOVECS`] of them) to `fd`, under
+    /// `user_data`. The ring owns the chunks until the write completes, then gives them all
+    /// back through [`reap`](Self::reap) as a [`Written`]. A write to a non-blocking
+    /// socket whose buffer is full completes with `-EAGAIN`. Err gives `bufs` back if the
+    /// write could not be queued (or `user_data` names a write in flight).
+    pub fn writev(
+        &mut self,
+        fd: RawFd,
+        user_data: u64,
+        bufs: VecDeque<Bytes>,
+    ) -> Result<(), VecDeque<Bytes>> {
+        if self.ops.writes.contains_key(&user_data) {
+            return Err(bufs);
+        }
+        let iov: Box<[libc::iovec]> = (bufs.iter().take(MAX_IOVECS))
+            .map(|b| libc::iovec {
+                iov_base: b.as_ptr() as *mut libc::c_void,
+                iov_len: b.len(),
+            })
+            .collect();
+        let count = u32::try_from(iov.len()).unwrap_or(0);
+        let entry = opcode::Writev::new(types::Fd(fd), iov.as_ptr(), count)
+            .build()
+            .user_data(user_data);
+        // SAFETY: the entry points at `iov`, a boxed array kept (unmoved: only the box
+        // moves) in `self.ops.writes` until the write's completion is reaped; each iovec
+        // points into a chunk of `bufs`, kept there as long, and a `Bytes`' data does not
+        // move when the handle does. If the ring goes first, `Drop for Ring` leaks them.
+        let pushed = unsafe { self.push_entry(&entry) };
+        if !pushed {
+            return Err(bufs);
+        }
+        self.ops
+            .writes
+            .insert(user_data, InFlight { bufs, _iov: iov });
+        Ok(())
+    }
+
+    /// Writes in flight.
+    pub fn writes_in_flight(&self) -> usize {
+        self.ops.writes.len()
+    }
+
+    /// Take every completion posted, sorted into `out` (appended to): accepts and writes
+    /// submitted through this ring, and the rest.
+    pub fn reap(&mut self, out: &mut Reaped) {
+        let Ring { ring, ops, .. } = self;
+        for c in ring.completion() {
+            let data = c.user_data();
+            let more = cqueue::more(c.flags());
+            if ops.accepts.contains(&data) {
+                if !more {
+                    ops.accepts.remove(&data);
+                }
+                let result = if c.result() >= 0 {
+                    // SAFETY: a successful accept's result is a descriptor the kernel just
+                    // installed for this process, which nothing else owns: each completion
+                    // is read from the queue once, here, and `accepts` holds only the
+                    // `user_data` of accepts this ring submitted.
+                    Ok(unsafe { OwnedFd::from_raw_fd(c.result()) })
+                } else {
+                    Err(io::Error::from_raw_os_error(-c.result()))
+                };
+                out.accepted.push(Accepted {
+                    user_data: data,
+                    result,
+                    more,
+                });
+            } else if let Some(done) = ops.writes.remove(&data) {
+                out.written.push(Written {
+                    user_data: data,
+                    result: c.result(),
+                    bufs: done.bufs,
+                });
+            } else {
+                out.other.push(c);
+            }
+        }
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // Writes still in flight may be read by the kernel while the ring winds down after
+        // its descriptor is closed: their chunks and iovecs are leaked rather than freed
+        // under it.
+        for (_, w) in self.ops.writes.drain() {
+            std::mem::forget(w);
+        }
+    }
+}
