@@ -55,6 +55,7 @@
 mod io_loop;
 mod poller;
 mod registry;
+mod ring_io;
 mod waiters;
 mod work;
 

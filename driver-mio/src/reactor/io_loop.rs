@@ -6,7 +6,7 @@ use std::time::{Duration, Instant as StdInstant};
 
 use zmtp_proto::Instant;
 
-use super::poller::{Ev, Poller, RingInput};
+use super::poller::{Ev, Poller, RingOut};
 use super::waiters::Notify;
 use super::work::{queue, run};
 use super::{Io, Shared, State, READ_BUF};
@@ -82,7 +82,7 @@ impl Shared {
     pub(super) fn turn(
         &self,
         events: &[Ev],
-        inputs: &mut Vec<RingInput>,
+        ring: &mut RingOut,
         buf: &mut [u8],
         notify: &mut Notify,
     ) -> Option<Duration> {
@@ -95,7 +95,13 @@ impl Shared {
                 notify.touch(&mut st, id);
             }
         }
-        for input in inputs.drain(..) {
+        for (token, fd) in ring.accepted.drain(..) {
+            if let Some(id) = self.ring_accepted(&mut st, token, fd, now) {
+                self.pump(&mut st, id);
+                notify.touch(&mut st, id);
+            }
+        }
+        for input in ring.inputs.drain(..) {
             if let Some(id) = self.ring_input(&mut st, input, now) {
                 self.pump(&mut st, id);
                 notify.touch(&mut st, id);
@@ -153,16 +159,16 @@ fn min_instant(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
 /// the queued work, repeat, until the context is gone.
 pub(super) fn io_thread(mut poller: Poller, shared: Weak<Shared>) {
     let mut events = Vec::with_capacity(256);
-    let mut inputs = Vec::with_capacity(256);
+    let mut ring = RingOut::default();
     let mut buf = vec![0u8; READ_BUF];
     let mut notify = Notify::default();
     let mut timeout = Some(Duration::ZERO);
     loop {
         // An interrupted wait leaves no events: the turn goes on with the timers and work.
-        poller.wait(&mut events, &mut inputs, timeout);
+        poller.wait(&mut events, &mut ring, timeout);
         let Some(sh) = shared.upgrade() else {
             return;
         };
-        timeout = sh.turn(&events, &mut inputs, &mut buf, &mut notify);
+        timeout = sh.turn(&events, &mut ring, &mut buf, &mut notify);
     }
 }

@@ -6,23 +6,30 @@
 //! one at once when a descriptor is registered for readiness it already has.
 //!
 //! With io_uring, each registration is a multishot poll request on the ring, which posts
-//! a completion per wake-up of the descriptor; the timeout is the wait's own (the
-//! `io_uring_enter` argument), and wake-ups come through an eventfd the ring keeps a read
-//! on ([`Wake`]: one write per wait at most). Registrations change from any thread:
+//! a completion per wake-up of the descriptor; a listener is a multishot accept instead
+//! ([`Registrar::accept`]), whose connections come out as descriptors ([`RingOut`]),
+//! armed again whenever the kernel ends it; wake-ups come through an eventfd the ring
+//! keeps a read on ([`Wake`]: one write per wait at most).
+//!
+//! The I/O thread's timer is the wait's own timeout (the `io_uring_enter` argument), not
+//! an `IORING_OP_TIMEOUT` request: the thread waits in one place only, and gets the
+//! earliest deadline of its context afresh before each wait, so a timeout request
+//! re-armed to that deadline would end the same waits at the same moments, at the cost
+//! of a submission (and a removal) whenever the deadline moves. Registrations change from any thread:
 //! they are queued, and the ring's thread (woken if it waits) submits them before it
 //! waits again; the ring itself is touched by that thread only.
 
 use std::collections::{HashMap, HashSet};
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{OwnedFd, RawFd};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
 use zmtp_proto::Bytes;
 use zmtp_uring::io_uring::{cqueue, opcode, types};
-use zmtp_uring::{BufRing, Ring, Unavailable, Wake};
+use zmtp_uring::{BufRing, Reaped, Ring, Unavailable, Wake};
 
 /// The waker's token under `mio`; streams and listeners count up from 1.
 pub(super) const WAKER: Token = Token(0);
@@ -53,6 +60,16 @@ pub(super) enum RingIn {
 pub(super) struct RingInput {
     pub(super) token: Token,
     pub(super) what: RingIn,
+}
+
+/// What the ring brought besides readiness, taken by the I/O thread's turn.
+#[derive(Debug, Default)]
+pub(super) struct RingOut {
+    /// Input received for streams.
+    pub(super) inputs: Vec<RingInput>,
+    /// Connections accepted on the listeners registered with [`Registrar::accept`], by
+    /// the listener's token.
+    pub(super) accepted: Vec<(Token, OwnedFd)>,
 }
 
 /// The side of the poller any thread uses: registrations and wake-ups.
@@ -147,6 +164,17 @@ impl Registrar {
         }
     }
 
+    /// Accept connections on the listening socket `fd` through the ring (a multishot
+    /// accept), reported under `token` in [`RingOut::accepted`], until [`deregister`].
+    /// Only for a ring poller.
+    ///
+    /// [`deregister`]: Self::deregister
+    pub(super) fn accept(&self, fd: RawFd, token: Token) {
+        if let Registrar::Ring(r) = self {
+            r.change(Change::Accept(fd, token));
+        }
+    }
+
     /// Stop receiving for `token` (its input is held back): what the ring took already is
     /// still reported.
     pub(super) fn stop_recv(&self, token: Token) {
@@ -173,11 +201,12 @@ impl Poller {
     pub(super) fn wait(
         &mut self,
         out: &mut Vec<Ev>,
-        inputs: &mut Vec<RingInput>,
+        ring: &mut RingOut,
         timeout: Option<Duration>,
     ) {
         out.clear();
-        inputs.clear();
+        ring.inputs.clear();
+        ring.accepted.clear();
         match self {
             Poller::Mio { poll, events, .. } => {
                 // An error (EINTR) leaves no events.
@@ -190,7 +219,7 @@ impl Poller {
                     read_closed: e.is_read_closed(),
                 }));
             }
-            Poller::Ring(r) => r.wait(out, inputs, timeout),
+            Poller::Ring(r) => r.wait(out, ring, timeout),
         }
     }
 }
@@ -200,8 +229,10 @@ impl Poller {
 enum Change {
     /// Poll `fd` for `interest` under `token` (replacing any poll for `token`).
     Arm(RawFd, Token, Interest),
-    /// Stop polling for `token`, and receiving for it.
+    /// Stop polling for `token`, receiving and accepting for it.
     Disarm(Token),
+    /// Accept connections on the listener `fd` under `token`.
+    Accept(RawFd, Token),
     /// Receive `fd`'s input under `token`.
     Recv(RawFd, Token),
     /// Stop receiving for `token`.
@@ -231,6 +262,13 @@ const WAKE_DATA: u64 = u64::MAX;
 const REMOVE_DATA: u64 = u64::MAX - 1;
 /// The bit that marks a receive's `user_data` (polls leave it clear).
 const RECV_BIT: u64 = 1 << 63;
+/// The bit that marks an accept's `user_data` (with `RECV_BIT`: polls and receives leave
+/// it clear, so tokens stay below 2^30).
+const ACCEPT_BIT: u64 = 1 << 62;
+/// How long an accept the kernel ended with an error (out of descriptors, say) waits
+/// before it is armed again: the connection waits in the listener's backlog meanwhile,
+/// and the I/O thread does not spin on the error.
+const ACCEPT_RETRY: Duration = Duration::from_millis(10);
 /// Buffers of the ring's provided-buffer group, and their size: 4 MiB per context.
 const RECV_BUFFERS: u16 = 128;
 const RECV_BUFFER_SIZE: usize = 32 * 1024;
@@ -242,6 +280,15 @@ struct Recv {
     generation: u32,
     /// It ended for want of buffers: armed again once some come back.
     starved: bool,
+}
+
+/// A multishot accept of the ring.
+#[derive(Debug, Clone, Copy)]
+struct Accept {
+    fd: RawFd,
+    generation: u32,
+    /// The kernel ended it with an error: armed again at this time.
+    retry: Option<Instant>,
 }
 
 /// The submission entries of one poll registration: its generation tells a completion
@@ -269,9 +316,13 @@ pub(super) struct RingPoller {
     recvs: HashMap<Token, Recv>,
     /// Their buffers.
     bufs: BufRing,
+    /// The accepts, by listener token.
+    accepts: HashMap<Token, Accept>,
+    /// Accepts submitted so far (armed again included).
+    accepts_armed: u64,
     /// Completions taken from the ring, and the polls and receives to arm again: kept to
     /// reuse their allocations from one wait to the next.
-    completions: Vec<cqueue::Entry>,
+    reaped: Reaped,
     rearm: Vec<(Token, Armed)>,
     rearm_recv: Vec<(Token, Recv)>,
 }
@@ -299,7 +350,9 @@ impl RingPoller {
                 taken: Vec::new(),
                 recvs: HashMap::new(),
                 bufs,
-                completions: Vec::new(),
+                accepts: HashMap::new(),
+                accepts_armed: 0,
+                reaped: Reaped::default(),
                 rearm: Vec::new(),
                 rearm_recv: Vec::new(),
             },
@@ -358,6 +411,44 @@ impl RingPoller {
         }
     }
 
+    /// Submit a multishot accept for `token`.
+    fn arm_accept(&mut self, token: Token, accept: Accept) {
+        let data = ACCEPT_BIT | Self::data(token, accept.generation);
+        self.ring.accept_multi(accept.fd, data);
+        self.accepts_armed += 1;
+    }
+
+    /// Cancel the accept for `token`, if there is one.
+    fn cancel_accept(&mut self, token: Token) {
+        if let Some(old) = self.accepts.remove(&token) {
+            let data = ACCEPT_BIT | Self::data(token, old.generation);
+            let entry = opcode::AsyncCancel::new(data)
+                .build()
+                .user_data(REMOVE_DATA);
+            self.push(&entry);
+        }
+    }
+
+    /// Arm again the accepts whose retry time came; returns the earliest one left.
+    fn retry_accepts(&mut self, now: Instant) -> Option<Instant> {
+        let mut next: Option<Instant> = None;
+        let mut due = Vec::new();
+        for (&token, a) in self.accepts.iter_mut() {
+            match a.retry {
+                Some(t) if t <= now => {
+                    a.retry = None;
+                    due.push((token, *a));
+                }
+                Some(t) => next = Some(next.map_or(t, |n| n.min(t))),
+                None => {}
+            }
+        }
+        for (token, a) in due {
+            self.arm_accept(token, a);
+        }
+        next
+    }
+
     fn disarm(&mut self, token: Token, old: Armed) {
         let entry = opcode::PollRemove::new(Self::data(token, old.generation))
             .build()
@@ -395,6 +486,18 @@ impl RingPoller {
                         self.disarm(token, old);
                     }
                     self.cancel_recv(token);
+                    self.cancel_accept(token);
+                }
+                Change::Accept(fd, token) => {
+                    self.cancel_accept(token);
+                    self.generation = self.generation.wrapping_add(1);
+                    let accept = Accept {
+                        fd,
+                        generation: self.generation,
+                        retry: None,
+                    };
+                    self.accepts.insert(token, accept);
+                    self.arm_accept(token, accept);
                 }
                 Change::Recv(fd, token) => {
                     if !self.recvs.contains_key(&token) {
@@ -432,8 +535,16 @@ impl RingPoller {
         }
     }
 
-    fn wait(&mut self, out: &mut Vec<Ev>, inputs: &mut Vec<RingInput>, timeout: Option<Duration>) {
+    fn wait(&mut self, out: &mut Vec<Ev>, ring: &mut RingOut, timeout: Option<Duration>) {
+        let inputs = &mut ring.inputs;
         self.apply_changes();
+        let mut timeout = timeout;
+        if !self.accepts.is_empty() {
+            if let Some(t) = self.retry_accepts(Instant::now()) {
+                let left = t.saturating_duration_since(Instant::now());
+                timeout = Some(timeout.map_or(left, |w| w.min(left)));
+            }
+        }
         self.bufs.recycle();
         // A receive that ran out of buffers goes on once there are some: given back since,
         // or already back when it ran out (it may have run out just before the last
@@ -460,8 +571,38 @@ impl RingPoller {
         let _ = waited;
         let mut rearm = std::mem::take(&mut self.rearm);
         let mut rearm_recv = std::mem::take(&mut self.rearm_recv);
-        let mut completions = std::mem::take(&mut self.completions);
-        completions.extend(self.ring.uring().completion());
+        let mut reaped = std::mem::take(&mut self.reaped);
+        self.ring.reap(&mut reaped);
+        for a in reaped.accepted.drain(..) {
+            let token = Token(((a.user_data & !(RECV_BIT | ACCEPT_BIT)) >> 32) as usize);
+            let generation = a.user_data as u32;
+            let Some(accept) =
+                (self.accepts.get_mut(&token)).filter(|x| x.generation == generation)
+            else {
+                // An accept cancelled since: a connection it took is dropped, as those
+                // left in a closed listener's backlog are.
+                continue;
+            };
+            let failed = match a.result {
+                Ok(fd) => {
+                    ring.accepted.push((token, fd));
+                    false
+                }
+                Err(e) => e.raw_os_error() != Some(rustix::io::Errno::CANCELED.raw_os_error()),
+            };
+            if !a.more {
+                // The kernel ended it: arm it again, at once, or after an error a little
+                // later (the connection waits in the backlog).
+                if failed {
+                    accept.retry = Some(Instant::now() + ACCEPT_RETRY);
+                } else {
+                    let accept = *accept;
+                    self.arm_accept(token, accept);
+                }
+            }
+        }
+        reaped.written.clear();
+        let mut completions = std::mem::take(&mut reaped.other);
         for c in completions.drain(..) {
             match c.user_data() {
                 WAKE_DATA => {
@@ -551,7 +692,8 @@ impl RingPoller {
         for (token, recv) in rearm_recv.drain(..) {
             self.arm_recv(token, recv);
         }
-        self.completions = completions;
+        reaped.other = completions;
+        self.reaped = reaped;
         self.rearm = rearm;
         self.rearm_recv = rearm_recv;
     }
@@ -567,26 +709,44 @@ impl Drop for RingPoller {
         // their buffers be freed (a receive that already chose a buffer may still be
         // filling it). If they do not all end in time, the buffers stay allocated
         // (`BufRing`'s drop while registered) rather than risk a late write into freed
-        // memory.
+        // memory. Accepts are cancelled too, and the connections they took meanwhile
+        // closed (left in the completion queue, their descriptors would stay open).
         let mut live: HashSet<u64> = (self.recvs.iter())
             .map(|(&t, r)| RECV_BIT | Self::data(t, r.generation))
             .collect();
+        let accepts: HashSet<u64> = (self.accepts.iter())
+            .filter(|(_, a)| a.retry.is_none())
+            .map(|(&t, a)| ACCEPT_BIT | Self::data(t, a.generation))
+            .collect();
+        live.extend(&accepts);
         let tokens: Vec<Token> = self.recvs.keys().copied().collect();
         for token in tokens {
             self.cancel_recv(token);
         }
+        let tokens: Vec<Token> = self.accepts.keys().copied().collect();
+        for token in tokens {
+            self.cancel_accept(token);
+        }
         let end = std::time::Instant::now() + DRAIN;
+        let mut reaped = Reaped::default();
         while !live.is_empty() && std::time::Instant::now() < end {
             let ts = types::Timespec::from(Duration::from_millis(10));
             let args = types::SubmitArgs::new().timespec(&ts);
             let _ = self.ring.uring().submitter().submit_with_args(1, &args);
-            for c in self.ring.uring().completion() {
+            self.ring.reap(&mut reaped);
+            for a in reaped.accepted.drain(..) {
+                if !a.more {
+                    live.remove(&a.user_data);
+                }
+            }
+            for c in reaped.other.drain(..) {
                 if !cqueue::more(c.flags()) {
                     live.remove(&c.user_data());
                 }
             }
+            reaped.written.clear();
         }
-        if live.is_empty() {
+        if live.iter().all(|d| accepts.contains(d)) {
             let _ = self.bufs.unregister(&self.ring);
         }
         // The eventfd read may still be in flight while the ring winds down after this:
@@ -623,4 +783,81 @@ fn mask_of(interest: Interest) -> u32 {
 /// Whether the ring backend can run here, and why not.
 pub(crate) fn ring_available() -> Result<(), Unavailable> {
     Ring::probe()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{TcpListener, TcpStream};
+    use std::os::fd::AsRawFd;
+
+    /// Wait in the ring until `done` says so (five seconds at most).
+    fn wait_until(p: &mut RingPoller, got: &mut RingOut, mut done: impl FnMut(&RingOut) -> bool) {
+        let end = Instant::now() + Duration::from_secs(5);
+        let mut evs = Vec::new();
+        let mut all = RingOut::default();
+        while !done(&all) {
+            assert!(Instant::now() < end, "nothing more came: {all:?}");
+            p.wait(&mut evs, got, Some(Duration::from_millis(20)));
+            all.accepted.append(&mut got.accepted);
+            all.inputs.append(&mut got.inputs);
+        }
+        *got = all;
+    }
+
+    #[test]
+    fn an_accept_the_kernel_ends_is_armed_again_and_a_disarmed_one_takes_nothing() {
+        let (mut p, registrar) = RingPoller::new().unwrap();
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.set_nonblocking(true).unwrap();
+        let addr = l.local_addr().unwrap();
+        let token = Token(7);
+        registrar.change(Change::Accept(l.as_raw_fd(), token));
+        let mut got = RingOut::default();
+        let c1 = TcpStream::connect(addr).unwrap();
+        wait_until(&mut p, &mut got, |r| !r.accepted.is_empty());
+        let (t, fd) = got.accepted.pop().unwrap();
+        assert_eq!(t, token);
+        let s1 = TcpStream::from(fd);
+        assert_eq!(s1.peer_addr().unwrap(), c1.local_addr().unwrap());
+
+        // End it behind the poller's back, as the kernel may (an overflowing completion
+        // queue): the completion without `more` arms it again.
+        let generation = p.accepts.get(&token).unwrap().generation;
+        let cancel = opcode::AsyncCancel::new(ACCEPT_BIT | RingPoller::data(token, generation))
+            .build()
+            .user_data(REMOVE_DATA);
+        p.push(&cancel);
+        assert_eq!(p.accepts_armed, 1);
+        let mut evs = Vec::new();
+        let end = Instant::now() + Duration::from_secs(5);
+        while p.accepts_armed < 2 {
+            assert!(Instant::now() < end, "not armed again");
+            p.wait(&mut evs, &mut got, Some(Duration::from_millis(20)));
+        }
+        assert_eq!(p.accepts.get(&token).unwrap().generation, generation);
+        let c2 = TcpStream::connect(addr).unwrap();
+        wait_until(&mut p, &mut got, |r| !r.accepted.is_empty());
+        let (t, fd) = got.accepted.pop().unwrap();
+        assert_eq!(t, token);
+        assert_eq!(
+            TcpStream::from(fd).peer_addr().unwrap(),
+            c2.local_addr().unwrap(),
+            "accepted after the kernel ended the first accept"
+        );
+
+        // Disarmed (the listener unbound): the next connection stays in the backlog.
+        registrar.change(Change::Disarm(token));
+        for _ in 0..3 {
+            p.wait(&mut evs, &mut got, Some(Duration::from_millis(10)));
+        }
+        let c3 = TcpStream::connect(addr).unwrap();
+        for _ in 0..5 {
+            p.wait(&mut evs, &mut got, Some(Duration::from_millis(10)));
+            assert!(got.accepted.is_empty(), "accepted after disarm");
+        }
+        assert!(p.accepts.is_empty());
+        let (s3, _) = l.accept().expect("left in the backlog");
+        assert_eq!(s3.peer_addr().unwrap(), c3.local_addr().unwrap());
+    }
 }

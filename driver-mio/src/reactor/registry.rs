@@ -124,7 +124,7 @@ impl Shared {
         let registered = listening.and_then(|l| {
             let fd = l.listener.as_raw_fd();
             let io = Io::Listener(endpoint);
-            let token = self.register(st, id, io, fd, Interest::READABLE)?;
+            let token = self.register_listener(st, id, io, fd)?;
             Ok((l, token))
         });
         let Some(s) = st.sockets.get_mut(&id) else {
