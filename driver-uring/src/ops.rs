@@ -135,8 +135,10 @@ impl Ring {
 
     /// Submit a vectored write of `bufs` (the first [`MAX_IOVECS`] of them) to `fd`, under
     /// `user_data`. The ring owns the chunks until the write completes, then gives them all
-    /// back through [`reap`](Self::reap) as a [`Written`]. A write to a non-blocking
-    /// socket whose buffer is full completes with `-EAGAIN`. Err gives `bufs` back if the
+    /// back through [`reap`](Self::reap) as a [`Written`]. A write to a socket whose
+    /// buffer is full waits in the kernel for room (cancel it with an `AsyncCancel` of
+    /// `user_data`), or, where the kernel honours the socket's `O_NONBLOCK` there,
+    /// completes at once with `-EAGAIN`. Err gives `bufs` back if the
     /// write could not be queued (or `user_data` names a write in flight).
     pub fn writev(
         &mut self,

@@ -310,7 +310,8 @@ fn a_ring_write_gives_its_chunks_back_and_a_partial_one_goes_on_with_the_rest() 
         rest = w.bufs;
         writes += 1;
         if w.result == -rustix::io::Errno::AGAIN.raw_os_error() {
-            // Full: wait for room, as the driver does on a writable edge.
+            // Full, on a kernel that does not wait for room: wait here, as the driver
+            // does for a writable edge.
             again += 1;
             std::thread::sleep(Duration::from_millis(1));
         } else {

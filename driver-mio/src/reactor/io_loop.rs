@@ -6,9 +6,9 @@ use std::time::{Duration, Instant as StdInstant};
 
 use zmtp_proto::Instant;
 
-use super::poller::{Ev, Poller, RingOut};
+use super::poller::{Ev, Poller, RingOut, RingWrite};
 use super::waiters::Notify;
-use super::work::{queue, run};
+use super::work::{queue, run, Job};
 use super::{Io, Shared, State, READ_BUF};
 
 /// Work items run between two looks at readiness and timers.
@@ -95,6 +95,13 @@ impl Shared {
                 notify.touch(&mut st, id);
             }
         }
+        for written in ring.written.drain(..) {
+            let id = written.work.id;
+            if self.ring_written(&mut st, written, now) {
+                self.pump(&mut st, id);
+                notify.touch(&mut st, id);
+            }
+        }
         for (token, fd) in ring.accepted.drain(..) {
             if let Some(id) = self.ring_accepted(&mut st, token, fd, now) {
                 self.pump(&mut st, id);
@@ -115,6 +122,15 @@ impl Shared {
             let Some(job) = self.prepare(&mut st, work) else {
                 self.unsilence(&mut st, work);
                 continue;
+            };
+            let job = match job {
+                // A ring-read stream: the ring writes it (in the next wait, with the rest
+                // of the turn's writes).
+                Job::Write(stream, bufs) if self.ring_writes(&stream) => {
+                    ring.to_write.push(RingWrite { work, stream, bufs });
+                    continue;
+                }
+                job => job,
             };
             drop(st);
             notify.signal(self);

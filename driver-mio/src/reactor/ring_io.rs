@@ -1,5 +1,5 @@
 //! What only the io_uring backend does with the state: listeners accepting through the
-//! ring's multishot accepts.
+//! ring's multishot accepts, and the I/O thread's writes made by the ring.
 
 use std::io;
 use std::os::fd::{OwnedFd, RawFd};
@@ -8,6 +8,8 @@ use mio::{Interest, Token};
 use zmtp_driver::{tcp_accepted, StdListener, StdTransport};
 use zmtp_proto::Instant;
 
+use super::poller::RingWritten;
+use super::work::{Done, WriteEnd};
 use super::{Io, Shared, State};
 
 impl Shared {
@@ -64,5 +66,65 @@ impl Shared {
             None => drop(stream),
         }
         Some(id)
+    }
+
+    /// Whether the I/O thread's writes to `stream` go through the ring: a plain stream of
+    /// the ring backend (the streams the ring reads).
+    pub(super) fn ring_writes(&self, stream: &StdTransport) -> bool {
+        self.ring && !matches!(stream, StdTransport::Tls(_))
+    }
+
+    /// A write of the ring completed: handed over as a write run by a thread would be
+    /// ([`Done::Write`]): the chunks not written stay taken and the work item goes on
+    /// (a partial write is submitted again with the rest), a full stream waits for its
+    /// writable edge, an error loses the stream. Returns whether the socket is still
+    /// there.
+    pub(super) fn ring_written(&self, st: &mut State, w: RingWritten, now: Instant) -> bool {
+        let RingWritten {
+            work,
+            result,
+            mut bufs,
+        } = w;
+        let done = match result {
+            n if n > 0 => {
+                let mut k = n as usize;
+                while let Some(front) = bufs.front_mut() {
+                    if k < front.len() {
+                        *front = front.slice(k..);
+                        break;
+                    }
+                    k -= front.len();
+                    bufs.pop_front();
+                }
+                Done::Write {
+                    written: n as usize,
+                    rest: bufs,
+                    end: WriteEnd::Drained,
+                }
+            }
+            n if n == -rustix::io::Errno::AGAIN.raw_os_error() => Done::Write {
+                written: 0,
+                rest: bufs,
+                end: WriteEnd::Blocked,
+            },
+            n if n == -rustix::io::Errno::INTR.raw_os_error() => Done::Write {
+                written: 0,
+                rest: bufs,
+                end: WriteEnd::Drained,
+            },
+            // Nothing written with output left, or an error: the stream is lost.
+            _ => Done::Write {
+                written: 0,
+                rest: bufs,
+                end: WriteEnd::Failed,
+            },
+        };
+        if !st.sockets.contains_key(&work.id) {
+            return false;
+        }
+        if self.apply(st, work, done, &[], now) {
+            st.work.push_back(work);
+        }
+        true
     }
 }
