@@ -711,7 +711,9 @@ impl Shared {
                     }
                     return;
                 }
-                Some(RingIn::Data(_)) if !wants => {
+                // The stream's end waits for the input before it as data does: input the
+                // state machine took but holds back (RCVHWM) is lost with the stream.
+                Some(_) if !wants => {
                     if r.receiving {
                         r.receiving = false;
                         self.registrar.stop_recv(token);

@@ -168,3 +168,48 @@ fn a_burst_to_a_slow_reader_goes_out_whole_and_in_order_through_ring_writes() {
     // Everything sent was written: the socket closes with nothing cut off.
     assert!(push.close().delivered_all());
 }
+
+#[test]
+fn a_stream_that_ends_while_its_input_is_held_back_loses_none_of_it() {
+    // The sender writes everything and closes at once: the receiving ring often sees the
+    // stream's end while the socket holds input back at RCVHWM. The end waits for that
+    // input to be taken, as the input before it does.
+    for round in 0..10 {
+        let rx = ring();
+        let pull = rx
+            .socket_with(
+                SocketType::Pull,
+                zmtp_mio::Options::default().with_rcvhwm(100),
+            )
+            .unwrap();
+        pull.set_rcvtimeo(Some(Duration::from_secs(5)));
+        let endpoint = pull.bind("tcp://127.0.0.1:*").unwrap();
+        let count = 20_000u32;
+        let sender = std::thread::spawn(move || {
+            let tx = ring();
+            let push = tx.socket(SocketType::Push).unwrap();
+            push.connect(&endpoint).unwrap();
+            let bodies: Vec<zmtp_mio::Bytes> = (0..count)
+                .map(|i| zmtp_mio::Bytes::from(i.to_be_bytes().to_vec()))
+                .collect();
+            let mut rest = &bodies[..];
+            while !rest.is_empty() {
+                let n = push.send_many(rest).unwrap();
+                rest = &rest[n..];
+            }
+            assert!(push.close().delivered_all());
+        });
+        let mut next = 0u32;
+        let mut batch = Vec::new();
+        while next < count {
+            batch.clear();
+            pull.recv_many(&mut batch, 256)
+                .unwrap_or_else(|e| panic!("round {round}: {e} after {next} messages"));
+            for m in &batch {
+                assert_eq!(m.frames()[0][..], next.to_be_bytes(), "round {round}");
+                next += 1;
+            }
+        }
+        sender.join().unwrap();
+    }
+}
