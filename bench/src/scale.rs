@@ -433,9 +433,9 @@ struct Figures {
     rss_base_kib: u64,
     rss_full_kib: u64,
     rss_after_kib: u64,
-    /// Later storms: handshakes per second, RSS with the connections up, and after they
-    /// closed.
-    again: Vec<(f64, u64, u64)>,
+    /// Later storms: handshakes per second, the server's CPU time per handshake (µs),
+    /// RSS with the connections up, and after they closed.
+    again: Vec<(f64, f64, u64, u64)>,
     idle_cpu_empty_ms: f64,
     idle_cpu_full_ms: f64,
     rtt_alone: (f64, f64),
@@ -478,13 +478,15 @@ fn measure(
     // Again: memory kept after the first storm is reused, not added to.
     let mut again = Vec::new();
     for _ in 1..storms {
+        let (_, cpu_before) = server.stats()?;
         let (conns, took) = storm(server.addr, n - 1, inflight)?;
         std::thread::sleep(Duration::from_millis(500));
-        let (up, _) = server.stats()?;
+        let (up, cpu_after) = server.stats()?;
         drop(conns);
         std::thread::sleep(Duration::from_secs(1));
         let (after, _) = server.stats()?;
-        again.push(((n - 1) as f64 / took.as_secs_f64(), up, after));
+        let cpu = (cpu_after - cpu_before) as f64 * tick_ms * 1000.0 / n as f64;
+        again.push(((n - 1) as f64 / took.as_secs_f64(), cpu, up, after));
     }
     server.stop();
     Ok(Figures {
@@ -506,11 +508,11 @@ fn measure(
 }
 
 /// Later storms' RSS figures in a table cell.
-fn later(again: &[(f64, u64, u64)]) -> String {
+fn later(again: &[(f64, f64, u64, u64)]) -> String {
     let cells: Vec<String> = (again.iter())
-        .map(|&(rate, up, after)| {
+        .map(|&(rate, cpu, up, after)| {
             format!(
-                "{rate:.0}/s, {:.1} / {:.1} MiB",
+                "{rate:.0}/s ({cpu:.0} µs), {:.1} / {:.1} MiB",
                 up as f64 / 1024.0,
                 after as f64 / 1024.0
             )
@@ -602,7 +604,7 @@ fn main() -> ExitCode {
     );
     println!();
     println!(
-        "| server | handshakes/s | server CPU per handshake | client CPU per handshake | RSS before | RSS with {n} | RSS per connection | RSS after close | later storms: handshakes/s, RSS up / after close | idle CPU, 0 peers | idle CPU, {n} peers | RTT p50 / p99, alone | RTT p50 / p99, beside {} idle |",
+        "| server | handshakes/s | server CPU per handshake | client CPU per handshake | RSS before | RSS with {n} | RSS per connection | RSS after close | later storms: handshakes/s (server CPU per handshake), RSS up / after close | idle CPU, 0 peers | idle CPU, {n} peers | RTT p50 / p99, alone | RTT p50 / p99, beside {} idle |",
         n - 1
     );
     println!("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
