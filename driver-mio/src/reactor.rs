@@ -37,7 +37,9 @@
 //! - Threads blocked in `send`, `recv`, `close` or [`poll`](crate::poll) wait on a
 //!   condition variable of their socket (or of the context, for `poll`), signalled only
 //!   when someone waits, and once per wait; a thread waiting on the streams waits on an
-//!   event counter too, written by the same signal.
+//!   event counter too, written by the same signal. Threads that wait in `recv` alone are
+//!   signalled only when a message is ready or the socket closed: on a server, peers'
+//!   handshakes and writes do not wake its receiving thread.
 //! - Streams are registered for writability only while a write to them is blocked.
 //!
 //! Every protocol decision is the core's; this module moves bytes.

@@ -437,10 +437,11 @@ mod tests {
         }
     }
 
-    fn wait_accept(l: &StdListener) -> StdTransport {
+    /// The next accepted stream, and the peer address its accept gave.
+    fn wait_accept(l: &StdListener) -> (StdTransport, String) {
         for _ in 0..1000 {
             match l.accept() {
-                Ok((s, _)) => return s,
+                Ok(accepted) => return accepted,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
                     std::thread::sleep(Duration::from_millis(1))
                 }
@@ -458,7 +459,7 @@ mod tests {
         assert!(l.socket_file.is_none());
         let addr = Endpoint::parse(&l.endpoint).unwrap();
         let ours = StdTransport::connect_blocking(&addr, Duration::from_secs(1)).unwrap();
-        let theirs = wait_accept(&l.listener);
+        let (theirs, address) = wait_accept(&l.listener);
         for s in [&ours, &theirs] {
             let StdTransport::Tcp(t) = s else {
                 panic!("not tcp")
@@ -478,8 +479,9 @@ mod tests {
             StdTransport::Tcp(t) => t.local_addr().unwrap().port(),
             _ => panic!("not tcp"),
         };
-        // Each side names the other with IP and port.
+        // Each side names the other with IP and port; the accept gave the same.
         assert_eq!(theirs.peer_address(), format!("127.0.0.1:{source_port}"));
+        assert_eq!(address, theirs.peer_address());
         assert_eq!(
             ours.peer_address(),
             l.endpoint.strip_prefix("tcp://").unwrap()
