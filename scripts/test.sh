@@ -70,11 +70,12 @@ conformance() {
   cargo test -p zmtp-conformance-draft
 }
 
-# The soak harness (README: Soak), 60 s in all against ours and libzmq; fails on any verdict.
-# Built with the test profile, whose dependencies the `tests` step has built already (a
-# release build would take two minutes more).
+# The soak harness (README: Soak), 60 s in all: ours, libzmq, and the two mixes (our bound
+# sockets with libzmq's connecting ones, and the reverse); fails on any verdict. Built with
+# the test profile, whose dependencies the `tests` step has built already (a release build
+# would take two minutes more).
 soak() {
-  cargo run -q --profile test -p zmtp-soak -- --duration 60s
+  cargo run -q --profile test -p zmtp-soak -- --duration 60s --impl all
 }
 
 # The browser example in headless Chromium: tokio_browser serves the page and binds a REP
@@ -110,12 +111,12 @@ browser() {
   return "$status"
 }
 
-# Every fuzz target under libFuzzer for FUZZ_SECONDS (default 10 here, 30 when
+# Every fuzz target under libFuzzer for FUZZ_SECONDS (default 8 here, 30 when
 # scripts/fuzz.sh runs alone) each, which keeps the whole command under 30 minutes on a
 # 2-core machine. (Their bodies run as tests over the seeds and generated inputs in the
 # `tests` step: zmtp-testkit's fuzz_bodies.)
 fuzz() {
-  FUZZ_SECONDS="${FUZZ_SECONDS:-10}" bash scripts/fuzz.sh
+  FUZZ_SECONDS="${FUZZ_SECONDS:-8}" bash scripts/fuzz.sh
 }
 
 # Instructions per message of the core's hot paths under callgrind, against the committed

@@ -119,10 +119,12 @@ impl SocketDriver {
         // Accept.
         let listening: Vec<EndpointId> = self.listeners.keys().copied().collect();
         for ep in listening {
-            while let Some(Ok(stream)) = self.listeners.get(&ep).map(|l| l.listener.accept()) {
+            while let Some(Ok((stream, address))) =
+                self.listeners.get(&ep).map(|l| l.listener.accept())
+            {
                 moved = true;
                 let now = self.now();
-                match self.socket.handle_accepted(ep, &stream.peer_address(), now) {
+                match self.socket.handle_accepted(ep, &address, now) {
                     Some(peer) => {
                         self.streams.insert(peer, stream);
                     }

@@ -81,6 +81,11 @@ struct PeerIo<R: Runtime> {
     /// leaves without a task hop), and what follows it in the same burst is left to the
     /// task, which writes it in bulk.
     write_idle: bool,
+    /// An accepted stream not read yet: its first output (the greeting) waits for the
+    /// peer's task to read once, so that the greeting, the answer to the peer's greeting
+    /// and the handshake's first command leave in one write when the peer's greeting is
+    /// there already, as it mostly is by the time a connection is accepted.
+    fresh: bool,
 }
 
 /// A listening endpoint: the task that accepts on it (or, for a host name, that resolves
@@ -251,7 +256,10 @@ impl<R: Runtime> Inner<R> {
             let mut busy = run_commands(&mut commands) > 0;
             timers_touched = commands.timers_touched;
             while let Some(peer) = core.socket.next_dirty() {
-                if inline {
+                if let Some(io) = core.peers.get_mut(&peer).filter(|io| io.fresh) {
+                    // Its task writes it after its first read.
+                    io.flush_pending = true;
+                } else if inline {
                     // Writing can end a peer or finish a close: go round again for events.
                     busy = true;
                     self.write_peer(core, peer);
@@ -473,12 +481,25 @@ impl<R: Runtime> Inner<R> {
         }
     }
 
-    fn add_peer(self: &Arc<Self>, core: &mut Core<R>, peer: PeerId, stream: Transport<R>) {
+    /// Give `peer` its stream and task; `accepted`: the stream was accepted (its first
+    /// output waits for a first read: `PeerIo::fresh`).
+    fn add_peer(
+        self: &Arc<Self>,
+        core: &mut Core<R>,
+        peer: PeerId,
+        stream: Transport<R>,
+        accepted: bool,
+    ) {
+        let fresh = accepted && !matches!(stream, Transport::Inproc(_));
         let stream = Arc::new(stream);
         let wake = Arc::new(Notify::new());
-        let task = self
-            .runtime
-            .spawn(peer_task(self.clone(), peer, stream.clone(), wake.clone()));
+        let task = self.runtime.spawn(peer_task(
+            self.clone(),
+            peer,
+            stream.clone(),
+            wake.clone(),
+            fresh,
+        ));
         core.peers.insert(
             peer,
             PeerIo {
@@ -488,6 +509,7 @@ impl<R: Runtime> Inner<R> {
                 write_blocked: false,
                 flush_pending: false,
                 write_idle: true,
+                fresh,
             },
         );
     }
@@ -857,7 +879,7 @@ async fn connect_task<R: Runtime>(inner: Arc<Inner<R>>, endpoint: EndpointId, ad
                 .socket
                 .handle_connected(endpoint, &stream.peer_address(), now)
             {
-                inner.add_peer(&mut core, peer, stream);
+                inner.add_peer(&mut core, peer, stream, false);
             }
         }
         Err(_) => core.socket.handle_connect_failed(endpoint, now),
@@ -872,33 +894,35 @@ async fn accept_task<R: Runtime>(
     tls: Option<TlsSide>,
 ) {
     loop {
-        let stream = match &mut acceptor {
+        // The peer's address as the accept gave it (none for ipc and inproc).
+        let (stream, address) = match &mut acceptor {
             Acceptor::Tcp(l) => match l.accept().await {
-                Ok(s) => {
+                Ok((s, addr)) => {
                     let _ = zmtp_driver::tcp_accepted(&s);
                     match Transport::Tcp(s).secure(tls.as_ref()) {
-                        Ok(s) => s,
+                        Ok(s) => (s, addr),
                         Err(_) => continue,
                     }
                 }
                 Err(_) => continue,
             },
             Acceptor::Unix(l) => match l.accept().await {
-                Ok(s) => Transport::Unix(s),
+                Ok((s, _)) => (Transport::Unix(s), None),
                 Err(_) => continue,
             },
             Acceptor::Inproc(rx) => match rx.recv().await {
-                Some(s) => Transport::Inproc(s),
+                Some(s) => (Transport::Inproc(s), None),
                 None => return,
             },
         };
+        let address = match address {
+            Some(a) => a.to_string(),
+            None => stream.peer_address(),
+        };
         let mut core = inner.lock();
         let now = inner.now();
-        if let Some(peer) = core
-            .socket
-            .handle_accepted(endpoint, &stream.peer_address(), now)
-        {
-            inner.add_peer(&mut core, peer, stream);
+        if let Some(peer) = core.socket.handle_accepted(endpoint, &address, now) {
+            inner.add_peer(&mut core, peer, stream, true);
         }
         inner.pump(&mut core);
     }
@@ -909,6 +933,7 @@ async fn peer_task<R: Runtime>(
     peer: PeerId,
     stream: Arc<Transport<R>>,
     wake: Arc<Notify>,
+    mut fresh: bool,
 ) {
     loop {
         let (want_read, want_write) = {
@@ -918,7 +943,12 @@ async fn peer_task<R: Runtime>(
             };
             (core.socket.wants_read(peer), io.write_blocked)
         };
-        {
+        if fresh {
+            // A stream just accepted: read once before the first write (`PeerIo::fresh`),
+            // after the runtime has looked for readiness (a yield lets it), then write.
+            fresh = false;
+            inner.runtime.yield_now().await;
+        } else {
             // Whichever comes first: the stream's readiness for what is wanted, or a wake-up.
             let mut readable = pin!(stream.readable());
             let mut writable = pin!(stream.writable());
@@ -939,6 +969,9 @@ async fn peer_task<R: Runtime>(
             let mut core = inner.lock();
             if !core.peers.contains_key(&peer) {
                 return;
+            }
+            if let Some(io) = core.peers.get_mut(&peer) {
+                io.fresh = false;
             }
             let more = want_read && inner.read_peer(&mut core, peer, &stream);
             if let Some(io) = core.peers.get_mut(&peer) {

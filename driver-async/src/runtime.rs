@@ -53,8 +53,9 @@ pub trait DatagramSocket: Send + Sync + Debug + 'static {
 
 /// A listening socket.
 pub trait Acceptor<S>: Send + Sync + Debug + 'static {
-    /// The next incoming connection.
-    fn accept(&self) -> impl Future<Output = io::Result<S>> + Send + '_;
+    /// The next incoming connection, and the peer's address where the accept gave one
+    /// (TCP; `None` for Unix-domain streams), so that no further system call asks for it.
+    fn accept(&self) -> impl Future<Output = io::Result<(S, Option<SocketAddr>)>> + Send + '_;
 }
 
 /// A spawned task. Dropping the handle detaches the task; [`abort`](Self::abort) cancels

@@ -1225,13 +1225,14 @@ impl Socket {
             }
             // Waiting on the streams reads what is there already (the wait ends at
             // once); a thread that cannot wait so reads them once before it waits.
-            let ready = |s: &reactor::Sock| s.closed || s.core.can_recv();
-            if self.shared.wait_on_streams(self.id, deadline, ready)
+            if self
+                .shared
+                .wait_on_streams(self.id, deadline, reactor::Sock::message_ready)
                 || self.shared.read_here(self.id)
             {
                 continue;
             }
-            self.shared.wait_for(self.id, deadline, ready);
+            self.shared.wait_for_message(self.id, deadline);
         }
     }
 

@@ -37,7 +37,9 @@
 //! - Threads blocked in `send`, `recv`, `close` or [`poll`](crate::poll) wait on a
 //!   condition variable of their socket (or of the context, for `poll`), signalled only
 //!   when someone waits, and once per wait; a thread waiting on the streams waits on an
-//!   event counter too, written by the same signal.
+//!   event counter too, written by the same signal. Threads that wait in `recv` alone are
+//!   signalled only when a message is ready or the socket closed: on a server, peers'
+//!   handshakes and writes do not wake its receiving thread.
 //! - Streams are registered for writability only while a write to them is blocked.
 //!
 //! Every protocol decision is the core's; this module moves bytes.
@@ -227,6 +229,12 @@ pub(crate) struct Sock {
     pub(crate) orphaned: bool,
     /// Application threads waiting on `cond`.
     waiters: Waiters,
+    /// Some thread waits (in `waiters`) for something other than a message: room to
+    /// send, a bind's result, the close ([`Shared::wait_for`]). Cleared by a signal.
+    waiting_other: bool,
+    /// Signals sent to this socket's waiters, for tests.
+    #[cfg(test)]
+    signals: usize,
     /// Signalled, while threads wait, whenever the socket may have become readable,
     /// writable or closed.
     cond: Arc<Condvar>,
@@ -305,11 +313,32 @@ impl Sock {
                 .handle_datagram(endpoint, from, buf.get(..n).unwrap_or_default());
         }
     }
-    /// If threads wait on this socket: how to wake them (they no longer count as
-    /// waiting; see `Waiters`).
+    /// What a receive waits for: a message ready, or the socket closed.
+    pub(crate) fn message_ready(&self) -> bool {
+        self.closed || self.core.can_recv()
+    }
+
+    /// If threads wait on this socket for what may have come: how to wake them (they no
+    /// longer count as waiting; see `Waiters`). Threads that wait for a message only
+    /// (`recv`: [`Shared::wait_for_message`], [`Shared::wait_on_streams`]) are left
+    /// asleep while none is ready and the socket is open, so that a peer's handshake, a
+    /// write or a timer on a busy socket does not wake its receiver for nothing.
     pub(crate) fn signal(&mut self) -> Option<Signal> {
+        if !self.waiting_other && !self.message_ready() {
+            return None;
+        }
+        self.signal_all()
+    }
+
+    /// As [`signal`](Self::signal), whatever the waiters wait for.
+    fn signal_all(&mut self) -> Option<Signal> {
         if !self.waiters.take() {
             return None;
+        }
+        self.waiting_other = false;
+        #[cfg(test)]
+        {
+            self.signals += 1;
         }
         let fd = if self.fd_waiting {
             self.wake_fd.clone()
@@ -447,7 +476,7 @@ impl State {
                 let cut = s.core.close_report().unwrap_or_default();
                 self.orphans_report = self.orphans_report.merged(cut);
             }
-            if let Some(signal) = s.signal() {
+            if let Some(signal) = s.signal_all() {
                 signal.send();
             }
         }
@@ -517,6 +546,9 @@ impl Shared {
                 closed: false,
                 orphaned: false,
                 waiters: Waiters::default(),
+                waiting_other: false,
+                #[cfg(test)]
+                signals: 0,
                 cond: Arc::new(Condvar::new()),
                 waited: true,
                 idle_send: Instant::ZERO,

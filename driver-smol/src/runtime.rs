@@ -191,14 +191,14 @@ impl TcpSetup for SmolTcp {
 }
 
 impl Acceptor<SmolTcp> for SmolTcpListener {
-    async fn accept(&self) -> io::Result<SmolTcp> {
-        self.0.accept().await.map(|(s, _)| SmolStream(s))
+    async fn accept(&self) -> io::Result<(SmolTcp, Option<SocketAddr>)> {
+        self.0.accept().await.map(|(s, a)| (SmolStream(s), Some(a)))
     }
 }
 
 impl Acceptor<SmolUnix> for SmolUnixListener {
-    async fn accept(&self) -> io::Result<SmolUnix> {
-        self.0.accept().await.map(|(s, _)| SmolStream(s))
+    async fn accept(&self) -> io::Result<(SmolUnix, Option<SocketAddr>)> {
+        self.0.accept().await.map(|(s, _)| (SmolStream(s), None))
     }
 }
 

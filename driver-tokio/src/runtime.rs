@@ -132,14 +132,14 @@ impl TcpSetup for TokioTcp {
 }
 
 impl Acceptor<TokioTcp> for TokioTcpListener {
-    async fn accept(&self) -> io::Result<TokioTcp> {
-        self.0.accept().await.map(|(s, _)| TokioTcp(s))
+    async fn accept(&self) -> io::Result<(TokioTcp, Option<SocketAddr>)> {
+        self.0.accept().await.map(|(s, a)| (TokioTcp(s), Some(a)))
     }
 }
 
 impl Acceptor<TokioUnix> for TokioUnixListener {
-    async fn accept(&self) -> io::Result<TokioUnix> {
-        self.0.accept().await.map(|(s, _)| TokioUnix(s))
+    async fn accept(&self) -> io::Result<(TokioUnix, Option<SocketAddr>)> {
+        self.0.accept().await.map(|(s, _)| (TokioUnix(s), None))
     }
 }
 

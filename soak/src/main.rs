@@ -3,8 +3,14 @@
 //! invariant and the process's memory and file descriptors, and prints a report.
 //!
 //! ```text
-//! zmtp-soak [--duration 60s] [--scenario NAME]... [--impl ours|libzmq|both] [--csv DIR]
+//! zmtp-soak [--duration 60s] [--scenario NAME]... [--impl ours|libzmq|both|mixed|all]
+//!           [--csv DIR]
 //! ```
+//!
+//! `ours` and `libzmq` run every socket of a scenario on one implementation; the mixed
+//! runs put the bound sockets on one and the connecting ones on the other:
+//! `ours+libzmq` (our servers, libzmq's peers) and `libzmq+ours`. `both` (the
+//! default) is `ours` and `libzmq`, `mixed` the two mixes, `all` the four.
 //!
 //! The duration is shared evenly by every (scenario, implementation) run (what one
 //! overruns, the later ones give back). The exit code is 1 when any verdict fails, 2 on a
@@ -33,7 +39,7 @@ struct Args {
 }
 
 const USAGE: &str = "usage: zmtp-soak [--duration 60s] [--scenario NAME]... \
-                     [--impl ours|libzmq|both] [--csv DIR]";
+                     [--impl ours|libzmq|both|mixed|all] [--csv DIR]";
 
 /// `90s`, `500ms`, `30m`, `2h` (a bare number is seconds).
 fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -79,6 +85,8 @@ fn parse_args() -> Result<Args, String> {
                     "ours" => vec!["ours"],
                     "libzmq" => vec!["libzmq"],
                     "both" => vec!["ours", "libzmq"],
+                    "mixed" => vec!["ours+libzmq", "libzmq+ours"],
+                    "all" => vec!["ours", "libzmq", "ours+libzmq", "libzmq+ours"],
                     other => return Err(format!("unknown implementation {other}")),
                 }
             }
@@ -107,10 +115,20 @@ fn run_one(scenario: &'static Scenario, imp: &'static str, budget: Duration) -> 
     sampler::trim();
     let interval = (budget / 100).clamp(Duration::from_millis(20), Duration::from_secs(5));
     let sampler = Sampler::start(interval);
-    let mut checks = match zmq::new_impl(imp) {
-        Ok(zmq) => {
+    // "A+B": the servers on A, their peers on B.
+    let (servers, peers) = imp.split_once('+').unwrap_or((imp, imp));
+    let made = zmq::new_impl(servers).and_then(|zmq| {
+        let peers = match peers == servers {
+            true => zmq.clone(),
+            false => zmq::new_impl(peers)?,
+        };
+        Ok((zmq, peers))
+    });
+    let mut checks = match made {
+        Ok((zmq, peers)) => {
             let run = Run {
                 zmq,
+                peers,
                 deadline: Instant::now() + budget,
                 sampler: &sampler,
             };

@@ -36,8 +36,10 @@ impl Check {
 
 /// What a scenario runs with.
 pub struct Run<'a> {
-    /// The implementation's context.
+    /// The implementation's context: the scenario's bound sockets (its servers).
     pub zmq: Arc<dyn Zmq>,
+    /// The context of the connecting sockets (the same as `zmq` but in mixed runs).
+    pub peers: Arc<dyn Zmq>,
     /// When the load stops.
     pub deadline: Instant,
     /// The resource sampler, for quiet points.
@@ -47,6 +49,11 @@ pub struct Run<'a> {
 impl Run<'_> {
     fn socket(&self, kind: Kind, opts: &Opts) -> Res<Box<dyn Sock>> {
         self.zmq.socket(kind, opts)
+    }
+
+    /// A connecting socket: of the peers' implementation.
+    fn peer_socket(&self, kind: Kind, opts: &Opts) -> Res<Box<dyn Sock>> {
+        self.peers.socket(kind, opts)
     }
 
     fn time_left(&self) -> bool {
@@ -221,7 +228,7 @@ fn churn_senders(run: &Run) -> Res<Vec<Check>> {
                                 linger: linger(Duration::from_secs(10)),
                                 ..Opts::default()
                             };
-                            let mut push = run.socket(Kind::Push, &opts)?;
+                            let mut push = run.peer_socket(Kind::Push, &opts)?;
                             push.connect(&via)?;
                             for seq in 0..SENDER_MESSAGES {
                                 let mut body = [0u8; 40];
@@ -346,7 +353,7 @@ fn black_hole(run: &Run) -> Res<Vec<Check>> {
     let mut pull = run.socket(Kind::Pull, &opts)?;
     let endpoint = pull.bind("tcp://127.0.0.1:*")?;
     let relay = Relay::start(addr_of(&endpoint)?).map_err(|e| e.to_string())?;
-    let mut push = run.socket(Kind::Push, &opts)?;
+    let mut push = run.peer_socket(Kind::Push, &opts)?;
     let monitor = push.monitor()?;
     push.connect(&relay.endpoint())?;
 
@@ -678,7 +685,7 @@ fn churn_subscribers(run: &Run) -> Res<Vec<Check>> {
         rcvhwm: Some(hwm),
         ..Opts::default()
     };
-    let mut long = run.socket(Kind::Sub, &sub_opts)?;
+    let mut long = run.peer_socket(Kind::Sub, &sub_opts)?;
     long.subscribe(b"")?;
     long.connect(&endpoint)?;
 
@@ -714,7 +721,7 @@ fn churn_subscribers(run: &Run) -> Res<Vec<Check>> {
                 scope.spawn(|| {
                     while run.time_left() {
                         let r = (|| -> Res<()> {
-                            let mut sub = run.socket(Kind::Sub, &sub_opts)?;
+                            let mut sub = run.peer_socket(Kind::Sub, &sub_opts)?;
                             sub.subscribe(b"")?;
                             sub.connect(&via)?;
                             let mut prev: Option<u64> = None;
@@ -870,7 +877,7 @@ fn req_kill(run: &Run) -> Res<Vec<Check>> {
                 while run.time_left() {
                     let r = (|| -> Res<()> {
                         if req.is_none() {
-                            let mut s = run.socket(Kind::Req, quick)?;
+                            let mut s = run.peer_socket(Kind::Req, quick)?;
                             s.connect(endpoint)?;
                             req = Some(s);
                         }
@@ -913,7 +920,7 @@ fn req_kill(run: &Run) -> Res<Vec<Check>> {
                 let mut n = 0u64;
                 while run.time_left() {
                     let r = (|| -> Res<()> {
-                        let mut s = run.socket(Kind::Req, quick)?;
+                        let mut s = run.peer_socket(Kind::Req, quick)?;
                         s.connect(via)?;
                         let body = format!("bad-{k}-{n}");
                         s.send(&[body.as_bytes()], Some(Duration::from_secs(1)))?;
@@ -1014,7 +1021,7 @@ fn restart(run: &Run) -> Res<Vec<Check>> {
     // A port for the whole run: bound by the first PULL, bound again by each next one.
     let mut pull = run.socket(Kind::Pull, &pull_opts)?;
     let endpoint = pull.bind("tcp://127.0.0.1:*")?;
-    let mut push = run.socket(
+    let mut push = run.peer_socket(
         Kind::Push,
         &Opts {
             linger: linger(Duration::ZERO),

@@ -352,7 +352,7 @@ impl Shared {
             };
             let stream = l.listener.accept();
             match stream {
-                Ok(stream) => {
+                Ok((stream, address)) => {
                     let tls = st.sockets.get(&id).and_then(|s| s.tls_sides.get(&endpoint));
                     let Ok(stream) = stream.secure(tls) else {
                         continue;
@@ -360,10 +360,7 @@ impl Shared {
                     let Some(s) = st.sockets.get_mut(&id) else {
                         return;
                     };
-                    match s
-                        .core
-                        .handle_accepted(endpoint, &stream.peer_address(), now)
-                    {
+                    match s.core.handle_accepted(endpoint, &address, now) {
                         Some(peer) => self.add_peer(st, id, peer, stream, now),
                         None => drop(stream),
                     }

@@ -69,6 +69,23 @@ impl Shared {
         deadline: Option<StdInstant>,
         ready: impl Fn(&Sock) -> bool,
     ) -> bool {
+        self.wait_until(id, deadline, ready, false)
+    }
+
+    /// [`wait_for`](Self::wait_for) a message to receive (or the close): the signals of
+    /// other changes (a peer's handshake, a write done) leave this thread asleep (see
+    /// [`Sock::signal`]).
+    pub(crate) fn wait_for_message(&self, id: usize, deadline: Option<StdInstant>) -> bool {
+        self.wait_until(id, deadline, Sock::message_ready, true)
+    }
+
+    fn wait_until(
+        &self,
+        id: usize,
+        deadline: Option<StdInstant>,
+        ready: impl Fn(&Sock) -> bool,
+        message: bool,
+    ) -> bool {
         let mut st = self.lock();
         let Some(s) = st.sockets.get_mut(&id) else {
             return true;
@@ -76,6 +93,7 @@ impl Shared {
         if ready(s) {
             return true;
         }
+        s.waiting_other |= !message;
         s.waited = true;
         // Input is the I/O thread's to notice while this thread sleeps here.
         self.unlease(s);
@@ -270,5 +288,56 @@ impl Shared {
         let generation = st.poll_waiters.enter();
         let mut st = wait_on(&self.polled, st, deadline);
         st.poll_waiters.leave(generation);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::{Context, Message, MonitorEventKind, SocketType};
+
+    /// Signals sent to the waiters of `socket`, and whether a thread waits on it.
+    fn signals(socket: &crate::Socket) -> (usize, bool) {
+        let st = socket.shared.lock();
+        let s = &st.sockets[&socket.id];
+        (s.signals, s.waiters.waiting())
+    }
+
+    /// A thread blocked in `recv` on a ROUTER sleeps while peers connect and finish their
+    /// handshakes (each of which touches the socket), and wakes for the first message.
+    #[test]
+    fn a_receiver_sleeps_through_handshakes() {
+        const PEERS: usize = 20;
+        let ctx = Context::new().unwrap();
+        let router = ctx.socket(SocketType::Router).unwrap();
+        let endpoint = router.bind("tcp://127.0.0.1:*").unwrap();
+        let monitor = router.monitor();
+        std::thread::scope(|scope| {
+            // Bounded, so that a failing assertion ends the test rather than hang it.
+            let receiver = scope.spawn(|| router.recv_timeout(Some(Duration::from_secs(20))));
+            while !signals(&router).1 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let dealers: Vec<_> = (0..PEERS)
+                .map(|_| {
+                    let d = ctx.socket(SocketType::Dealer).unwrap();
+                    d.connect(&endpoint).unwrap();
+                    d
+                })
+                .collect();
+            let mut done = 0;
+            while done < PEERS {
+                let event = monitor.recv_timeout(Duration::from_secs(10)).unwrap();
+                done += usize::from(event.kind == MonitorEventKind::HandshakeSucceeded);
+            }
+            let (sent, waiting) = signals(&router);
+            assert_eq!(sent, 0, "{PEERS} handshakes woke the receiver {sent} times");
+            assert!(waiting, "the receiver left its wait");
+            dealers[7].send(Message::from(&b"hello"[..])).unwrap();
+            let got = receiver.join().unwrap().unwrap();
+            assert_eq!(got.frames().last().map(|f| &f[..]), Some(&b"hello"[..]));
+            assert!(signals(&router).0 >= 1);
+        });
     }
 }

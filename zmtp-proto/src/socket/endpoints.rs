@@ -171,7 +171,11 @@ impl Socket {
 
     /// A new stream for a peer of `endpoint`; `None` when a `ws://` stream cannot be set up
     /// (a host or path that cannot go into a request: the endpoint checks prevent it).
-    pub(super) fn new_stream(&mut self, now: Instant, endpoint: EndpointId) -> Option<Link> {
+    pub(super) fn new_stream(
+        &mut self,
+        now: Instant,
+        endpoint: EndpointId,
+    ) -> Option<alloc::boxed::Box<Link>> {
         let mut config = Config::new(self.ty);
         // Validated in `new`/`set_options`: at most 255 bytes.
         let _ = config.set_identity(&self.opts.routing_id);

@@ -253,8 +253,8 @@ struct Link {
 }
 
 impl Link {
-    fn new(conn: Buffered) -> Link {
-        Link {
+    fn new(conn: Buffered) -> alloc::boxed::Box<Link> {
+        alloc::boxed::Box::new(Link {
             conn,
             written: 0,
             encoded_ends: VecDeque::new(),
@@ -263,7 +263,7 @@ impl Link {
             dirty: false,
             farewell: None,
             deadline: None,
-        }
+        })
     }
 
     fn queued_bytes_end(&self) -> u64 {
@@ -275,7 +275,9 @@ impl Link {
 struct Peer {
     endpoint: EndpointId,
     outbound: bool,
-    stream: Option<Link>,
+    /// Boxed: a `Link` is kilobytes (the connection's configuration and handshake state),
+    /// and the peer map moves its values as it grows and shrinks.
+    stream: Option<alloc::boxed::Box<Link>>,
     /// Routable by the pattern.
     attached: bool,
     /// Messages for the peer that wait for its stream.

@@ -147,7 +147,7 @@ impl Socket {
     pub(super) fn established_link(&mut self, peer: PeerId) -> Option<&mut super::Link> {
         self.peers
             .get_mut(&peer)
-            .and_then(|p| p.stream.as_mut())
+            .and_then(|p| p.stream.as_deref_mut())
             .filter(|l| l.established)
     }
 

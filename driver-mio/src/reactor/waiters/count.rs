@@ -26,6 +26,12 @@ impl Waiters {
         }
     }
 
+    /// Whether some thread waits (for the driver's tests).
+    #[cfg(test)]
+    pub fn waiting(&self) -> bool {
+        self.count > 0
+    }
+
     /// Whether to signal: someone waits. They are then woken, and no longer count.
     pub fn take(&mut self) -> bool {
         if self.count == 0 {
