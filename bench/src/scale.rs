@@ -21,8 +21,15 @@
 //!   of as many connections and its close (memory kept from the first is reused, so the
 //!   second adds nothing if nothing leaks), with those storms' handshake rates.
 //!
+//! Each server process grows its descriptor table to hold the storm before it starts any
+//! thread (`--fd-table cold` leaves it to grow during the first storm): a table that
+//! grows while threads share it waits for an RCU grace period at each doubling, time off
+//! the CPU that a young process pays once and that otherwise fell on the first storm of
+//! every server alike (it halved our servers' first-storm rate, and cut libzmq's by a
+//! fifth, on the 2-vCPU machine).
+//!
 //! Usage: `zmtp-scale [--connections N] [--impl mio,uring,tokio,libzmq] [--inflight N]
-//! [--idle SECS] [--trips N] [--storms N]`.
+//! [--idle SECS] [--trips N] [--storms N] [--fd-table grown|cold]`.
 
 use std::io::{self, BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream as StdTcpStream};
@@ -94,8 +101,11 @@ fn ticks_per_second() -> f64 {
 
 /// The echo server's side: bind, print the endpoint, echo on a thread, answer `stats`
 /// lines on stdin until `quit` or the end of input.
-fn server(kind: &str) -> ExitCode {
-    raise_fd_limit();
+fn server(kind: &str, table: usize) -> ExitCode {
+    let limit = raise_fd_limit();
+    if table > 0 {
+        grow_fd_table(table.min(usize::try_from(limit).unwrap_or(usize::MAX) - 1));
+    }
     let endpoint = "tcp://127.0.0.1:0";
     let bound = match kind {
         "mio" | "uring" => serve_ours(kind, endpoint),
@@ -216,6 +226,23 @@ fn serve_libzmq(endpoint: &str) -> Result<String, String> {
     rx.recv().map_err(|e| e.to_string())?
 }
 
+/// Grow this process's descriptor table to hold descriptor `highest`, before any thread
+/// starts. A table that grows while threads share it waits for an RCU grace period at
+/// each doubling (milliseconds each, off the CPU), a one-time cost of a young process
+/// that would otherwise fall on the first storm of whichever server is measured.
+fn grow_fd_table(highest: usize) {
+    let Ok(highest) = libc::c_int::try_from(highest) else {
+        return;
+    };
+    // SAFETY: dup2 of standard input to a descriptor number this process does not use
+    // (nothing runs yet that opens descriptors that high), closed again at once.
+    unsafe {
+        if libc::dup2(0, highest) == highest {
+            libc::close(highest);
+        }
+    }
+}
+
 // ----- the measuring process -----
 
 /// A running server child and its command lines.
@@ -227,10 +254,11 @@ struct Server {
 }
 
 impl Server {
-    fn start(kind: &str) -> Result<Server, String> {
+    /// Start a `kind` server whose descriptor table is grown to `table` first (0: not).
+    fn start(kind: &str, table: usize) -> Result<Server, String> {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let mut child = Command::new(exe)
-            .args(["--server", kind])
+            .args(["--server", kind, &table.to_string()])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -449,9 +477,10 @@ fn measure(
     idle: Duration,
     trips: usize,
     storms: usize,
+    table: usize,
 ) -> Result<Figures, String> {
     let tick_ms = 1000.0 / ticks_per_second();
-    let mut server = Server::start(kind)?;
+    let mut server = Server::start(kind, table)?;
     // Alone: one connection's round trip, and the idle cost with no connection.
     let (_, cpu0) = server.stats()?;
     std::thread::sleep(idle);
@@ -528,14 +557,16 @@ fn later(again: &[(f64, f64, u64, u64)]) -> String {
 fn usage() -> ExitCode {
     eprintln!(
         "usage: zmtp-scale [--connections N] [--impl LIST] [--inflight N] [--idle SECS]\n\
-         \x20                 [--trips N] [--storms N]\n\
+         \x20                 [--trips N] [--storms N] [--fd-table grown|cold]\n\
          \n\
          One ROUTER echo server per implementation (mio, uring: ours on the blocking\n\
          driver with epoll or io_uring; tokio: ours on a current-thread runtime; libzmq)\n\
          in a process of its own, and N raw DEALER connections from this one. Defaults:\n\
          10000 connections, mio,tokio,libzmq, 100 handshakes in flight, 2 s idle\n\
          intervals, 2000 round trips, 3 storms of connections (the later ones show\n\
-         whether memory kept from the first is reused)."
+         whether memory kept from the first is reused), each server's descriptor table\n\
+         grown to N before it starts (`cold`: left to grow during the first storm, which\n\
+         then waits at each doubling of the table for the kernel)."
     );
     ExitCode::from(2)
 }
@@ -543,7 +574,8 @@ fn usage() -> ExitCode {
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("--server") {
-        return server(args.get(1).map_or("", String::as_str));
+        let table = args.get(2).and_then(|t| t.parse().ok()).unwrap_or(0);
+        return server(args.get(1).map_or("", String::as_str), table);
     }
     let mut n = 10_000usize;
     let mut kinds = vec!["mio".to_string(), "tokio".to_string(), "libzmq".to_string()];
@@ -551,6 +583,7 @@ fn main() -> ExitCode {
     let mut idle = Duration::from_secs(2);
     let mut trips = 2000usize;
     let mut storms = 3usize;
+    let mut cold_table = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let v = it.next();
@@ -567,6 +600,13 @@ fn main() -> ExitCode {
             "--idle" => v.parse().map(|x| idle = Duration::from_secs_f64(x)).is_ok(),
             "--trips" => v.parse().map(|x| trips = x).is_ok(),
             "--storms" => v.parse().map(|x| storms = x).is_ok(),
+            "--fd-table" => match v.as_str() {
+                "grown" | "cold" => {
+                    cold_table = v == "cold";
+                    true
+                }
+                _ => false,
+            },
             _ => false,
         };
         if !ok || n < 2 || inflight == 0 || trips < 10 || storms == 0 {
@@ -589,7 +629,8 @@ fn main() -> ExitCode {
     let mut all = Vec::new();
     for kind in &kinds {
         eprintln!("zmtp-scale: {kind}, {n} connections ...");
-        match measure(kind, n, inflight, idle, trips, storms) {
+        let table = if cold_table { 0 } else { n + 64 };
+        match measure(kind, n, inflight, idle, trips, storms, table) {
             Ok(f) => all.push(f),
             Err(e) => {
                 eprintln!("zmtp-scale: {kind}: {e}");
