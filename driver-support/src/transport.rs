@@ -13,7 +13,7 @@
 
 use std::io::{self, IoSlice, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::{self as unix, UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -142,68 +142,66 @@ impl StdListener {
     /// `SOCK_NONBLOCK`), and the address is the one `accept4` wrote: a connection costs
     /// two system calls here (with `TCP_NODELAY`), not four.
     pub fn accept(&self) -> io::Result<(StdTransport, String)> {
+        let (fd, addr) = match self {
+            StdListener::Tcp(l) => accept_nonblocking(l)?,
+            StdListener::Unix(l) => accept_nonblocking(l)?,
+        };
+        let address = addr.map(|a| a.to_string()).unwrap_or_default();
+        Ok((self.accepted(fd), address))
+    }
+
+    /// A connection accepted on this listener, non-blocking (by [`accept`](Self::accept),
+    /// or by an io_uring's accept), set up as a stream of its kind: `TCP_NODELAY` for TCP.
+    pub fn accepted(&self, fd: OwnedFd) -> StdTransport {
         match self {
-            StdListener::Tcp(l) => {
-                let (s, addr) = accept_nonblocking(l)?;
+            StdListener::Tcp(_) => {
+                let s = TcpStream::from(fd);
                 let _ = tcp_accepted(&s);
-                let address = addr.map(|a| a.to_string()).unwrap_or_default();
-                Ok((StdTransport::Tcp(s), address))
+                StdTransport::Tcp(s)
             }
-            StdListener::Unix(l) => {
-                let (s, _) = accept_nonblocking(l)?;
-                Ok((StdTransport::Unix(s), String::new()))
-            }
+            StdListener::Unix(_) => StdTransport::Unix(UnixStream::from(fd)),
         }
     }
 }
 
 /// What [`accept_nonblocking`] accepts from: `std`'s TCP and Unix-domain listeners.
 trait Accept: AsFd {
-    /// The stream type accepted.
-    type Stream: From<std::os::fd::OwnedFd>;
     /// `std`'s accept, for systems without `accept4`.
     #[cfg(not(target_os = "linux"))]
-    fn accept_std(&self) -> io::Result<Self::Stream>;
+    fn accept_std(&self) -> io::Result<OwnedFd>;
 }
 
 impl Accept for TcpListener {
-    type Stream = TcpStream;
     #[cfg(not(target_os = "linux"))]
-    fn accept_std(&self) -> io::Result<TcpStream> {
-        self.accept().map(|(s, _)| s)
+    fn accept_std(&self) -> io::Result<OwnedFd> {
+        self.accept().map(|(s, _)| s.into())
     }
 }
 
 impl Accept for UnixListener {
-    type Stream = UnixStream;
     #[cfg(not(target_os = "linux"))]
-    fn accept_std(&self) -> io::Result<UnixStream> {
-        self.accept().map(|(s, _)| s)
+    fn accept_std(&self) -> io::Result<OwnedFd> {
+        self.accept().map(|(s, _)| s.into())
     }
 }
 
-/// Accept a non-blocking, close-on-exec stream, and the peer's address if it is an IP one.
+/// Accept a non-blocking, close-on-exec connection, and the peer's address if it is an IP
+/// one.
 #[cfg(target_os = "linux")]
-fn accept_nonblocking<L: Accept>(l: &L) -> io::Result<(L::Stream, Option<SocketAddr>)> {
+fn accept_nonblocking(l: &impl Accept) -> io::Result<(OwnedFd, Option<SocketAddr>)> {
     use rustix::net::{acceptfrom_with, SocketFlags};
     let (fd, addr) = acceptfrom_with(l, SocketFlags::NONBLOCK | SocketFlags::CLOEXEC)?;
-    let addr = addr.and_then(|a| SocketAddr::try_from(a).ok());
-    Ok((L::Stream::from(fd), addr))
+    Ok((fd, addr.and_then(|a| SocketAddr::try_from(a).ok())))
 }
 
-/// Accept, then make the stream non-blocking; the address is asked for separately.
+/// Accept, then make the connection non-blocking; the address is asked for separately.
 #[cfg(not(target_os = "linux"))]
-fn accept_nonblocking<L: Accept>(l: &L) -> io::Result<(L::Stream, Option<SocketAddr>)>
-where
-    L::Stream: AsFd,
-{
-    let s = l.accept_std()?;
-    socket2::SockRef::from(&s).set_nonblocking(true)?;
-    let addr = socket2::SockRef::from(&s)
-        .peer_addr()
-        .ok()
-        .and_then(|a| a.as_socket());
-    Ok((s, addr))
+fn accept_nonblocking(l: &impl Accept) -> io::Result<(OwnedFd, Option<SocketAddr>)> {
+    let fd = l.accept_std()?;
+    let sock = socket2::SockRef::from(&fd);
+    sock.set_nonblocking(true)?;
+    let addr = sock.peer_addr().ok().and_then(|a| a.as_socket());
+    Ok((fd, addr))
 }
 
 impl AsFd for StdListener {

@@ -979,6 +979,7 @@ mod tests {
 
 #[cfg(test)]
 mod write_tests {
+    use super::super::work::consume;
     use super::*;
     use std::io::Read;
     use std::net::{TcpListener, TcpStream};
@@ -1025,17 +1026,6 @@ mod write_tests {
         None
     }
 
-    fn advance(rest: &mut VecDeque<Bytes>, mut n: usize) {
-        while let Some(front) = rest.front_mut() {
-            if n < front.len() {
-                *front = front.slice(n..);
-                return;
-            }
-            n -= front.len();
-            rest.pop_front();
-        }
-    }
-
     fn len(bufs: &VecDeque<Bytes>) -> usize {
         bufs.iter().map(Bytes::len).sum()
     }
@@ -1062,7 +1052,7 @@ mod write_tests {
         assert_eq!(w.work.token, Token(3));
         rest = w.bufs;
         let mut written = w.result as usize;
-        advance(&mut rest, written);
+        consume(&mut rest, written);
 
         // Nobody reads: the rest soon finds the stream full, and waits in the kernel for
         // room (or, where the kernel does not wait, says so).
@@ -1081,7 +1071,7 @@ mod write_tests {
             }
             assert!(w.result > 0, "{}", w.result);
             written += w.result as usize;
-            advance(&mut rest, w.result as usize);
+            consume(&mut rest, w.result as usize);
         }
         if waiting {
             assert_eq!(p.writes.len(), 1);
@@ -1109,7 +1099,7 @@ mod write_tests {
             rest = w.bufs;
             if w.result > 0 {
                 written += w.result as usize;
-                advance(&mut rest, w.result as usize);
+                consume(&mut rest, w.result as usize);
             } else {
                 assert_eq!(w.result, -rustix::io::Errno::AGAIN.raw_os_error());
                 std::thread::sleep(Duration::from_millis(1));

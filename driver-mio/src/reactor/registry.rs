@@ -350,24 +350,37 @@ impl Shared {
             else {
                 return;
             };
-            let stream = l.listener.accept();
-            match stream {
+            match l.listener.accept() {
                 Ok((stream, address)) => {
-                    let tls = st.sockets.get(&id).and_then(|s| s.tls_sides.get(&endpoint));
-                    let Ok(stream) = stream.secure(tls) else {
-                        continue;
-                    };
-                    let Some(s) = st.sockets.get_mut(&id) else {
-                        return;
-                    };
-                    match s.core.handle_accepted(endpoint, &address, now) {
-                        Some(peer) => self.add_peer(st, id, peer, stream, now),
-                        None => drop(stream),
-                    }
+                    self.take_accepted(st, id, endpoint, stream, &address, now)
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => return,
             }
+        }
+    }
+
+    /// A connection accepted on `endpoint` (by readiness, or by the ring), with its peer's
+    /// address: TLS for `wss://`, then handed to the socket, which makes it a peer or
+    /// turns it away.
+    pub(super) fn take_accepted(
+        &self,
+        st: &mut State,
+        id: usize,
+        endpoint: EndpointId,
+        stream: StdTransport,
+        address: &str,
+        now: Instant,
+    ) {
+        let Some(s) = st.sockets.get_mut(&id) else {
+            return;
+        };
+        let Ok(stream) = stream.secure(s.tls_sides.get(&endpoint)) else {
+            return;
+        };
+        match s.core.handle_accepted(endpoint, address, now) {
+            Some(peer) => self.add_peer(st, id, peer, stream, now),
+            None => drop(stream),
         }
     }
 }

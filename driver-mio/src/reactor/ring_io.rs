@@ -5,11 +5,11 @@ use std::io;
 use std::os::fd::{OwnedFd, RawFd};
 
 use mio::{Interest, Token};
-use zmtp_driver::{tcp_accepted, StdListener, StdTransport};
+use zmtp_driver::StdTransport;
 use zmtp_proto::Instant;
 
 use super::poller::RingWritten;
-use super::work::{Done, WriteEnd};
+use super::work::{consume, Done, WriteEnd};
 use super::{Io, Shared, State};
 
 impl Shared {
@@ -32,9 +32,9 @@ impl Shared {
         Ok(token)
     }
 
-    /// A connection the ring accepted on the listener under `token`: set up as an accept
-    /// by readiness sets it up (`TCP_NODELAY`, TLS for `wss://`), then handed to the
-    /// socket, which makes it a peer or turns it away. Returns the socket's id.
+    /// A connection the ring accepted on the listener under `token`: set up and handed to
+    /// the socket as an accept by readiness is ([`take_accepted`](Self::take_accepted)).
+    /// Returns the socket's id.
     pub(super) fn ring_accepted(
         &self,
         st: &mut State,
@@ -45,26 +45,12 @@ impl Shared {
         let &(id, Io::Listener(endpoint)) = st.tokens.get(&token)? else {
             return None;
         };
-        let s = st.sockets.get_mut(&id)?;
+        let s = st.sockets.get(&id)?;
         let l = (s.listeners.get(&endpoint)).filter(|l| l.token == token)?;
-        let stream = match l.listener {
-            StdListener::Tcp(_) => {
-                let stream = std::net::TcpStream::from(fd);
-                let _ = tcp_accepted(&stream);
-                StdTransport::Tcp(stream)
-            }
-            StdListener::Unix(_) => StdTransport::Unix(std::os::unix::net::UnixStream::from(fd)),
-        };
-        let Ok(stream) = stream.secure(s.tls_sides.get(&endpoint)) else {
-            return Some(id);
-        };
-        match s
-            .core
-            .handle_accepted(endpoint, &stream.peer_address(), now)
-        {
-            Some(peer) => self.add_peer(st, id, peer, stream, now),
-            None => drop(stream),
-        }
+        let stream = l.listener.accepted(fd);
+        // The ring's accept does not give the address.
+        let address = stream.peer_address();
+        self.take_accepted(st, id, endpoint, stream, &address, now);
         Some(id)
     }
 
@@ -87,15 +73,7 @@ impl Shared {
         } = w;
         let done = match result {
             n if n > 0 => {
-                let mut k = n as usize;
-                while let Some(front) = bufs.front_mut() {
-                    if k < front.len() {
-                        *front = front.slice(k..);
-                        break;
-                    }
-                    k -= front.len();
-                    bufs.pop_front();
-                }
+                consume(&mut bufs, n as usize);
                 Done::Write {
                     written: n as usize,
                     rest: bufs,

@@ -538,6 +538,18 @@ pub(super) fn queue(st: &mut State, id: usize, peer: PeerId, write: bool) {
     }
 }
 
+/// Drop the first `n` bytes written from the chunks taken for a write.
+pub(super) fn consume(chunks: &mut VecDeque<Bytes>, mut n: usize) {
+    while let Some(front) = chunks.front_mut() {
+        if n < front.len() {
+            *front = front.slice(n..);
+            return;
+        }
+        n -= front.len();
+        chunks.pop_front();
+    }
+}
+
 /// Run a job, without the lock.
 pub(super) fn run(job: Job, buf: &mut [u8]) -> Done {
     match job {
@@ -561,16 +573,9 @@ pub(super) fn run(job: Job, buf: &mut [u8]) -> Done {
                 }
                 match stream.write_vectored(slices.get(..n).unwrap_or_default()) {
                     Ok(0) => break WriteEnd::Failed,
-                    Ok(mut k) => {
+                    Ok(k) => {
                         written += k;
-                        while let Some(front) = rest.front_mut() {
-                            if k < front.len() {
-                                *front = front.slice(k..);
-                                break;
-                            }
-                            k -= front.len();
-                            rest.pop_front();
-                        }
+                        consume(&mut rest, k);
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break WriteEnd::Blocked,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
