@@ -11,6 +11,9 @@
 #                                   browser, fuzz, icount)
 set -eEuo pipefail
 cd "$(dirname "$0")/.."
+# No incremental compilation state: it only speeds up rebuilds after small edits, and on a
+# clean run it wrote gigabytes under target/ (set CARGO_INCREMENTAL=1 to keep it).
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
 STEPS=(lint nostd tests conformance soak browser fuzz icount)
 step_name=setup
