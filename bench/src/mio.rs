@@ -23,6 +23,13 @@ pub fn run(args: &PeerArgs) -> Result<Option<String>, String> {
         _ => zmtp_mio::Backend::Mio,
     };
     let ctx = Context::with_backend(backend).map_err(err)?;
+    // The ring's zero-copy sends, to compare (the default is `auto`).
+    match std::env::var("ZMTP_BENCH_ZERO_COPY").as_deref() {
+        Ok("off") => ctx.set_zero_copy(zmtp_mio::ZeroCopy::Off),
+        Ok("always") => ctx.set_zero_copy(zmtp_mio::ZeroCopy::Always),
+        Ok("auto") | Err(_) => {}
+        Ok(other) => return Err(format!("ZMTP_BENCH_ZERO_COPY={other}: off, auto or always")),
+    }
     match args.role {
         Role::Pull => pull(&ctx, args),
         Role::Push => push(&ctx, args),

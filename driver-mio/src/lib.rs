@@ -186,6 +186,37 @@ pub enum Backend {
     IoUringOrMio,
 }
 
+/// When a [`Context`] on io_uring sends a tcp stream's output without copying it into the
+/// kernel (`IORING_OP_SENDMSG_ZC`: the kernel sends from the message's own pages, and the
+/// context keeps them until the kernel says it is done): [`Context::set_zero_copy`]. Only
+/// the I/O thread's writes of 16 KiB or more are sent so, and only on the io_uring
+/// backend; epoll ignores it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ZeroCopy {
+    /// Never: every write copies.
+    Off,
+    /// For each stream, until the kernel reports that it copied the data after all (it
+    /// does for a peer on the same host, over loopback, where the receiving socket gets a
+    /// copy; then that stream's writes copy from the start, which costs less). The
+    /// default.
+    #[default]
+    Auto,
+    /// Always, even where the kernel copies after all (to measure what it costs).
+    Always,
+}
+
+impl ZeroCopy {
+    /// From its number, as the I/O thread reads it.
+    pub(crate) fn from_u8(n: u8) -> ZeroCopy {
+        match n {
+            0 => ZeroCopy::Off,
+            2 => ZeroCopy::Always,
+            _ => ZeroCopy::Auto,
+        }
+    }
+}
+
 impl Context {
     /// A new context with its I/O thread (on epoll: [`Backend::Mio`]).
     pub fn new() -> Result<Context, Error> {
@@ -227,6 +258,21 @@ impl Context {
         } else {
             Backend::Mio
         }
+    }
+
+    /// When this context's writes go without copying ([`ZeroCopy`]; io_uring only). Takes
+    /// effect from the I/O thread's next writes.
+    ///
+    /// ```
+    /// use zmtp_mio::{Backend, Context, ZeroCopy};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::with_backend(Backend::IoUringOrMio)?;
+    /// ctx.set_zero_copy(ZeroCopy::Off);
+    /// # Ok(()) }
+    /// ```
+    pub fn set_zero_copy(&self, mode: ZeroCopy) {
+        self.shared.set_zero_copy(mode);
     }
 
     fn handle(shared: Arc<Shared>) -> Context {

@@ -118,6 +118,13 @@ pub(crate) struct Shared {
     pub(crate) contexts: AtomicUsize,
 }
 
+impl Shared {
+    /// When the ring's writes send without copying (ignored on epoll).
+    pub(crate) fn set_zero_copy(&self, mode: crate::ZeroCopy) {
+        self.registrar.set_zero_copy(mode);
+    }
+}
+
 impl Drop for Shared {
     fn drop(&mut self) {
         // The I/O thread holds only a weak reference: wake it to find that out and end.

@@ -10,9 +10,11 @@
 //!   the kernel choosing one per completion; each filled buffer is lent out as
 //!   [`Bytes`](bytes::Bytes) without a copy and goes back to the ring when the last
 //!   reference to it is dropped, whichever thread drops it.
-//! - Multishot accepts and vectored writes ([`Ring::accept_multi`], [`Ring::writev`]),
-//!   taken back through [`Ring::reap`]: an accepted descriptor becomes an owned one
-//!   there, once, and a write's chunks stay owned by the ring until its completion.
+//! - Multishot accepts, vectored writes and zero-copy sends ([`Ring::accept_multi`],
+//!   [`Ring::writev`], [`Ring::send_zc`]), taken back through [`Ring::reap`]: an accepted
+//!   descriptor becomes an owned one there, once, and a write's chunks stay owned by the
+//!   ring until its completion (a zero-copy send's, until the kernel's notification that
+//!   it no longer reads them).
 //! - [`Wake`]: an eventfd that application threads write to wake the ring's thread, at
 //!   most one write per wait.
 //!

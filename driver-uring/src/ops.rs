@@ -1,5 +1,6 @@
 //! Operations whose completions carry something the ring must hand over safely: the
-//! descriptors of multishot accepts, and the buffers of vectored writes.
+//! descriptors of multishot accepts, and the buffers of vectored writes and zero-copy
+//! sends.
 //!
 //! Both are submitted through [`Ring`] and taken back through [`Ring::reap`], which reads
 //! each completion once from the kernel's queue: an accept's descriptor becomes an
@@ -20,12 +21,21 @@ use crate::Ring;
 /// write's buffers, unwritten, and come back with its completion.
 pub const MAX_IOVECS: usize = 1024;
 
-/// A write in flight: its chunks, and the iovecs the kernel reads, pointing into them.
+/// `IORING_SEND_ZC_REPORT_USAGE` (in the submission's `ioprio`): the notification of a
+/// zero-copy send says whether the kernel copied the data after all.
+const SEND_ZC_REPORT_USAGE: u16 = 1 << 3;
+/// `IORING_NOTIF_USAGE_ZC_COPIED`: set in a notification's result when the data was copied.
+const NOTIF_USAGE_ZC_COPIED: u32 = 1 << 31;
+
+/// A write in flight: its chunks, and the iovecs (and for a zero-copy send, the message
+/// header) the kernel reads, pointing into them.
 struct InFlight {
     bufs: VecDeque<Bytes>,
     /// Boxed: the kernel reads this array (at submission, or later when the write waits
     /// for room), so its address holds while the write is in flight.
     _iov: Box<[libc::iovec]>,
+    /// A zero-copy send's header, pointing at `_iov`; boxed for the same reason.
+    msg: Option<Box<libc::msghdr>>,
 }
 
 /// What the ring tracks of accepts and writes in flight.
@@ -35,10 +45,13 @@ pub(crate) struct Ops {
     accepts: HashSet<u64>,
     /// The writes in flight, by `user_data`.
     writes: HashMap<u64, InFlight>,
+    /// Zero-copy sends that completed and whose pages the kernel may still read: their
+    /// chunks (the same bytes as those given back) are kept until the notification.
+    pinned: HashMap<u64, InFlight>,
 }
 
-// SAFETY: the iovecs are plain addresses into the `Bytes` beside them (which are `Send`);
-// nothing ties them to a thread.
+// SAFETY: the iovecs and the message header are plain addresses into the `Bytes` beside
+// them (which are `Send`) and into each other; nothing ties them to a thread.
 unsafe impl Send for InFlight {}
 
 /// A completion of a multishot accept ([`Ring::accept_multi`]).
@@ -53,7 +66,7 @@ pub struct Accepted {
     pub more: bool,
 }
 
-/// The completion of a vectored write ([`Ring::writev`]).
+/// The completion of a vectored write ([`Ring::writev`], [`Ring::send_zc`]).
 pub struct Written {
     /// The write's `user_data`.
     pub user_data: u64,
@@ -80,8 +93,13 @@ impl std::fmt::Debug for Written {
 pub struct Reaped {
     /// Completions of multishot accepts submitted with [`Ring::accept_multi`].
     pub accepted: Vec<Accepted>,
-    /// Completions of writes submitted with [`Ring::writev`].
+    /// Completions of writes submitted with [`Ring::writev`] or [`Ring::send_zc`].
     pub written: Vec<Written>,
+    /// The ends of zero-copy sends ([`Ring::send_zc`]), one for each, after its
+    /// [`Written`]: the kernel is done with the chunks of the send under `user_data`, and
+    /// says whether it copied them after all (`true`: as it does for a peer on this host,
+    /// over loopback; `false` too for a send that failed without taking them).
+    pub zero_copy_done: Vec<(u64, bool)>,
     /// Every other completion, as the kernel posted it.
     pub other: Vec<cqueue::Entry>,
 }
@@ -89,7 +107,10 @@ pub struct Reaped {
 impl Reaped {
     /// Whether nothing was reaped.
     pub fn is_empty(&self) -> bool {
-        self.accepted.is_empty() && self.written.is_empty() && self.other.is_empty()
+        self.accepted.is_empty()
+            && self.written.is_empty()
+            && self.zero_copy_done.is_empty()
+            && self.other.is_empty()
     }
 }
 
@@ -146,7 +167,34 @@ impl Ring {
         user_data: u64,
         bufs: VecDeque<Bytes>,
     ) -> Result<(), VecDeque<Bytes>> {
-        if self.ops.writes.contains_key(&user_data) {
+        self.submit_write(fd, user_data, bufs, false)
+    }
+
+    /// Submit `bufs` (the first [`MAX_IOVECS`] of them) to the socket `fd` as a zero-copy
+    /// send (`IORING_OP_SENDMSG_ZC`; check [`has_send_zc`](Self::has_send_zc) first): the
+    /// kernel sends from the chunks' own pages rather than copying them into the socket's
+    /// buffer. It completes as [`writev`](Self::writev) does (a [`Written`] under
+    /// `user_data`, with the chunks given back), and later, once the kernel no longer reads
+    /// the pages, `user_data` comes in [`Reaped::zero_copy_done`] with whether the kernel
+    /// copied after all; the ring keeps the chunks alive until then. Only sockets that support it (TCP, UDP) take it;
+    /// others complete with an error (`-EOPNOTSUPP`).
+    pub fn send_zc(
+        &mut self,
+        fd: RawFd,
+        user_data: u64,
+        bufs: VecDeque<Bytes>,
+    ) -> Result<(), VecDeque<Bytes>> {
+        self.submit_write(fd, user_data, bufs, true)
+    }
+
+    fn submit_write(
+        &mut self,
+        fd: RawFd,
+        user_data: u64,
+        bufs: VecDeque<Bytes>,
+        zero_copy: bool,
+    ) -> Result<(), VecDeque<Bytes>> {
+        if self.ops.writes.contains_key(&user_data) || self.ops.pinned.contains_key(&user_data) {
             return Err(bufs);
         }
         let iov: Box<[libc::iovec]> = (bufs.iter().take(MAX_IOVECS))
@@ -156,26 +204,47 @@ impl Ring {
             })
             .collect();
         let count = u32::try_from(iov.len()).unwrap_or(0);
-        let entry = opcode::Writev::new(types::Fd(fd), iov.as_ptr(), count)
-            .build()
-            .user_data(user_data);
-        // SAFETY: the entry points at `iov`, a boxed array kept (unmoved: only the box
-        // moves) in `self.ops.writes` until the write's completion is reaped; each iovec
-        // points into a chunk of `bufs`, kept there as long, and a `Bytes`' data does not
-        // move when the handle does. If the ring goes first, `Drop for Ring` leaks them.
+        let (entry, msg) = if zero_copy {
+            // SAFETY: `msghdr` is a plain C struct for which all zeroes is a valid value
+            // (no name, no control data, no flags).
+            let mut msg: Box<libc::msghdr> = Box::new(unsafe { std::mem::zeroed() });
+            msg.msg_iov = iov.as_ptr() as *mut libc::iovec;
+            msg.msg_iovlen = iov.len() as _;
+            let entry = opcode::SendMsgZc::new(types::Fd(fd), &*msg)
+                .ioprio(SEND_ZC_REPORT_USAGE)
+                .build()
+                .user_data(user_data);
+            (entry, Some(msg))
+        } else {
+            let entry = opcode::Writev::new(types::Fd(fd), iov.as_ptr(), count)
+                .build()
+                .user_data(user_data);
+            (entry, None)
+        };
+        // SAFETY: the entry points at `iov` (or at `msg`, which points at `iov`), boxes
+        // kept (unmoved: only the boxes move) in `self.ops.writes` until the write's
+        // completion is reaped, and for a zero-copy send then in `self.ops.pinned` until
+        // its notification; each iovec points into a chunk of `bufs`, kept there as long,
+        // and a `Bytes`' data does not move when the handle does. If the ring goes first,
+        // `Drop for Ring` leaks them.
         let pushed = unsafe { self.push_entry(&entry) };
         if !pushed {
             return Err(bufs);
         }
-        self.ops
-            .writes
-            .insert(user_data, InFlight { bufs, _iov: iov });
+        self.ops.writes.insert(
+            user_data,
+            InFlight {
+                bufs,
+                _iov: iov,
+                msg,
+            },
+        );
         Ok(())
     }
 
-    /// Writes in flight.
+    /// Writes in flight: not yet completed, or zero-copy sends not yet notified.
     pub fn writes_in_flight(&self) -> usize {
-        self.ops.writes.len()
+        self.ops.writes.len() + self.ops.pinned.len()
     }
 
     /// Take every completion posted, sorted into `out` (appended to): accepts and writes
@@ -203,11 +272,30 @@ impl Ring {
                     result,
                     more,
                 });
-            } else if let Some(done) = ops.writes.remove(&data) {
+            } else if cqueue::notif(c.flags()) {
+                if ops.pinned.remove(&data).is_some() {
+                    let copied = c.result() as u32 & NOTIF_USAGE_ZC_COPIED != 0;
+                    out.zero_copy_done.push((data, copied));
+                }
+            } else if let Some(mut done) = ops.writes.remove(&data) {
+                let bufs = if done.msg.is_some() && more {
+                    // A notification follows: until it comes the kernel may read the
+                    // pages, so the ring keeps the chunks (the same bytes, shared).
+                    let given = done.bufs.iter().cloned().collect();
+                    ops.pinned.insert(data, done);
+                    given
+                } else {
+                    if done.msg.is_some() {
+                        // No notification follows (the send failed before it took the
+                        // pages): the kernel is done with them already.
+                        out.zero_copy_done.push((data, false));
+                    }
+                    std::mem::take(&mut done.bufs)
+                };
                 out.written.push(Written {
                     user_data: data,
                     result: c.result(),
-                    bufs: done.bufs,
+                    bufs,
                 });
             } else {
                 out.other.push(c);
@@ -221,7 +309,7 @@ impl Drop for Ring {
         // Writes still in flight may be read by the kernel while the ring winds down after
         // its descriptor is closed: their chunks and iovecs are leaked rather than freed
         // under it.
-        for (_, w) in self.ops.writes.drain() {
+        for (_, w) in self.ops.writes.drain().chain(self.ops.pinned.drain()) {
             std::mem::forget(w);
         }
     }

@@ -103,7 +103,7 @@ impl Ring {
             return Err(Unavailable::MissingOperation(name));
         }
         Ok(Ring {
-            send_zc: probe.is_supported(opcode::SendZc::CODE),
+            send_zc: probe.is_supported(opcode::SendMsgZc::CODE),
             ring,
             ops: Default::default(),
         })
@@ -114,7 +114,8 @@ impl Ring {
         Ring::new(2).map(drop)
     }
 
-    /// Whether the kernel can send without copying (`IORING_OP_SEND_ZC`, 6.0).
+    /// Whether the kernel can send without copying (`IORING_OP_SENDMSG_ZC`, 6.1), as
+    /// [`send_zc`](Self::send_zc) does.
     pub fn has_send_zc(&self) -> bool {
         self.send_zc
     }

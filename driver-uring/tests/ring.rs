@@ -340,3 +340,96 @@ fn a_ring_write_gives_its_chunks_back_and_a_partial_one_goes_on_with_the_rest() 
     );
     assert_eq!(reader.join().unwrap(), sent, "every byte, in order");
 }
+
+#[test]
+fn a_zero_copy_send_keeps_its_chunks_until_the_kernel_is_done_and_says_it_copied_on_loopback() {
+    let mut ring = Ring::new(16).unwrap();
+    assert!(
+        ring.has_send_zc(),
+        "this machine's kernel sends without copying"
+    );
+    let (mut a, b) = pair();
+    b.set_nonblocking(true).unwrap();
+    let sent: Vec<u8> = (0..1024 * 1024u32).map(|i| (i % 253) as u8).collect();
+    let mut rest: std::collections::VecDeque<bytes::Bytes> = sent
+        .chunks(64 * 1024)
+        .map(bytes::Bytes::copy_from_slice)
+        .collect();
+    let reader = std::thread::spawn(move || {
+        let mut got = Vec::new();
+        a.read_to_end(&mut got).unwrap();
+        got
+    });
+    let mut reaped = Reaped::default();
+    let mut total = 0;
+    let mut user_data = 200;
+    let mut notified = Vec::new();
+    while !rest.is_empty() {
+        let before: usize = rest.iter().map(|b| b.len()).sum();
+        ring.send_zc(b.as_raw_fd(), user_data, std::mem::take(&mut rest))
+            .expect("queued");
+        reap_until(&mut ring, &mut reaped, |r| !r.written.is_empty());
+        let w = reaped.written.pop().unwrap();
+        assert_eq!(w.user_data, user_data);
+        let back: usize = w.bufs.iter().map(|b| b.len()).sum();
+        assert_eq!(back, before, "every chunk comes back with the completion");
+        notified.append(&mut reaped.zero_copy_done);
+        rest = w.bufs;
+        if w.result == -rustix::io::Errno::AGAIN.raw_os_error() {
+            std::thread::sleep(Duration::from_millis(1));
+        } else {
+            assert!(w.result > 0, "send: {}", w.result);
+            let mut n = w.result as usize;
+            total += n;
+            while let Some(front) = rest.front_mut() {
+                if n < front.len() {
+                    *front = front.slice(n..);
+                    break;
+                }
+                n -= front.len();
+                rest.pop_front();
+            }
+        }
+        user_data += 1;
+    }
+    // Every send that went out is notified once; until then it counts as in flight.
+    let sends = (200..user_data).collect::<Vec<u64>>();
+    while notified.len() < sends.len() {
+        assert!(ring.writes_in_flight() > 0);
+        reap_until(&mut ring, &mut reaped, |r| !r.zero_copy_done.is_empty());
+        notified.append(&mut reaped.zero_copy_done);
+    }
+    assert_eq!(ring.writes_in_flight(), 0);
+    let mut seen: Vec<u64> = notified.iter().map(|&(u, _)| u).collect();
+    seen.sort_unstable();
+    assert_eq!(seen, sends);
+    // A peer on this host gets its bytes copied at delivery: the kernel reports it.
+    assert!(notified.iter().all(|&(_, copied)| copied), "{notified:?}");
+    drop(b);
+    assert_eq!(total, sent.len());
+    assert_eq!(reader.join().unwrap(), sent, "every byte, in order");
+}
+
+#[test]
+fn a_zero_copy_send_on_a_unix_socket_fails_and_gives_its_chunks_back() {
+    let mut ring = Ring::new(16).unwrap();
+    let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+    let bufs: std::collections::VecDeque<bytes::Bytes> =
+        [bytes::Bytes::from_static(b"hello")].into_iter().collect();
+    ring.send_zc(a.as_raw_fd(), 7, bufs).expect("queued");
+    let mut reaped = Reaped::default();
+    reap_until(&mut ring, &mut reaped, |r| !r.written.is_empty());
+    let w = reaped.written.pop().unwrap();
+    assert!(
+        w.result < 0,
+        "a unix socket takes no zero-copy send: {}",
+        w.result
+    );
+    assert_eq!(&w.bufs[0][..], b"hello");
+    assert_eq!(ring.writes_in_flight(), 0, "no notification to wait for");
+    assert_eq!(
+        reaped.zero_copy_done,
+        [(7, false)],
+        "done at once, not copied"
+    );
+}

@@ -30,6 +30,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
 use std::os::fd::{OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -41,6 +42,7 @@ use zmtp_uring::io_uring::{cqueue, opcode, types};
 use zmtp_uring::{BufRing, Reaped, Ring, Unavailable, Wake};
 
 use super::work::Work;
+use crate::ZeroCopy;
 
 /// The waker's token under `mio`; streams and listeners count up from 1.
 pub(super) const WAKER: Token = Token(0);
@@ -228,6 +230,13 @@ impl Registrar {
         }
     }
 
+    /// When the ring's writes send without copying. Only for a ring poller.
+    pub(super) fn set_zero_copy(&self, mode: ZeroCopy) {
+        if let Registrar::Ring(r) = self {
+            r.set_zero_copy(mode);
+        }
+    }
+
     /// Wake the I/O thread from its wait.
     pub(super) fn wake(&self) -> io::Result<()> {
         match self {
@@ -285,13 +294,19 @@ enum Change {
     StopRecv(Token),
 }
 
-/// The registrar of a ring poller: changes queued for its thread, and its wake-up.
+/// The registrar of a ring poller: changes queued for its thread, its wake-up, and when
+/// its writes send without copying ([`ZeroCopy`], as a number).
 pub(super) struct RingRegistrar {
     changes: Mutex<Vec<Change>>,
     wake: Arc<Wake>,
+    zero_copy: AtomicU8,
 }
 
 impl RingRegistrar {
+    fn set_zero_copy(&self, mode: ZeroCopy) {
+        self.zero_copy.store(mode as u8, Ordering::Relaxed);
+    }
+
     fn change(&self, c: Change) {
         self.changes
             .lock()
@@ -320,6 +335,10 @@ const ACCEPT_RETRY: Duration = Duration::from_millis(10);
 /// Buffers of the ring's provided-buffer group, and their size: 4 MiB per context.
 const RECV_BUFFERS: u16 = 128;
 const RECV_BUFFER_SIZE: usize = 32 * 1024;
+/// The fewest bytes a ring write carries for it to be sent without copying (a zero-copy
+/// send pins its pages and waits for a second completion, which pays only for large
+/// writes).
+const ZERO_COPY_MIN: usize = 16 * 1024;
 
 /// A multishot receive of the ring.
 #[derive(Debug, Clone, Copy)]
@@ -375,6 +394,11 @@ pub(super) struct RingPoller {
     write_of: HashMap<Token, u64>,
     /// The sequence number of the last write.
     write_seq: u64,
+    /// The zero-copy sends whose notification is to come, by `user_data`: their streams.
+    zero_copy_of: HashMap<u64, Token>,
+    /// The streams whose zero-copy sends the kernel copied after all (a peer on this
+    /// host): [`ZeroCopy::Auto`] sends no more of them so.
+    copied: HashSet<Token>,
     /// Completions taken from the ring, and the polls and receives to arm again: kept to
     /// reuse their allocations from one wait to the next.
     reaped: Reaped,
@@ -392,6 +416,7 @@ impl RingPoller {
         let registrar = Arc::new(RingRegistrar {
             changes: Mutex::new(Vec::new()),
             wake: Arc::new(Wake::new()?),
+            zero_copy: AtomicU8::new(ZeroCopy::default() as u8),
         });
         bufs.wake_on_return(registrar.wake.clone());
         Ok((
@@ -410,6 +435,8 @@ impl RingPoller {
                 writes: HashMap::new(),
                 write_of: HashMap::new(),
                 write_seq: 0,
+                zero_copy_of: HashMap::new(),
+                copied: HashSet::new(),
                 reaped: Reaped::default(),
                 rearm: Vec::new(),
                 rearm_recv: Vec::new(),
@@ -489,12 +516,33 @@ impl RingPoller {
 
     /// Submit the turn's writes.
     fn submit_writes(&mut self, ring: &mut RingOut) {
+        let mode = ZeroCopy::from_u8(self.registrar.zero_copy.load(Ordering::Relaxed));
         for w in ring.to_write.drain(..) {
             use std::os::fd::AsRawFd;
             self.write_seq += 1;
             let data = WRITE_TAG | self.write_seq;
-            match self.ring.writev(w.stream.as_raw_fd(), data, w.bufs) {
+            let fd = w.stream.as_raw_fd();
+            let zero_copy = self.ring.has_send_zc()
+                && matches!(*w.stream, StdTransport::Tcp(_))
+                && match mode {
+                    ZeroCopy::Off => false,
+                    ZeroCopy::Auto => !self.copied.contains(&w.work.token),
+                    ZeroCopy::Always => true,
+                }
+                && (w.bufs.iter().take(zmtp_uring::MAX_IOVECS))
+                    .map(Bytes::len)
+                    .sum::<usize>()
+                    >= ZERO_COPY_MIN;
+            let queued = if zero_copy {
+                self.ring.send_zc(fd, data, w.bufs)
+            } else {
+                self.ring.writev(fd, data, w.bufs)
+            };
+            match queued {
                 Ok(()) => {
+                    if zero_copy {
+                        self.zero_copy_of.insert(data, w.work.token);
+                    }
                     self.write_of.insert(w.work.token, data);
                     self.writes.insert(data, (w.work, w.stream));
                 }
@@ -582,6 +630,7 @@ impl RingPoller {
                     self.cancel_recv(token);
                     self.cancel_accept(token);
                     self.cancel_write(token);
+                    self.copied.remove(&token);
                 }
                 Change::Accept(fd, token) => {
                     self.cancel_accept(token);
@@ -709,6 +758,13 @@ impl RingPoller {
                 });
             }
         }
+        for (data, copied) in reaped.zero_copy_done.drain(..) {
+            if let Some(token) = self.zero_copy_of.remove(&data) {
+                if copied && self.armed.contains_key(&token) {
+                    self.copied.insert(token);
+                }
+            }
+        }
         let mut completions = std::mem::take(&mut reaped.other);
         for c in completions.drain(..) {
             match c.user_data() {
@@ -828,6 +884,7 @@ impl Drop for RingPoller {
         live.extend(&accepts);
         // Writes waiting for room are cancelled, and their chunks freed when they end.
         live.extend(self.writes.keys());
+        live.extend(self.zero_copy_of.keys());
         let tokens: Vec<Token> = self.write_of.keys().copied().collect();
         for token in tokens {
             self.cancel_write(token);
@@ -858,7 +915,14 @@ impl Drop for RingPoller {
                 }
             }
             for w in reaped.written.drain(..) {
-                live.remove(&w.user_data);
+                if !self.zero_copy_of.contains_key(&w.user_data) {
+                    live.remove(&w.user_data);
+                }
+            }
+            // A zero-copy send's chunks are the kernel's until its end.
+            for (data, _) in reaped.zero_copy_done.drain(..) {
+                self.zero_copy_of.remove(&data);
+                live.remove(&data);
             }
         }
         if live.iter().all(|d| accepts.contains(d)) {
@@ -1107,5 +1171,71 @@ mod write_tests {
         }
         assert_eq!(written, total);
         assert!(got.join().unwrap() == sent, "every byte, in order");
+    }
+
+    #[test]
+    fn zero_copy_sends_stop_on_a_stream_the_kernel_copies_for_unless_always() {
+        use std::os::fd::AsRawFd;
+        let (mut p, registrar) = RingPoller::new().unwrap();
+        assert!(p.ring.has_send_zc());
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut reader = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (sender, _) = l.accept().unwrap();
+        sender.set_nonblocking(true).unwrap();
+        registrar.change(Change::Arm(
+            sender.as_raw_fd(),
+            Token(3),
+            Interest::PRIORITY,
+        ));
+        let stream = Arc::new(StdTransport::Tcp(sender));
+        let big = Bytes::from(vec![7u8; ZERO_COPY_MIN]);
+        let small = Bytes::from(vec![8u8; ZERO_COPY_MIN - 1]);
+        let mut expected = 0;
+        // Write `bufs`, whole, and say whether it went as a zero-copy send; wait for the
+        // kernel's end of it if so.
+        let mut write = |p: &mut RingPoller, bufs: Bytes| -> bool {
+            expected += bufs.len();
+            submit(p, &stream, [bufs].into_iter().collect());
+            let zero_copy = !p.zero_copy_of.is_empty();
+            let w = completion(p, Duration::from_secs(5)).expect("written");
+            assert_eq!(w.result as usize, len(&w.bufs), "written whole");
+            let end = Instant::now() + Duration::from_secs(5);
+            while !p.zero_copy_of.is_empty() {
+                assert!(Instant::now() < end, "the kernel ends a zero-copy send");
+                p.wait(
+                    &mut Vec::new(),
+                    &mut RingOut::default(),
+                    Some(Duration::from_millis(10)),
+                );
+            }
+            assert_eq!(p.ring.writes_in_flight(), 0);
+            zero_copy
+        };
+        registrar.set_zero_copy(ZeroCopy::Auto);
+        assert!(!write(&mut p, small.clone()), "below the threshold: copied");
+        assert!(
+            write(&mut p, big.clone()),
+            "a first large write goes without copying"
+        );
+        // Over loopback the kernel copied after all: the stream's writes copy from now on.
+        assert!(p.copied.contains(&Token(3)));
+        assert!(!write(&mut p, big.clone()));
+        registrar.set_zero_copy(ZeroCopy::Always);
+        assert!(write(&mut p, big.clone()));
+        assert!(write(&mut p, big.clone()));
+        registrar.set_zero_copy(ZeroCopy::Off);
+        assert!(!write(&mut p, big.clone()));
+        // The stream dropped: what was learnt of it goes too.
+        registrar.change(Change::Disarm(Token(3)));
+        p.wait(
+            &mut Vec::new(),
+            &mut RingOut::default(),
+            Some(Duration::ZERO),
+        );
+        assert!(p.copied.is_empty());
+        let mut got = vec![0u8; expected];
+        reader.read_exact(&mut got).unwrap();
+        assert_eq!(got.iter().filter(|&&b| b == 8).count(), small.len());
+        assert_eq!(got.iter().filter(|&&b| b == 7).count(), 5 * big.len());
     }
 }
