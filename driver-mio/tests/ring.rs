@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use zmtp_mio::{Backend, Context, SocketType};
+use zmtp_mio::{Backend, Context, SocketType, ZeroCopy};
 
 fn ring() -> Context {
     let ctx = Context::with_backend(Backend::IoUring).expect("io_uring on the test machine");
@@ -134,8 +134,17 @@ fn dropped_ring_contexts_give_their_buffers_back() {
 fn a_burst_to_a_slow_reader_goes_out_whole_and_in_order_through_ring_writes() {
     // The first send of the burst is written by the sending thread, the rest by the I/O
     // thread through the ring: writes of many chunks that the slow reader's stream takes
-    // in part, the rest submitted again (or waiting in the kernel for room).
+    // in part, the rest submitted again (or waiting in the kernel for room). With each
+    // zero-copy mode: copied, sent without copying (`Always`: the ring keeps the chunks
+    // until the kernel's notification), and tried then dropped (`Auto`, over loopback).
+    for mode in [ZeroCopy::Off, ZeroCopy::Always, ZeroCopy::Auto] {
+        a_burst_to_a_slow_reader(mode);
+    }
+}
+
+fn a_burst_to_a_slow_reader(mode: ZeroCopy) {
     let ctx = ring();
+    ctx.set_zero_copy(mode);
     let reader = Context::new().unwrap();
     let pull = reader.socket(SocketType::Pull).unwrap();
     let endpoint = pull.bind("tcp://127.0.0.1:*").unwrap();
@@ -157,16 +166,16 @@ fn a_burst_to_a_slow_reader_goes_out_whole_and_in_order_through_ring_writes() {
         }
         let m = pull
             .recv_timeout(Some(Duration::from_secs(10)))
-            .unwrap_or_else(|e| panic!("message {i}: {e}"));
+            .unwrap_or_else(|e| panic!("{mode:?}: message {i}: {e}"));
         assert!(
             m.frames()[0][..] == body(i)[..],
-            "message {i} whole, in order"
+            "{mode:?}: message {i} whole, in order"
         );
         let m = pull.recv_timeout(Some(Duration::from_secs(10))).unwrap();
         assert_eq!(m.to_str().ok(), Some(format!("small {i}").as_str()));
     }
     // Everything sent was written: the socket closes with nothing cut off.
-    assert!(push.close().delivered_all());
+    assert!(push.close().delivered_all(), "{mode:?}");
 }
 
 #[test]
