@@ -272,6 +272,18 @@ fn a_ring_accept_hands_out_owned_nonblocking_descriptors_until_cancelled() {
     assert_eq!(s.peer_addr().unwrap(), c3.local_addr().unwrap());
 }
 
+/// Drop the first `n` bytes, written, off `rest`.
+fn drop_written(rest: &mut std::collections::VecDeque<bytes::Bytes>, mut n: usize) {
+    while let Some(front) = rest.front_mut() {
+        if n < front.len() {
+            *front = front.slice(n..);
+            break;
+        }
+        n -= front.len();
+        rest.pop_front();
+    }
+}
+
 #[test]
 fn a_ring_write_gives_its_chunks_back_and_a_partial_one_goes_on_with_the_rest() {
     let mut ring = Ring::new(16).unwrap();
@@ -316,19 +328,12 @@ fn a_ring_write_gives_its_chunks_back_and_a_partial_one_goes_on_with_the_rest() 
             std::thread::sleep(Duration::from_millis(1));
         } else {
             assert!(w.result > 0, "write: {}", w.result);
-            let mut n = w.result as usize;
+            let n = w.result as usize;
             total += n;
             if n < before {
                 partial += 1;
             }
-            while let Some(front) = rest.front_mut() {
-                if n < front.len() {
-                    *front = front.slice(n..);
-                    break;
-                }
-                n -= front.len();
-                rest.pop_front();
-            }
+            drop_written(&mut rest, n);
         }
         user_data += 1;
     }
@@ -379,16 +384,9 @@ fn a_zero_copy_send_keeps_its_chunks_until_the_kernel_is_done_and_says_it_copied
             std::thread::sleep(Duration::from_millis(1));
         } else {
             assert!(w.result > 0, "send: {}", w.result);
-            let mut n = w.result as usize;
+            let n = w.result as usize;
             total += n;
-            while let Some(front) = rest.front_mut() {
-                if n < front.len() {
-                    *front = front.slice(n..);
-                    break;
-                }
-                n -= front.len();
-                rest.pop_front();
-            }
+            drop_written(&mut rest, n);
         }
         user_data += 1;
     }
