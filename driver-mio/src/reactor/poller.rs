@@ -17,7 +17,11 @@
 //! stream waits in the kernel for room (or, on kernels that honour the stream's
 //! `O_NONBLOCK` there, completes at once with `EAGAIN`, and the writable edge resumes it,
 //! as after a system call); one still in flight when its stream is dropped is cancelled,
-//! so that the stream closes.
+//! so that the stream closes. A write of 16 KiB or more to a tcp stream goes as a
+//! zero-copy send (`IORING_OP_SENDMSG_ZC`, as [`ZeroCopy`] says): its chunks stay with
+//! the ring until the kernel's notification, which also says whether the kernel copied
+//! after all (a peer on this host), and [`ZeroCopy::Auto`] then stops using it on that
+//! stream.
 //!
 //! The I/O thread's timer is the wait's own timeout (the `io_uring_enter` argument), not
 //! an `IORING_OP_TIMEOUT` request: the thread waits in one place only, and gets the
