@@ -180,8 +180,17 @@ struct RingRead {
     /// What arrived and the state machine did not take yet (its input is held back at
     /// RCVHWM), in order, the stream's end included.
     stash: VecDeque<RingIn>,
-    /// The ring's receive runs (or was asked for).
+    /// The ring's receive runs (or was asked for): the multishot receive, or a read into
+    /// the stream's own input buffer (`own`).
     receiving: bool,
+    /// The stream's reads go into its own input buffer, one at a time, rather than
+    /// through the ring's shared buffers: since a receive filled a whole shared buffer
+    /// (the stream carries bulk, and each shared buffer would be copied into the input
+    /// buffer). For good.
+    own: bool,
+    /// A multishot receive may still bring input (asked for, or stopped and not yet
+    /// ended): reads into the own buffer wait until it has ([`RingIn::Stopped`]).
+    multishot: bool,
     /// A read work item is queued for it (`work::queue`).
     asked: bool,
 }
@@ -707,28 +716,73 @@ impl Shared {
         let io = (s.peers.get_mut(&peer)).filter(|io| io.token == input.token)?;
         let r = io.ring.as_mut()?;
         let what = match input.what {
-            // Input that must wait (held back at RCVHWM) is copied out of the ring's
-            // buffer: the ring's buffers serve every stream of the context, and one that
-            // is not read must not keep them from the others.
-            RingIn::Data(bytes) if !wants || !r.stash.is_empty() => {
-                RingIn::Data(Bytes::copy_from_slice(&bytes))
+            RingIn::Stopped => {
+                r.multishot = false;
+                None
             }
-            RingIn::Data(bytes) => RingIn::Data(bytes),
+            // A read into the own buffer: the buffer goes back to the state machine, which
+            // takes the bytes (in `ring_deliver`); the end comes after them.
+            RingIn::Read { buf, result } => {
+                r.receiving = false;
+                s.core.restore_read_buf(peer, buf);
+                match result {
+                    n if n > 0 => None,
+                    0 => Some(RingIn::End),
+                    n if n == -rustix::io::Errno::AGAIN.raw_os_error()
+                        || n == -rustix::io::Errno::INTR.raw_os_error() =>
+                    {
+                        None
+                    }
+                    _ => Some(RingIn::Failed),
+                }
+            }
+            RingIn::Data(bytes) => {
+                if !r.own && bytes.len() >= poller::RECV_BUFFER_SIZE {
+                    // A whole shared buffer: from now on, reads into the own buffer, once
+                    // the multishot receive has ended.
+                    r.own = true;
+                    if r.receiving {
+                        r.receiving = false;
+                        self.registrar.stop_recv(input.token);
+                    }
+                }
+                // Input that must wait (held back at RCVHWM) is copied out of the ring's
+                // buffer: the ring's buffers serve every stream of the context, and one
+                // that is not read must not keep them from the others.
+                Some(if !wants || !r.stash.is_empty() {
+                    RingIn::Data(Bytes::copy_from_slice(&bytes))
+                } else {
+                    RingIn::Data(bytes)
+                })
+            }
             end => {
                 // The receive is over.
                 r.receiving = false;
-                end
+                Some(end)
             }
         };
-        r.stash.push_back(what);
+        if let Some(what) = what {
+            r.stash.push_back(what);
+        }
         self.ring_deliver(st, id, peer, now);
         Some(id)
     }
 
     /// Hand a ring-read stream's stashed input to the state machine while it takes input;
     /// when it holds input back, stop the ring's receive; once the stash is empty, make
-    /// sure the receive runs. The stream's end (or failure) comes after its data.
+    /// sure the receive runs (the multishot one, or a read into the stream's own input
+    /// buffer). The stream's end (or failure) comes after its data.
     fn ring_deliver(&self, st: &mut State, id: usize, peer: PeerId, now: Instant) {
+        if let Some(s) = st.sockets.get_mut(&id) {
+            let own = (s.peers.get(&peer))
+                .and_then(|io| io.ring.as_ref())
+                .is_some_and(|r| r.own);
+            if own {
+                // What the own buffer holds comes before the stash (its reads start only
+                // once the multishot receive has ended, its input all stashed).
+                s.core.handle_input(peer, now);
+            }
+        }
         loop {
             let Some(s) = st.sockets.get_mut(&id) else {
                 return;
@@ -738,22 +792,30 @@ impl Shared {
                 return;
             };
             let token = io.token;
-            let fd = io.stream.as_raw_fd();
+            let stream = &io.stream;
             let Some(r) = io.ring.as_mut() else {
                 return;
             };
             match r.stash.front() {
                 None => {
                     if wants && !r.receiving {
-                        r.receiving = true;
-                        self.registrar.recv(fd, token);
+                        if !r.own {
+                            r.receiving = true;
+                            r.multishot = true;
+                            self.registrar.recv(stream, token);
+                        } else if !r.multishot {
+                            if let Some(buf) = s.core.take_read_buf(peer) {
+                                r.receiving = true;
+                                self.registrar.recv_into(stream, token, buf);
+                            }
+                        }
                     }
                     return;
                 }
                 // The stream's end waits for the input before it as data does: input the
                 // state machine took but holds back (RCVHWM) is lost with the stream.
                 Some(_) if !wants => {
-                    if r.receiving {
+                    if r.receiving && !r.own {
                         r.receiving = false;
                         self.registrar.stop_recv(token);
                     }
@@ -767,7 +829,7 @@ impl Shared {
                     self.lose_peer(st, id, peer, now);
                     return;
                 }
-                None => return,
+                Some(RingIn::Read { .. }) | Some(RingIn::Stopped) | None => return,
             }
         }
     }

@@ -30,7 +30,7 @@ mod ring;
 mod wake;
 
 pub use bufring::{BufRing, Lent};
-pub use ops::{Accepted, Reaped, Written, MAX_IOVECS};
+pub use ops::{Accepted, Reaped, Received, Written, MAX_IOVECS};
 pub use ring::{Ring, Unavailable};
 pub use wake::Wake;
 

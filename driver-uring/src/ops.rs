@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use io_uring::{cqueue, opcode, squeue, types};
 
 use crate::Ring;
@@ -48,6 +48,8 @@ pub(crate) struct Ops {
     /// Zero-copy sends that completed and whose pages the kernel may still read: their
     /// chunks (the same bytes as those given back) are kept until the notification.
     pinned: HashMap<u64, InFlight>,
+    /// The reads in flight, by `user_data`: the buffers the kernel fills.
+    reads: HashMap<u64, BytesMut>,
 }
 
 // SAFETY: the iovecs and the message header are plain addresses into the `Bytes` beside
@@ -88,6 +90,17 @@ impl std::fmt::Debug for Written {
     }
 }
 
+/// The completion of a read into a buffer of the caller's ([`Ring::recv_into`]).
+#[derive(Debug)]
+pub struct Received {
+    /// The read's `user_data`.
+    pub user_data: u64,
+    /// Bytes read (0: the peer closed the stream), or the (negative) error number.
+    pub result: i32,
+    /// The buffer given, with the bytes read appended.
+    pub buf: BytesMut,
+}
+
 /// Completions taken from the ring by [`Ring::reap`], sorted.
 #[derive(Debug, Default)]
 pub struct Reaped {
@@ -100,6 +113,8 @@ pub struct Reaped {
     /// says whether it copied them after all (`true`: as it does for a peer on this host,
     /// over loopback; `false` too for a send that failed without taking them).
     pub zero_copy_done: Vec<(u64, bool)>,
+    /// Completions of reads submitted with [`Ring::recv_into`].
+    pub received: Vec<Received>,
     /// Every other completion, as the kernel posted it.
     pub other: Vec<cqueue::Entry>,
 }
@@ -110,6 +125,7 @@ impl Reaped {
         self.accepted.is_empty()
             && self.written.is_empty()
             && self.zero_copy_done.is_empty()
+            && self.received.is_empty()
             && self.other.is_empty()
     }
 }
@@ -194,7 +210,10 @@ impl Ring {
         bufs: VecDeque<Bytes>,
         zero_copy: bool,
     ) -> Result<(), VecDeque<Bytes>> {
-        if self.ops.writes.contains_key(&user_data) || self.ops.pinned.contains_key(&user_data) {
+        if self.ops.writes.contains_key(&user_data)
+            || self.ops.pinned.contains_key(&user_data)
+            || self.ops.reads.contains_key(&user_data)
+        {
             return Err(bufs);
         }
         let iov: Box<[libc::iovec]> = (bufs.iter().take(MAX_IOVECS))
@@ -242,6 +261,45 @@ impl Ring {
         Ok(())
     }
 
+    /// Submit a read from the socket `fd` into the spare capacity of `buf` (the caller
+    /// reserves it), under `user_data`: the ring owns the buffer until the read completes,
+    /// then gives it back through [`reap`](Self::reap) as a [`Received`], with the bytes
+    /// read appended. A read of a socket with nothing to read waits in the kernel (cancel
+    /// it with an `AsyncCancel` of `user_data`). Err gives `buf` back if the read could not
+    /// be queued, `buf` has no spare capacity, or `user_data` names an operation in flight.
+    pub fn recv_into(
+        &mut self,
+        fd: RawFd,
+        user_data: u64,
+        mut buf: BytesMut,
+    ) -> Result<(), BytesMut> {
+        let room = buf.capacity() - buf.len();
+        if room == 0
+            || self.ops.reads.contains_key(&user_data)
+            || self.ops.writes.contains_key(&user_data)
+        {
+            return Err(buf);
+        }
+        let spare = buf.spare_capacity_mut();
+        let entry = opcode::Recv::new(
+            types::Fd(fd),
+            spare.as_mut_ptr().cast::<u8>(),
+            u32::try_from(room).unwrap_or(u32::MAX),
+        )
+        .build()
+        .user_data(user_data);
+        // SAFETY: the entry points at `buf`'s spare capacity, `room` bytes of the buffer's
+        // heap allocation, which stays where it is (only the `BytesMut` handle moves) and
+        // is touched by nothing else while the buffer is kept in `self.ops.reads` until
+        // the read's completion is reaped. If the ring goes first, `Drop for Ring` leaks it.
+        let pushed = unsafe { self.push_entry(&entry) };
+        if !pushed {
+            return Err(buf);
+        }
+        self.ops.reads.insert(user_data, buf);
+        Ok(())
+    }
+
     /// Writes in flight: not yet completed, or zero-copy sends not yet notified.
     pub fn writes_in_flight(&self) -> usize {
         self.ops.writes.len() + self.ops.pinned.len()
@@ -271,6 +329,18 @@ impl Ring {
                     user_data: data,
                     result,
                     more,
+                });
+            } else if let Some(mut buf) = ops.reads.remove(&data) {
+                if c.result() > 0 {
+                    let n = (c.result() as usize).min(buf.capacity() - buf.len());
+                    // SAFETY: the kernel wrote `n` bytes at the start of the spare capacity
+                    // this read was given (`recv_into`), and `n` is within it.
+                    unsafe { buf.set_len(buf.len() + n) };
+                }
+                out.received.push(Received {
+                    user_data: data,
+                    result: c.result(),
+                    buf,
                 });
             } else if cqueue::notif(c.flags()) {
                 if ops.pinned.remove(&data).is_some() {
@@ -311,6 +381,9 @@ impl Drop for Ring {
         // under it.
         for (_, w) in self.ops.writes.drain().chain(self.ops.pinned.drain()) {
             std::mem::forget(w);
+        }
+        for (_, buf) in self.ops.reads.drain() {
+            std::mem::forget(buf);
         }
     }
 }

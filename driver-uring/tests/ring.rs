@@ -431,3 +431,30 @@ fn a_zero_copy_send_on_a_unix_socket_fails_and_gives_its_chunks_back() {
     assert_eq!(reaped.zero_copy_done[0].0, 7);
     assert_eq!(ring.writes_in_flight(), 0);
 }
+
+#[test]
+fn a_read_into_a_callers_buffer_appends_and_gives_it_back() {
+    let mut ring = Ring::new(16).unwrap();
+    let (mut a, b) = pair();
+    b.set_nonblocking(true).unwrap();
+    let mut buf = bytes::BytesMut::with_capacity(64);
+    buf.extend_from_slice(b"held:");
+    // Nothing to read yet: it waits in the kernel, owning the buffer.
+    ring.recv_into(b.as_raw_fd(), 1, buf).expect("queued");
+    a.write_all(b"hello").unwrap();
+    let mut reaped = Reaped::default();
+    reap_until(&mut ring, &mut reaped, |r| !r.received.is_empty());
+    let r = reaped.received.pop().unwrap();
+    assert_eq!((r.user_data, r.result), (1, 5));
+    assert_eq!(&r.buf[..], b"held:hello", "appended to what it held");
+    // A full buffer is refused and given back.
+    let full = bytes::BytesMut::new();
+    assert!(ring.recv_into(b.as_raw_fd(), 2, full).is_err());
+    // The peer's end: a read of 0, the buffer as it was.
+    drop(a);
+    ring.recv_into(b.as_raw_fd(), 3, r.buf).expect("queued");
+    reap_until(&mut ring, &mut reaped, |r| !r.received.is_empty());
+    let r = reaped.received.pop().unwrap();
+    assert_eq!((r.user_data, r.result), (3, 0));
+    assert_eq!(&r.buf[..], b"held:hello");
+}

@@ -296,6 +296,32 @@ impl Buffered {
         &mut self.rx
     }
 
+    /// The receive buffer taken out, with room for the next read as
+    /// [`read_buf`](Self::read_buf) gives it, for a driver whose read completes later (a
+    /// completion-based reactor hands its spare capacity to the kernel, and nothing else
+    /// may touch it meanwhile). Nothing is received until it comes back through
+    /// [`restore_read_buf`](Self::restore_read_buf), with the bytes read appended.
+    pub fn take_read_buf(&mut self) -> BytesMut {
+        core::mem::take(self.read_buf())
+    }
+
+    /// Give back the buffer [`take_read_buf`](Self::take_read_buf) took, with the bytes
+    /// read appended to what it held; [`poll_item`](Self::poll_item) then processes them.
+    pub fn restore_read_buf(&mut self, buf: BytesMut) {
+        let dst = match self.ws.as_deref_mut() {
+            Some(ws) => ws.raw(),
+            None => &mut self.rx,
+        };
+        if dst.is_empty() {
+            *dst = buf;
+        } else {
+            // Bytes received meanwhile (not through this buffer): they came later.
+            let mut buf = buf;
+            buf.extend_from_slice(dst);
+            *dst = buf;
+        }
+    }
+
     /// The next complete item from the received bytes, if any. When none is complete,
     /// [`read_buf`](Self::read_buf) gives the receive buffer room for what it needs.
     pub fn poll_item(&mut self, now: Instant) -> Result<Option<OwnedItem>, Error> {

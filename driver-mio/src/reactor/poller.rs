@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
 use zmtp_driver::StdTransport;
-use zmtp_proto::Bytes;
+use zmtp_proto::{Bytes, BytesMut};
 use zmtp_uring::io_uring::{cqueue, opcode, types};
 use zmtp_uring::{BufRing, Reaped, Ring, Unavailable, Wake};
 
@@ -70,6 +70,14 @@ pub(super) enum RingIn {
     End,
     /// The receive failed (the stream is lost, as on any read error).
     Failed,
+    /// A read into the stream's own input buffer ([`Registrar::recv_into`]) completed:
+    /// the buffer, with the bytes read appended, and what the read returned (bytes read,
+    /// 0 at the stream's end, or the negative error number).
+    Read { buf: BytesMut, result: i32 },
+    /// No multishot receive of the stream is running or asked for any more: every one
+    /// stopped ([`Registrar::stop_recv`]) has posted its last completion, so no more of
+    /// its input comes.
+    Stopped,
 }
 
 /// [`RingIn`] for the stream registered under `token`.
@@ -209,9 +217,9 @@ impl Registrar {
     ///
     /// [`stop_recv`]: Self::stop_recv
     /// [`deregister`]: Self::deregister
-    pub(super) fn recv(&self, fd: RawFd, token: Token) {
+    pub(super) fn recv(&self, stream: &Arc<StdTransport>, token: Token) {
         if let Registrar::Ring(r) = self {
-            r.change(Change::Recv(fd, token));
+            r.change(Change::Recv(stream.clone(), token));
         }
     }
 
@@ -226,8 +234,17 @@ impl Registrar {
         }
     }
 
+    /// Read `fd`'s input once into the spare capacity of `buf` (the stream's own input
+    /// buffer, taken out of its state machine), reported as [`RingIn::Read`] under
+    /// `token`. Only for a ring poller (`buf` is dropped otherwise).
+    pub(super) fn recv_into(&self, stream: &Arc<StdTransport>, token: Token, buf: BytesMut) {
+        if let Registrar::Ring(r) = self {
+            r.change(Change::RecvInto(stream.clone(), token, buf));
+        }
+    }
+
     /// Stop receiving for `token` (its input is held back): what the ring took already is
-    /// still reported.
+    /// still reported, and [`RingIn::Stopped`] once nothing more comes.
     pub(super) fn stop_recv(&self, token: Token) {
         if let Registrar::Ring(r) = self {
             r.change(Change::StopRecv(token));
@@ -284,7 +301,7 @@ impl Poller {
 }
 
 /// A registration change for the ring's thread to submit.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 enum Change {
     /// Poll `fd` for `interest` under `token` (replacing any poll for `token`).
     Arm(RawFd, Token, Interest),
@@ -292,10 +309,14 @@ enum Change {
     Disarm(Token),
     /// Accept connections on the listener `fd` under `token`.
     Accept(RawFd, Token),
-    /// Receive `fd`'s input under `token`.
-    Recv(RawFd, Token),
+    /// Receive the stream's input under `token`. (Streams, not descriptors: a stream is
+    /// kept open while the ring may still take its descriptor, so that a descriptor closed
+    /// and reused meanwhile is never read in its place.)
+    Recv(Arc<StdTransport>, Token),
     /// Stop receiving for `token`.
     StopRecv(Token),
+    /// Read the stream's input into this buffer's spare capacity, under `token`.
+    RecvInto(Arc<StdTransport>, Token, BytesMut),
 }
 
 /// The registrar of a ring poller: changes queued for its thread, its wake-up, and when
@@ -338,7 +359,7 @@ const WRITE_TAG: u64 = RECV_BIT | ACCEPT_BIT;
 const ACCEPT_RETRY: Duration = Duration::from_millis(10);
 /// Buffers of the ring's provided-buffer group, and their size: 4 MiB per context.
 const RECV_BUFFERS: u16 = 128;
-const RECV_BUFFER_SIZE: usize = 32 * 1024;
+pub(super) const RECV_BUFFER_SIZE: usize = 32 * 1024;
 /// The fewest bytes a ring write carries for it to be sent without copying (a zero-copy
 /// send pins its pages and waits for a second completion, which pays only for large
 /// writes).
@@ -398,6 +419,16 @@ pub(super) struct RingPoller {
     write_of: HashMap<Token, u64>,
     /// The sequence number of the last write.
     write_seq: u64,
+    /// Multishot receives submitted and not yet ended (their last completion), by token.
+    recv_live: HashMap<Token, u32>,
+    /// The streams of the multishot receives (kept open until their last ends).
+    recv_streams: HashMap<Token, Arc<StdTransport>>,
+    /// The reads into streams' own buffers in flight, by `user_data` (the stream kept open
+    /// until the read ends), and each stream's.
+    reads: HashMap<u64, (Token, Arc<StdTransport>)>,
+    read_of: HashMap<Token, u64>,
+    /// Input to report with the next wait's (streams whose receives stopped at once).
+    early: Vec<RingInput>,
     /// The zero-copy sends whose notification is to come, by `user_data`: their streams.
     zero_copy_of: HashMap<u64, Token>,
     /// The streams whose zero-copy sends the kernel copied after all (a peer on this
@@ -439,6 +470,11 @@ impl RingPoller {
                 writes: HashMap::new(),
                 write_of: HashMap::new(),
                 write_seq: 0,
+                recv_live: HashMap::new(),
+                recv_streams: HashMap::new(),
+                reads: HashMap::new(),
+                read_of: HashMap::new(),
+                early: Vec::new(),
                 zero_copy_of: HashMap::new(),
                 copied: HashSet::new(),
                 reaped: Reaped::default(),
@@ -488,12 +524,50 @@ impl RingPoller {
             .build()
             .user_data(RECV_BIT | Self::data(token, recv.generation));
         self.push(&entry);
+        *self.recv_live.entry(token).or_insert(0) += 1;
+    }
+
+    /// A multishot receive of `token` posted its last completion: once none runs and none
+    /// is asked for, the stream's input comes only from reads into its own buffer.
+    fn recv_ended(&mut self, token: Token, inputs: &mut Vec<RingInput>) {
+        if let Some(n) = self.recv_live.get_mut(&token) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.recv_live.remove(&token);
+            }
+        }
+        if !self.recv_live.contains_key(&token) && !self.recvs.contains_key(&token) {
+            self.recv_streams.remove(&token);
+            inputs.push(RingInput {
+                token,
+                what: RingIn::Stopped,
+            });
+        }
     }
 
     /// Cancel the receive for `token`, if there is one.
     fn cancel_recv(&mut self, token: Token) {
         if let Some(old) = self.recvs.remove(&token) {
             let entry = opcode::AsyncCancel::new(RECV_BIT | Self::data(token, old.generation))
+                .build()
+                .user_data(REMOVE_DATA);
+            self.push(&entry);
+            if !self.recv_live.contains_key(&token) {
+                // It had ended already (out of buffers): nothing more comes.
+                self.recv_streams.remove(&token);
+                self.early.push(RingInput {
+                    token,
+                    what: RingIn::Stopped,
+                });
+            }
+        }
+    }
+
+    /// Cancel the read into the own buffer of the stream under `token`, if one is in
+    /// flight: dropped, the stream is to close. Its buffer comes back with its completion.
+    fn cancel_read(&mut self, token: Token) {
+        if let Some(data) = self.read_of.remove(&token) {
+            let entry = opcode::AsyncCancel::new(data)
                 .build()
                 .user_data(REMOVE_DATA);
             self.push(&entry);
@@ -614,6 +688,25 @@ impl RingPoller {
         }
         for change in taken.drain(..) {
             match change {
+                Change::RecvInto(stream, token, buf) => {
+                    use std::os::fd::AsRawFd;
+                    self.write_seq += 1;
+                    let data = WRITE_TAG | self.write_seq;
+                    match self.ring.recv_into(stream.as_raw_fd(), data, buf) {
+                        Ok(()) => {
+                            self.reads.insert(data, (token, stream));
+                            self.read_of.insert(token, data);
+                        }
+                        // Not queued: given back as a read that found nothing.
+                        Err(buf) => self.early.push(RingInput {
+                            token,
+                            what: RingIn::Read {
+                                buf,
+                                result: -rustix::io::Errno::AGAIN.raw_os_error(),
+                            },
+                        }),
+                    }
+                }
                 Change::Arm(fd, token, interest) => {
                     if let Some(old) = self.armed.remove(&token) {
                         self.disarm(token, old);
@@ -634,6 +727,7 @@ impl RingPoller {
                     self.cancel_recv(token);
                     self.cancel_accept(token);
                     self.cancel_write(token);
+                    self.cancel_read(token);
                     self.copied.remove(&token);
                 }
                 Change::Accept(fd, token) => {
@@ -647,7 +741,10 @@ impl RingPoller {
                     self.accepts.insert(token, accept);
                     self.arm_accept(token, accept);
                 }
-                Change::Recv(fd, token) => {
+                Change::Recv(stream, token) => {
+                    use std::os::fd::AsRawFd;
+                    let fd = stream.as_raw_fd();
+                    self.recv_streams.insert(token, stream);
                     if !self.recvs.contains_key(&token) {
                         self.generation = self.generation.wrapping_add(1);
                         let recv = Recv {
@@ -688,6 +785,11 @@ impl RingPoller {
         let inputs = &mut ring.inputs;
         self.apply_changes();
         let mut timeout = timeout;
+        if !self.early.is_empty() {
+            // Input to report already: look, do not wait.
+            timeout = Some(Duration::ZERO);
+            inputs.append(&mut self.early);
+        }
         if !self.accepts.is_empty() {
             if let Some(t) = self.retry_accepts(Instant::now()) {
                 let left = t.saturating_duration_since(Instant::now());
@@ -798,6 +900,9 @@ impl RingPoller {
                                 });
                             }
                         }
+                        if !more {
+                            self.recv_ended(token, inputs);
+                        }
                         continue;
                     }
                     let what = match (result, chosen) {
@@ -812,6 +917,9 @@ impl RingPoller {
                             }
                             // Buffers given back from now on wake this thread.
                             self.bufs.starving();
+                            if !more {
+                                self.recv_ended(token, inputs);
+                            }
                             continue;
                         }
                         (_, _) => RingIn::Failed,
@@ -824,6 +932,9 @@ impl RingPoller {
                         if let Some(&recv) = self.recvs.get(&token) {
                             rearm_recv.push((token, recv));
                         }
+                    }
+                    if !more {
+                        self.recv_ended(token, inputs);
                     }
                 }
                 data => {
@@ -851,6 +962,22 @@ impl RingPoller {
                         });
                     }
                 }
+            }
+        }
+        // Reads into streams' own buffers after the receives' completions: a stream's read
+        // is submitted only once its receives have all ended, so their input comes first.
+        for r in reaped.received.drain(..) {
+            if let Some((token, _stream)) = self.reads.remove(&r.user_data) {
+                if self.read_of.get(&token) == Some(&r.user_data) {
+                    self.read_of.remove(&token);
+                }
+                inputs.push(RingInput {
+                    token,
+                    what: RingIn::Read {
+                        buf: r.buf,
+                        result: r.result,
+                    },
+                });
             }
         }
         for (token, armed) in rearm.drain(..) {
@@ -889,6 +1016,11 @@ impl Drop for RingPoller {
         // Writes waiting for room are cancelled, and their chunks freed when they end.
         live.extend(self.writes.keys());
         live.extend(self.zero_copy_of.keys());
+        live.extend(self.reads.keys());
+        let tokens: Vec<Token> = self.read_of.keys().copied().collect();
+        for token in tokens {
+            self.cancel_read(token);
+        }
         let tokens: Vec<Token> = self.write_of.keys().copied().collect();
         for token in tokens {
             self.cancel_write(token);
@@ -922,6 +1054,9 @@ impl Drop for RingPoller {
                 if !self.zero_copy_of.contains_key(&w.user_data) {
                     live.remove(&w.user_data);
                 }
+            }
+            for r in reaped.received.drain(..) {
+                live.remove(&r.user_data);
             }
             // A zero-copy send's chunks are the kernel's until its end.
             for (data, _) in reaped.zero_copy_done.drain(..) {

@@ -13,6 +13,29 @@ impl Socket {
         Some(self.peers.get_mut(&peer)?.stream.as_mut()?.conn.read_buf())
     }
 
+    /// The receive buffer of a peer's stream taken out, for a driver whose read completes
+    /// later (see [`Buffered::take_read_buf`](crate::Buffered::take_read_buf)); give it
+    /// back with [`restore_read_buf`](Self::restore_read_buf), then call
+    /// [`handle_input`](Self::handle_input).
+    pub fn take_read_buf(&mut self, peer: PeerId) -> Option<BytesMut> {
+        Some(
+            self.peers
+                .get_mut(&peer)?
+                .stream
+                .as_mut()?
+                .conn
+                .take_read_buf(),
+        )
+    }
+
+    /// Give back a buffer [`take_read_buf`](Self::take_read_buf) took, with the bytes read
+    /// into it appended (dropped if the peer's stream is gone).
+    pub fn restore_read_buf(&mut self, peer: PeerId, buf: BytesMut) {
+        if let Some(s) = self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) {
+            s.conn.restore_read_buf(buf);
+        }
+    }
+
     /// Append bytes read from a peer's stream and process them.
     pub fn handle_received(&mut self, peer: PeerId, now: Instant, data: &[u8]) {
         if let Some(s) = self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) {
