@@ -430,3 +430,39 @@ fn no_event_is_lost_in_a_burst() {
     // Greeting, READY, then one PONG answers the burst (libzmq also keeps one pending).
     assert_eq!(transmit(&mut conn).len(), 64 + 28 + 7);
 }
+
+#[test]
+fn a_taken_read_buffer_keeps_a_partial_frame_and_comes_back_with_the_rest() {
+    // A completion-based driver takes the receive buffer out for a read the kernel
+    // finishes later: a partial frame it held stays in front of the bytes read.
+    let ready = b"\x04\x1a\x05READY\x0bSocket-Type\x00\x00\x00\x04PAIR";
+    let mut b = zmtp_proto::Buffered::new(Config::new(SocketType::Pair), now());
+    b.receive(&LIBZMQ_GREETING);
+    b.receive(ready);
+    b.receive(&[0x00, 0x05, b'h', b'e']);
+    assert!(matches!(
+        b.poll_item(now()),
+        Ok(Some(zmtp_proto::OwnedItem::Ready(_)))
+    ));
+    assert_eq!(b.poll_item(now()), Ok(None), "the frame is incomplete");
+    let mut buf = b.take_read_buf();
+    assert!(buf.capacity() - buf.len() >= 3, "room for the next read");
+    assert_eq!(b.buffered_input(), 0, "nothing left behind");
+    // The kernel appends what it read.
+    buf.extend_from_slice(b"llo\x00\x01!");
+    b.restore_read_buf(buf);
+    let body = |item| match item {
+        Ok(Some(zmtp_proto::OwnedItem::Frame { body, more: false })) => body,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(&body(b.poll_item(now()))[..], b"hello");
+    assert_eq!(&body(b.poll_item(now()))[..], b"!");
+    // Bytes received while it was out came later than those read into it.
+    let buf = b.take_read_buf();
+    b.receive(&[b'?']);
+    let mut read = buf;
+    read.extend_from_slice(&[0x00, 0x02, b'o', b'k', 0x00, 0x01]);
+    b.restore_read_buf(read);
+    assert_eq!(&body(b.poll_item(now()))[..], b"ok");
+    assert_eq!(&body(b.poll_item(now()))[..], b"?");
+}
