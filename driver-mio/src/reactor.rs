@@ -100,6 +100,9 @@ const LEASE: Duration = Duration::from_millis(2);
 /// written by the sending thread, the rest by the I/O thread ([`Sock::claim_write`]).
 const INLINE_GAP: Duration = Duration::from_micros(50);
 
+/// The least room a read into a stream's own input buffer gets (io_uring backend).
+const OWN_READ_ROOM: usize = 2 * poller::RECV_BUFFER_SIZE;
+
 /// What a context's threads share.
 pub(crate) struct Shared {
     state: Mutex<State>,
@@ -804,7 +807,10 @@ impl Shared {
                             r.multishot = true;
                             self.registrar.recv(stream, token);
                         } else if !r.multishot {
-                            if let Some(buf) = s.core.take_read_buf(peer) {
+                            if let Some(mut buf) = s.core.take_read_buf(peer) {
+                                // Room for more than a shared buffer's worth: a stream that
+                                // filled one reads in large pieces.
+                                buf.reserve(OWN_READ_ROOM);
                                 r.receiving = true;
                                 self.registrar.recv_into(stream, token, buf);
                             }
