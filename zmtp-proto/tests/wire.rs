@@ -459,7 +459,7 @@ fn a_taken_read_buffer_keeps_a_partial_frame_and_comes_back_with_the_rest() {
     assert_eq!(&body(b.poll_item(now()))[..], b"!");
     // Bytes received while it was out came later than those read into it.
     let buf = b.take_read_buf();
-    b.receive(&[b'?']);
+    b.receive(b"?");
     let mut read = buf;
     read.extend_from_slice(&[0x00, 0x02, b'o', b'k', 0x00, 0x01]);
     b.restore_read_buf(read);
