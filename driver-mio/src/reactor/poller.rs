@@ -545,13 +545,18 @@ impl RingPoller {
         }
     }
 
+    /// Cancel the request submitted under `data` (its last completion still comes).
+    fn cancel(&mut self, data: u64) {
+        let entry = opcode::AsyncCancel::new(data)
+            .build()
+            .user_data(REMOVE_DATA);
+        self.push(&entry);
+    }
+
     /// Cancel the receive for `token`, if there is one.
     fn cancel_recv(&mut self, token: Token) {
         if let Some(old) = self.recvs.remove(&token) {
-            let entry = opcode::AsyncCancel::new(RECV_BIT | Self::data(token, old.generation))
-                .build()
-                .user_data(REMOVE_DATA);
-            self.push(&entry);
+            self.cancel(RECV_BIT | Self::data(token, old.generation));
             if !self.recv_live.contains_key(&token) {
                 // It had ended already (out of buffers): nothing more comes.
                 self.recv_streams.remove(&token);
@@ -567,10 +572,7 @@ impl RingPoller {
     /// flight: dropped, the stream is to close. Its buffer comes back with its completion.
     fn cancel_read(&mut self, token: Token) {
         if let Some(data) = self.read_of.remove(&token) {
-            let entry = opcode::AsyncCancel::new(data)
-                .build()
-                .user_data(REMOVE_DATA);
-            self.push(&entry);
+            self.cancel(data);
         }
     }
 
@@ -584,11 +586,7 @@ impl RingPoller {
     /// Cancel the accept for `token`, if there is one.
     fn cancel_accept(&mut self, token: Token) {
         if let Some(old) = self.accepts.remove(&token) {
-            let data = ACCEPT_BIT | Self::data(token, old.generation);
-            let entry = opcode::AsyncCancel::new(data)
-                .build()
-                .user_data(REMOVE_DATA);
-            self.push(&entry);
+            self.cancel(ACCEPT_BIT | Self::data(token, old.generation));
         }
     }
 
@@ -642,10 +640,7 @@ impl RingPoller {
     /// the stream is to close, not wait for its peer to make room.
     fn cancel_write(&mut self, token: Token) {
         if let Some(data) = self.write_of.remove(&token) {
-            let entry = opcode::AsyncCancel::new(data)
-                .build()
-                .user_data(REMOVE_DATA);
-            self.push(&entry);
+            self.cancel(data);
         }
     }
 
@@ -1142,10 +1137,7 @@ mod tests {
         // End it behind the poller's back, as the kernel may (an overflowing completion
         // queue): the completion without `more` arms it again.
         let generation = p.accepts.get(&token).unwrap().generation;
-        let cancel = opcode::AsyncCancel::new(ACCEPT_BIT | RingPoller::data(token, generation))
-            .build()
-            .user_data(REMOVE_DATA);
-        p.push(&cancel);
+        p.cancel(ACCEPT_BIT | RingPoller::data(token, generation));
         assert_eq!(p.accepts_armed, 1);
         let mut evs = Vec::new();
         let end = Instant::now() + Duration::from_secs(5);
