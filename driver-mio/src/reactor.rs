@@ -194,6 +194,9 @@ struct RingRead {
     /// A multishot receive may still bring input (asked for, or stopped and not yet
     /// ended): reads into the own buffer wait until it has ([`RingIn::Stopped`]).
     multishot: bool,
+    /// Multishot receives asked for so far: a [`RingIn::Stopped`] that counts fewer was
+    /// sent before the ring took the last of them, and says nothing of it.
+    recvs_asked: u32,
     /// A read work item is queued for it (`work::queue`).
     asked: bool,
 }
@@ -719,8 +722,10 @@ impl Shared {
         let io = (s.peers.get_mut(&peer)).filter(|io| io.token == input.token)?;
         let r = io.ring.as_mut()?;
         let what = match input.what {
-            RingIn::Stopped => {
-                r.multishot = false;
+            RingIn::Stopped { recvs } => {
+                if recvs == r.recvs_asked {
+                    r.multishot = false;
+                }
                 None
             }
             // A read into the own buffer: the buffer goes back to the state machine, which
@@ -805,6 +810,7 @@ impl Shared {
                         if !r.own {
                             r.receiving = true;
                             r.multishot = true;
+                            r.recvs_asked += 1;
                             self.registrar.recv(stream, token);
                         } else if !r.multishot {
                             if let Some(mut buf) = s.core.take_read_buf(peer) {
@@ -835,7 +841,7 @@ impl Shared {
                     self.lose_peer(st, id, peer, now);
                     return;
                 }
-                Some(RingIn::Read { .. }) | Some(RingIn::Stopped) | None => return,
+                Some(RingIn::Read { .. }) | Some(RingIn::Stopped { .. }) | None => return,
             }
         }
     }

@@ -76,8 +76,9 @@ pub(super) enum RingIn {
     Read { buf: BytesMut, result: i32 },
     /// No multishot receive of the stream is running or asked for any more: every one
     /// stopped ([`Registrar::stop_recv`]) has posted its last completion, so no more of
-    /// its input comes.
-    Stopped,
+    /// its input comes. `recvs` counts the receives asked for ([`Registrar::recv`]) that
+    /// the ring had taken by then: a later one may be on its way if the asker counted more.
+    Stopped { recvs: u32 },
 }
 
 /// [`RingIn`] for the stream registered under `token`.
@@ -421,6 +422,8 @@ pub(super) struct RingPoller {
     write_seq: u64,
     /// Multishot receives submitted and not yet ended (their last completion), by token.
     recv_live: HashMap<Token, u32>,
+    /// The receives asked for ([`Change::Recv`]) and taken, by token.
+    recv_applied: HashMap<Token, u32>,
     /// The streams of the multishot receives (kept open until their last ends).
     recv_streams: HashMap<Token, Arc<StdTransport>>,
     /// The reads into streams' own buffers in flight, by `user_data` (the stream kept open
@@ -471,6 +474,7 @@ impl RingPoller {
                 write_of: HashMap::new(),
                 write_seq: 0,
                 recv_live: HashMap::new(),
+                recv_applied: HashMap::new(),
                 recv_streams: HashMap::new(),
                 reads: HashMap::new(),
                 read_of: HashMap::new(),
@@ -540,7 +544,9 @@ impl RingPoller {
             self.recv_streams.remove(&token);
             inputs.push(RingInput {
                 token,
-                what: RingIn::Stopped,
+                what: RingIn::Stopped {
+                    recvs: self.recv_applied.get(&token).copied().unwrap_or(0),
+                },
             });
         }
     }
@@ -562,7 +568,9 @@ impl RingPoller {
                 self.recv_streams.remove(&token);
                 self.early.push(RingInput {
                     token,
-                    what: RingIn::Stopped,
+                    what: RingIn::Stopped {
+                        recvs: self.recv_applied.get(&token).copied().unwrap_or(0),
+                    },
                 });
             }
         }
@@ -724,6 +732,7 @@ impl RingPoller {
                     self.cancel_write(token);
                     self.cancel_read(token);
                     self.copied.remove(&token);
+                    self.recv_applied.remove(&token);
                 }
                 Change::Accept(fd, token) => {
                     self.cancel_accept(token);
@@ -740,6 +749,7 @@ impl RingPoller {
                     use std::os::fd::AsRawFd;
                     let fd = stream.as_raw_fd();
                     self.recv_streams.insert(token, stream);
+                    *self.recv_applied.entry(token).or_insert(0) += 1;
                     if !self.recvs.contains_key(&token) {
                         self.generation = self.generation.wrapping_add(1);
                         let recv = Recv {
@@ -1116,6 +1126,47 @@ mod tests {
             all.inputs.append(&mut got.inputs);
         }
         *got = all;
+    }
+
+    #[test]
+    fn a_stopped_receive_says_so_once_ended_counting_the_receives_taken() {
+        let (mut p, registrar) = RingPoller::new().unwrap();
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut writer = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (reader, _) = l.accept().unwrap();
+        reader.set_nonblocking(true).unwrap();
+        let stream = Arc::new(StdTransport::Tcp(reader));
+        let token = Token(9);
+        let stopped = |r: &RingOut| {
+            (r.inputs.iter()).find_map(|i| match i.what {
+                RingIn::Stopped { recvs } => Some(recvs),
+                _ => None,
+            })
+        };
+        registrar.change(Change::Recv(stream.clone(), token));
+        let mut got = RingOut::default();
+        std::io::Write::write_all(&mut writer, b"one").unwrap();
+        wait_until(&mut p, &mut got, |r| !r.inputs.is_empty());
+        assert!(matches!(&got.inputs[0].what, RingIn::Data(b) if &b[..] == b"one"));
+        // Stopped: once its last completion is in, with the one receive taken.
+        registrar.change(Change::StopRecv(token));
+        let mut got = RingOut::default();
+        wait_until(&mut p, &mut got, |r| stopped(r).is_some());
+        assert_eq!(stopped(&got), Some(1));
+        // Asked again: a later stop counts two, and the stream's input still comes.
+        registrar.change(Change::Recv(stream.clone(), token));
+        std::io::Write::write_all(&mut writer, b"two").unwrap();
+        let mut got = RingOut::default();
+        wait_until(&mut p, &mut got, |r| {
+            (r.inputs.iter()).any(|i| matches!(&i.what, RingIn::Data(b) if &b[..] == b"two"))
+        });
+        registrar.change(Change::StopRecv(token));
+        let mut got = RingOut::default();
+        wait_until(&mut p, &mut got, |r| stopped(r).is_some());
+        assert_eq!(stopped(&got), Some(2));
+        // The stream is let go once nothing of the ring may take its descriptor.
+        assert!(!p.recv_streams.contains_key(&token));
+        assert_eq!(Arc::strong_count(&stream), 1);
     }
 
     #[test]
