@@ -157,9 +157,9 @@ struct PeerIo {
     /// An application thread waits on this stream itself ([`Shared::wait_on_streams`]):
     /// the I/O thread is not told of its input meanwhile.
     silenced: bool,
-    /// What the stream is registered for with the I/O thread's poll
+    /// What the stream is registered for with the I/O thread's poll, if anything
     /// ([`Shared::set_interest`]).
-    interest: Interest,
+    interest: Option<Interest>,
     /// Silenced and left so after an application thread read it or waited on it: the
     /// next receive reads it again without registering it for input in between. The
     /// lease holds the stream's read claim (`read_queued`) for whichever thread reads
@@ -847,22 +847,28 @@ impl Shared {
     }
 
     /// Register a peer's stream for what its state asks of the I/O thread: input unless
-    /// an application thread waits on it itself, and writability while a write is
-    /// blocked (the writable edge resumes it). A stream registered for neither is
-    /// registered for priority input, which a ZMTP stream never gets (the poll needs
-    /// some interest). Registering for readiness the stream already has raises an edge
-    /// at once, so none is lost in the change.
+    /// an application thread waits on it itself (or the ring reads it), and writability
+    /// while a write is blocked (the writable edge resumes it). A stream that needs
+    /// neither is not registered at all: any interest the stream's wake-ups carry would
+    /// wake the I/O thread for nothing (a socket's input wakes its waiters with
+    /// `EPOLLIN | EPOLLPRI`, so even priority input, which a ZMTP stream never gets,
+    /// woke it for every segment that came in). Registering for readiness the stream
+    /// already has raises an edge at once, so none is lost in the change.
     fn set_interest(&self, io: &mut PeerIo) {
         let wanted = match (io.silenced || io.ring.is_some(), io.write_blocked) {
-            (false, false) => Interest::READABLE,
-            (false, true) => Interest::READABLE | Interest::WRITABLE,
-            (true, false) => Interest::PRIORITY,
-            (true, true) => Interest::WRITABLE,
+            (false, false) => Some(Interest::READABLE),
+            (false, true) => Some(Interest::READABLE | Interest::WRITABLE),
+            (true, false) => None,
+            (true, true) => Some(Interest::WRITABLE),
         };
         if wanted != io.interest {
             let fd = io.stream.as_raw_fd();
             // Fails only if the stream is no longer registered (it is being dropped).
-            let _ = self.registrar.reregister(fd, io.token, wanted);
+            let _ = match (io.interest, wanted) {
+                (None, Some(interest)) => self.registrar.register(fd, io.token, interest),
+                (Some(_), Some(interest)) => self.registrar.reregister(fd, io.token, interest),
+                (_, None) => self.registrar.unpoll(fd, io.token),
+            };
             io.interest = wanted;
         }
     }

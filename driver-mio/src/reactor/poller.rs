@@ -201,6 +201,21 @@ impl Registrar {
         }
     }
 
+    /// Stop polling `fd`, registered under `token`, for readiness, until it is
+    /// registered again ([`register`]); a ring poller's receives, accepts and writes for
+    /// it go on.
+    ///
+    /// [`register`]: Self::register
+    pub(super) fn unpoll(&self, fd: RawFd, token: Token) -> io::Result<()> {
+        match self {
+            Registrar::Mio { registry, .. } => registry.deregister(&mut SourceFd(&fd)),
+            Registrar::Ring(r) => {
+                r.change(Change::Unpoll(token));
+                Ok(())
+            }
+        }
+    }
+
     /// Drop the registration of `fd` under `token`.
     pub(super) fn deregister(&self, fd: RawFd, token: Token) -> io::Result<()> {
         match self {
@@ -308,6 +323,8 @@ enum Change {
     Arm(RawFd, Token, Interest),
     /// Stop polling for `token`, receiving and accepting for it.
     Disarm(Token),
+    /// Stop polling for `token` (its receives, accepts and writes go on).
+    Unpoll(Token),
     /// Accept connections on the listener `fd` under `token`.
     Accept(RawFd, Token),
     /// Receive the stream's input under `token`. (Streams, not descriptors: a stream is
@@ -722,6 +739,11 @@ impl RingPoller {
                     };
                     self.armed.insert(token, armed);
                     self.arm(token, armed);
+                }
+                Change::Unpoll(token) => {
+                    if let Some(old) = self.armed.remove(&token) {
+                        self.disarm(token, old);
+                    }
                 }
                 Change::Disarm(token) => {
                     if let Some(old) = self.armed.remove(&token) {

@@ -39,11 +39,13 @@ impl Shared {
         id: usize,
         io: Io,
         fd: RawFd,
-        interest: Interest,
+        interest: Option<Interest>,
     ) -> io::Result<Token> {
         let token = Token(st.next_token);
         st.next_token += 1;
-        self.registrar.register(fd, token, interest)?;
+        if let Some(interest) = interest {
+            self.registrar.register(fd, token, interest)?;
+        }
         st.tokens.insert(token, (id, io));
         Ok(token)
     }
@@ -60,11 +62,7 @@ impl Shared {
         // stream of a ring backend is read by the ring: no readiness for input.
         let fd = stream.as_raw_fd();
         let ring = self.ring && !matches!(stream, StdTransport::Tls(_));
-        let interest = if ring {
-            Interest::PRIORITY
-        } else {
-            Interest::READABLE
-        };
+        let interest = (!ring).then_some(Interest::READABLE);
         match self.register(st, id, Io::Peer(peer), fd, interest) {
             Ok(token) => {
                 if let Some(s) = st.sockets.get_mut(&id) {
@@ -166,7 +164,7 @@ impl Shared {
                 // Completion (or failure) shows as writability.
                 let both = Interest::READABLE | Interest::WRITABLE;
                 let fd = stream.as_raw_fd();
-                let token = self.register(st, id, Io::Connecting(endpoint), fd, both)?;
+                let token = self.register(st, id, Io::Connecting(endpoint), fd, Some(both))?;
                 Ok((stream, token))
             });
             match started {
@@ -471,7 +469,7 @@ impl CommandHandler for Commands<'_> {
             let token = if open.bind {
                 let fd = o.socket.as_raw_fd();
                 let io = Io::Udp(endpoint);
-                Some(shared.register(self.st, id, io, fd, Interest::READABLE)?)
+                Some(shared.register(self.st, id, io, fd, Some(Interest::READABLE))?)
             } else {
                 None
             };

@@ -23,7 +23,7 @@ impl Shared {
         fd: RawFd,
     ) -> io::Result<Token> {
         if !self.ring {
-            return self.register(st, id, io, fd, Interest::READABLE);
+            return self.register(st, id, io, fd, Some(Interest::READABLE));
         }
         let token = Token(st.next_token);
         st.next_token += 1;
