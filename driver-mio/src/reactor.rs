@@ -175,6 +175,12 @@ struct PeerIo {
     /// stream): no thread reads it, and its read counts as always running
     /// (`read_queued`), so that no application thread claims it.
     ring: Option<RingRead>,
+    /// A ring-read stream lent to application threads (`RingRead::lending`): read as on
+    /// epoll until the I/O thread takes it back (the end of a lease, or a receiving
+    /// thread that sleeps without waiting on it), when the ring's receive starts again
+    /// ([`Shared::ring_again`]). It holds how many multishot receives the stream was
+    /// asked for before (the ring's [`RingIn::Stopped`] counts on from there).
+    lent: Option<u32>,
 }
 
 /// A stream read by the ring ([`PeerIo::ring`]).
@@ -199,6 +205,10 @@ struct RingRead {
     recvs_asked: u32,
     /// A read work item is queued for it (`work::queue`).
     asked: bool,
+    /// An application thread means to wait on the stream itself
+    /// ([`Shared::lend_ring_streams`]): once the multishot receive has ended and its
+    /// input is delivered, the ring stops reading the stream (`PeerIo::lent`).
+    lending: bool,
 }
 
 /// What a token stands for.
@@ -805,6 +815,14 @@ impl Shared {
                 return;
             };
             match r.stash.front() {
+                None if r.lending => {
+                    // Not while a read work item is queued for it: run on a stream no
+                    // longer the ring's, it would read beside a receiving thread.
+                    if !r.receiving && !r.multishot && !r.asked {
+                        self.lend(io);
+                    }
+                    return;
+                }
                 None => {
                     if wants && !r.receiving {
                         if !r.own {
@@ -844,6 +862,72 @@ impl Shared {
                 Some(RingIn::Read { .. }) | Some(RingIn::Stopped { .. }) | None => return,
             }
         }
+    }
+
+    /// Lend socket `s`'s ring-read streams to application threads (for
+    /// [`wait_on_streams`](Self::wait_on_streams)): their multishot receives stop, and
+    /// once what those took is delivered ([`ring_deliver`](Self::ring_deliver)) they are
+    /// read as on epoll (`PeerIo::lent`). Streams that read into their own buffer (bulk)
+    /// stay with the ring. Returns whether any stream is still the ring's.
+    fn lend_ring_streams(&self, s: &mut Sock) -> bool {
+        let mut ringed = false;
+        for io in s.peers.values_mut() {
+            let Some(r) = io.ring.as_mut() else {
+                continue;
+            };
+            ringed = true;
+            if r.own || r.lending {
+                continue;
+            }
+            r.lending = true;
+            if r.receiving {
+                r.receiving = false;
+                self.registrar.stop_recv(io.token);
+            }
+            if !r.multishot && !r.asked && r.stash.is_empty() {
+                // Nothing in flight or queued: lent at once (a queued read work item
+                // lends it when it runs: see `Shared::prepare`).
+                self.lend(io);
+            }
+        }
+        ringed
+    }
+
+    /// Lend a ring-read stream whose multishot receive has ended, its input all
+    /// delivered: it is read as on epoll from now on, its input watched by the I/O
+    /// thread's poll (an edge comes at once for input already there) until a receiving
+    /// thread waits on it.
+    fn lend(&self, io: &mut PeerIo) {
+        if let Some(r) = io.ring.take() {
+            io.lent = Some(r.recvs_asked);
+            io.read_queued = false;
+            self.set_interest(io);
+        }
+    }
+
+    /// The I/O thread takes back a lent stream (`PeerIo::lent`) that no one reads or
+    /// waits on: the ring's multishot receive reads it again (if its socket takes input:
+    /// otherwise from when it does). Returns false, having done nothing, for a stream
+    /// that is not lent.
+    fn ring_again(&self, io: &mut PeerIo, wants: bool) -> bool {
+        let Some(recvs_asked) = io.lent.filter(|_| !io.silenced && !io.read_queued) else {
+            return false;
+        };
+        io.lent = None;
+        io.read_queued = true;
+        let mut r = RingRead {
+            recvs_asked,
+            ..RingRead::default()
+        };
+        if wants {
+            r.receiving = true;
+            r.multishot = true;
+            r.recvs_asked += 1;
+            self.registrar.recv(&io.stream, io.token);
+        }
+        io.ring = Some(r);
+        self.set_interest(io);
+        true
     }
 
     /// Register a peer's stream for what its state asks of the I/O thread: input unless

@@ -70,6 +70,30 @@ const NEEDED: [(u8, &str); 6] = [
     (opcode::AsyncCancel::CODE, "async cancel"),
 ];
 
+/// A ring of `entries` submission entries whose needed operations are there, and what
+/// the kernel has, or why there can be none.
+pub(crate) fn setup(entries: u32) -> Result<(IoUring, Probe), Unavailable> {
+    let ring = IoUring::builder()
+        // Completions beyond the queue's size wait in the kernel rather than get lost.
+        .setup_cqsize(entries.saturating_mul(4))
+        .build(entries)
+        .map_err(|e| match e.raw_os_error() {
+            Some(code) if code == rustix::io::Errno::NOSYS.raw_os_error() => {
+                Unavailable::NotInKernel
+            }
+            Some(code) if code == rustix::io::Errno::PERM.raw_os_error() => Unavailable::Refused,
+            _ => Unavailable::Setup(e),
+        })?;
+    let mut probe = Probe::new();
+    ring.submitter()
+        .register_probe(&mut probe)
+        .map_err(Unavailable::Setup)?;
+    if let Some((_, name)) = NEEDED.iter().find(|(op, _)| !probe.is_supported(*op)) {
+        return Err(Unavailable::MissingOperation(name));
+    }
+    Ok((ring, probe))
+}
+
 /// An io_uring instance whose needed operations were checked when it was made.
 pub struct Ring {
     pub(crate) ring: IoUring,
@@ -82,26 +106,7 @@ impl Ring {
     /// A ring of `entries` submission entries (rounded up to a power of two by the
     /// kernel), or why there can be none.
     pub fn new(entries: u32) -> Result<Ring, Unavailable> {
-        let ring = IoUring::builder()
-            // Completions beyond the queue's size wait in the kernel rather than get lost.
-            .setup_cqsize(entries.saturating_mul(4))
-            .build(entries)
-            .map_err(|e| match e.raw_os_error() {
-                Some(code) if code == rustix::io::Errno::NOSYS.raw_os_error() => {
-                    Unavailable::NotInKernel
-                }
-                Some(code) if code == rustix::io::Errno::PERM.raw_os_error() => {
-                    Unavailable::Refused
-                }
-                _ => Unavailable::Setup(e),
-            })?;
-        let mut probe = Probe::new();
-        ring.submitter()
-            .register_probe(&mut probe)
-            .map_err(Unavailable::Setup)?;
-        if let Some((_, name)) = NEEDED.iter().find(|(op, _)| !probe.is_supported(*op)) {
-            return Err(Unavailable::MissingOperation(name));
-        }
+        let (ring, probe) = setup(entries)?;
         Ok(Ring {
             send_zc: probe.is_supported(opcode::SendMsgZc::CODE),
             ring,

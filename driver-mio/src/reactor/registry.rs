@@ -81,6 +81,7 @@ impl Shared {
                             leased: false,
                             taken: VecDeque::new(),
                             ring: ring.then(RingRead::default),
+                            lent: None,
                         },
                     );
                 }

@@ -114,11 +114,13 @@ impl Shared {
         if s.lease_until.take().is_none() {
             return;
         }
-        for io in s.peers.values_mut().filter(|io| io.leased) {
+        for (&peer, io) in s.peers.iter_mut().filter(|(_, io)| io.leased) {
             io.leased = false;
             io.read_queued = false;
             io.silenced = false;
-            self.set_interest(io);
+            if !self.ring_again(io, s.core.wants_read(peer)) {
+                self.set_interest(io);
+            }
         }
     }
 
@@ -154,9 +156,13 @@ impl Shared {
         let Some(s) = st.sockets.get_mut(&id) else {
             return false;
         };
-        let eligible = !s.fd_waiting
-            && !s.peers.is_empty()
-            && s.peers.len() <= READ_HERE
+        let could = !s.fd_waiting && !s.peers.is_empty() && s.peers.len() <= READ_HERE;
+        // Streams the ring reads are lent first: this wait is on the condition variable,
+        // the next ones on the streams.
+        if could && self.ring && !ready(s) && self.lend_ring_streams(s) {
+            return false;
+        }
+        let eligible = could
             && !ready(s)
             && (s.peers.iter())
                 .all(|(&peer, io)| (!io.read_queued || io.leased) && s.core.wants_read(peer));

@@ -276,15 +276,18 @@ impl Shared {
         if work.write {
             return;
         }
-        let Some(io) = (st.sockets.get_mut(&work.id))
-            .and_then(|s| s.peers.get_mut(&work.peer))
-            .filter(|io| io.token == work.token)
-        else {
+        let Some(s) = st.sockets.get_mut(&work.id) else {
+            return;
+        };
+        let wants = s.core.wants_read(work.peer);
+        let Some(io) = (s.peers.get_mut(&work.peer)).filter(|io| io.token == work.token) else {
             return;
         };
         if io.silenced && !io.read_queued {
             io.silenced = false;
-            self.set_interest(io);
+            if !self.ring_again(io, wants) {
+                self.set_interest(io);
+            }
         }
     }
 
@@ -307,8 +310,11 @@ impl Shared {
             io.leased = false;
             io.read_queued = false;
             io.silenced = false;
-            self.set_interest(io);
-            queue(st, id, peer, false);
+            let wants = s.core.wants_read(peer);
+            if !self.ring_again(io, wants) {
+                self.set_interest(io);
+                queue(st, id, peer, false);
+            }
         }
     }
 
