@@ -17,9 +17,6 @@
 //!   it no longer reads them).
 //! - [`Wake`]: an eventfd that application threads write to wake the ring's thread, at
 //!   most one write per wait.
-//! - [`RecvWaiter`]: a thread's own small ring, on which a thread blocked in a receive
-//!   waits for its stream's input and reads it in one system call (or is woken through an
-//!   event counter), the read over, or cancelled, before the wait returns.
 //!
 //! This crate holds the driver's `unsafe` code: each block says why it is sound, and the
 //! tests drive every path over real sockets.
@@ -30,13 +27,11 @@
 mod bufring;
 mod ops;
 mod ring;
-mod waiter;
 mod wake;
 
 pub use bufring::{BufRing, Lent};
 pub use ops::{Accepted, Reaped, Received, Written, MAX_IOVECS};
 pub use ring::{Ring, Unavailable};
-pub use waiter::{RecvWaiter, Waited};
 pub use wake::Wake;
 
 /// Re-exported: the operations and completion flags are the `io-uring` crate's.

@@ -126,7 +126,7 @@ impl Shared {
             let job = match job {
                 // A ring-read stream: the ring writes it (in the next wait, with the rest
                 // of the turn's writes).
-                Job::Write(stream, bufs) if self.ring_writes(&stream) => {
+                Job::Write(stream, bufs) if self.ring_plain(&stream) => {
                     ring.to_write.push(RingWrite { work, stream, bufs });
                     continue;
                 }

@@ -61,7 +61,7 @@ impl Shared {
         // Writability only while a write is blocked (`Shared::set_interest`). A plain
         // stream of a ring backend is read by the ring: no readiness for input.
         let fd = stream.as_raw_fd();
-        let ring = self.ring && !matches!(stream, StdTransport::Tls(_));
+        let ring = self.ring_plain(&stream);
         let interest = (!ring).then_some(Interest::READABLE);
         match self.register(st, id, Io::Peer(peer), fd, interest) {
             Ok(token) => {

@@ -54,9 +54,10 @@ impl Shared {
         Some(id)
     }
 
-    /// Whether the I/O thread's writes to `stream` go through the ring: a plain stream of
-    /// the ring backend (the streams the ring reads).
-    pub(super) fn ring_writes(&self, stream: &StdTransport) -> bool {
+    /// Whether `stream` is a plain stream of the ring backend (not TLS): the ring reads it
+    /// (unless it lends it to a receiving thread), and the I/O thread's writes to it go
+    /// through the ring.
+    pub(super) fn ring_plain(&self, stream: &StdTransport) -> bool {
         self.ring && !matches!(stream, StdTransport::Tls(_))
     }
 
