@@ -867,8 +867,9 @@ impl Shared {
     /// Lend socket `s`'s ring-read streams to application threads (for
     /// [`wait_on_streams`](Self::wait_on_streams)): their multishot receives stop, and
     /// once what those took is delivered ([`ring_deliver`](Self::ring_deliver)) they are
-    /// read as on epoll (`PeerIo::lent`). Streams that read into their own buffer (bulk)
-    /// stay with the ring. Returns whether any stream is still the ring's.
+    /// read as on epoll (`PeerIo::lent`); a stream that reads into its own buffer is lent
+    /// once its read in flight completes. Returns whether any stream is still the
+    /// ring's.
     fn lend_ring_streams(&self, s: &mut Sock) -> bool {
         let mut ringed = false;
         for io in s.peers.values_mut() {
@@ -876,15 +877,15 @@ impl Shared {
                 continue;
             };
             ringed = true;
-            if r.own || r.lending {
+            if r.lending {
                 continue;
             }
             r.lending = true;
-            if r.receiving {
+            if r.receiving && !r.own {
                 r.receiving = false;
                 self.registrar.stop_recv(io.token);
             }
-            if !r.multishot && !r.asked && r.stash.is_empty() {
+            if !r.receiving && !r.multishot && !r.asked && r.stash.is_empty() {
                 // Nothing in flight or queued: lent at once (a queued read work item
                 // lends it when it runs: see `Shared::prepare`).
                 self.lend(io);

@@ -449,11 +449,14 @@ pub(super) struct RingPoller {
     read_of: HashMap<Token, u64>,
     /// Input to report with the next wait's (streams whose receives stopped at once).
     early: Vec<RingInput>,
-    /// The zero-copy sends whose notification is to come, by `user_data`: their streams.
-    zero_copy_of: HashMap<u64, Token>,
+    /// The zero-copy sends whose notification is to come, by `user_data`: their streams
+    /// (`None` once dropped).
+    zero_copy_of: HashMap<u64, Option<Token>>,
     /// The streams whose zero-copy sends the kernel copied after all (a peer on this
-    /// host): [`ZeroCopy::Auto`] sends no more of them so.
+    /// host), or would (a loopback peer): [`ZeroCopy::Auto`] sends no more of them so.
     copied: HashSet<Token>,
+    /// The tcp streams whose peer address [`ZeroCopy::Auto`] looked at.
+    looked: HashSet<Token>,
     /// Completions taken from the ring, and the polls and receives to arm again: kept to
     /// reuse their allocations from one wait to the next.
     reaped: Reaped,
@@ -498,6 +501,7 @@ impl RingPoller {
                 early: Vec::new(),
                 zero_copy_of: HashMap::new(),
                 copied: HashSet::new(),
+                looked: HashSet::new(),
                 reaped: Reaped::default(),
                 rearm: Vec::new(),
                 rearm_recv: Vec::new(),
@@ -623,6 +627,19 @@ impl RingPoller {
             self.write_seq += 1;
             let data = WRITE_TAG | self.write_seq;
             let fd = w.stream.as_raw_fd();
+            if mode == ZeroCopy::Auto && self.looked.insert(w.work.token) {
+                // The kernel copies whatever goes to a peer on this host (and says so only
+                // in a send's notification): to a loopback address, no zero-copy send is
+                // tried at all.
+                if let StdTransport::Tcp(tcp) = &*w.stream {
+                    if tcp
+                        .peer_addr()
+                        .is_ok_and(|a| a.ip().to_canonical().is_loopback())
+                    {
+                        self.copied.insert(w.work.token);
+                    }
+                }
+            }
             let zero_copy = self.ring.has_send_zc()
                 && matches!(*w.stream, StdTransport::Tcp(_))
                 && match mode {
@@ -642,7 +659,7 @@ impl RingPoller {
             match queued {
                 Ok(()) => {
                     if zero_copy {
-                        self.zero_copy_of.insert(data, w.work.token);
+                        self.zero_copy_of.insert(data, Some(w.work.token));
                     }
                     self.write_of.insert(w.work.token, data);
                     self.writes.insert(data, (w.work, w.stream));
@@ -754,6 +771,12 @@ impl RingPoller {
                     self.cancel_write(token);
                     self.cancel_read(token);
                     self.copied.remove(&token);
+                    self.looked.remove(&token);
+                    for of in self.zero_copy_of.values_mut() {
+                        if *of == Some(token) {
+                            *of = None;
+                        }
+                    }
                     self.recv_applied.remove(&token);
                 }
                 Change::Accept(fd, token) => {
@@ -892,8 +915,9 @@ impl RingPoller {
             }
         }
         for (data, copied) in reaped.zero_copy_done.drain(..) {
-            if let Some(token) = self.zero_copy_of.remove(&data) {
-                if copied && self.armed.contains_key(&token) {
+            // (A stream dropped meanwhile is forgotten: `None`.)
+            if let Some(Some(token)) = self.zero_copy_of.remove(&data) {
+                if copied {
                     self.copied.insert(token);
                 }
             }
@@ -1416,12 +1440,18 @@ mod write_tests {
             zero_copy
         };
         registrar.set_zero_copy(ZeroCopy::Auto);
+        // A loopback peer: never tried.
+        assert!(!write(&mut p, big.clone()), "to loopback: copied");
+        assert!(p.copied.contains(&Token(3)));
+        // As if the peer's address had said nothing (another address of this host, or a
+        // veth pair into another namespace): tried, until the kernel says it copied.
+        p.copied.clear();
         assert!(!write(&mut p, small.clone()), "below the threshold: copied");
         assert!(
             write(&mut p, big.clone()),
             "a first large write goes without copying"
         );
-        // Over loopback the kernel copied after all: the stream's writes copy from now on.
+        // On this host the kernel copied after all: the stream's writes copy from now on.
         assert!(p.copied.contains(&Token(3)));
         assert!(!write(&mut p, big.clone()));
         registrar.set_zero_copy(ZeroCopy::Always);
@@ -1436,10 +1466,10 @@ mod write_tests {
             &mut RingOut::default(),
             Some(Duration::ZERO),
         );
-        assert!(p.copied.is_empty());
+        assert!(p.copied.is_empty() && p.looked.is_empty());
         let mut got = vec![0u8; expected];
         reader.read_exact(&mut got).unwrap();
         assert_eq!(got.iter().filter(|&&b| b == 8).count(), small.len());
-        assert_eq!(got.iter().filter(|&&b| b == 7).count(), 5 * big.len());
+        assert_eq!(got.iter().filter(|&&b| b == 7).count(), 6 * big.len());
     }
 }
