@@ -33,7 +33,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
-use std::os::fd::{OwnedFd, RawFd};
+use std::os::fd::{BorrowedFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -241,13 +241,16 @@ impl Registrar {
 
     /// Accept connections on the listening socket `fd` through the ring (a multishot
     /// accept), reported under `token` in [`RingOut::accepted`], until [`deregister`].
-    /// Only for a ring poller.
+    /// Only for a ring poller. Fails if the descriptor cannot be duplicated (the ring
+    /// holds a duplicate while it may accept on it).
     ///
     /// [`deregister`]: Self::deregister
-    pub(super) fn accept(&self, fd: RawFd, token: Token) {
+    pub(super) fn accept(&self, fd: BorrowedFd<'_>, token: Token) -> io::Result<()> {
         if let Registrar::Ring(r) = self {
+            let fd = Arc::new(fd.try_clone_to_owned()?);
             r.change(Change::Accept(fd, token));
         }
+        Ok(())
     }
 
     /// Read `fd`'s input once into the spare capacity of `buf` (the stream's own input
@@ -325,8 +328,8 @@ enum Change {
     Disarm(Token),
     /// Stop polling for `token` (its receives, accepts and writes go on).
     Unpoll(Token),
-    /// Accept connections on the listener `fd` under `token`.
-    Accept(RawFd, Token),
+    /// Accept connections on the listener (a duplicate of its descriptor) under `token`.
+    Accept(Arc<OwnedFd>, Token),
     /// Receive the stream's input under `token`. (Streams, not descriptors: a stream is
     /// kept open while the ring may still take its descriptor, so that a descriptor closed
     /// and reused meanwhile is never read in its place.)
@@ -393,9 +396,12 @@ struct Recv {
 }
 
 /// A multishot accept of the ring.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Accept {
-    fd: RawFd,
+    /// The listener's descriptor, duplicated: held for as long as the accept may be armed
+    /// again, so that it never names another file (the listener closed, and its number
+    /// reused, before this thread took the change).
+    fd: Arc<OwnedFd>,
     generation: u32,
     /// The kernel ended it with an error: armed again at this time.
     retry: Option<Instant>,
@@ -606,9 +612,10 @@ impl RingPoller {
     }
 
     /// Submit a multishot accept for `token`.
-    fn arm_accept(&mut self, token: Token, accept: Accept) {
+    fn arm_accept(&mut self, token: Token, accept: &Accept) {
+        use std::os::fd::AsRawFd;
         let data = ACCEPT_BIT | Self::data(token, accept.generation);
-        self.ring.accept_multi(accept.fd, data);
+        self.ring.accept_multi(accept.fd.as_raw_fd(), data);
         self.accepts_armed += 1;
     }
 
@@ -694,14 +701,14 @@ impl RingPoller {
             match a.retry {
                 Some(t) if t <= now => {
                     a.retry = None;
-                    due.push((token, *a));
+                    due.push((token, a.clone()));
                 }
                 Some(t) => next = Some(next.map_or(t, |n| n.min(t))),
                 None => {}
             }
         }
         for (token, a) in due {
-            self.arm_accept(token, a);
+            self.arm_accept(token, &a);
         }
         next
     }
@@ -787,8 +794,8 @@ impl RingPoller {
                         generation: self.generation,
                         retry: None,
                     };
+                    self.arm_accept(token, &accept);
                     self.accepts.insert(token, accept);
-                    self.arm_accept(token, accept);
                 }
                 Change::Recv(stream, token) => {
                     use std::os::fd::AsRawFd;
@@ -897,8 +904,8 @@ impl RingPoller {
                 if failed {
                     accept.retry = Some(Instant::now() + ACCEPT_RETRY);
                 } else {
-                    let accept = *accept;
-                    self.arm_accept(token, accept);
+                    let accept = accept.clone();
+                    self.arm_accept(token, &accept);
                 }
             }
         }
@@ -1158,7 +1165,7 @@ pub(crate) fn ring_available() -> Result<(), Unavailable> {
 mod tests {
     use super::*;
     use std::net::{TcpListener, TcpStream};
-    use std::os::fd::AsRawFd;
+    use std::os::fd::AsFd;
 
     /// Wait in the ring until `done` says so (five seconds at most).
     fn wait_until(p: &mut RingPoller, got: &mut RingOut, mut done: impl FnMut(&RingOut) -> bool) {
@@ -1222,7 +1229,8 @@ mod tests {
         l.set_nonblocking(true).unwrap();
         let addr = l.local_addr().unwrap();
         let token = Token(7);
-        registrar.change(Change::Accept(l.as_raw_fd(), token));
+        let dup = Arc::new(l.as_fd().try_clone_to_owned().unwrap());
+        registrar.change(Change::Accept(dup.clone(), token));
         let mut got = RingOut::default();
         let c1 = TcpStream::connect(addr).unwrap();
         wait_until(&mut p, &mut got, |r| !r.accepted.is_empty());
@@ -1264,6 +1272,11 @@ mod tests {
             assert!(got.accepted.is_empty(), "accepted after disarm");
         }
         assert!(p.accepts.is_empty());
+        assert_eq!(
+            Arc::strong_count(&dup),
+            1,
+            "the ring let go of the listener"
+        );
         let (s3, _) = l.accept().expect("left in the backlog");
         assert_eq!(s3.peer_addr().unwrap(), c3.local_addr().unwrap());
     }

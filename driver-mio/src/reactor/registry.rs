@@ -5,7 +5,7 @@
 use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use zmtp_proto::socket::endpoint::WsEndpoint;
 
@@ -121,9 +121,8 @@ impl Shared {
         listening: io::Result<Listening>,
     ) {
         let registered = listening.and_then(|l| {
-            let fd = l.listener.as_raw_fd();
             let io = Io::Listener(endpoint);
-            let token = self.register_listener(st, id, io, fd)?;
+            let token = self.register_listener(st, id, io, l.listener.as_fd())?;
             Ok((l, token))
         });
         let Some(s) = st.sockets.get_mut(&id) else {

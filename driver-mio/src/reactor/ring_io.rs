@@ -2,7 +2,7 @@
 //! ring's multishot accepts, and the I/O thread's writes made by the ring.
 
 use std::io;
-use std::os::fd::{OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 
 use mio::{Interest, Token};
 use zmtp_driver::StdTransport;
@@ -20,14 +20,15 @@ impl Shared {
         st: &mut State,
         id: usize,
         io: Io,
-        fd: RawFd,
+        fd: BorrowedFd<'_>,
     ) -> io::Result<Token> {
         if !self.ring {
+            let fd = fd.as_raw_fd();
             return self.register(st, id, io, fd, Some(Interest::READABLE));
         }
         let token = Token(st.next_token);
         st.next_token += 1;
-        self.registrar.accept(fd, token);
+        self.registrar.accept(fd, token)?;
         st.tokens.insert(token, (id, io));
         Ok(token)
     }

@@ -301,7 +301,7 @@ impl Shared {
 mod tests {
     use std::time::Duration;
 
-    use crate::{Context, Message, MonitorEventKind, SocketType};
+    use crate::{Backend, Context, Message, MonitorEventKind, SocketType};
 
     /// Signals sent to the waiters of `socket`, and whether a thread waits on it.
     fn signals(socket: &crate::Socket) -> (usize, bool) {
@@ -345,5 +345,62 @@ mod tests {
             assert_eq!(got.frames().last().map(|f| &f[..]), Some(&b"hello"[..]));
             assert!(signals(&router).0 >= 1);
         });
+    }
+
+    /// Whether `socket`'s one peer is read by the ring, and whether it is lent to
+    /// receiving threads.
+    fn ring_state(socket: &crate::Socket) -> Option<(bool, bool)> {
+        let st = socket.shared.lock();
+        let io = st.sockets[&socket.id].peers.values().next()?;
+        Some((io.ring.is_some(), io.lent.is_some()))
+    }
+
+    /// On io_uring, a thread that waits in `recv` has the ring lend it the socket's
+    /// stream (read as on epoll, by that thread), and the I/O thread gives the stream back
+    /// to the ring's receive once the thread stays away past its lease; small messages
+    /// (shared buffers) and large ones (the stream's own buffer) go back and forth so,
+    /// every message whole and in order.
+    #[test]
+    fn a_ring_stream_is_lent_to_a_waiting_receiver_and_taken_back_after_its_lease() {
+        for size in [8usize, 100 << 10] {
+            let ctx = Context::with_backend(Backend::IoUring).expect("io_uring here");
+            let pull = ctx.socket(SocketType::Pull).unwrap();
+            let endpoint = pull.bind("tcp://127.0.0.1:*").unwrap();
+            let count = 300u32;
+            let sender = std::thread::spawn(move || {
+                let ctx = Context::with_backend(Backend::IoUring).unwrap();
+                let push = ctx.socket(SocketType::Push).unwrap();
+                push.connect(&endpoint).unwrap();
+                for i in 0..count {
+                    let mut body = vec![(i % 251) as u8; size];
+                    body[..4].copy_from_slice(&i.to_be_bytes());
+                    push.send(body).unwrap();
+                    std::thread::sleep(Duration::from_micros(300));
+                }
+                assert!(push.close().delivered_all());
+            });
+            let (mut ringed, mut lent) = (0, 0);
+            for i in 0..count {
+                if i % 10 == 9 {
+                    // Away past the lease: the I/O thread takes the stream back.
+                    std::thread::sleep(Duration::from_millis(6));
+                }
+                let m = pull
+                    .recv_timeout(Some(Duration::from_secs(10)))
+                    .unwrap_or_else(|e| panic!("{size} B: message {i}: {e}"));
+                let body = &m.frames()[0];
+                assert_eq!(body.len(), size, "message {i}");
+                assert_eq!(body[..4], i.to_be_bytes(), "{size} B: in order");
+                assert!(body[4..].iter().all(|&b| b == (i % 251) as u8), "whole");
+                match ring_state(&pull) {
+                    Some((true, _)) => ringed += 1,
+                    Some((false, true)) => lent += 1,
+                    _ => {}
+                }
+            }
+            sender.join().unwrap();
+            assert!(lent > 0, "{size} B: never lent ({ringed} times the ring's)");
+            assert!(ringed > 0, "{size} B: never taken back ({lent} times lent)");
+        }
     }
 }
