@@ -154,6 +154,9 @@ struct PeerIo {
     read_edge: bool,
     /// A writable edge came since the last write started (see `read_edge`).
     write_edge: bool,
+    /// The last read into the state machine's receive buffer filled the room it had: the
+    /// next has `READ_BUF` of room at least ([`Job::ReadInto`](work::Job::ReadInto)).
+    read_full: bool,
     /// An application thread waits on this stream itself ([`Shared::wait_on_streams`]):
     /// the I/O thread is not told of its input meanwhile.
     silenced: bool,

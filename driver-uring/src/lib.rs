@@ -18,6 +18,9 @@
 //! - [`Wake`]: an eventfd that application threads write to wake the ring's thread, at
 //!   most one write per wait.
 //!
+//! - [`read_into`]: a plain `read(2)` into a buffer's spare capacity, for the threads that
+//!   read a stream themselves, straight into its state machine's receive buffer.
+//!
 //! This crate holds the driver's `unsafe` code: each block says why it is sound, and the
 //! tests drive every path over real sockets.
 
@@ -26,11 +29,13 @@
 
 mod bufring;
 mod ops;
+mod read;
 mod ring;
 mod wake;
 
 pub use bufring::{BufRing, Lent};
 pub use ops::{Accepted, Reaped, Received, Written, MAX_IOVECS};
+pub use read::read_into;
 pub use ring::{Ring, Unavailable};
 pub use wake::Wake;
 

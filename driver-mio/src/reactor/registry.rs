@@ -76,6 +76,7 @@ impl Shared {
                             write_queued: false,
                             read_edge: false,
                             write_edge: false,
+                            read_full: false,
                             silenced: false,
                             interest,
                             leased: false,

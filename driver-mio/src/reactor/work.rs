@@ -3,12 +3,13 @@
 
 use std::collections::VecDeque;
 use std::io::{self, IoSlice};
+use std::os::fd::AsFd;
 use std::sync::{Arc, MutexGuard};
 
 use mio::Token;
 use zmtp_driver::StdTransport;
 use zmtp_proto::socket::PeerId;
-use zmtp_proto::{Bytes, Instant};
+use zmtp_proto::{Bytes, BytesMut, Instant};
 
 use super::waiters::Notify;
 use super::{Shared, State, READ_BUF};
@@ -44,14 +45,25 @@ pub(super) struct Work {
 
 /// A work item taken out of the state, to run without the lock.
 pub(super) enum Job {
+    /// A read through the stream (TLS), into the reading thread's buffer.
     Read(Arc<StdTransport>),
+    /// A read of a plain stream straight into its state machine's receive buffer, taken
+    /// out of it meanwhile: frames are then cut from that buffer without a copy.
+    ReadInto(Arc<StdTransport>, BytesMut),
     Write(Arc<StdTransport>, VecDeque<Bytes>),
 }
 
 /// How a job went.
 pub(super) enum Done {
-    /// What the read returned (the bytes are in the I/O thread's buffer).
+    /// What the read returned (the bytes are in the reading thread's buffer).
     Read(io::Result<usize>),
+    /// What a read into the receive buffer returned, the buffer (to give back), and the
+    /// room it had.
+    ReadInto {
+        buf: BytesMut,
+        room: usize,
+        result: io::Result<usize>,
+    },
     /// Bytes written, the chunks left, and why it stopped.
     Write {
         written: usize,
@@ -64,11 +76,13 @@ impl Done {
     /// Whether the job changed anything: bytes read or written, or the stream ended.
     fn progress(&self) -> bool {
         match self {
-            Done::Read(Ok(_)) => true,
-            Done::Read(Err(e)) => !matches!(
-                e.kind(),
-                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-            ),
+            Done::Read(result) | Done::ReadInto { result, .. } => match result {
+                Ok(_) => true,
+                Err(e) => !matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                ),
+            },
             Done::Write { written, end, .. } => *written > 0 || matches!(end, WriteEnd::Failed),
         }
     }
@@ -371,6 +385,18 @@ impl Shared {
                 return None;
             }
             io.read_edge = false;
+            if !matches!(*io.stream, StdTransport::Tls(_)) {
+                if let Some(mut buf) = s.core.take_read_buf(work.peer) {
+                    // The state machine's room (for what the next item needs, 4 KiB at
+                    // least), or more for a stream whose last read filled it: a stream
+                    // that trickles keeps small buffers, one that carries bulk reads in
+                    // large pieces.
+                    if io.read_full {
+                        buf.reserve(READ_BUF);
+                    }
+                    return Some(Job::ReadInto(io.stream.clone(), buf));
+                }
+            }
             return Some(Job::Read(io.stream.clone()));
         }
         if io.write_blocked {
@@ -413,39 +439,19 @@ impl Shared {
             // The stream was closed meanwhile: what it read or wrote no longer matters.
             return false;
         };
-        match done {
-            Done::Read(Ok(0)) => {
-                self.lose_peer(st, work.id, work.peer, now);
-                false
+        let (result, room, data) = match done {
+            Done::Read(result) => (result, buf.len(), Some(buf)),
+            Done::ReadInto {
+                buf: rx,
+                room,
+                result,
+            } => {
+                s.core.restore_read_buf(work.peer, rx);
+                if let Ok(n) = result {
+                    io.read_full = n == room;
+                }
+                (result, room, None)
             }
-            Done::Read(Ok(n)) => {
-                let data = buf.get(..n).unwrap_or_default();
-                s.core.handle_received(work.peer, now, data);
-                if io.stream.pending_output() {
-                    // TLS records the read made (handshake messages) the stream did not
-                    // take at once.
-                    queue(st, work.id, work.peer, true);
-                    return true;
-                }
-                if n < buf.len() && !io.read_edge {
-                    // A short read emptied the stream: the next data raises a new edge.
-                    io.read_queued = false;
-                    false
-                } else {
-                    true
-                }
-            }
-            Done::Read(Err(e)) => match e.kind() {
-                io::ErrorKind::WouldBlock if !io.read_edge => {
-                    io.read_queued = false;
-                    false
-                }
-                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => true,
-                _ => {
-                    self.lose_peer(st, work.id, work.peer, now);
-                    false
-                }
-            },
             Done::Write { written, rest, end } => {
                 io.taken = rest;
                 let again = match end {
@@ -469,8 +475,47 @@ impl Shared {
                 if matches!(end, WriteEnd::Failed) {
                     self.lose_peer(st, work.id, work.peer, now);
                 }
-                again
+                return again;
             }
+        };
+        match result {
+            Ok(0) => {
+                self.lose_peer(st, work.id, work.peer, now);
+                false
+            }
+            Ok(n) => {
+                match data {
+                    Some(data) => {
+                        let data = data.get(..n).unwrap_or_default();
+                        s.core.handle_received(work.peer, now, data);
+                    }
+                    None => s.core.handle_input(work.peer, now),
+                }
+                if io.stream.pending_output() {
+                    // TLS records the read made (handshake messages) the stream did not
+                    // take at once.
+                    queue(st, work.id, work.peer, true);
+                    return true;
+                }
+                if n < room && !io.read_edge {
+                    // A short read emptied the stream: the next data raises a new edge.
+                    io.read_queued = false;
+                    false
+                } else {
+                    true
+                }
+            }
+            Err(e) => match e.kind() {
+                io::ErrorKind::WouldBlock if !io.read_edge => {
+                    io.read_queued = false;
+                    false
+                }
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => true,
+                _ => {
+                    self.lose_peer(st, work.id, work.peer, now);
+                    false
+                }
+            },
         }
     }
 
@@ -560,6 +605,15 @@ pub(super) fn consume(chunks: &mut VecDeque<Bytes>, mut n: usize) {
 pub(super) fn run(job: Job, buf: &mut [u8]) -> Done {
     match job {
         Job::Read(stream) => Done::Read(stream.read(buf)),
+        Job::ReadInto(stream, mut buf) => {
+            if buf.capacity() == buf.len() {
+                // Never a read of nothing (which would read as the stream's end).
+                buf.reserve(READ_BUF);
+            }
+            let room = buf.capacity() - buf.len();
+            let result = zmtp_uring::read_into(stream.as_fd(), &mut buf);
+            Done::ReadInto { buf, room, result }
+        }
         Job::Write(stream, mut rest) => {
             let mut written = 0;
             let end = loop {
