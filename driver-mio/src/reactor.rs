@@ -23,9 +23,10 @@
 //! - A thread about to block in `recv` with no message ready waits on the socket's
 //!   streams itself, in `poll(2)` ([`Shared::wait_on_streams`]), and reads them when
 //!   they have input: a message costs no hop through the I/O thread. It claims the
-//!   streams as a running read does (so that no two threads read one stream) and
-//!   registers them with the I/O thread's poll for no input ("silenced"), so that the
-//!   I/O thread is not woken for them. Afterwards they stay so for a short lease, for
+//!   streams as a running read does (so that no two threads read one stream) and takes
+//!   them out of the I/O thread's poll ("silenced"), so that the I/O thread is not woken
+//!   for them (a registration for any readiness a stream never has would still wake it
+//!   for every segment that comes in). Afterwards they stay so for a short lease, for
 //!   the next `recv` to read or wait on them again without registering them in between;
 //!   a readiness event, a resume after RCVHWM, a thread that sleeps on a condition
 //!   variable instead, or the lease's end gives them back to the I/O thread, which
@@ -41,6 +42,13 @@
 //!   signalled only when a message is ready or the socket closed: on a server, peers'
 //!   handshakes and writes do not wake its receiving thread.
 //! - Streams are registered for writability only while a write to them is blocked.
+//! - A thread reads a plain stream straight into its state machine's receive buffer
+//!   (taken out of it while the read runs, 64 KiB of room once a read filled what it
+//!   had), so that received bytes are not copied again; frames are cut from that buffer.
+//! - On io_uring, the ring reads a socket's streams while no thread waits on them; a
+//!   thread that would wait on them has the ring lend them (`Shared::lend_ring_streams`),
+//!   reads them as above while it keeps coming back, and the I/O thread gives them back to
+//!   the ring when its lease runs out.
 //!
 //! Every protocol decision is the core's; this module moves bytes.
 //!
