@@ -238,6 +238,22 @@ struct Listener {
     token: Token,
     /// The socket file of an `ipc://` path, removed when listening stops.
     _socket_file: Option<SocketFile>,
+    /// The ring accepts on it (io_uring backend).
+    ring: bool,
+}
+
+impl Drop for Listener {
+    /// On the ring, the accept in flight holds the listening socket until the ring's
+    /// thread has cancelled it, after this returns (even after the context is gone): a
+    /// tcp listener is shut down first, which takes it off its port at once, as closing it
+    /// does on epoll, so that a program that unbinds, or drops its context, and binds the
+    /// port again finds it free. (An abstract `ipc://@name` stays taken until the ring lets
+    /// go: a shutdown does not unbind a unix socket.)
+    fn drop(&mut self) {
+        if let (true, StdListener::Tcp(l)) = (self.ring, &self.listener) {
+            let _ = rustix::net::shutdown(l, rustix::net::Shutdown::Read);
+        }
+    }
 }
 
 /// The UDP socket of a `udp://` endpoint; a bound one is registered for input under

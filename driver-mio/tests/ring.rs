@@ -237,3 +237,19 @@ fn a_stream_that_ends_while_its_input_is_held_back_loses_none_of_it() {
         sender.join().unwrap();
     }
 }
+
+#[test]
+fn a_port_is_free_again_once_its_ring_context_is_dropped() {
+    // The ring's accept holds the listening socket while it is armed: dropping the socket
+    // and its context must let the port go, for a program restarted at once.
+    for _ in 0..20 {
+        let ctx = ring();
+        let rep = ctx.socket(SocketType::Rep).unwrap();
+        let endpoint = rep.bind("tcp://127.0.0.1:*").unwrap();
+        let port = endpoint.rsplit(':').next().unwrap().to_string();
+        drop(rep);
+        drop(ctx);
+        let again = std::net::TcpListener::bind(format!("127.0.0.1:{port}"));
+        assert!(again.is_ok(), "port {port} still taken: {again:?}");
+    }
+}

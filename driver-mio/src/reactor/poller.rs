@@ -434,6 +434,10 @@ pub(super) struct RingPoller {
     bufs: BufRing,
     /// The accepts, by listener token.
     accepts: HashMap<Token, Accept>,
+    /// Accepts cancelled whose last completion has not come, by `user_data`: each holds
+    /// its listening socket open until then (dropping the poller waits for them, so that
+    /// the port is free once the context is gone).
+    accepts_ending: HashSet<u64>,
     /// Accepts submitted so far (armed again included).
     accepts_armed: u64,
     /// The writes in flight, by `user_data`: the work item to complete, and the stream,
@@ -495,6 +499,7 @@ impl RingPoller {
                 recvs: HashMap::new(),
                 bufs,
                 accepts: HashMap::new(),
+                accepts_ending: HashSet::new(),
                 accepts_armed: 0,
                 writes: HashMap::new(),
                 write_of: HashMap::new(),
@@ -622,7 +627,11 @@ impl RingPoller {
     /// Cancel the accept for `token`, if there is one.
     fn cancel_accept(&mut self, token: Token) {
         if let Some(old) = self.accepts.remove(&token) {
-            self.cancel(ACCEPT_BIT | Self::data(token, old.generation));
+            let data = ACCEPT_BIT | Self::data(token, old.generation);
+            self.cancel(data);
+            if old.retry.is_none() {
+                self.accepts_ending.insert(data);
+            }
         }
     }
 
@@ -882,6 +891,9 @@ impl RingPoller {
         let mut reaped = std::mem::take(&mut self.reaped);
         self.ring.reap(&mut reaped);
         for a in reaped.accepted.drain(..) {
+            if !a.more {
+                self.accepts_ending.remove(&a.user_data);
+            }
             let token = Token(((a.user_data & !(RECV_BIT | ACCEPT_BIT)) >> 32) as usize);
             let generation = a.user_data as u32;
             let Some(accept) =
@@ -1069,6 +1081,7 @@ impl Drop for RingPoller {
         let accepts: HashSet<u64> = (self.accepts.iter())
             .filter(|(_, a)| a.retry.is_none())
             .map(|(&t, a)| ACCEPT_BIT | Self::data(t, a.generation))
+            .chain(self.accepts_ending.iter().copied())
             .collect();
         live.extend(&accepts);
         // Writes waiting for room are cancelled, and their chunks freed when they end.

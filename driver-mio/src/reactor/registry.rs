@@ -136,6 +136,7 @@ impl Shared {
                     listener: l.listener,
                     token,
                     _socket_file: l.socket_file,
+                    ring: self.ring,
                 };
                 s.listeners.insert(endpoint, listener);
                 // As the socket names it (`ws://` over the TCP listener).
