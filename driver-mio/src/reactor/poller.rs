@@ -207,21 +207,21 @@ impl Registrar {
     ///
     /// [`register`]: Self::register
     pub(super) fn unpoll(&self, fd: RawFd, token: Token) -> io::Result<()> {
-        match self {
-            Registrar::Mio { registry, .. } => registry.deregister(&mut SourceFd(&fd)),
-            Registrar::Ring(r) => {
-                r.change(Change::Unpoll(token));
-                Ok(())
-            }
-        }
+        self.unregister(fd, Change::Unpoll(token))
     }
 
     /// Drop the registration of `fd` under `token`.
     pub(super) fn deregister(&self, fd: RawFd, token: Token) -> io::Result<()> {
+        self.unregister(fd, Change::Disarm(token))
+    }
+
+    /// Take `fd` out of the poll: on epoll, deregister it; on the ring, queue `change`
+    /// (which says how much of its token's requests end).
+    fn unregister(&self, fd: RawFd, change: Change) -> io::Result<()> {
         match self {
             Registrar::Mio { registry, .. } => registry.deregister(&mut SourceFd(&fd)),
             Registrar::Ring(r) => {
-                r.change(Change::Disarm(token));
+                r.change(change);
                 Ok(())
             }
         }
