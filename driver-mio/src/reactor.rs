@@ -187,9 +187,8 @@ struct PeerIo {
     /// (`read_queued`), so that no application thread claims it.
     ring: Option<RingRead>,
     /// A ring-read stream lent to application threads (`RingRead::lending`): read as on
-    /// epoll until the I/O thread takes it back (the end of a lease, or a receiving
-    /// thread that sleeps without waiting on it), when the ring's receive starts again
-    /// ([`Shared::ring_again`]). It holds how many multishot receives the stream was
+    /// epoll until a lease of it runs out (no thread came back to it in time), when the
+    /// ring's receive starts again ([`Shared::ring_again`]). It holds how many multishot receives the stream was
     /// asked for before (the ring's [`RingIn::Stopped`] counts on from there).
     lent: Option<u32>,
 }

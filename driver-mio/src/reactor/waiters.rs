@@ -114,13 +114,15 @@ impl Shared {
         if s.lease_until.take().is_none() {
             return;
         }
-        for (&peer, io) in s.peers.iter_mut().filter(|(_, io)| io.leased) {
+        // A lent ring stream stays lent (the I/O thread reads it as on epoll): given back
+        // to the ring here, a socket with streams lent at different times would take one
+        // back each time another's lending made this thread sleep here, and never wait on
+        // them all. Leases that run out give streams back (`end_leases`).
+        for io in s.peers.values_mut().filter(|io| io.leased) {
             io.leased = false;
             io.read_queued = false;
             io.silenced = false;
-            if !self.ring_again(io, s.core.wants_read(peer)) {
-                self.set_interest(io);
-            }
+            self.set_interest(io);
         }
     }
 
@@ -375,14 +377,15 @@ mod tests {
                     let mut body = vec![(i % 251) as u8; size];
                     body[..4].copy_from_slice(&i.to_be_bytes());
                     push.send(body).unwrap();
-                    std::thread::sleep(Duration::from_micros(300));
+                    std::thread::sleep(Duration::from_millis(1));
                 }
                 assert!(push.close().delivered_all());
             });
             let (mut ringed, mut lent) = (0, 0);
             for i in 0..count {
-                if i % 10 == 9 {
-                    // Away past the lease: the I/O thread takes the stream back.
+                if i % 20 == 19 {
+                    // Away past the lease: the I/O thread takes the stream back. (Then
+                    // the receiver catches up with the sender, and waits again.)
                     std::thread::sleep(Duration::from_millis(6));
                 }
                 let m = pull
@@ -402,5 +405,48 @@ mod tests {
             assert!(lent > 0, "{size} B: never lent ({ringed} times the ring's)");
             assert!(ringed > 0, "{size} B: never taken back ({lent} times lent)");
         }
+    }
+
+    /// A socket with two ring-read peers, the second connected later: once both are lent,
+    /// the receiving thread waits on both itself.
+    #[test]
+    fn every_stream_of_a_socket_is_lent_to_its_waiting_receiver() {
+        let ctx = Context::with_backend(Backend::IoUring).expect("io_uring here");
+        let pull = ctx.socket(SocketType::Pull).unwrap();
+        let endpoint = pull.bind("tcp://127.0.0.1:*").unwrap();
+        let senders: Vec<_> = (0..2u32)
+            .map(|n| {
+                let endpoint = endpoint.clone();
+                std::thread::spawn(move || {
+                    // The second comes later: the first is lent (and leased) by then.
+                    std::thread::sleep(Duration::from_millis(30 * u64::from(n)));
+                    let ctx = Context::with_backend(Backend::IoUring).unwrap();
+                    let push = ctx.socket(SocketType::Push).unwrap();
+                    push.connect(&endpoint).unwrap();
+                    for i in 0..200u32 {
+                        push.send(format!("{n}:{i}")).unwrap();
+                        std::thread::sleep(Duration::from_micros(500));
+                    }
+                    assert!(push.close().delivered_all());
+                })
+            })
+            .collect();
+        let mut next = [0u32; 2];
+        let mut all_lent = 0;
+        for _ in 0..400 {
+            let m = pull.recv_timeout(Some(Duration::from_secs(10))).unwrap();
+            let text = m.to_str().unwrap().to_string();
+            let (n, i) = text.split_once(':').unwrap();
+            let n: usize = n.parse().unwrap();
+            assert_eq!(i.parse::<u32>().unwrap(), next[n], "each sender's in order");
+            next[n] += 1;
+            let st = pull.shared.lock();
+            let peers = &st.sockets[&pull.id].peers;
+            all_lent += usize::from(peers.len() == 2 && peers.values().all(|io| io.lent.is_some()));
+        }
+        for s in senders {
+            s.join().unwrap();
+        }
+        assert!(all_lent > 0, "never were both streams lent at once");
     }
 }

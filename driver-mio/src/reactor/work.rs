@@ -290,18 +290,15 @@ impl Shared {
         if work.write {
             return;
         }
-        let Some(s) = st.sockets.get_mut(&work.id) else {
-            return;
-        };
-        let wants = s.core.wants_read(work.peer);
-        let Some(io) = (s.peers.get_mut(&work.peer)).filter(|io| io.token == work.token) else {
+        let Some(io) = (st.sockets.get_mut(&work.id))
+            .and_then(|s| s.peers.get_mut(&work.peer))
+            .filter(|io| io.token == work.token)
+        else {
             return;
         };
         if io.silenced && !io.read_queued {
             io.silenced = false;
-            if !self.ring_again(io, wants) {
-                self.set_interest(io);
-            }
+            self.set_interest(io);
         }
     }
 
