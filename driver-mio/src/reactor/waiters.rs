@@ -115,9 +115,9 @@ impl Shared {
             return;
         }
         // A lent ring stream stays lent (the I/O thread reads it as on epoll): given back
-        // to the ring here, a socket with streams lent at different times would take one
-        // back each time another's lending made this thread sleep here, and never wait on
-        // them all. Leases that run out give streams back (`end_leases`).
+        // to the ring here, one of a socket's streams would go back each time another's
+        // lending made this thread sleep here, to be lent again on its next wait. Leases
+        // that run out give streams back (`end_leases`).
         for io in s.peers.values_mut().filter(|io| io.leased) {
             io.leased = false;
             io.read_queued = false;
