@@ -470,6 +470,12 @@ impl Buffered {
 
     /// Append one data frame to the send buffer.
     pub fn send_frame(&mut self, body: &[u8], more: bool) -> Result<(), EncodeError> {
+        // A large clear body is copied once, into a segment of its own, which the writer
+        // takes by reference: copied into the encode buffer, it would be copied again
+        // when the output is taken as owned chunks (`transmit_bytes`).
+        if body.len() >= SHARED_BODY_MIN && !self.conn.encrypts() && self.ws.is_none() {
+            return self.send_frame_shared(&Bytes::copy_from_slice(body), more);
+        }
         // The common case: a clear frame written straight into room the encode buffer
         // already has (ZWS frames are translated by `encode`).
         if let Some(Segment::Encoded { buf, used }) =
