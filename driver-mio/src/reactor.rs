@@ -16,7 +16,8 @@
 //!   written by the sending thread itself, the same way, rather than handed to the I/O
 //!   thread and back ([`Shared::send_with`]). Only the first send of a burst does so
 //!   (see [`Sock::claim_write`]): the rest queue behind it for the I/O thread, which
-//!   writes them in bulk.
+//!   writes them in bulk. A send that leaves a batch to write (`send_many`, a large
+//!   message) writes it itself whenever the stream is idle, burst or not.
 //! - A thread about to block in `send`, `recv` or `close` first runs its socket's queued
 //!   work items itself (those the I/O thread has not taken yet): it has a CPU, which a
 //!   woken I/O thread may wait for when threads outnumber CPUs.
@@ -107,6 +108,9 @@ const LEASE: Duration = Duration::from_millis(2);
 /// Sends that find their stream idle less than this apart are a burst: the first is
 /// written by the sending thread, the rest by the I/O thread ([`Sock::claim_write`]).
 const INLINE_GAP: Duration = Duration::from_micros(50);
+/// Output at least this long is written by the sending thread whenever its stream is idle,
+/// burst or not: one system call is then spread over enough messages.
+const INLINE_BATCH: usize = 8 * 1024;
 
 /// The least room a read into a stream's own input buffer gets (io_uring backend).
 const OWN_READ_ROOM: usize = 2 * poller::RECV_BUFFER_SIZE;
@@ -293,6 +297,9 @@ pub(crate) struct Sock {
     /// Signals sent to this socket's waiters, for tests.
     #[cfg(test)]
     signals: usize,
+    /// Writes claimed by sending threads ([`Sock::claim_write`]).
+    #[cfg(test)]
+    inline_writes: usize,
     /// Signalled, while threads wait, whenever the socket may have become readable,
     /// writable or closed.
     cond: Arc<Condvar>,
@@ -414,7 +421,9 @@ impl Sock {
     /// queued or running, none blocked, nothing taken and unwritten) and no burst is
     /// under way: a thread waited on the socket since the last such write, or no send
     /// found the stream idle for [`INLINE_GAP`]. Later sends of a burst queue their
-    /// output behind it for the I/O thread, which writes it in bulk.
+    /// output behind it for the I/O thread, which writes it in bulk, unless they leave
+    /// [`INLINE_BATCH`] or more to write: a batch (`send_many`, a large message) is worth
+    /// its own system call, and writing it here keeps the I/O thread off the CPU.
     fn claim_write(&mut self, id: usize, peer: PeerId, now: Instant) -> Option<Work> {
         let io = self.peers.get_mut(&peer)?;
         if io.write_queued || io.write_blocked || !io.taken.is_empty() {
@@ -422,11 +431,15 @@ impl Sock {
         }
         let gap = now.saturating_duration_since(self.idle_send);
         self.idle_send = now;
-        if !self.waited && gap < INLINE_GAP {
+        if !self.waited && gap < INLINE_GAP && self.core.queued_len(peer) < INLINE_BATCH {
             return None;
         }
         self.waited = false;
         io.write_queued = true;
+        #[cfg(test)]
+        {
+            self.inline_writes += 1;
+        }
         Some(Work {
             id,
             peer,
@@ -607,6 +620,8 @@ impl Shared {
                 waiting_other: false,
                 #[cfg(test)]
                 signals: 0,
+                #[cfg(test)]
+                inline_writes: 0,
                 cond: Arc::new(Condvar::new()),
                 waited: true,
                 idle_send: Instant::ZERO,

@@ -643,3 +643,77 @@ pub(super) fn run(job: Job, buf: &mut [u8]) -> Done {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::{Context, SocketType};
+
+    /// Writes claimed by `socket`'s sending threads so far.
+    fn inline_writes(socket: &crate::Socket) -> usize {
+        socket.shared.lock().sockets[&socket.id].inline_writes
+    }
+
+    /// A batch of sends (`send_many`) that finds its stream idle is written by the
+    /// sending thread, however soon after the last; a burst of single small sends is
+    /// left to the I/O thread after its first.
+    #[test]
+    fn batches_are_written_by_their_sender_and_bursts_of_small_sends_by_the_io_thread() {
+        const BATCHES: usize = 20;
+        const PER_BATCH: usize = 200;
+        const SINGLES: usize = 2000;
+        let ctx = Context::new().unwrap();
+        let pull = ctx.socket(SocketType::Pull).unwrap();
+        pull.set_rcvtimeo(Some(Duration::from_secs(20)));
+        let endpoint = pull.bind("tcp://127.0.0.1:*").unwrap();
+        let push = ctx.socket(SocketType::Push).unwrap();
+        push.connect(&endpoint).unwrap();
+        push.send_slice(b"hello").unwrap();
+        assert_eq!(&pull.recv().unwrap().frames()[0][..], b"hello");
+        let bodies = vec![[7u8; 64]; PER_BATCH];
+        let counted = |send: &dyn Fn(), messages: usize| {
+            let before = inline_writes(&push);
+            std::thread::scope(|scope| {
+                let receiver = scope.spawn(|| {
+                    for _ in 0..messages {
+                        let msg = pull.recv().unwrap();
+                        assert_eq!(&msg.frames()[0][..], &[7u8; 64][..]);
+                    }
+                });
+                send();
+                receiver.join().unwrap();
+            });
+            inline_writes(&push) - before
+        };
+        let batches = counted(
+            &|| {
+                for _ in 0..BATCHES {
+                    let mut rest = &bodies[..];
+                    while !rest.is_empty() {
+                        rest = &rest[push.send_many(rest).unwrap()..];
+                    }
+                }
+            },
+            BATCHES * PER_BATCH,
+        );
+        // Every batch found its stream idle unless a write of the one before was partial.
+        assert!(
+            batches >= BATCHES / 2,
+            "{batches} of {BATCHES} batches were written by the sending thread"
+        );
+        let singles = counted(
+            &|| {
+                for _ in 0..SINGLES {
+                    push.send_slice(&[7u8; 64]).unwrap();
+                }
+            },
+            SINGLES,
+        );
+        // Only a send that comes after a pause writes itself.
+        assert!(
+            singles < SINGLES / 4,
+            "{singles} of {SINGLES} single sends were written by the sending thread"
+        );
+    }
+}

@@ -24,6 +24,14 @@ impl Socket {
         }
     }
 
+    /// Bytes queued for a peer's stream and not yet written (0 for a peer without one).
+    pub fn queued_len(&self, peer: PeerId) -> usize {
+        self.peers
+            .get(&peer)
+            .and_then(|p| p.stream.as_ref())
+            .map_or(0, |s| s.conn.queued_len())
+    }
+
     /// Queue the connection's control frames and mark the peer for writing if it has output.
     pub(super) fn after_output(&mut self, peer: PeerId) {
         if let Some(s) = self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) {
