@@ -320,6 +320,23 @@ fn shared_chunks_hand_large_bodies_over_without_copying() {
         }
     }
     assert_eq!(got.as_deref(), Some(&slice[..]));
+    // The memory such bodies are copied to is reused once nothing holds them any more,
+    // and not while something does.
+    let body_of = |a: &mut Buffered| {
+        a.send_frame(&slice, false).unwrap();
+        let mut chunks = Vec::new();
+        a.transmit_bytes(|c| chunks.push(c));
+        a.advance(a.queued_len());
+        chunks.pop().unwrap()
+    };
+    let held = body_of(&mut a);
+    let while_held = body_of(&mut a);
+    assert_ne!(held.as_ptr(), while_held.as_ptr());
+    let (first, second) = (held.as_ptr(), while_held.as_ptr());
+    drop((held, while_held));
+    let again = body_of(&mut a);
+    assert!(again.as_ptr() == first || again.as_ptr() == second);
+    assert_eq!(&again[..], &slice[..]);
     // Just below the threshold, the body is encoded with its header.
     a.send_frame(&slice[1..], false).unwrap();
     let mut lens = Vec::new();
