@@ -13,9 +13,14 @@
 //! - Latency (REQ/REP): a ping-pong. The REQ writes what a ZeroMQ REQ writes (an empty
 //!   delimiter frame with MORE, then the body frame) in one write and reads until the reply
 //!   is whole; the REP reads a whole request and writes the same bytes back in one write.
+//!   With `ZMTP_BENCH_RAW_WAIT=poll` both sides' sockets are non-blocking and every read
+//!   that would block first waits in `poll(2)` on the socket and an eventfd, as a thread
+//!   that can be woken for something else must (a driver's receiving thread): the floor
+//!   for such a wait, against the blocking `read` of the default.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::time::Instant;
 
@@ -42,22 +47,96 @@ enum Stream {
 
 impl Read for Stream {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match self {
+        self.retry(libc::POLLIN, |s| match s {
             Stream::Tcp(s) => s.read(buf),
             Stream::Unix(s) => s.read(buf),
-        }
+        })
     }
 }
 
 impl Write for Stream {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match self {
+        self.retry(libc::POLLOUT, |s| match s {
             Stream::Tcp(s) => s.write(buf),
             Stream::Unix(s) => s.write(buf),
-        }
+        })
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The eventfd a `ZMTP_BENCH_RAW_WAIT=poll` peer waits on beside its socket (never
+/// written: it stands for the wake-ups a real receiver must be open to).
+static POLL_WAIT: std::sync::OnceLock<std::os::fd::OwnedFd> = std::sync::OnceLock::new();
+
+/// With `ZMTP_BENCH_RAW_WAIT=poll`, make `stream` non-blocking, its reads waiting in
+/// `poll(2)` (round trips only: the throughput peers block).
+fn poll_wait(stream: &Stream) -> Result<(), String> {
+    match std::env::var("ZMTP_BENCH_RAW_WAIT").as_deref() {
+        Err(_) | Ok("read") => return Ok(()),
+        Ok("poll") => {}
+        Ok(other) => return Err(format!("ZMTP_BENCH_RAW_WAIT={other}: read or poll")),
+    }
+    // SAFETY: eventfd(2) with valid flags; a non-negative result is a new descriptor that
+    // nothing else owns.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(err(std::io::Error::last_os_error()));
+    }
+    // SAFETY: `fd` was just created and is owned here alone.
+    let _ = POLL_WAIT.set(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) });
+    match stream {
+        Stream::Tcp(s) => s.set_nonblocking(true),
+        Stream::Unix(s) => s.set_nonblocking(true),
+    }
+    .map_err(err)
+}
+
+impl Stream {
+    /// `op` (a read or a write), after waits for `events` while it would block (only
+    /// with `ZMTP_BENCH_RAW_WAIT=poll`: otherwise the socket blocks).
+    fn retry(
+        &mut self,
+        events: libc::c_short,
+        mut op: impl FnMut(&mut Stream) -> std::io::Result<usize>,
+    ) -> std::io::Result<usize> {
+        loop {
+            match (op(self), POLL_WAIT.get()) {
+                (Err(e), Some(wake)) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    self.wait(wake, events)?
+                }
+                (done, _) => return done,
+            }
+        }
+    }
+
+    /// Wait until the socket has `events` or `wake` is readable.
+    fn wait(&self, wake: &std::os::fd::OwnedFd, events: libc::c_short) -> std::io::Result<()> {
+        let fd = match self {
+            Stream::Tcp(s) => s.as_raw_fd(),
+            Stream::Unix(s) => s.as_raw_fd(),
+        };
+        let mut fds = [
+            libc::pollfd {
+                fd,
+                events,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: wake.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: `fds` is a valid array of two pollfd for the duration of the call.
+        if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
         Ok(())
     }
 }
@@ -248,6 +327,7 @@ fn send_all(mut stream: Stream, args: &PeerArgs) -> Result<(), String> {
 }
 
 fn echo(stream: Stream, args: &PeerArgs) -> Result<(), String> {
+    poll_wait(&stream)?;
     let mut input = Input::new(stream, 2 * frame_len(args.size) + 64);
     let mut reply = Vec::with_capacity(frame_len(args.size) + 2);
     for i in 0..args.warmup + args.count {
@@ -266,6 +346,7 @@ fn echo(stream: Stream, args: &PeerArgs) -> Result<(), String> {
 }
 
 fn round_trips(stream: Stream, args: &PeerArgs) -> Result<String, String> {
+    poll_wait(&stream)?;
     let mut input = Input::new(stream, 2 * frame_len(args.size) + 64);
     let mut msg = vec![0u8; args.size];
     let mut request = Vec::with_capacity(frame_len(args.size) + 2);
