@@ -98,11 +98,6 @@ pub struct Buffered {
     tx_len: usize,
     /// An emptied encode buffer kept for reuse.
     spare: Vec<u8>,
-    /// Where large bodies given as slices are copied ([`send_frame`](Self::send_frame)):
-    /// each is split off as a segment of its own, and the allocation is reused once all
-    /// of them were written and dropped (so a stream of large sends does not fault in
-    /// fresh pages for every message).
-    bodies: BytesMut,
     /// The ZWS layer of a `ws://` stream: `rx` and the connection's output are then ZMTP
     /// translated from and to WebSocket bytes (see [`Buffered::wrap_ws`]).
     ws: Option<Box<Zws>>,
@@ -162,7 +157,6 @@ impl Buffered {
             tx_head: 0,
             tx_len: 0,
             spare: Vec::new(),
-            bodies: BytesMut::new(),
             ws: None,
             raw: false,
         }
@@ -476,18 +470,6 @@ impl Buffered {
 
     /// Append one data frame to the send buffer.
     pub fn send_frame(&mut self, body: &[u8], more: bool) -> Result<(), EncodeError> {
-        // A large clear body is copied once, into a segment of its own, which the writer
-        // takes by reference: copied into the encode buffer, it would be copied again
-        // when the output is taken as owned chunks (`transmit_bytes`).
-        if body.len() >= SHARED_BODY_MIN && !self.conn.encrypts() && self.ws.is_none() {
-            if self.bodies.capacity() < body.len() {
-                // In place when nothing split from it is still held, else a new one.
-                self.bodies.reserve(body.len());
-            }
-            self.bodies.extend_from_slice(body);
-            let body = self.bodies.split().freeze();
-            return self.send_frame_shared(&body, more);
-        }
         // The common case: a clear frame written straight into room the encode buffer
         // already has (ZWS frames are translated by `encode`).
         if let Some(Segment::Encoded { buf, used }) =
