@@ -167,6 +167,7 @@ impl Drop for Context {
         if self.shared.contexts.fetch_sub(1, Ordering::SeqCst) == 1 {
             // The last handle: the sockets dropped before it linger to the end.
             self.shared.linger_orphans();
+            self.shared.let_go_of_listeners();
         }
     }
 }
@@ -757,7 +758,9 @@ impl Socket {
     /// # Ok(()) }
     /// ```
     pub fn unbind(&self, endpoint: &str) -> Result<(), Error> {
-        match self.with(true, |s| s.core.unbind(endpoint))? {
+        let unbound = self.with(true, |s| s.core.unbind(endpoint))?;
+        self.shared.let_go_of_listeners();
+        match unbound {
             true => Ok(()),
             false => Err(Error::NotFound),
         }
@@ -1509,8 +1512,11 @@ impl Drop for Socket {
             if st.sockets.get(&self.id).is_some_and(|s| s.closed) {
                 // Closed by this drop: what it cut off is the context's to report.
                 st.forget(self.id, was_closed == Some(false));
-                return;
             }
+        }
+        self.shared.let_go_of_listeners();
+        if self.shared.lock().sockets.get(&self.id).is_none() {
+            return;
         }
         // No context is left to wait for the linger at its end: this drop does.
         if self.shared.contexts.load(Ordering::SeqCst) == 0 {

@@ -250,8 +250,9 @@ impl Drop for Listener {
     /// thread has cancelled it, after this returns (even after the context is gone): a
     /// tcp listener is shut down first, which takes it off its port at once, as closing it
     /// does on epoll, so that a program that unbinds, or drops its context, and binds the
-    /// port again finds it free. (An abstract `ipc://@name` stays taken until the ring lets
-    /// go: a shutdown does not unbind a unix socket.)
+    /// port again finds it free. (A shutdown does not unbind a unix socket: for an
+    /// abstract `ipc://@name`, `unbind` and the drops of the socket and its context wait
+    /// for the ring to let go, [`Shared::let_go_of_listeners`].)
     fn drop(&mut self) {
         if let (true, StdListener::Tcp(l)) = (self.ring, &self.listener) {
             let _ = rustix::net::shutdown(l, rustix::net::Shutdown::Read);
@@ -751,6 +752,15 @@ impl Shared {
         if polled {
             self.polled.notify_all();
         }
+    }
+
+    /// Wait (a second at most) until the listeners this context stopped have let go of
+    /// their addresses: on the ring, an accept in flight holds its listening socket until
+    /// the I/O thread has cancelled it, and an abstract `ipc://@name` stays bound until
+    /// then. Called by `unbind`, a socket's drop and the context's, on the application's
+    /// thread, after the lock is released.
+    pub(crate) fn let_go_of_listeners(&self) {
+        self.registrar.wait_released(Duration::from_secs(1));
     }
 
     /// Wait until no dropped socket is left lingering.

@@ -253,3 +253,36 @@ fn a_port_is_free_again_once_its_ring_context_is_dropped() {
         assert!(again.is_ok(), "port {port} still taken: {again:?}");
     }
 }
+
+#[test]
+fn an_abstract_ipc_name_is_free_again_once_unbound_or_its_ring_socket_dropped() {
+    // A shutdown does not unbind a unix socket: only the last close of the listening
+    // socket frees an abstract name, so `unbind` and the drops wait until the ring's
+    // accept has let go of it.
+    let name = format!("ipc://@zmtp-ring-rebind-{}", std::process::id());
+    for round in 0..20 {
+        let ctx = ring();
+        let rep = ctx.socket(SocketType::Rep).unwrap();
+        rep.bind(&name).unwrap();
+        rep.unbind(&name).unwrap();
+        // Unbound: the same socket binds the name again at once.
+        rep.bind(&name)
+            .unwrap_or_else(|e| panic!("round {round}: bind after unbind: {e}"));
+        match round % 2 {
+            // The socket dropped, then its context.
+            0 => {
+                drop(rep);
+                drop(ctx);
+            }
+            // The context dropped first; the socket's drop then ends it.
+            _ => {
+                drop(ctx);
+                drop(rep);
+            }
+        }
+        let again = ring();
+        let rep = again.socket(SocketType::Rep).unwrap();
+        rep.bind(&name)
+            .unwrap_or_else(|e| panic!("round {round}: bind in a new context: {e}"));
+    }
+}

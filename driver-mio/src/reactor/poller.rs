@@ -35,7 +35,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
 use std::os::fd::{BorrowedFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use mio::unix::SourceFd;
@@ -215,6 +215,32 @@ impl Registrar {
         self.unregister(fd, Change::Disarm(token))
     }
 
+    /// Drop the registration of the listener `fd` under `token`. On the ring, its accept
+    /// holds the listening socket until the ring's thread has cancelled it:
+    /// [`wait_released`](Self::wait_released) waits for that.
+    pub(super) fn release_listener(&self, fd: RawFd, token: Token) -> io::Result<()> {
+        if let Registrar::Ring(r) = self {
+            *r.releasing() += 1;
+        }
+        self.unregister(fd, Change::Release(token))
+    }
+
+    /// Wait, up to `limit`, until every listener released so far
+    /// ([`release_listener`](Self::release_listener)) is let go of by the ring, so that
+    /// its address (an abstract `ipc://@name`, which only the socket's last close frees)
+    /// can be bound again. Not on the I/O thread, which is the one to let go. At once on
+    /// epoll, where dropping a listener closes it.
+    pub(super) fn wait_released(&self, limit: Duration) {
+        let Registrar::Ring(r) = self else {
+            return;
+        };
+        let left = r.releasing();
+        let _ = r
+            .released
+            .wait_timeout_while(left, limit, |n| *n > 0)
+            .unwrap_or_else(|e| e.into_inner());
+    }
+
     /// Take `fd` out of the poll: on epoll, deregister it; on the ring, queue `change`
     /// (which says how much of its token's requests end).
     fn unregister(&self, fd: RawFd, change: Change) -> io::Result<()> {
@@ -328,6 +354,9 @@ enum Change {
     Disarm(Token),
     /// Stop polling for `token` (its receives, accepts and writes go on).
     Unpoll(Token),
+    /// [`Disarm`](Change::Disarm) a listener, counted as releasing
+    /// ([`Registrar::release_listener`]) until its accept has ended.
+    Release(Token),
     /// Accept connections on the listener (a duplicate of its descriptor) under `token`.
     Accept(Arc<OwnedFd>, Token),
     /// Receive the stream's input under `token`. (Streams, not descriptors: a stream is
@@ -346,6 +375,10 @@ pub(super) struct RingRegistrar {
     changes: Mutex<Vec<Change>>,
     wake: Arc<Wake>,
     zero_copy: AtomicU8,
+    /// Listeners released ([`Registrar::release_listener`]) whose accept may still hold
+    /// the listening socket, and its signal when that count falls.
+    releasing: Mutex<usize>,
+    released: Condvar,
 }
 
 impl RingRegistrar {
@@ -359,6 +392,19 @@ impl RingRegistrar {
             .unwrap_or_else(|e| e.into_inner())
             .push(c);
         self.wake.wake();
+    }
+
+    fn releasing(&self) -> std::sync::MutexGuard<'_, usize> {
+        self.releasing.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `n` released listeners let go of their sockets (all of them: `None`).
+    fn released(&self, n: Option<usize>) {
+        let mut left = self.releasing();
+        *left = n.map_or(0, |n| left.saturating_sub(n));
+        if *left == 0 {
+            self.released.notify_all();
+        }
     }
 }
 
@@ -438,6 +484,9 @@ pub(super) struct RingPoller {
     /// its listening socket open until then (dropping the poller waits for them, so that
     /// the port is free once the context is gone).
     accepts_ending: HashSet<u64>,
+    /// Those of them whose listener was released ([`Change::Release`]): counted off in
+    /// the registrar as each ends.
+    releases: HashSet<u64>,
     /// Accepts submitted so far (armed again included).
     accepts_armed: u64,
     /// The writes in flight, by `user_data`: the work item to complete, and the stream,
@@ -485,6 +534,8 @@ impl RingPoller {
             changes: Mutex::new(Vec::new()),
             wake: Arc::new(Wake::new()?),
             zero_copy: AtomicU8::new(ZeroCopy::default() as u8),
+            releasing: Mutex::new(0),
+            released: Condvar::new(),
         });
         bufs.wake_on_return(registrar.wake.clone());
         Ok((
@@ -500,6 +551,7 @@ impl RingPoller {
                 bufs,
                 accepts: HashMap::new(),
                 accepts_ending: HashSet::new(),
+                releases: HashSet::new(),
                 accepts_armed: 0,
                 writes: HashMap::new(),
                 write_of: HashMap::new(),
@@ -622,6 +674,26 @@ impl RingPoller {
         let data = ACCEPT_BIT | Self::data(token, accept.generation);
         self.ring.accept_multi(accept.fd.as_raw_fd(), data);
         self.accepts_armed += 1;
+    }
+
+    /// End everything the ring does for `token`: its poll, receives, accept, write and
+    /// read.
+    fn disarm_all(&mut self, token: Token) {
+        if let Some(old) = self.armed.remove(&token) {
+            self.disarm(token, old);
+        }
+        self.cancel_recv(token);
+        self.cancel_accept(token);
+        self.cancel_write(token);
+        self.cancel_read(token);
+        self.copied.remove(&token);
+        self.looked.remove(&token);
+        for of in self.zero_copy_of.values_mut() {
+            if *of == Some(token) {
+                *of = None;
+            }
+        }
+        self.recv_applied.remove(&token);
     }
 
     /// Cancel the accept for `token`, if there is one.
@@ -778,22 +850,18 @@ impl RingPoller {
                         self.disarm(token, old);
                     }
                 }
-                Change::Disarm(token) => {
-                    if let Some(old) = self.armed.remove(&token) {
-                        self.disarm(token, old);
-                    }
-                    self.cancel_recv(token);
-                    self.cancel_accept(token);
-                    self.cancel_write(token);
-                    self.cancel_read(token);
-                    self.copied.remove(&token);
-                    self.looked.remove(&token);
-                    for of in self.zero_copy_of.values_mut() {
-                        if *of == Some(token) {
-                            *of = None;
+                Change::Disarm(token) => self.disarm_all(token),
+                Change::Release(token) => {
+                    let ending = (self.accepts.get(&token))
+                        .filter(|a| a.retry.is_none())
+                        .map(|a| ACCEPT_BIT | Self::data(token, a.generation));
+                    self.disarm_all(token);
+                    match ending {
+                        Some(data) if self.accepts_ending.contains(&data) => {
+                            self.releases.insert(data);
                         }
+                        _ => self.registrar.released(Some(1)),
                     }
-                    self.recv_applied.remove(&token);
                 }
                 Change::Accept(fd, token) => {
                     self.cancel_accept(token);
@@ -893,6 +961,9 @@ impl RingPoller {
         for a in reaped.accepted.drain(..) {
             if !a.more {
                 self.accepts_ending.remove(&a.user_data);
+                if self.releases.remove(&a.user_data) {
+                    self.registrar.released(Some(1));
+                }
             }
             let token = Token(((a.user_data & !(RECV_BIT | ACCEPT_BIT)) >> 32) as usize);
             let generation = a.user_data as u32;
@@ -1144,6 +1215,8 @@ impl Drop for RingPoller {
         if self.wake_armed {
             Box::leak(buf);
         }
+        // Whoever waits for a listener to be let go of waits no more.
+        self.registrar.released(None);
     }
 }
 

@@ -522,7 +522,7 @@ impl CommandHandler for Commands<'_> {
             let _ = self
                 .shared
                 .registrar
-                .deregister(l.listener.as_raw_fd(), l.token);
+                .release_listener(l.listener.as_raw_fd(), l.token);
             st.tokens.remove(&l.token);
             // Dropping the listener removes its socket file.
         }
