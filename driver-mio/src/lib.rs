@@ -1515,7 +1515,7 @@ impl Drop for Socket {
             }
         }
         self.shared.let_go_of_listeners();
-        if self.shared.lock().sockets.get(&self.id).is_none() {
+        if !self.shared.lock().sockets.contains_key(&self.id) {
             return;
         }
         // No context is left to wait for the linger at its end: this drop does.
