@@ -16,6 +16,8 @@
 //!   [`TlsStream`], rustls over a non-blocking stream), so that every driver runs it alike;
 //! - [`udp`]: open a `udp://` endpoint's UDP socket as libzmq does (multicast membership,
 //!   loop and hops, shared ports);
+//! - [`clock`]: the core's time, on one start for every driver of the process;
+//! - [`loss`]: the line on standard error when a socket nobody waits for loses messages;
 //! - [`entropy`]: a socket's seed and CURVE entropy from the operating system;
 //! - [`commands`]: the command loop: [`run_commands`] drains a socket's monitor events and
 //!   commands into the driver's [`CommandHandler`];
@@ -28,9 +30,11 @@
 #![warn(missing_docs)]
 #![deny(unsafe_code)]
 
+pub mod clock;
 pub mod commands;
 pub mod entropy;
 mod error;
+pub mod loss;
 pub mod proxy;
 pub mod resolve;
 pub mod setters;
@@ -43,6 +47,7 @@ pub use commands::{run_commands, CommandHandler};
 pub use entropy::curve_keypair;
 pub use entropy::{new_socket, Entropy};
 pub use error::Error;
+pub use loss::{report_loss, set_loss_reports};
 pub use proxy::{Proxy, ProxySocket, ProxyStats};
 pub use resolve::{lookup, resolve_blocking, Attempts, TcpAddrs};
 pub use tls::{Tls, TlsSide, TlsStream};

@@ -22,8 +22,9 @@ use crate::Instant;
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CloseReport {
-    /// Whole messages that never reached a stream (waiting for a connection, or behind
-    /// others in the peer's queue), dropped when LINGER ran out.
+    /// Whole messages not entirely written to a stream when LINGER ran out: those waiting
+    /// for a connection or behind others in the peer's queue, and those encoded for a
+    /// stream whose bytes it had not all taken (the peer gets no part of them).
     pub unsent_messages: usize,
     /// Bytes encoded for a stream (parts of messages) and not written when LINGER ran out.
     pub unsent_bytes: usize,
@@ -57,6 +58,34 @@ impl core::fmt::Display for CloseReport {
             )
         }
     }
+}
+
+/// The messages a close left unwritten for one endpoint ([`Socket::close_losses`]).
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Loss {
+    id: EndpointId,
+    /// The endpoint, as bound or connected (`tcp://127.0.0.1:5555`).
+    pub endpoint: String,
+    /// The endpoint was connected to (not bound).
+    pub connect: bool,
+    /// Whole messages lost ([`CloseReport::unsent_messages`]'s share of this endpoint).
+    pub messages: usize,
+}
+
+impl core::fmt::Display for Loss {
+    /// `500 message(s) for tcp://127.0.0.1:5555`, or `... from peers of ...` for a
+    /// bound endpoint.
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let to = if self.connect { "for" } else { "for peers of" };
+        write!(f, "{} message(s) {to} {}", self.messages, self.endpoint)
+    }
+}
+
+/// A peer's messages not entirely written: those waiting in its queue and those encoded
+/// for its stream that the stream has not all taken.
+fn unsent_messages(p: &super::Peer) -> usize {
+    p.out.len() + p.stream.as_ref().map_or(0, |s| s.encoded_ends.len())
 }
 
 impl Socket {
@@ -108,12 +137,20 @@ impl Socket {
         let mut report = CloseReport::default();
         report.unsent_messages += self.udp.unsent();
         for p in self.peers.values() {
-            report.unsent_messages += p.out.len();
+            report.unsent_messages += unsent_messages(p);
             if let Some(s) = &p.stream {
                 report.unsent_bytes += s.conn.queued_len();
             }
         }
         report
+    }
+
+    /// Where the messages a finished close left unwritten were going: one entry per
+    /// endpoint, in the order of the endpoints (empty when it delivered everything, and
+    /// before it has finished). What a driver says when a socket nobody waits for loses
+    /// messages.
+    pub fn close_losses(&self) -> &[Loss] {
+        &self.close_losses
     }
 
     pub(super) fn try_finish_close(&mut self, now: Instant) {
@@ -128,6 +165,38 @@ impl Socket {
         if self.drained() {
             self.finish_close();
         }
+    }
+
+    /// What is unwritten now, by endpoint ([`close_losses`](Self::close_losses)).
+    fn losses(&self) -> Vec<Loss> {
+        let mut losses: Vec<Loss> = Vec::new();
+        for p in self.peers.values() {
+            let messages = unsent_messages(p);
+            if messages == 0 {
+                continue;
+            }
+            let endpoint = self.endpoints.get(&p.endpoint);
+            match losses.iter_mut().find(|l| l.id == p.endpoint) {
+                Some(loss) => loss.messages += messages,
+                None => losses.push(Loss {
+                    id: p.endpoint,
+                    endpoint: endpoint.map(|e| e.text.clone()).unwrap_or_default(),
+                    connect: endpoint.is_some_and(|e| e.kind == EndpointKind::Connect),
+                    messages,
+                }),
+            }
+        }
+        let datagrams = self.udp.unsent();
+        if datagrams > 0 {
+            losses.push(Loss {
+                id: EndpointId(0),
+                endpoint: String::from("udp://"),
+                connect: true,
+                messages: datagrams,
+            });
+        }
+        losses.sort_by_key(|l| l.id);
+        losses
     }
 
     /// Whether everything queued was written (streams) or taken (datagrams).
@@ -156,6 +225,7 @@ impl Socket {
         }
         self.closed = true;
         self.close_report = Some(self.unsent());
+        self.close_losses = self.losses();
         let peers: Vec<PeerId> = self.peers.keys().copied().collect();
         for peer in peers {
             if self.peers.get(&peer).is_some_and(|p| p.stream.is_some()) {

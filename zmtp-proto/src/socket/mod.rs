@@ -62,7 +62,7 @@ use core::time::Duration;
 use bytes::Bytes;
 
 pub use auth::{AuthReply, Authenticator, PeerProperties, ZapRequest};
-pub use close::CloseReport;
+pub use close::{CloseReport, Loss};
 pub use endpoint::{Endpoint, EndpointError};
 pub use message::{Message, MetadataError, TextError, GROUP_MAX_LEN};
 pub use monitor::{MonitorEvent, MonitorEventKind};
@@ -400,6 +400,8 @@ pub struct Socket {
     closed: bool,
     /// What closing left unwritten, once it has finished.
     close_report: Option<CloseReport>,
+    /// The unwritten messages of a finished close, by endpoint.
+    close_losses: Vec<close::Loss>,
     /// The `udp://` endpoints' datagram queues.
     udp: udp::UdpState,
     /// Seeds each CURVE connection's randomness ([`Socket::set_entropy`]).
@@ -445,6 +447,7 @@ impl Socket {
             closing: None,
             closed: false,
             close_report: None,
+            close_losses: Vec::new(),
             udp: udp::UdpState::default(),
             #[cfg(feature = "curve")]
             entropy: None,

@@ -1,0 +1,119 @@
+//! What a program hears, without a logger, when a socket nobody waits for loses messages.
+//!
+//! A socket closed by `close()` (or a context's `term`) returns a
+//! [`CloseReport`](zmtp_proto::socket::CloseReport): its caller is told. A socket that was
+//! dropped, or whose async runtime ended while it lingered, has no caller left; when its
+//! LINGER runs out with messages unwritten, every driver prints one line on standard
+//! error naming the socket type, the endpoints and the whole messages lost:
+//!
+//! ```text
+//! zmtp: a PUSH socket lost 500 message(s) for tcp://127.0.0.1:5555: LINGER (100 ms) ran out before they were written
+//! ```
+//!
+//! [`set_loss_reports(false)`](set_loss_reports) turns the line off for the process (the
+//! environment variable `ZMTP_LOSS_REPORTS=0` does too).
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use zmtp_proto::socket::Socket;
+
+/// 0: not decided yet (read the environment); 1: on; 2: off.
+static REPORTS: AtomicU8 = AtomicU8::new(0);
+
+/// Whether a socket nobody waits for says on standard error what its close lost (on by
+/// default). Applies to every driver of the process.
+pub fn set_loss_reports(on: bool) {
+    REPORTS.store(if on { 1 } else { 2 }, Ordering::Relaxed);
+}
+
+/// Whether loss reports are on: as set, else as `ZMTP_LOSS_REPORTS` says (`0`, `off`,
+/// `false` turn them off).
+pub fn loss_reports() -> bool {
+    match REPORTS.load(Ordering::Relaxed) {
+        1 => true,
+        2 => false,
+        _ => {
+            let off = std::env::var("ZMTP_LOSS_REPORTS")
+                .is_ok_and(|v| matches!(v.trim(), "0" | "off" | "false" | "no"));
+            set_loss_reports(!off);
+            !off
+        }
+    }
+}
+
+/// The line that says what a finished close of `socket` lost, if it lost anything.
+pub fn loss_line(socket: &Socket) -> Option<String> {
+    let losses = socket.close_losses();
+    if losses.is_empty() {
+        return None;
+    }
+    let what: Vec<String> = losses.iter().map(ToString::to_string).collect();
+    let linger = match socket.options().linger {
+        Some(l) => format!("LINGER ({} ms)", l.as_millis()),
+        None => "LINGER".to_string(),
+    };
+    Some(format!(
+        "zmtp: a {} socket lost {}: {linger} ran out before they were written",
+        socket.socket_type(),
+        what.join(", "),
+    ))
+}
+
+/// Print [`loss_line`] on standard error, unless loss reports are off.
+pub fn report_loss(socket: &Socket) {
+    if let Some(line) = loss_line(socket).filter(|_| loss_reports()) {
+        eprintln!("{line}");
+    }
+}
+
+/// Print a line on standard error about a socket that went away unclosed, unless loss
+/// reports are off: `what` says why (e.g. its runtime ended and it could not be handed
+/// on).
+pub fn report_abandoned(socket: &Socket, what: &str) {
+    let unsent = socket.unsent();
+    if unsent.delivered_all() || !loss_reports() {
+        return;
+    }
+    eprintln!(
+        "zmtp: a {} socket lost {} message(s): {what}",
+        socket.socket_type(),
+        unsent.unsent_messages.max(1),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+    use zmtp_proto::socket::Options;
+    use zmtp_proto::{Instant, SocketType};
+
+    #[test]
+    fn a_close_that_ran_out_of_linger_names_the_type_the_endpoint_and_the_messages() {
+        let options = Options::default().with_linger(Some(Duration::from_millis(100)));
+        let mut push = Socket::new(SocketType::Push, options, 1).unwrap();
+        push.connect("tcp://127.0.0.1:5555").unwrap();
+        for i in 0..3u8 {
+            push.send(vec![i], || Instant::ZERO).unwrap();
+        }
+        push.close(Instant::ZERO);
+        assert!(loss_line(&push).is_none(), "not finished yet");
+        push.handle_timeout(Instant::from_micros(200_000));
+        assert!(push.is_closed());
+        assert_eq!(
+            loss_line(&push).as_deref(),
+            Some(
+                "zmtp: a PUSH socket lost 3 message(s) for tcp://127.0.0.1:5555: \
+                 LINGER (100 ms) ran out before they were written"
+            )
+        );
+    }
+
+    #[test]
+    fn a_close_that_delivered_everything_says_nothing() {
+        let mut push = Socket::new(SocketType::Push, Options::default(), 1).unwrap();
+        push.close(Instant::ZERO);
+        assert!(push.is_closed());
+        assert_eq!(loss_line(&push), None);
+    }
+}
