@@ -90,6 +90,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod handover;
 mod proxy;
 mod reactor;
 

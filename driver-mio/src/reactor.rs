@@ -125,6 +125,7 @@ pub(crate) struct Shared {
     registrar: Registrar,
     /// The poller is an io_uring (else epoll, through mio).
     pub(crate) ring: bool,
+    /// The process's clock start (`zmtp_driver::clock`), shared with every other driver.
     start: StdInstant,
     /// This context, for the threads that look host names up.
     me: Weak<Shared>,
@@ -574,7 +575,7 @@ impl Shared {
             polled: Condvar::new(),
             registrar,
             ring,
-            start: StdInstant::now(),
+            start: zmtp_driver::clock::epoch(),
             me: me.clone(),
             contexts: AtomicUsize::new(0),
         });
@@ -591,7 +592,7 @@ impl Shared {
     }
 
     pub(crate) fn now(&self) -> Instant {
-        Instant::from_micros(u64::try_from(self.start.elapsed().as_micros()).unwrap_or(u64::MAX))
+        zmtp_driver::clock::since(self.start)
     }
 
     /// The std instant of a core instant.
@@ -761,6 +762,35 @@ impl Shared {
     /// thread, after the lock is released.
     pub(crate) fn let_go_of_listeners(&self) {
         self.registrar.wait_released(Duration::from_secs(1));
+    }
+
+    /// Take over a socket that is closing (`ProtoSocket::close` called) from another
+    /// driver, with its peers' streams, and let it linger here as a dropped socket does:
+    /// `connecting` are its connect endpoints whose connection was in flight (they are
+    /// tried again), `tls` its TLS settings for reconnecting to `wss://` endpoints.
+    pub(crate) fn adopt(
+        &self,
+        core: ProtoSocket,
+        streams: Vec<(PeerId, StdTransport)>,
+        connecting: &[EndpointId],
+        tls: Tls,
+    ) {
+        let id = self.add(core);
+        let now = self.now();
+        let mut st = self.lock();
+        if let Some(s) = st.sockets.get_mut(&id) {
+            s.orphaned = true;
+            s.tls = tls;
+            for &endpoint in connecting {
+                s.core.handle_connect_failed(endpoint, now);
+            }
+            s.core.close(now);
+        }
+        for (peer, stream) in streams {
+            self.add_peer(&mut st, id, peer, stream, now);
+        }
+        self.pump(&mut st, id);
+        self.finish(st, id, true);
     }
 
     /// Wait until no dropped socket is left lingering.

@@ -331,7 +331,8 @@ impl<S: RawIo> Write for Raw<'_, S> {
 /// [module](self) for what a driver does with it.
 pub struct TlsStream<S> {
     raw: S,
-    conn: Mutex<Session>,
+    /// `None` once handed over to another raw stream ([`TlsStream::hand_over`]).
+    conn: Mutex<Option<Session>>,
     /// Plaintext may be waiting in the session (a read filled its buffer).
     buffered: AtomicBool,
 }
@@ -371,7 +372,7 @@ impl<S: RawIo> TlsStream<S> {
     fn new(raw: S, conn: Connection) -> Self {
         TlsStream {
             raw,
-            conn: Mutex::new(Session { conn, owed: 0 }),
+            conn: Mutex::new(Some(Session { conn, owed: 0 })),
             buffered: AtomicBool::new(false),
         }
     }
@@ -381,16 +382,40 @@ impl<S: RawIo> TlsStream<S> {
         &self.raw
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Session> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Session>> {
         // A panic elsewhere while holding it leaves a session that fails its next call.
         self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Run `f` on the session; a session handed over fails as a closed stream would.
+    fn with<T>(&self, f: impl FnOnce(&mut Session) -> io::Result<T>) -> io::Result<T> {
+        match self.lock().as_mut() {
+            Some(session) => f(session),
+            None => Err(io::Error::new(
+                io::ErrorKind::NotConnected,
+                "the TLS session was handed over to another stream",
+            )),
+        }
+    }
+
+    /// Move the session, mid-stream, onto `raw`: another handle to the same connection
+    /// (a duplicated descriptor), for a socket that moves to another driver. This stream
+    /// is left without a session: its reads and writes fail from now on. `None` if it was
+    /// handed over already.
+    pub fn hand_over<T: RawIo>(&self, raw: T) -> Option<TlsStream<T>> {
+        let session = self.lock().take()?;
+        Some(TlsStream {
+            raw,
+            conn: Mutex::new(Some(session)),
+            buffered: AtomicBool::new(self.buffered.load(Ordering::Acquire)),
+        })
     }
 
     /// Read plaintext into `dst`: as much as there is, until `dst` is full or the raw
     /// stream has nothing more. `Ok(0)` is the end of the stream, `WouldBlock` means
     /// nothing yet. A TLS failure (a bad certificate, a forged record) is `InvalidData`.
     pub fn read(&self, dst: &mut [u8]) -> io::Result<usize> {
-        let result = read_into(&mut self.lock().conn, &self.raw, dst);
+        let result = self.with(|s| read_into(&mut s.conn, &self.raw, dst));
         let full = matches!(result, Ok(n) if n == dst.len() && n > 0);
         self.buffered.store(full, Ordering::Release);
         result
@@ -405,8 +430,12 @@ impl<S: RawIo> TlsStream<S> {
     /// finds the records gone reports them, without encrypting them twice. (Callers must
     /// offer unreported bytes again, first; every driver's output queue does.)
     pub fn write_vectored(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        let mut session = self.lock();
-        let Session { conn, owed } = &mut *session;
+        self.with(|session| self.write_session(session, bufs))
+    }
+
+    /// [`write_vectored`](Self::write_vectored), under the session's lock.
+    fn write_session(&self, session: &mut Session, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        let Session { conn, owed } = session;
         if !write_out(conn, &self.raw)? {
             return Err(io::ErrorKind::WouldBlock.into());
         }
@@ -435,13 +464,13 @@ impl<S: RawIo> TlsStream<S> {
 
     /// Write out pending records: `Ok(true)` when none is left.
     pub fn flush(&self) -> io::Result<bool> {
-        write_out(&mut self.lock().conn, &self.raw)
+        self.with(|s| write_out(&mut s.conn, &self.raw))
     }
 
     /// Records are waiting for the raw stream to take them (of a write that said
     /// `WouldBlock`, or handshake messages a read made).
     pub fn pending_output(&self) -> bool {
-        self.lock().conn.wants_write()
+        self.lock().as_ref().is_some_and(|s| s.conn.wants_write())
     }
 
     /// Plaintext may be waiting to be read without the raw stream being readable.
@@ -588,6 +617,26 @@ mod tests {
         let big: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
         assert_eq!(transfer(&server, &client, &big).unwrap(), big);
         assert_eq!(transfer(&client, &server, &big).unwrap(), big);
+    }
+
+    /// A session handed over to a duplicate of its stream goes on where it was; the
+    /// stream it left fails its reads and writes.
+    #[test]
+    fn a_session_handed_over_goes_on_over_the_new_stream() {
+        let (client, server) = pair(CA, local());
+        assert_eq!(transfer(&client, &server, b"before").unwrap(), b"before");
+        let moved = client
+            .hand_over(client.get_ref().try_clone().unwrap())
+            .unwrap();
+        assert_eq!(
+            client.write(b"x").unwrap_err().kind(),
+            io::ErrorKind::NotConnected
+        );
+        assert!(client.hand_over(client.get_ref().try_clone().unwrap()).is_none());
+        drop(client);
+        let big: Vec<u8> = (0..1_000_000u32).map(|i| (i % 241) as u8).collect();
+        assert_eq!(transfer(&moved, &server, &big).unwrap(), big);
+        assert_eq!(transfer(&server, &moved, b"after").unwrap(), b"after");
     }
 
     /// What a write reports written is in the raw stream: a peer that reads only after

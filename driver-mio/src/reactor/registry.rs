@@ -50,7 +50,7 @@ impl Shared {
         Ok(token)
     }
 
-    pub(super) fn add_peer(
+    pub(crate) fn add_peer(
         &self,
         st: &mut State,
         id: usize,
@@ -583,6 +583,8 @@ impl CommandHandler for Commands<'_> {
             s.closed = true;
             s.monitors.clear();
             if s.orphaned {
+                // Nobody waits for its report: what LINGER cut off is said here.
+                zmtp_driver::report_loss(&s.core);
                 // Forgotten: the command loop ends here.
                 st.forget(id, true);
             }
