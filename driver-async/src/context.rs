@@ -9,18 +9,16 @@ use crate::core::Inner;
 use crate::{Error, Runtime, Socket};
 
 /// The sockets made through it, and the runtime they run on: what libzmq's and pyzmq's
-/// `Context` is to a program that wants every message it sent delivered before it ends.
+/// `Context` is to a program.
 ///
 /// A dropped [`Socket`] closes in the background, lingering (per LINGER) while its
-/// queued messages are written, but only as long as its runtime runs: a program whose
-/// `main` returns right after its last `send` would end the runtime, and lose what was
-/// still queued. [`Context::term`] is the end of such a program: it closes every socket
-/// made through the context, the dropped ones included, and waits until each has
-/// written its queue or run out of LINGER, as `zmq_ctx_term` does. (An async runtime
-/// cannot wait inside a `drop`, so this is a call to make, not a guard.)
-///
-/// A socket that went away unflushed anyway (its runtime ended first) is reported
-/// through the `log` crate as a warning.
+/// queued messages are written, on its runtime's tasks; if the runtime ends first, the
+/// socket lingers on with blocking I/O and the process waits for it at exit (see
+/// [`linger_all`](crate::linger_all)), so a program that returns from `main` right after
+/// its last `send` loses nothing. [`Context::term`] is the end that reports: it closes
+/// every socket made through the context, the dropped ones included, waits until each has
+/// written its queue or run out of LINGER, as `zmq_ctx_term` does, and returns what
+/// LINGER cut off.
 ///
 /// Cheap to clone: clones share the sockets.
 pub struct Context<R: Runtime> {

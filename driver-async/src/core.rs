@@ -6,7 +6,7 @@
 //! and I/O tasks lock it, call into the state machine, write whatever became ready
 //! straight to the streams (`try_write`, no task hop), and unlock.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::io;
 use std::pin::pin;
@@ -127,6 +127,11 @@ pub(crate) struct Core<R: Runtime> {
     bind_waiters: BTreeMap<EndpointId, oneshot::Sender<io::Result<String>>>,
     monitors: Vec<mpsc::UnboundedSender<MonitorEvent>>,
     pub(crate) closed: bool,
+    /// Connect endpoints whose connection is in flight (their task has not reported).
+    connecting: BTreeSet<EndpointId>,
+    /// The application dropped its handle: nobody waits for the close's report, so what
+    /// LINGER cuts off is said on standard error.
+    pub(crate) orphaned: bool,
     timer_deadline: Option<Instant>,
     /// The TLS settings of `wss://` endpoints bound or connected from now on.
     pub(crate) tls: Tls,
@@ -145,6 +150,8 @@ impl<R: Runtime> Inner<R> {
                 bind_waiters: BTreeMap::new(),
                 monitors: Vec::new(),
                 closed: false,
+                connecting: BTreeSet::new(),
+                orphaned: false,
                 timer_deadline: None,
                 tls: Tls::default(),
             }),
@@ -154,7 +161,7 @@ impl<R: Runtime> Inner<R> {
             send_waiters: AtomicUsize::new(0),
             timer: Notify::new(),
             closed: Notify::new(),
-            start: StdInstant::now(),
+            start: zmtp_driver::clock::epoch(),
             runtime,
         });
         // Detached: the task ends by itself once the socket is closed.
@@ -185,7 +192,7 @@ impl<R: Runtime> Inner<R> {
     }
 
     pub(crate) fn now(&self) -> Instant {
-        Instant::from_micros(u64::try_from(self.start.elapsed().as_micros()).unwrap_or(u64::MAX))
+        zmtp_driver::clock::since(self.start)
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, Core<R>> {
@@ -661,6 +668,7 @@ impl<R: Runtime> CommandHandler for Commands<'_, R> {
 
     fn connect(&mut self, endpoint: EndpointId, addr: Endpoint) {
         self.timers_touched = true;
+        self.core.connecting.insert(endpoint);
         // Detached: it ends once connected or failed.
         let inner = self.inner;
         let _ = inner
@@ -747,6 +755,9 @@ impl<R: Runtime> CommandHandler for Commands<'_, R> {
         self.timers_touched = true;
         let core = &mut *self.core;
         core.closed = true;
+        if core.orphaned {
+            zmtp_driver::report_loss(&core.socket);
+        }
         for (_, io) in std::mem::take(&mut core.peers) {
             io.task.abort();
         }
@@ -764,25 +775,67 @@ impl<R: Runtime> CommandHandler for Commands<'_, R> {
     }
 }
 
+impl<R: Runtime> Core<R> {
+    /// Hand the socket, closing, to a thread that lingers with blocking I/O
+    /// ([`crate::handover`]): its state machine, its peers' streams as `std` streams on
+    /// the same connections, and its connects in flight. This core is left closed, its
+    /// tasks to end. Nothing is handed over if it has finished closing; an `inproc://`
+    /// peer cannot outlive its process's runtimes and is dropped.
+    pub(crate) fn hand_over(&mut self) {
+        if self.closed {
+            return;
+        }
+        let now = zmtp_driver::clock::now();
+        self.socket.close(now);
+        let mut streams = Vec::new();
+        for (peer, io) in std::mem::take(&mut self.peers) {
+            io.task.abort();
+            match io.stream.to_std() {
+                Some(Ok(stream)) => streams.push((peer, stream)),
+                Some(Err(_)) | None => self.socket.handle_closed(peer, now),
+            }
+        }
+        for (_, l) in std::mem::take(&mut self.listeners) {
+            l.task.abort();
+            if let Some(name) = &l.inproc {
+                inproc_unbind(name);
+            }
+        }
+        for (_, io) in std::mem::take(&mut self.udp) {
+            io.stop();
+        }
+        self.monitors.clear();
+        self.bind_waiters.clear();
+        self.closed = true;
+        let connecting = std::mem::take(&mut self.connecting).into_iter().collect();
+        // What stays behind answers as a closed socket would (a default one never fails
+        // to be made).
+        let Ok(placeholder) = ProtoSocket::new(
+            self.socket.socket_type(),
+            zmtp_proto::socket::Options::default(),
+            0,
+        ) else {
+            return;
+        };
+        let socket = std::mem::replace(&mut self.socket, placeholder);
+        crate::handover::linger_elsewhere(zmtp_mio::handover::Handover {
+            socket,
+            streams,
+            connecting,
+            tls: self.tls.clone(),
+        });
+    }
+}
+
 impl<R: Runtime> Drop for Inner<R> {
     fn drop(&mut self) {
         // The last task holding the socket went away before it finished closing: its
         // runtime ended (or the task was cancelled) while it lingered or was still open.
-        let core = self.core.get_mut().unwrap_or_else(|e| e.into_inner());
-        if core.closed {
-            return;
-        }
-        let unsent = core.socket.unsent();
-        if !unsent.delivered_all() {
-            log::warn!(
-                "zmtp: a {:?} socket went away with {} message(s) and {} byte(s) unsent: its \
-                 runtime ended before they were written (end with `close().await` or \
-                 `Context::term().await` to deliver them)",
-                core.socket.socket_type(),
-                unsent.unsent_messages,
-                unsent.unsent_bytes,
-            );
-        }
+        // It lingers on, with blocking I/O, on a thread the process waits for at exit.
+        self.core
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .hand_over();
     }
 }
 
@@ -872,6 +925,11 @@ async fn connect_task<R: Runtime>(inner: Arc<Inner<R>>, endpoint: EndpointId, ad
         }
     };
     let mut core = inner.lock();
+    core.connecting.remove(&endpoint);
+    if core.closed {
+        // Closed, or handed over to linger elsewhere, meanwhile.
+        return;
+    }
     let now = inner.now();
     match result {
         Ok(stream) => {

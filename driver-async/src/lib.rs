@@ -26,6 +26,7 @@
 
 mod context;
 mod core;
+mod handover;
 mod poll;
 mod proxy;
 pub mod runtime;
@@ -44,6 +45,7 @@ use tokio::sync::mpsc;
 
 pub use crate::context::Context;
 use crate::core::Inner;
+pub use crate::handover::linger_all;
 pub use crate::poll::{poll, PollItem, POLLIN, POLLOUT};
 pub use crate::proxy::{proxy, proxy_steerable};
 pub use crate::runtime::Runtime;
@@ -51,6 +53,8 @@ use crate::wait::Waiter;
 pub use crate::wait::{RecvFuture, SendFuture};
 /// The counters of a steerable proxy's STATISTICS answer.
 pub use zmtp_driver::proxy::{ProxyStats, Traffic};
+/// Whether dropped sockets say on standard error what LINGER cut off (on by default).
+pub use zmtp_driver::set_loss_reports;
 /// The TLS settings of `wss://` endpoints, and the rustls they are made with.
 pub use zmtp_driver::tls::{rustls, Tls};
 /// Why an operation failed: the error type shared by every driver's sockets.
@@ -73,11 +77,13 @@ pub use {futures_core::Stream, futures_sink::Sink};
 /// sending and a receiving task.
 ///
 /// Dropping the socket closes it in the background, lingering (per LINGER) while its
-/// queued messages are written, for as long as its runtime runs. A program that sends
-/// and then ends must wait for that: [`Socket::close`] closes and waits, and a
-/// [`Context`]'s [`term`](Context::term) does it for every socket made through the
-/// context, dropped ones included. A socket whose runtime ends first loses what was
-/// still queued, with a warning through the `log` crate.
+/// queued messages are written. A program that sends and returns from `main` loses
+/// nothing for not waiting: a socket still lingering when its runtime ends lingers on
+/// with blocking I/O, and the process waits for it at exit, up to LINGER (see
+/// [`linger_all`]); what LINGER cuts off is said on standard error
+/// ([`set_loss_reports`]). [`Socket::close`] closes and waits, returning what was cut
+/// off, and a [`Context`]'s [`term`](Context::term) does it for every socket made through
+/// the context.
 ///
 /// A request and its reply, over TCP:
 ///
@@ -1115,7 +1121,11 @@ fn nothing_ready<R: Runtime>(core: &crate::core::Core<R>) -> Result<(), Error> {
 
 impl<R: Runtime> Drop for Socket<R> {
     fn drop(&mut self) {
-        self.inner.start_close();
+        self.inner.lock().orphaned = true;
+        if !self.inner.start_close() {
+            // It lingers: if its runtime ends first, it lingers on elsewhere.
+            crate::handover::orphaned(&self.inner);
+        }
     }
 }
 

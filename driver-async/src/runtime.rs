@@ -34,6 +34,10 @@ pub trait ByteStream: Send + Sync + Debug + 'static {
     fn try_write(&self, data: &[u8]) -> io::Result<usize>;
     /// [`try_write`](Self::try_write) gathering several buffers.
     fn try_write_vectored(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize>;
+    /// A new descriptor of the same connection (`dup`), which outlives the runtime: a
+    /// socket whose runtime ends while it lingers goes on writing through it (see
+    /// [`Context`](crate::Context)).
+    fn duplicate(&self) -> io::Result<std::os::fd::OwnedFd>;
 }
 
 /// A UDP socket in non-blocking mode (bound, and connected for a RADIO), with a readiness

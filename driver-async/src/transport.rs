@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::sync::{mpsc, Notify};
 use zmtp_driver::tls::{RawIo, TlsSide, TlsStream};
+use zmtp_driver::StdTransport;
 use zmtp_proto::{Bytes, BytesMut};
 
 use crate::core::{first, Either};
@@ -46,6 +47,25 @@ impl<R: Runtime> Transport<R> {
             (Transport::Tcp(s), Some(side)) => Ok(Transport::Tls(Box::new(side.wrap(RawTcp(s))?))),
             (stream, _) => Ok(stream),
         }
+    }
+
+    /// The same connection as a `std` stream (a duplicated descriptor, non-blocking like
+    /// this one), TLS session and all, for a socket that lingers on after its runtime
+    /// ended; `None` for an in-process stream, which has no descriptor.
+    pub(crate) fn to_std(&self) -> Option<io::Result<StdTransport>> {
+        let tcp = |s: &R::Tcp| s.duplicate().map(std::net::TcpStream::from);
+        Some(match self {
+            Transport::Tcp(s) => tcp(s).map(StdTransport::Tcp),
+            Transport::Unix(s) => s
+                .duplicate()
+                .map(|fd| StdTransport::Unix(std::os::unix::net::UnixStream::from(fd))),
+            Transport::Tls(s) => tcp(&s.get_ref().0).and_then(|raw| {
+                s.hand_over(raw)
+                    .map(|tls| StdTransport::Tls(Box::new(tls)))
+                    .ok_or_else(|| io::ErrorKind::NotConnected.into())
+            }),
+            Transport::Inproc(_) => return None,
+        })
     }
 
     pub(crate) async fn readable(&self) -> io::Result<()> {

@@ -41,7 +41,16 @@ pub fn adopt(handover: Handover) -> Result<(), Error> {
         let mut context = CONTEXT.lock().unwrap_or_else(|e| e.into_inner());
         match &*context {
             Some(c) => c.clone(),
-            None => context.insert(Context::new()?).clone(),
+            None => match Context::new() {
+                Ok(c) => context.insert(c).clone(),
+                Err(e) => {
+                    zmtp_driver::loss::report_abandoned(
+                        &handover.socket,
+                        &format!("no thread could be started to write them ({e})"),
+                    );
+                    return Err(e);
+                }
+            },
         }
     };
     context.shared.adopt(

@@ -105,6 +105,8 @@ use reactor::Shared;
 pub use zmtp_driver::curve_keypair;
 /// The counters of a steerable proxy's STATISTICS answer.
 pub use zmtp_driver::proxy::{ProxyStats, Traffic};
+/// Whether dropped sockets say on standard error what LINGER cut off (on by default).
+pub use zmtp_driver::set_loss_reports;
 /// The TLS settings of `wss://` endpoints, and the rustls they are made with.
 pub use zmtp_driver::tls::{rustls, Tls};
 /// Why an operation failed: the error type shared by every driver's sockets.

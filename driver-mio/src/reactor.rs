@@ -785,6 +785,8 @@ impl Shared {
                 s.core.handle_connect_failed(endpoint, now);
             }
             s.core.close(now);
+            // Output the other driver was writing is written here.
+            s.core.announce_output();
         }
         for (peer, stream) in streams {
             self.add_peer(&mut st, id, peer, stream, now);

@@ -170,6 +170,10 @@ where
         self.0.get_ref().write(data)
     }
 
+    fn duplicate(&self) -> io::Result<std::os::fd::OwnedFd> {
+        std::os::fd::AsFd::as_fd(self.0.get_ref()).try_clone_to_owned()
+    }
+
     #[inline]
     fn try_write_vectored(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
         self.0.get_ref().write_vectored(bufs)

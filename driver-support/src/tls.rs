@@ -632,7 +632,9 @@ mod tests {
             client.write(b"x").unwrap_err().kind(),
             io::ErrorKind::NotConnected
         );
-        assert!(client.hand_over(client.get_ref().try_clone().unwrap()).is_none());
+        assert!(client
+            .hand_over(client.get_ref().try_clone().unwrap())
+            .is_none());
         drop(client);
         let big: Vec<u8> = (0..1_000_000u32).map(|i| (i % 241) as u8).collect();
         assert_eq!(transfer(&moved, &server, &big).unwrap(), big);

@@ -253,10 +253,10 @@ pub use runtime::{
 /// The rustls that [`Tls`] settings are made with, for settings beyond its own.
 pub use zmtp_async::rustls;
 pub use zmtp_async::{
-    curve_keypair, z85, AuthReply, Authenticator, Bytes, CloseReport, EndpointError, Error,
-    GroupError, KeyPair, Message, MetadataError, Monitor, MonitorEvent, MonitorEventKind, Options,
-    PeerProperties, PublicKey, SecretKey, Security, SendError, Sent, SocketType, TextError, Tls,
-    ZapRequest,
+    curve_keypair, linger_all, set_loss_reports, z85, AuthReply, Authenticator, Bytes, CloseReport,
+    EndpointError, Error, GroupError, KeyPair, Message, MetadataError, Monitor, MonitorEvent,
+    MonitorEventKind, Options, PeerProperties, PublicKey, SecretKey, Security, SendError, Sent,
+    SocketType, TextError, Tls, ZapRequest,
 };
 
 /// A ZeroMQ socket. Its I/O runs on tasks of the tokio runtime it was created in
@@ -264,9 +264,11 @@ pub use zmtp_async::{
 ///
 /// Methods take `&self`, so one socket may be shared (for example in an `Arc`) between a
 /// sending and a receiving task. Dropping the socket closes it in the background,
-/// honouring LINGER while the runtime runs; [`Socket::close`](zmtp_async::Socket::close)
-/// does the same and waits. A program that sends and then ends waits for its messages to
-/// be written with `close().await` or [`Context::term`](zmtp_async::Context::term).
+/// honouring LINGER; [`Socket::close`](zmtp_async::Socket::close) does the same and
+/// waits. A program that sends and returns from `main` loses nothing: a socket still
+/// lingering when the runtime ends lingers on with blocking I/O, and the process waits
+/// for it at exit, up to LINGER ([`linger_all`]). What LINGER cuts off from a dropped
+/// socket is said on standard error ([`set_loss_reports`]).
 pub type Socket = zmtp_async::Socket<Tokio>;
 
 /// The sockets a program makes, closed and flushed together by

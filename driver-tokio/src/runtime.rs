@@ -110,6 +110,10 @@ macro_rules! byte_stream {
             fn try_write_vectored(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
                 self.0.try_write_vectored(bufs)
             }
+
+            fn duplicate(&self) -> io::Result<std::os::fd::OwnedFd> {
+                std::os::fd::AsFd::as_fd(&self.0).try_clone_to_owned()
+            }
         }
     };
 }

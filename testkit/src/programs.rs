@@ -89,45 +89,123 @@ pub fn run_example(name: &str, args: &[&str]) -> String {
     }
 }
 
-/// Run the example `name`, a program that sends "0", "1", … to the endpoint given as its
-/// first argument (as many as its second) and ends, against a PULL of the blocking
-/// driver; assert that every message arrives, in order, for one message and for many.
-pub fn sends_and_exits_delivering_everything(name: &str) {
-    use zmtp_mio::{Context, SocketType};
+/// The transports a program that sends and returns from `main` is run over.
+pub const EXIT_TRANSPORTS: [&str; 4] = ["tcp", "ipc", "ws", "wss"];
 
-    let ctx = Context::new().expect("context");
-    for count in [1u32, 100_000] {
-        let pull = ctx.socket(SocketType::Pull).expect("PULL");
-        let endpoint = pull.bind("tcp://127.0.0.1:*").expect("bind");
-        let program = example(name);
-        let child = Command::new(&program)
-            .args([endpoint.as_str(), &count.to_string()])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("example {name} did not start: {e}"));
-        let mut got = 0u32;
-        while got < count {
-            match pull.recv_timeout(Some(Duration::from_secs(20))) {
-                Ok(msg) => {
-                    let text = String::from_utf8_lossy(&msg.frames()[0]).into_owned();
-                    assert_eq!(text, got.to_string(), "{name}: message {got} of {count}");
-                    got += 1;
-                }
-                Err(e) => panic!("{name}: {got} of {count} messages arrived ({e})"),
-            }
+/// A PULL of the blocking driver bound on a fresh endpoint of `transport` (`wss` with
+/// the test certificate): the PULL and the endpoint to connect to.
+fn bound_pull(ctx: &zmtp_mio::Context, transport: &str, n: usize) -> (zmtp_mio::Socket, String) {
+    use zmtp_mio::{SocketType, Tls};
+
+    let pull = ctx.socket(SocketType::Pull).expect("PULL");
+    let endpoint = match transport {
+        "tcp" => "tcp://127.0.0.1:*".to_string(),
+        "ipc" => format!("ipc://@zmtp-exit-{}-{n}", std::process::id()),
+        "ws" => "ws://127.0.0.1:*".to_string(),
+        "wss" => {
+            let tls = Tls::new()
+                .with_identity_pem(crate::tls::SERVER_CERT, crate::tls::SERVER_KEY)
+                .expect("the test identity");
+            pull.set_tls(tls);
+            "wss://127.0.0.1:*".to_string()
         }
+        other => panic!("no transport {other}"),
+    };
+    let bound = pull.bind(&endpoint).expect("bind");
+    (pull, bound)
+}
+
+/// Start example `name` with `args`, its output piped; for `wss://` it trusts the test CA.
+fn start(name: &str, args: &[&str]) -> std::process::Child {
+    Command::new(example(name))
+        .args(args)
+        .env("ZMTP_EXAMPLE_CA", crate::tls::path("ca.pem"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("example {name} did not start: {e}"))
+}
+
+/// Run the example `name`, a program that sends "0", "1", … to the endpoint given as its
+/// first argument (as many as its second) and returns from `main` without closing
+/// anything, against a PULL of the blocking driver, over each of [`EXIT_TRANSPORTS`];
+/// assert that every message arrives, in order, for 1, 500 and 100,000 messages, and that
+/// the program says nothing on standard error.
+pub fn sends_and_exits_delivering_everything(name: &str) {
+    let ctx = zmtp_mio::Context::new().expect("context");
+    let mut n = 0;
+    for transport in EXIT_TRANSPORTS {
+        for count in [1u32, 500, 100_000] {
+            n += 1;
+            let (pull, endpoint) = bound_pull(&ctx, transport, n);
+            let child = start(name, &[endpoint.as_str(), &count.to_string()]);
+            let mut got = 0u32;
+            while got < count {
+                match pull.recv_timeout(Some(Duration::from_secs(20))) {
+                    Ok(msg) => {
+                        let text = String::from_utf8_lossy(&msg.frames()[0]).into_owned();
+                        assert_eq!(
+                            text,
+                            got.to_string(),
+                            "{name} over {endpoint}: message {got} of {count}"
+                        );
+                        got += 1;
+                    }
+                    Err(e) => {
+                        panic!("{name} over {endpoint}: {got} of {count} messages arrived ({e})")
+                    }
+                }
+            }
+            let output = child.wait_with_output().expect("the example ends");
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert!(
+                output.status.success(),
+                "{name} {endpoint} {count}: {}\n{stderr}",
+                output.status,
+            );
+            assert_eq!(stderr, "", "{name} {endpoint} {count}: nothing was lost");
+            // Nothing after the last one.
+            assert!(matches!(
+                pull.recv_timeout(Some(Duration::from_millis(50))),
+                Err(zmtp_mio::Error::Timeout)
+            ));
+        }
+    }
+}
+
+/// Run the example `name` (as [`sends_and_exits_delivering_everything`]) with LINGER
+/// 100 ms against an endpoint of each transport where nobody listens: assert that it
+/// exits within about 100 ms of LINGER (not at once: LINGER is honoured; not much later:
+/// nothing else waits) and that standard error names the socket, the endpoint and the
+/// number of messages lost.
+pub fn lingers_and_reports_what_was_lost(name: &str) {
+    let ctx = zmtp_mio::Context::new().expect("context");
+    for (n, transport) in EXIT_TRANSPORTS.into_iter().enumerate() {
+        // A fresh endpoint, bound and let go: nobody listens there.
+        let (pull, endpoint) = bound_pull(&ctx, transport, 100 + n);
+        pull.unbind(&endpoint).expect("unbind");
+        drop(pull);
+        let started = Instant::now();
+        let child = start(name, &[endpoint.as_str(), "500", "100"]);
         let output = child.wait_with_output().expect("the example ends");
+        let took = started.elapsed();
+        let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(
             output.status.success(),
-            "{name} {count}: {}\n{}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
+            "{name} {endpoint}: {}\n{stderr}",
+            output.status
         );
-        // Nothing after the last one.
-        assert!(matches!(
-            pull.recv_timeout(Some(Duration::from_millis(50))),
-            Err(zmtp_mio::Error::Timeout)
-        ));
+        assert_eq!(
+            stderr.trim_end(),
+            format!(
+                "zmtp: a PUSH socket lost 500 message(s) for {endpoint}: LINGER (100 ms) ran \
+                 out before they were written"
+            ),
+            "{name} over {transport}"
+        );
+        assert!(
+            took >= Duration::from_millis(100) && took < Duration::from_millis(1500),
+            "{name} over {transport} took {took:?}"
+        );
     }
 }

@@ -65,6 +65,21 @@ impl Socket {
         None
     }
 
+    /// Name every peer with unwritten output again through [`next_dirty`](Self::next_dirty),
+    /// whether or not it was named already: for a driver that takes the socket over from
+    /// another, which had been named peers whose writes it never finished.
+    pub fn announce_output(&mut self) {
+        self.dirty.clear();
+        for (&peer, p) in &mut self.peers {
+            if let Some(s) = p.stream.as_mut() {
+                s.dirty = false;
+                if s.conn.queued_len() > 0 {
+                    mark(&mut self.dirty, s, peer);
+                }
+            }
+        }
+    }
+
     pub(super) fn mark_dirty(&mut self, peer: PeerId) {
         if let Some(s) = self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) {
             mark(&mut self.dirty, s, peer);
