@@ -129,6 +129,8 @@ pub(crate) struct Core<R: Runtime> {
     pub(crate) closed: bool,
     /// Connect endpoints whose connection is in flight (their task has not reported).
     connecting: BTreeSet<EndpointId>,
+    /// The `inproc://` endpoints connected to (as given), which cannot be handed over.
+    inproc_connects: Vec<String>,
     /// The application dropped its handle: nobody waits for the close's report, so what
     /// LINGER cuts off is said on standard error.
     pub(crate) orphaned: bool,
@@ -151,6 +153,7 @@ impl<R: Runtime> Inner<R> {
                 monitors: Vec::new(),
                 closed: false,
                 connecting: BTreeSet::new(),
+                inproc_connects: Vec::new(),
                 orphaned: false,
                 timer_deadline: None,
                 tls: Tls::default(),
@@ -669,6 +672,12 @@ impl<R: Runtime> CommandHandler for Commands<'_, R> {
     fn connect(&mut self, endpoint: EndpointId, addr: Endpoint) {
         self.timers_touched = true;
         self.core.connecting.insert(endpoint);
+        if let Endpoint::Inproc(_) = &addr {
+            let name = addr.to_string();
+            if !self.core.inproc_connects.contains(&name) {
+                self.core.inproc_connects.push(name);
+            }
+        }
         // Detached: it ends once connected or failed.
         let inner = self.inner;
         let _ = inner
@@ -787,6 +796,22 @@ impl<R: Runtime> Core<R> {
         }
         let now = zmtp_driver::clock::now();
         self.socket.close(now);
+        // In-process peers end with the process's runtimes: what waits for them is lost,
+        // and said so.
+        let inproc: Vec<String> = (self.socket.unsent_by_endpoint().iter())
+            .filter(|loss| loss.endpoint.starts_with("inproc://"))
+            .map(ToString::to_string)
+            .collect();
+        if !inproc.is_empty() && zmtp_driver::loss::loss_reports() {
+            eprintln!(
+                "zmtp: a {} socket lost {}: its runtime ended, and in-process peers with it",
+                self.socket.socket_type(),
+                inproc.join(", ")
+            );
+        }
+        for name in std::mem::take(&mut self.inproc_connects) {
+            self.socket.disconnect(&name, now);
+        }
         let mut streams = Vec::new();
         for (peer, io) in std::mem::take(&mut self.peers) {
             io.task.abort();

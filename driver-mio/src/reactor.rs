@@ -795,11 +795,26 @@ impl Shared {
         self.finish(st, id, true);
     }
 
-    /// Wait until no dropped socket is left lingering.
+    /// Wait until no dropped socket is left lingering. A wait that lasts says on standard
+    /// error, once, which sockets it waits for and why (`zmtp_driver::loss::waiting_line`):
+    /// a program that seems to hang at its end is told what holds it.
     pub(crate) fn linger_orphans(&self) {
+        const TELL_AFTER: Duration = Duration::from_secs(2);
+        let tell_at = StdInstant::now() + TELL_AFTER;
+        let mut told = false;
         let mut st = self.lock();
         while st.sockets.values().any(|s| s.orphaned) {
-            self.wait_polled(st, None, std::iter::empty());
+            if !told && StdInstant::now() >= tell_at {
+                told = true;
+                if zmtp_driver::loss::loss_reports() {
+                    let orphans = st.sockets.values().filter(|s| s.orphaned);
+                    for line in orphans.filter_map(|s| zmtp_driver::loss::waiting_line(&s.core)) {
+                        eprintln!("{line}");
+                    }
+                }
+            }
+            let deadline = (!told).then_some(tell_at);
+            self.wait_polled(st, deadline, std::iter::empty());
             st = self.lock();
         }
     }

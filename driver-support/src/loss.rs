@@ -66,6 +66,27 @@ pub fn report_loss(socket: &Socket) {
     }
 }
 
+/// The line that says why the end of a program waits for `socket` (it lingers with
+/// messages unwritten), if it has any: printed by a driver whose exit has waited a while.
+pub fn waiting_line(socket: &Socket) -> Option<String> {
+    let unsent = socket.unsent_by_endpoint();
+    if unsent.is_empty() {
+        return None;
+    }
+    let what: Vec<String> = unsent.iter().map(ToString::to_string).collect();
+    let bound = match socket.options().linger {
+        Some(l) => format!("for at most LINGER ({} ms)", l.as_millis()),
+        None => {
+            "for as long as it takes: LINGER is forever (set LINGER to bound the wait)".to_string()
+        }
+    };
+    Some(format!(
+        "zmtp: waiting for a {} socket to write {}, {bound}",
+        socket.socket_type(),
+        what.join(", "),
+    ))
+}
+
 /// Print a line on standard error about a socket that went away unclosed, unless loss
 /// reports are off: `what` says why (e.g. its runtime ended and it could not be handed
 /// on).
@@ -105,6 +126,22 @@ mod tests {
             Some(
                 "zmtp: a PUSH socket lost 3 message(s) for tcp://127.0.0.1:5555: \
                  LINGER (100 ms) ran out before they were written"
+            )
+        );
+    }
+
+    #[test]
+    fn a_socket_that_lingers_says_what_it_waits_for() {
+        let mut push = Socket::new(SocketType::Push, Options::default(), 1).unwrap();
+        assert_eq!(waiting_line(&push), None);
+        push.connect("ipc://@nobody").unwrap();
+        push.send(vec![1], || Instant::ZERO).unwrap();
+        push.close(Instant::ZERO);
+        assert_eq!(
+            waiting_line(&push).as_deref(),
+            Some(
+                "zmtp: waiting for a PUSH socket to write 1 message(s) for ipc://@nobody, for \
+                 as long as it takes: LINGER is forever (set LINGER to bound the wait)"
             )
         );
     }

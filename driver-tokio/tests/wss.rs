@@ -126,6 +126,8 @@ async fn untrusted_servers_and_wrong_names_are_refused() {
                 .is_err(),
             "{host}: delivered to an untrusted server"
         );
+        // It never will be: the process must not wait for it at exit.
+        push.set_linger(Some(Duration::ZERO)).unwrap();
         let mut seen = Vec::new();
         while let Ok(Some(e)) =
             tokio::time::timeout(Duration::from_millis(50), monitor.next()).await

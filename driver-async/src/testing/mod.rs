@@ -335,6 +335,8 @@ pub async fn cancelled_send_queues_all_or_nothing<R: Runtime>() {
     assert!(waited.is_none(), "send must wait at HWM");
     // Cancelled: nothing was queued, so the queue still takes nothing more.
     assert!(matches!(push.try_send("4"), Err(SendError::WouldBlock(_))));
+    // Nobody will take the two: the process must not wait for them at exit.
+    push.set_linger(Some(Duration::ZERO)).unwrap();
 }
 
 /// `send_slice` copies the caller's buffer (which is reused at once), hands a copy back at

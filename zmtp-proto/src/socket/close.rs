@@ -167,8 +167,9 @@ impl Socket {
         }
     }
 
-    /// What is unwritten now, by endpoint ([`close_losses`](Self::close_losses)).
-    fn losses(&self) -> Vec<Loss> {
+    /// What is queued and not yet written now, by endpoint: what a close would lose if
+    /// LINGER ran out now ([`close_losses`](Self::close_losses) keeps it when it does).
+    pub fn unsent_by_endpoint(&self) -> Vec<Loss> {
         let mut losses: Vec<Loss> = Vec::new();
         for p in self.peers.values() {
             let messages = unsent_messages(p);
@@ -225,7 +226,7 @@ impl Socket {
         }
         self.closed = true;
         self.close_report = Some(self.unsent());
-        self.close_losses = self.losses();
+        self.close_losses = self.unsent_by_endpoint();
         let peers: Vec<PeerId> = self.peers.keys().copied().collect();
         for peer in peers {
             if self.peers.get(&peer).is_some_and(|p| p.stream.is_some()) {
@@ -254,5 +255,30 @@ impl Socket {
             ));
         }
         self.commands.push_back(Command::Closed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::socket::Options;
+    use crate::SocketType;
+
+    /// A close that lingers for one endpoint's queue finishes when that endpoint is
+    /// disconnected (its queue discarded), not when LINGER runs out.
+    #[test]
+    fn disconnecting_the_endpoint_a_close_waits_for_finishes_it() {
+        let mut push = Socket::new(SocketType::Push, Options::default(), 1).unwrap();
+        push.connect("tcp://127.0.0.1:5555").unwrap();
+        push.send(alloc::vec![1u8], || Instant::ZERO).unwrap();
+        push.close(Instant::ZERO);
+        assert!(
+            !push.is_closed(),
+            "LINGER is forever: it waits for the message"
+        );
+        assert!(push.disconnect("tcp://127.0.0.1:5555", Instant::ZERO));
+        assert!(push.is_closed());
+        assert_eq!(push.close_losses(), &[]);
+        assert!(push.close_report().is_some_and(|r| r.delivered_all()));
     }
 }

@@ -143,6 +143,10 @@ impl Socket {
             self.commands
                 .push_back(Command::StopListening { endpoint: id });
         }
+        // A lingering close may have waited only for this endpoint's queue.
+        if self.closing.is_some() {
+            self.try_finish_close(now);
+        }
         true
     }
 
