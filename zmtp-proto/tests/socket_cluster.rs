@@ -416,6 +416,13 @@ fn linger_zero_closes_at_once_and_a_deadline_cuts_lingering_short() {
         "nothing was written while the PULL did not read"
     );
     assert!(report.unsent_bytes > 10 * 2048, "{report:?}");
+    // Whole messages: every one the PULL did not get, those encoded for the stream
+    // included (none waited in the peer's queue: the stream took every one encoded).
+    assert_eq!(report.unsent_messages, 20 - got.len(), "{report:?}");
+    let losses = c.socket(push).close_losses();
+    assert_eq!(losses.len(), 1, "{losses:?}");
+    assert_eq!(losses[0].messages, 20 - got.len());
+    assert!(losses[0].connect);
 }
 
 #[test]
