@@ -7,6 +7,9 @@
 //! `cargo run -p zmtp-smol --example smol_send_and_exit -- tcp://127.0.0.1:5557 1000`
 //! sends "0" … "999" to whatever PULL listens there. A third argument sets LINGER in
 //! milliseconds; for `wss://`, `ZMTP_EXAMPLE_CA` names the PEM file of the roots to trust.
+//! With `ZMTP_EXAMPLE_EXECUTOR=global` it runs under `smol::block_on` instead, so that the
+//! socket's tasks run on smol's global executor, which is still running when `main`
+//! returns: the exit hook takes the socket from it.
 
 use std::time::Duration;
 
@@ -18,7 +21,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let count: u32 = args.next().and_then(|n| n.parse().ok()).unwrap_or(1);
     let linger: Option<u64> = args.next().and_then(|n| n.parse().ok());
 
-    zmtp_smol::block_on(async {
+    let run = async {
         let push = Socket::new(SocketType::Push)?;
         if let Some(ms) = linger {
             push.set_linger(Some(Duration::from_millis(ms)))?;
@@ -31,6 +34,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             push.send(i.to_string()).await?;
         }
         // No `close().await`, no `Context::term().await`: nothing is lost for that.
-        Ok(())
-    })
+        Ok::<(), Box<dyn std::error::Error>>(())
+    };
+    if std::env::var("ZMTP_EXAMPLE_EXECUTOR").is_ok_and(|e| e == "global") {
+        smol::block_on(run)
+    } else {
+        zmtp_smol::block_on(run)
+    }
 }

@@ -8,6 +8,16 @@ fn a_program_that_sends_and_exits_delivers_every_message() {
     zmtp_testkit::programs::sends_and_exits_delivering_everything("tokio_send_and_exit");
 }
 
+/// With a runtime that is never shut down (its workers still run when `main` returns):
+/// the exit hook takes the socket over from its live tasks.
+#[test]
+fn a_program_whose_runtime_outlives_main_delivers_every_message() {
+    zmtp_testkit::programs::sends_and_exits_delivering_everything_with(
+        "tokio_send_and_exit",
+        &[("ZMTP_EXAMPLE_RUNTIME", "kept")],
+    );
+}
+
 /// With LINGER 100 ms and nobody listening: the program ends after LINGER, saying on
 /// standard error what it lost.
 #[test]

@@ -94,8 +94,13 @@ pub const EXIT_TRANSPORTS: [&str; 4] = ["tcp", "ipc", "ws", "wss"];
 
 /// A PULL of the blocking driver bound on a fresh endpoint of `transport` (`wss` with
 /// the test certificate): the PULL and the endpoint to connect to.
-fn bound_pull(ctx: &zmtp_mio::Context, transport: &str, n: usize) -> (zmtp_mio::Socket, String) {
+fn bound_pull(ctx: &zmtp_mio::Context, transport: &str) -> (zmtp_mio::Socket, String) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use zmtp_mio::{SocketType, Tls};
+
+    // Abstract names of this process, never twice (tests run side by side).
+    static NAMES: AtomicUsize = AtomicUsize::new(0);
+    let n = NAMES.fetch_add(1, Ordering::Relaxed);
 
     let pull = ctx.socket(SocketType::Pull).expect("PULL");
     let endpoint = match transport {
@@ -115,11 +120,13 @@ fn bound_pull(ctx: &zmtp_mio::Context, transport: &str, n: usize) -> (zmtp_mio::
     (pull, bound)
 }
 
-/// Start example `name` with `args`, its output piped; for `wss://` it trusts the test CA.
-fn start(name: &str, args: &[&str]) -> std::process::Child {
+/// Start example `name` with `args` and the environment `env`, its output piped; for
+/// `wss://` it trusts the test CA.
+fn start(name: &str, args: &[&str], env: &[(&str, &str)]) -> std::process::Child {
     Command::new(example(name))
         .args(args)
         .env("ZMTP_EXAMPLE_CA", crate::tls::path("ca.pem"))
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -132,13 +139,16 @@ fn start(name: &str, args: &[&str]) -> std::process::Child {
 /// assert that every message arrives, in order, for 1, 500 and 100,000 messages, and that
 /// the program says nothing on standard error.
 pub fn sends_and_exits_delivering_everything(name: &str) {
+    sends_and_exits_delivering_everything_with(name, &[]);
+}
+
+/// [`sends_and_exits_delivering_everything`] with `env` in the program's environment.
+pub fn sends_and_exits_delivering_everything_with(name: &str, env: &[(&str, &str)]) {
     let ctx = zmtp_mio::Context::new().expect("context");
-    let mut n = 0;
     for transport in EXIT_TRANSPORTS {
         for count in [1u32, 500, 100_000] {
-            n += 1;
-            let (pull, endpoint) = bound_pull(&ctx, transport, n);
-            let child = start(name, &[endpoint.as_str(), &count.to_string()]);
+            let (pull, endpoint) = bound_pull(&ctx, transport);
+            let child = start(name, &[endpoint.as_str(), &count.to_string()], env);
             let mut got = 0u32;
             while got < count {
                 match pull.recv_timeout(Some(Duration::from_secs(20))) {
@@ -180,13 +190,13 @@ pub fn sends_and_exits_delivering_everything(name: &str) {
 /// number of messages lost.
 pub fn lingers_and_reports_what_was_lost(name: &str) {
     let ctx = zmtp_mio::Context::new().expect("context");
-    for (n, transport) in EXIT_TRANSPORTS.into_iter().enumerate() {
+    for transport in EXIT_TRANSPORTS {
         // A fresh endpoint, bound and let go: nobody listens there.
-        let (pull, endpoint) = bound_pull(&ctx, transport, 100 + n);
+        let (pull, endpoint) = bound_pull(&ctx, transport);
         pull.unbind(&endpoint).expect("unbind");
         drop(pull);
         let started = Instant::now();
-        let child = start(name, &[endpoint.as_str(), "500", "100"]);
+        let child = start(name, &[endpoint.as_str(), "500", "100"], &[]);
         let output = child.wait_with_output().expect("the example ends");
         let took = started.elapsed();
         let stderr = String::from_utf8_lossy(&output.stderr);
