@@ -20,7 +20,10 @@
 //! The first table gives each implementation's median over the rounds. The second gives, for
 //! each pair of one of ours and an anchor (and smol and mio against tokio), the median of
 //! the ratios taken within each round, oriented so that above 1 means ours is better:
-//! ours/anchor for throughput, anchor/ours for latency. A cell an implementation cannot run
+//! ours/anchor for throughput, anchor/ours for latency and for CPU. Each throughput cell
+//! has a second line: the CPU time (user and system) both peer processes used, per
+//! million messages, as each process's parent reaps it (`wait4`); steadier than the
+//! throughput on a shared machine. A cell an implementation cannot run
 //! (monocoque-rs's PUB has no IPC listener; the anchors over ws and udp) is `-`, with a note
 //! under the tables. Over ws and udp a third table gives our drivers against their own tcp
 //! figure of the same round. The
@@ -30,6 +33,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod affinity;
+mod cpu;
 mod libzmq;
 mod mio;
 mod monocoque;
@@ -333,12 +337,15 @@ impl Variant {
 /// One measurement's outcome.
 #[derive(Debug, Clone, Copy)]
 enum Measure {
-    /// Messages per second and bytes per second at the receiver, and (udp) the share of
-    /// the messages sent that never arrived.
+    /// Messages per second and bytes per second at the receiver, (udp) the share of the
+    /// messages sent that never arrived, and the CPU seconds both processes used per
+    /// million messages (over their whole run: set-up included, a small share at the
+    /// counts measured).
     Throughput {
         msgs: f64,
         bytes: f64,
         loss: Option<f64>,
+        cpu: f64,
     },
     /// Round-trip time in nanoseconds.
     Latency { mean: f64, p50: f64, p99: f64 },
@@ -353,24 +360,37 @@ impl Measure {
         }
     }
 
-    /// Line `k` of its table cells: the throughput, or latency mean (0), p50 (1), p99 (2).
+    /// Line `k` of its table cells: the throughput (0) and CPU per million messages (1),
+    /// or latency mean (0), p50 (1), p99 (2).
     fn value(&self, k: usize) -> f64 {
         match *self {
-            Measure::Throughput { msgs, .. } => msgs,
+            Measure::Throughput { msgs, cpu, .. } => [msgs, cpu][k.min(1)],
             Measure::Latency { mean, p50, p99 } => [mean, p50, p99][k.min(2)],
         }
     }
 
     fn cell(&self, k: usize) -> String {
         match *self {
-            Measure::Throughput { msgs, bytes, loss } => format_throughput(msgs, bytes, loss),
+            Measure::Throughput { cpu, .. } if k == 1 => format_cpu(cpu),
+            Measure::Throughput {
+                msgs, bytes, loss, ..
+            } => format_throughput(msgs, bytes, loss),
             Measure::Latency { .. } => format_micros(self.value(k)),
         }
     }
 
     fn summary(&self) -> String {
         match *self {
-            Measure::Throughput { msgs, bytes, loss } => format_throughput(msgs, bytes, loss),
+            Measure::Throughput {
+                msgs,
+                bytes,
+                loss,
+                cpu,
+            } => format!(
+                "{}, {}",
+                format_throughput(msgs, bytes, loss),
+                format_cpu(cpu)
+            ),
             Measure::Latency { mean, p50, p99 } => format!(
                 "mean {} p50 {} p99 {}",
                 format_micros(mean),
@@ -449,11 +469,12 @@ impl Peer {
             .map_err(|e| format!("cannot signal the peer: {e}"))
     }
 
-    fn finish(mut self) -> Result<(), String> {
+    /// Close the peer's input and wait for it to end; the CPU time it used.
+    fn finish(mut self) -> Result<std::time::Duration, String> {
         drop(self.child.stdin.take());
-        let status = self.child.wait().map_err(|e| e.to_string())?;
-        if status.success() {
-            Ok(())
+        let (ok, cpu) = cpu::wait_with_cpu(&mut self.child)?;
+        if ok {
+            Ok(cpu)
         } else {
             let mut rest = String::new();
             let _ = std::io::Read::read_to_string(&mut self.out, &mut rest);
@@ -461,7 +482,7 @@ impl Peer {
                 .lines()
                 .find_map(|l| l.strip_prefix("ERROR"))
                 .unwrap_or("");
-            Err(format!("peer failed ({status}){why}"))
+            Err(format!("peer failed{why}"))
         }
     }
 }
@@ -554,8 +575,7 @@ fn run_once(
     } else {
         client.expect("RESULT")?
     };
-    client.finish()?;
-    server.finish()?;
+    let cpu = client.finish()? + server.finish()?;
     let numbers: Vec<f64> = result
         .split_whitespace()
         .map(|n| n.parse::<f64>())
@@ -568,6 +588,7 @@ fn run_once(
                 msgs: messages / secs,
                 bytes: messages * case.size as f64 / secs,
                 loss: None,
+                cpu: cpu_per_million(cpu, messages),
             })
         }
         (Test::Push, &[nanos, messages, received, sent]) if sent > 0.0 => {
@@ -576,11 +597,21 @@ fn run_once(
                 msgs: messages / secs,
                 bytes: messages * case.size as f64 / secs,
                 loss: Some(1.0 - received / sent),
+                cpu: cpu_per_million(cpu, messages),
             })
         }
         (Test::ReqRep, &[mean, p50, p99]) => Ok(Measure::Latency { mean, p50, p99 }),
         _ => Err(format!("bad result: {result}")),
     }
+}
+
+/// CPU seconds per million messages.
+fn cpu_per_million(cpu: std::time::Duration, messages: f64) -> f64 {
+    cpu.as_secs_f64() / messages.max(1.0) * 1e6
+}
+
+fn format_cpu(cpu_per_million: f64) -> String {
+    format!("{cpu_per_million:.3} CPU-s/M")
 }
 
 fn format_rate(x: f64) -> String {
@@ -726,31 +757,40 @@ fn ratio(test: Test, ours: &Outcome, anchor: &Outcome, k: usize) -> String {
         .zip(&anchor)
         .filter_map(|(o, a)| {
             let (o, a) = (o.value(k), a.value(k));
-            (o > 0.0 && a > 0.0).then(|| match test {
-                Test::ReqRep => a / o,
-                Test::Push | Test::Pub => o / a,
+            // Latency and CPU: lower is better.
+            (o > 0.0 && a > 0.0).then(|| match (test, k) {
+                (Test::ReqRep, _) | (Test::Push | Test::Pub, 1) => a / o,
+                (Test::Push | Test::Pub, _) => o / a,
             })
         })
         .collect();
     median_of(per_round).map_or("-".to_string(), |r| format!("{r:.2}"))
 }
 
-/// The table lines of one case, as cells, for the medians and for the ratios: one line for
-/// a throughput test, three (mean, p50, p99) for latency.
-fn rows(case: Case, outcomes: &[Outcome], pairs: &[Pair]) -> (Vec<Vec<String>>, Vec<Vec<String>>) {
-    let lines: &[(&str, usize)] = match case.test {
-        Test::Push | Test::Pub => &[(case.test.label(), 0)],
-        Test::ReqRep => &[
-            ("req/rep latency mean", 0),
-            ("req/rep latency p50", 1),
-            ("req/rep latency p99", 2),
+/// The table lines of a test, with the line number each shows ([`Measure::value`]): two
+/// for a throughput test (messages per second, CPU per million messages), three (mean,
+/// p50, p99) for latency.
+fn lines(test: Test) -> Vec<(String, usize)> {
+    match test {
+        Test::Push | Test::Pub => vec![
+            (test.label().to_string(), 0),
+            (format!("{} CPU, both sides", test.label()), 1),
         ],
-    };
+        Test::ReqRep => vec![
+            ("req/rep latency mean".to_string(), 0),
+            ("req/rep latency p50".to_string(), 1),
+            ("req/rep latency p99".to_string(), 2),
+        ],
+    }
+}
+
+/// The table lines of one case, as cells, for the medians and for the ratios ([`lines`]).
+fn rows(case: Case, outcomes: &[Outcome], pairs: &[Pair]) -> (Vec<Vec<String>>, Vec<Vec<String>>) {
     let mut values = Vec::new();
     let mut ratios = Vec::new();
-    for &(label, k) in lines {
+    for (label, k) in lines(case.test) {
         let lead = vec![
-            label.to_string(),
+            label,
             format_size(case.size),
             case.transport.name().to_string(),
         ];
@@ -782,17 +822,9 @@ fn transport_rows(results: &[(Case, Vec<Outcome>)], ours: &[usize]) -> Vec<Vec<S
         }) else {
             continue;
         };
-        let lines: &[(&str, usize)] = match case.test {
-            Test::Push | Test::Pub => &[(case.test.label(), 0)],
-            Test::ReqRep => &[
-                ("req/rep latency mean", 0),
-                ("req/rep latency p50", 1),
-                ("req/rep latency p99", 2),
-            ],
-        };
-        for &(label, k) in lines {
+        for (label, k) in lines(case.test) {
             let mut row = vec![
-                label.to_string(),
+                label,
                 format_size(case.size),
                 format!("{}/tcp", case.transport.name()),
             ];
@@ -1024,7 +1056,7 @@ fn orchestrate(config: &Config) -> Result<(), String> {
         println!();
         println!(
             "ratios, median over the rounds of the ratio within each round; above 1 means \
-             the first is better: first/second for throughput, second/first for latency"
+             the first is better: first/second for throughput, second/first for latency and CPU"
         );
         println!();
         print_table(&ratio_header, &ratio_table);
