@@ -798,17 +798,13 @@ impl<R: Runtime> Core<R> {
         self.socket.close(now);
         // In-process peers end with the process's runtimes: what waits for them is lost,
         // and said so.
-        let inproc: Vec<String> = (self.socket.unsent_by_endpoint().iter())
-            .filter(|loss| loss.endpoint.starts_with("inproc://"))
-            .map(ToString::to_string)
-            .collect();
-        if !inproc.is_empty() && zmtp_driver::loss::loss_reports() {
-            eprintln!(
-                "zmtp: a {} socket lost {}: its runtime ended, and in-process peers with it",
-                self.socket.socket_type(),
-                inproc.join(", ")
-            );
-        }
+        let mut inproc = self.socket.unsent_by_endpoint();
+        inproc.retain(|loss| loss.endpoint.starts_with("inproc://"));
+        zmtp_driver::loss::report_lost(
+            &self.socket,
+            &inproc,
+            "its runtime ended, and in-process peers with it",
+        );
         for name in std::mem::take(&mut self.inproc_connects) {
             self.socket.disconnect(&name, now);
         }

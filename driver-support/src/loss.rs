@@ -15,7 +15,7 @@
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use zmtp_proto::socket::Socket;
+use zmtp_proto::socket::{Loss, Socket};
 
 /// 0: not decided yet (read the environment); 1: on; 2: off.
 static REPORTS: AtomicU8 = AtomicU8::new(0);
@@ -41,27 +41,45 @@ pub fn loss_reports() -> bool {
     }
 }
 
-/// The line that says what a finished close of `socket` lost, if it lost anything.
-pub fn loss_line(socket: &Socket) -> Option<String> {
-    let losses = socket.close_losses();
+/// `zmtp: a PUSH socket lost 3 message(s) for tcp://…: {why}`, if `losses` has any.
+fn lost_line(socket: &Socket, losses: &[Loss], why: &str) -> Option<String> {
     if losses.is_empty() {
         return None;
     }
+    Some(format!(
+        "zmtp: a {} socket lost {}: {why}",
+        socket.socket_type(),
+        listed(losses),
+    ))
+}
+
+/// `3 message(s) for tcp://…, 1 message(s) for peers of ipc://…`.
+fn listed(losses: &[Loss]) -> String {
     let what: Vec<String> = losses.iter().map(ToString::to_string).collect();
+    what.join(", ")
+}
+
+/// The line that says what a finished close of `socket` lost, if it lost anything.
+pub fn loss_line(socket: &Socket) -> Option<String> {
     let linger = match socket.options().linger {
         Some(l) => format!("LINGER ({} ms)", l.as_millis()),
         None => "LINGER".to_string(),
     };
-    Some(format!(
-        "zmtp: a {} socket lost {}: {linger} ran out before they were written",
-        socket.socket_type(),
-        what.join(", "),
-    ))
+    let why = format!("{linger} ran out before they were written");
+    lost_line(socket, socket.close_losses(), &why)
 }
 
 /// Print [`loss_line`] on standard error, unless loss reports are off.
 pub fn report_loss(socket: &Socket) {
     if let Some(line) = loss_line(socket).filter(|_| loss_reports()) {
+        eprintln!("{line}");
+    }
+}
+
+/// Print on standard error, unless loss reports are off, that `losses` of `socket` (what
+/// it has queued for some of its endpoints) are lost, and `why`.
+pub fn report_lost(socket: &Socket, losses: &[Loss], why: &str) {
+    if let Some(line) = lost_line(socket, losses, why).filter(|_| loss_reports()) {
         eprintln!("{line}");
     }
 }
@@ -73,7 +91,6 @@ pub fn waiting_line(socket: &Socket) -> Option<String> {
     if unsent.is_empty() {
         return None;
     }
-    let what: Vec<String> = unsent.iter().map(ToString::to_string).collect();
     let bound = match socket.options().linger {
         Some(l) => format!("for at most LINGER ({} ms)", l.as_millis()),
         None => {
@@ -83,23 +100,13 @@ pub fn waiting_line(socket: &Socket) -> Option<String> {
     Some(format!(
         "zmtp: waiting for a {} socket to write {}, {bound}",
         socket.socket_type(),
-        what.join(", "),
+        listed(&unsent),
     ))
 }
 
-/// Print a line on standard error about a socket that went away unclosed, unless loss
-/// reports are off: `what` says why (e.g. its runtime ended and it could not be handed
-/// on).
-pub fn report_abandoned(socket: &Socket, what: &str) {
-    let unsent = socket.unsent();
-    if unsent.delivered_all() || !loss_reports() {
-        return;
-    }
-    eprintln!(
-        "zmtp: a {} socket lost {} message(s): {what}",
-        socket.socket_type(),
-        unsent.unsent_messages.max(1),
-    );
+/// [`report_lost`] for everything `socket` has queued: a socket that went away unclosed.
+pub fn report_abandoned(socket: &Socket, why: &str) {
+    report_lost(socket, &socket.unsent_by_endpoint(), why);
 }
 
 #[cfg(test)]
