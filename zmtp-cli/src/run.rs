@@ -1,6 +1,8 @@
 //! `zmtp send` and `zmtp recv`: one socket, its endpoints, a watch on its monitor for
 //! handshake and authentication failures, and an overall deadline.
 
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::io::{BufRead, Write};
 use std::time::Duration;
@@ -588,6 +590,7 @@ pub(crate) async fn open(
         bound,
         verbose: args.verbose,
         handshakes: watch::Sender::new(0),
+        attempts: RefCell::new(BTreeMap::new()),
     };
     Ok((socket, monitor, watch, peer))
 }
@@ -708,9 +711,9 @@ pub(crate) async fn supervise(
                         () = std::future::ready(()) => break,
                     }
                 }
-                return result;
+                return result.map_err(|f| watch.explain(f));
             }
-            () = &mut expiry => return Err(timed_out(timeout)),
+            () = &mut expiry => return Err(watch.explain(timed_out(timeout))),
         }
     }
 }
@@ -727,6 +730,19 @@ pub(crate) struct Watch {
     verbose: bool,
     /// Handshakes that succeeded so far (a RADIO's `--wait-subscribers` counts its dishes).
     handshakes: watch::Sender<u64>,
+    /// How the connections to each connect endpoint went, by endpoint.
+    attempts: RefCell<BTreeMap<String, Attempts>>,
+}
+
+/// How the connections to one connect endpoint went so far.
+#[derive(Debug, Default)]
+struct Attempts {
+    /// Why they failed, when every failed handshake said the same thing.
+    reason: Option<String>,
+    /// Handshakes failed for different reasons, or for none given.
+    mixed: bool,
+    /// A handshake succeeded.
+    succeeded: bool,
 }
 
 impl Watch {
@@ -746,16 +762,29 @@ impl Watch {
         if kind == MonitorEventKind::HandshakeSucceeded {
             self.handshakes.send_modify(|n| *n += 1);
         }
-        if !matches!(
+        let failed = matches!(
             kind,
             MonitorEventKind::HandshakeFailedAuth
                 | MonitorEventKind::HandshakeFailedProtocol
                 | MonitorEventKind::HandshakeFailedNoDetail
-        ) {
+        );
+        let inbound = self.bound.iter().any(|b| *b == e.endpoint);
+        if !inbound && (failed || kind == MonitorEventKind::HandshakeSucceeded) {
+            self.attempted(e);
+        }
+        if !failed {
             return Ok(());
         }
         let endpoint = &e.endpoint;
         let detail = describe(e);
+        if let (Some(reason), false) = (&e.reason, inbound) {
+            // Below ZMTP (TLS refused the server): reconnecting is left to run, and if
+            // every attempt fails so, `explain` says why at the end.
+            if self.client {
+                return Err(Failure::Runtime(cannot_connect(endpoint, reason)));
+            }
+            return Ok(());
+        }
         if self.client {
             let detail = if kind == MonitorEventKind::HandshakeFailedAuth {
                 format!("the server refused our credentials ({detail})")
@@ -787,7 +816,6 @@ impl Watch {
                 "authentication failed with {endpoint}: the peer refused us ({detail})"
             )));
         }
-        let inbound = self.bound.iter().any(|b| b == endpoint);
         if kind == MonitorEventKind::HandshakeFailedProtocol {
             if inbound {
                 note(&format!(
@@ -804,6 +832,57 @@ impl Watch {
         // Without detail, on a NULL socket: transient (the peer went away); reconnects.
         Ok(())
     }
+
+    /// Note how a handshake with a connect endpoint went.
+    fn attempted(&self, e: &MonitorEvent) {
+        let mut attempts = self.attempts.borrow_mut();
+        let a = attempts.entry(e.endpoint.clone()).or_default();
+        if e.kind == MonitorEventKind::HandshakeSucceeded {
+            a.succeeded = true;
+            return;
+        }
+        match (&e.reason, &a.reason) {
+            (Some(r), None) if !a.mixed => a.reason = Some(r.clone()),
+            (Some(r), Some(before)) if r == before => {}
+            _ => {
+                a.mixed = true;
+                a.reason = None;
+            }
+        }
+    }
+
+    /// What a timeout or undelivered messages (`failure`) really were: when every
+    /// connection to a connect endpoint failed for the same reason below ZMTP (a TLS
+    /// handshake that refused the server), a runtime failure that says so; otherwise
+    /// `failure` as it is.
+    fn explain(&self, failure: Failure) -> Failure {
+        if !matches!(failure, Failure::Timeout(_) | Failure::Undelivered(_)) {
+            return failure;
+        }
+        let attempts = self.attempts.borrow();
+        let never = attempts
+            .iter()
+            .find_map(|(ep, a)| match (&a.reason, a.succeeded || a.mixed) {
+                (Some(reason), false) => Some((ep, reason)),
+                _ => None,
+            });
+        match never {
+            Some((endpoint, reason)) => Failure::Runtime(cannot_connect(endpoint, reason)),
+            None => failure,
+        }
+    }
+}
+
+/// A connect endpoint whose connections fail below ZMTP, in words, with what to check.
+fn cannot_connect(endpoint: &str, reason: &str) -> String {
+    let hint = if reason.contains("UnknownIssuer") {
+        " (is --tls-ca the CA that signed the server's certificate?)"
+    } else if reason.contains("not valid for name") {
+        " (connect by a name the server's certificate has)"
+    } else {
+        ""
+    };
+    format!("cannot connect to {endpoint}: {reason}{hint}")
 }
 
 /// A peer that connected to us, in words: its address and our endpoint it connected on
@@ -882,7 +961,10 @@ fn describe(e: &MonitorEvent) -> String {
             };
             format!("protocol error {name} (0x{:08x}){hint}", e.value)
         }
-        _ => "the connection closed during the handshake (wrong credentials or key?)".into(),
+        _ => match &e.reason {
+            Some(reason) => reason.clone(),
+            None => "the connection closed during the handshake (wrong credentials or key?)".into(),
+        },
     }
 }
 

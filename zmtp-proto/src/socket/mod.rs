@@ -28,7 +28,8 @@
 //!   report what was written with [`Socket::advance`].
 //! - Arm one timer at [`Socket::poll_timeout`] and call [`Socket::handle_timeout`]. The
 //!   timers of all peers and endpoints live in one ordered set: idle peers cost nothing.
-//! - Report a stream that ended with [`Socket::handle_closed`].
+//! - Report a stream that ended with [`Socket::handle_closed`], or failed with
+//!   [`Socket::handle_stream_failed`] (its monitor events then say why).
 //! - `udp://` endpoints have no streams: [`Command::OpenUdp`] opens a UDP socket, every
 //!   datagram of [`Socket::poll_datagram`] is sent from it, and every datagram received on
 //!   a bound one goes to [`Socket::handle_datagram`] (see `udp.rs`).

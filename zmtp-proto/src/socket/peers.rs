@@ -38,6 +38,28 @@ impl Socket {
         self.end_stream(peer, auth::ending_of(error.as_ref()), now);
     }
 
+    /// A peer's stream failed below ZMTP (an I/O error, a TLS handshake that refused the
+    /// peer's certificate); the driver has closed it. As [`handle_closed`](Self::handle_closed),
+    /// and the monitor events this causes (HANDSHAKE_FAILED_NO_DETAIL before the handshake
+    /// completed, DISCONNECTED) carry `reason` in
+    /// [`MonitorEvent::reason`](super::MonitorEvent::reason), so that a monitor can say why.
+    pub fn handle_stream_failed(&mut self, peer: PeerId, now: Instant, reason: &str) {
+        let first = self.monitors.len();
+        self.handle_closed(peer, now);
+        for event in self.monitors.iter_mut().skip(first) {
+            let about_the_stream = matches!(
+                event.kind,
+                MonitorEventKind::Disconnected
+                    | MonitorEventKind::HandshakeFailedNoDetail
+                    | MonitorEventKind::HandshakeFailedProtocol
+                    | MonitorEventKind::HandshakeFailedAuth
+            );
+            if about_the_stream && event.reason.is_none() {
+                event.reason = Some(reason.into());
+            }
+        }
+    }
+
     pub(super) fn end_stream(&mut self, peer: PeerId, ending: Ending, now: Instant) {
         let Some(p) = self.peers.get_mut(&peer) else {
             return;
