@@ -330,7 +330,9 @@ impl<R: Runtime> Socket<R> {
     ///
     /// // An endpoint in use by another socket is refused by the system.
     /// let other = Socket::new(SocketType::Pull)?;
-    /// assert!(matches!(other.bind(&endpoint).await, Err(Error::Io(_))));
+    /// let in_use = other.bind(&endpoint).await.unwrap_err();
+    /// assert!(matches!(in_use, Error::Bind { .. }));
+    /// assert_eq!(in_use.to_string(), format!("{endpoint}: address already in use"));
     /// # Ok(()) }
     /// ```
     pub async fn bind(&self, endpoint: &str) -> Result<String, Error> {
@@ -345,7 +347,7 @@ impl<R: Runtime> Socket<R> {
             waiter
         };
         match waiter.await {
-            Ok(result) => Ok(result?),
+            Ok(result) => result.map_err(|e| Error::bind(endpoint, e)),
             Err(_) => Err(Error::Closed),
         }
     }

@@ -63,7 +63,7 @@ fn host_names_are_resolved_for_bind_and_connect() {
     push.send("by name").unwrap();
     assert_eq!(&pull.recv_timeout(T).unwrap().frames()[0][..], b"by name");
     let bad = pull.bind("tcp://no-such-host.invalid:5555");
-    assert!(matches!(bad, Err(Error::Io(_))), "{bad:?}");
+    assert!(matches!(bad, Err(Error::Bind { .. })), "{bad:?}");
 }
 
 #[test]

@@ -638,6 +638,10 @@ async fn attach(
                     "malformed endpoint '{endpoint}' for {verb}: {e}"
                 )))
             }
+            // It names the endpoint itself.
+            Err(e @ Error::Bind { .. }) => {
+                return Err(Failure::Runtime(format!("cannot bind {e}")))
+            }
             Err(e) => return Err(Failure::Runtime(format!("cannot {verb} {endpoint}: {e}"))),
         }
     }

@@ -1501,3 +1501,18 @@ fn proxy_needs_both_sides() {
     .collect();
     usage_fails(&args, "the backend");
 }
+
+#[test]
+fn a_bind_in_use_names_the_endpoint() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("tcp://{}", taken.local_addr().unwrap());
+    let out = run(
+        &["recv", "-t", "pull", "-b", &endpoint, "--timeout", GUARD],
+        None,
+    );
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert_eq!(
+        out.stderr,
+        format!("zmtp: cannot bind {endpoint}: address already in use\n")
+    );
+}
