@@ -245,6 +245,9 @@ pub struct RecvFileCli {
     /// The directory to save files in
     #[arg(long, value_name = "DIR")]
     pub dir: PathBuf,
+    /// Create --dir (and its parents) if it does not exist
+    #[arg(long)]
+    pub mkdir: bool,
     /// Exit after FILES transfers (saved, refused or aborted)
     #[arg(short = 'n', long = "count", value_name = "FILES", value_parser = positive)]
     pub count: Option<u64>,
@@ -291,6 +294,8 @@ pub struct RecvFileArgs {
     pub options: zmtp_file::RecvOptions,
     /// `-n`.
     pub count: Option<u64>,
+    /// `--mkdir`: create `--dir` if it does not exist.
+    pub mkdir: bool,
 }
 
 /// The text after the options list of `zmtp proxy --help`.
@@ -1010,6 +1015,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, Failure> {
                 socket,
                 options,
                 count: r.count,
+                mkdir: r.mkdir,
             }))
         }
         CliCommand::Send(s) => {
