@@ -999,6 +999,27 @@ impl<R: Runtime> Socket<R> {
         self.inner.lock().socket.can_send()
     }
 
+    /// How many peers a message could reach now, before its topic or group is looked at
+    /// (see [`zmtp_proto::socket::Socket::audience`]): an XPUB's subscribers that
+    /// subscribed to anything, a RADIO's dishes that joined any group, every other type's
+    /// connected peers. Tells a PUB's message that matched no subscriber's topic from one
+    /// sent while no subscriber was there (both [`Sent::Dropped`]).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zmtp_tokio::Error> {
+    /// use zmtp_tokio::{Sent, Socket, SocketType};
+    ///
+    /// let publisher = Socket::new(SocketType::Pub)?;
+    /// publisher.bind("inproc://audience-example").await?;
+    /// assert_eq!(publisher.send("news").await?, Sent::Dropped);
+    /// assert_eq!(publisher.audience(), 0);
+    /// # Ok(()) }
+    /// ```
+    pub fn audience(&self) -> usize {
+        self.inner.lock().socket.audience()
+    }
+
     /// Whether a message is ready for `recv` (libzmq's `ZMQ_POLLIN`).
     ///
     /// ```

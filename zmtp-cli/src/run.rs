@@ -38,7 +38,8 @@ pub async fn send(args: SocketArgs) -> Result<(), Failure> {
         None => Input::Lines(read_lines()?),
     };
     let count = args.count.unwrap_or(1);
-    let request = args.ty == SocketType::Req;
+    // A CLIENT's request is answered as a REQ's is: its reply is awaited and printed.
+    let request = matches!(args.ty, SocketType::Req | SocketType::Client);
     let (input_mode, output, ty) = (args.input, args.output, args.ty);
     let (delay, wait_subscribers, verbose) = (args.delay, args.wait_subscribers, args.verbose);
     let timeout = args.timeout;
@@ -65,7 +66,10 @@ pub async fn send(args: SocketArgs) -> Result<(), Failure> {
             Some(id) => msgs.iter().flat_map(|m| to_stream(m, id)).collect(),
             None => msgs,
         };
-        let mut tally = Tally::default();
+        let mut tally = Tally {
+            waited: wait_subscribers.is_some(),
+            ..Tally::default()
+        };
         match input {
             Input::Frames(messages) => {
                 let messages = shape_for(messages);
@@ -106,6 +110,15 @@ pub async fn send(args: SocketArgs) -> Result<(), Failure> {
                 .await
                 .map_err(|e| Failure::Runtime(format!("cannot close the connection: {e}")))?;
         }
+        if verbose && tally.filtered > 0 {
+            note(&format!(
+                "{} of {} message{} matched no subscriber's topic or no dish's group: sent \
+                 to nobody, as the subscribers asked",
+                tally.filtered,
+                tally.sent,
+                if tally.sent == 1 { "" } else { "s" }
+            ));
+        }
         // Linger: wait until what is queued is written, or LINGER runs out.
         tally.unsent = socket.close().await;
         tally.verdict(ty)
@@ -118,18 +131,31 @@ pub async fn send(args: SocketArgs) -> Result<(), Failure> {
 struct Tally {
     /// Messages the socket took.
     sent: u64,
-    /// Of those, messages it dropped at once ([`Sent::Dropped`]).
+    /// Of those, messages it dropped at once ([`Sent::Dropped`]) that reached nobody:
+    /// a PUB's with no subscriber there, an XPUB's or a RADIO's with none that had
+    /// subscribed to or joined anything.
     dropped: u64,
+    /// Messages a PUB, XPUB or RADIO dropped because no subscriber's topic (no dish's
+    /// group) matched them: what the subscribers asked for, not a failure.
+    filtered: u64,
     /// What was still queued when `--linger` ran out.
     unsent: CloseReport,
+    /// `--wait-subscribers` was given (and is not to be suggested again).
+    waited: bool,
 }
 
 impl Tally {
-    /// Count the outcome of one send.
-    fn count(&mut self, sent: Sent) {
+    /// Count the outcome of one send; `audience`: how many peers the message could have
+    /// reached ([`Socket::audience`]).
+    fn count(&mut self, sent: Sent, ty: SocketType, audience: impl FnOnce() -> usize) {
         self.sent += 1;
         if sent == Sent::Dropped {
-            self.dropped += 1;
+            let filtering = matches!(ty, SocketType::Pub | SocketType::XPub | SocketType::Radio);
+            if filtering && audience() > 0 {
+                self.filtered += 1;
+            } else {
+                self.dropped += 1;
+            }
         }
     }
 
@@ -159,15 +185,24 @@ impl Tally {
         } else {
             ("them", "their")
         };
+        let (see, see_radio) = if self.waited {
+            // They were waited for: they left (or cancelled) before the messages went.
+            (
+                " (the subscribers --wait-subscribers waited for had gone)",
+                " (the dishes --wait-subscribers waited for had gone)",
+            )
+        } else {
+            (
+                " (a PUB sends only to subscribers that have already joined: see \
+                 --wait-subscribers and --delay)",
+                " (a RADIO sends only to dishes that have already joined: see \
+                 --wait-subscribers and --delay)",
+            )
+        };
         let why = match ty {
-            SocketType::Pub | SocketType::XPub => format!(
-                "no subscriber had subscribed to {them} (a PUB sends only to subscribers \
-                 that have already joined: see --wait-subscribers and --delay)"
-            ),
-            SocketType::Radio => format!(
-                "no dish had joined {its} group (a RADIO sends only to dishes that have \
-                 already joined: see --wait-subscribers and --delay)"
-            ),
+            SocketType::Pub => format!("no subscriber was connected to take {them}{see}"),
+            SocketType::XPub => format!("no subscriber had subscribed to anything{see}"),
+            SocketType::Radio => format!("no dish had joined any group{see_radio}"),
             SocketType::Router => {
                 format!("no connected peer has {its} routing id (the first frame)")
             }
@@ -398,21 +433,32 @@ async fn send_one(
     output: Output,
     tally: &mut Tally,
 ) -> Result<(), Failure> {
+    // A proxy's control command, which it acknowledges with an empty frame.
+    let command = request && is_proxy_command(&msg);
     let sent = match socket.send(msg).await {
         Ok(sent) => sent,
         // A PEER whose peer has gone: not delivered, as a ROUTER's message to an unknown id.
         Err(SendError::HostUnreachable(_)) => Sent::Dropped,
         Err(e) => return Err(Failure::Runtime(format!("cannot send: {e}"))),
     };
-    tally.count(sent);
+    tally.count(sent, socket.socket_type(), || socket.audience());
     if request {
         let reply = socket
             .recv()
             .await
             .map_err(|e| Failure::Runtime(format!("cannot receive the reply: {e}")))?;
-        print_message(&reply, output)?;
+        let acknowledged = command && matches!(reply.frames(), [only] if only.is_empty());
+        if !acknowledged {
+            print_message(&reply, output)?;
+        }
     }
     Ok(())
+}
+
+/// Whether `msg` is a command to a proxy's control socket that it answers with an empty
+/// frame (PAUSE, RESUME, TERMINATE): that acknowledgement is not printed as a blank line.
+fn is_proxy_command(msg: &Message) -> bool {
+    matches!(msg.frames(), [only] if matches!(&only[..], b"PAUSE" | b"RESUME" | b"TERMINATE"))
 }
 
 /// A message as one line: frames separated by a TAB, escaped, as lowercase hex or raw. A
@@ -978,6 +1024,55 @@ mod tests {
 
     fn event(kind: MonitorEventKind, endpoint: &str, peer: &str) -> MonitorEvent {
         MonitorEvent::new(kind, 0, endpoint).with_peer_address(peer)
+    }
+
+    #[test]
+    fn only_messages_that_reached_nobody_are_not_delivered() {
+        // A PUB's message dropped with subscribers there: their topics filtered it out.
+        let mut tally = Tally::default();
+        tally.count(Sent::Dropped, SocketType::Pub, || 2);
+        tally.count(Sent::Queued, SocketType::Pub, || 2);
+        assert_eq!((tally.sent, tally.dropped, tally.filtered), (2, 0, 1));
+        assert!(tally.verdict(SocketType::Pub).is_ok());
+        // No subscriber there: not delivered (exit 4), and what to do about it.
+        tally.count(Sent::Dropped, SocketType::Pub, || 0);
+        let Err(Failure::Undelivered(text)) = tally.verdict(SocketType::Pub) else {
+            panic!("delivered")
+        };
+        assert_eq!(
+            text,
+            "1 of 3 messages not delivered: no subscriber was connected to take it (a PUB \
+             sends only to subscribers that have already joined: see --wait-subscribers and \
+             --delay)"
+        );
+        // --wait-subscribers was given: it is not suggested again.
+        tally.waited = true;
+        let Err(Failure::Undelivered(text)) = tally.verdict(SocketType::Pub) else {
+            panic!("delivered")
+        };
+        assert_eq!(
+            text,
+            "1 of 3 messages not delivered: no subscriber was connected to take it (the \
+             subscribers --wait-subscribers waited for had gone)"
+        );
+        let mut radio = Tally {
+            waited: true,
+            ..Tally::default()
+        };
+        radio.count(Sent::Dropped, SocketType::Radio, || 0);
+        radio.count(Sent::Dropped, SocketType::Radio, || 0);
+        let Err(Failure::Undelivered(text)) = radio.verdict(SocketType::Radio) else {
+            panic!("delivered")
+        };
+        assert_eq!(
+            text,
+            "2 of 2 messages not delivered: no dish had joined any group (the dishes \
+             --wait-subscribers waited for had gone)"
+        );
+        // Other types: every dropped message counts, whatever the audience.
+        let mut router = Tally::default();
+        router.count(Sent::Dropped, SocketType::Router, || 5);
+        assert_eq!(router.dropped, 1);
     }
 
     #[test]

@@ -351,3 +351,39 @@ fn draft_senders_honour_sndhwm() {
     c.run_until_idle();
     assert_eq!(texts(&mut c, dish), ["0", "1"]);
 }
+
+#[test]
+fn audience_counts_who_a_message_could_reach_before_topics_and_groups() {
+    let mut c = Cluster::new(3);
+    let radio = c.add_default(Radio);
+    let ep = c.bind(radio, ANY);
+    let dish = c.add_default(Dish);
+    c.connect(dish, &ep);
+    c.run_until_idle();
+    // Connected, but joined nothing: nobody to reach.
+    assert_eq!(c.socket(radio).audience(), 0);
+    c.socket(dish).join(b"weather").unwrap();
+    c.run_until_idle();
+    assert_eq!(c.socket(radio).audience(), 1);
+    // A group the dish did not join: dropped, with an audience (filtered out).
+    assert_eq!(c.send(radio, grouped("sport", "goal")), Ok(Sent::Dropped));
+
+    // A PUB counts its connected subscribers, whatever they subscribed to; an XPUB only
+    // those that subscribed to something.
+    for (ty, before) in [(Pub, 1), (XPub, 0)] {
+        let publisher = c.add_default(ty);
+        let ep = c.bind(publisher, ANY);
+        let sub = c.add_default(XSub);
+        c.connect(sub, &ep);
+        c.run_until_idle();
+        assert_eq!(c.socket(publisher).audience(), before, "{ty:?}");
+        c.send(sub, "\x01news").unwrap();
+        c.run_until_idle();
+        if ty == XPub {
+            // XPUB hands the subscription up.
+            while c.recv(publisher).is_some() {}
+        }
+        assert_eq!(c.socket(publisher).audience(), 1, "{ty:?}");
+        assert_eq!(c.send(publisher, "sport"), Ok(Sent::Dropped), "{ty:?}");
+    }
+}
