@@ -818,7 +818,7 @@ impl Watch {
                 | MonitorEventKind::HandshakeFailedProtocol
                 | MonitorEventKind::HandshakeFailedNoDetail
         );
-        let inbound = self.bound.iter().any(|b| *b == e.endpoint);
+        let inbound = self.bound.contains(&e.endpoint);
         if !inbound && (failed || kind == MonitorEventKind::HandshakeSucceeded) {
             self.attempted(e);
         }
