@@ -387,15 +387,17 @@ impl<R: Runtime> Inner<R> {
         }
     }
 
-    /// A peer's stream failed with `error`: drop it, and tell the socket. A TLS failure
-    /// (a certificate refused, a forged record) is logged: nothing else says why.
+    /// A peer's stream failed with `error`: drop it, and tell the socket why, which its
+    /// monitor events then say (`MonitorEvent::reason`). A TLS failure (a certificate
+    /// refused, a forged record) is logged too.
     fn lose_peer(self: &Arc<Self>, core: &mut Core<R>, peer: PeerId, error: &io::Error) {
         if error.kind() == io::ErrorKind::InvalidData {
             log::warn!("zmtp: a peer's stream failed: {error}");
         }
         self.drop_peer(core, peer);
         let now = self.now();
-        core.socket.handle_closed(peer, now);
+        core.socket
+            .handle_stream_failed(peer, now, &error.to_string());
     }
 
     /// Read what a peer's stream has and feed it to the socket. Returns true when it

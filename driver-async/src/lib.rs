@@ -336,7 +336,9 @@ impl<R: Runtime> Socket<R> {
     ///
     /// // An endpoint in use by another socket is refused by the system.
     /// let other = Socket::new(SocketType::Pull)?;
-    /// assert!(matches!(other.bind(&endpoint).await, Err(Error::Io(_))));
+    /// let in_use = other.bind(&endpoint).await.unwrap_err();
+    /// assert!(matches!(in_use, Error::Bind { .. }));
+    /// assert_eq!(in_use.to_string(), format!("{endpoint}: address already in use"));
     /// # Ok(()) }
     /// ```
     pub async fn bind(&self, endpoint: &str) -> Result<String, Error> {
@@ -351,7 +353,7 @@ impl<R: Runtime> Socket<R> {
             waiter
         };
         match waiter.await {
-            Ok(result) => Ok(result?),
+            Ok(result) => result.map_err(|e| Error::bind(endpoint, e)),
             Err(_) => Err(Error::Closed),
         }
     }
@@ -1001,6 +1003,27 @@ impl<R: Runtime> Socket<R> {
     /// ```
     pub fn can_send(&self) -> bool {
         self.inner.lock().socket.can_send()
+    }
+
+    /// How many peers a message could reach now, before its topic or group is looked at
+    /// (see [`zmtp_proto::socket::Socket::audience`]): an XPUB's subscribers that
+    /// subscribed to anything, a RADIO's dishes that joined any group, every other type's
+    /// connected peers. Tells a PUB's message that matched no subscriber's topic from one
+    /// sent while no subscriber was there (both [`Sent::Dropped`]).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), zmtp_tokio::Error> {
+    /// use zmtp_tokio::{Sent, Socket, SocketType};
+    ///
+    /// let publisher = Socket::new(SocketType::Pub)?;
+    /// publisher.bind("inproc://audience-example").await?;
+    /// assert_eq!(publisher.send("news").await?, Sent::Dropped);
+    /// assert_eq!(publisher.audience(), 0);
+    /// # Ok(()) }
+    /// ```
+    pub fn audience(&self) -> usize {
+        self.inner.lock().socket.audience()
     }
 
     /// Whether a message is ready for `recv` (libzmq's `ZMQ_POLLIN`).

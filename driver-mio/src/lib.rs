@@ -626,7 +626,9 @@ impl Socket {
     ///
     /// // An endpoint in use is refused by the system; inproc is not offered here.
     /// let other = ctx.socket(SocketType::Pull)?;
-    /// assert!(matches!(other.bind(&endpoint), Err(Error::Io(_))));
+    /// let in_use = other.bind(&endpoint).unwrap_err();
+    /// assert!(matches!(in_use, Error::Bind { .. }));
+    /// assert_eq!(in_use.to_string(), format!("{endpoint}: address already in use"));
     /// assert!(matches!(other.bind("inproc://name"), Err(Error::Unsupported)));
     /// # Ok(()) }
     /// ```
@@ -636,7 +638,7 @@ impl Socket {
         // At once, unless a host name is being looked up.
         loop {
             match self.with(false, |s| (s.bound.remove(&id), s.closed))? {
-                (Some(result), _) => return result.map_err(Error::Io),
+                (Some(result), _) => return result.map_err(|e| Error::bind(endpoint, e)),
                 (None, true) => return Err(Error::Closed),
                 (None, false) => {
                     self.shared

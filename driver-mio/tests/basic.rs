@@ -63,7 +63,7 @@ fn host_names_are_resolved_for_bind_and_connect() {
     push.send("by name").unwrap();
     assert_eq!(&pull.recv_timeout(T).unwrap().frames()[0][..], b"by name");
     let bad = pull.bind("tcp://no-such-host.invalid:5555");
-    assert!(matches!(bad, Err(Error::Io(_))), "{bad:?}");
+    assert!(matches!(bad, Err(Error::Bind { .. })), "{bad:?}");
 }
 
 #[test]
@@ -568,5 +568,40 @@ fn monitor_events_name_the_peer() {
     assert_eq!(
         (accepted.endpoint, accepted.peer_address),
         (ep, String::new())
+    );
+}
+
+/// A `wss://` connection whose TLS handshake fails says why on the monitor (here: the
+/// server's certificate is from a CA the client does not trust).
+#[test]
+fn a_failed_tls_handshake_carries_its_reason_to_the_monitor() {
+    use zmtp_mio::{MonitorEventKind, Tls};
+    use zmtp_testkit::tls::{OTHER_CA, SERVER_CERT, SERVER_KEY};
+    let ctx = Context::new().unwrap();
+    let pull = ctx.socket(SocketType::Pull).unwrap();
+    pull.set_tls(
+        Tls::new()
+            .with_identity_pem(SERVER_CERT, SERVER_KEY)
+            .unwrap(),
+    );
+    let ep = pull.bind("wss://127.0.0.1:*").unwrap();
+    let push = ctx.socket(SocketType::Push).unwrap();
+    push.set_tls(Tls::new().with_roots_pem(OTHER_CA).unwrap());
+    let monitor = push.monitor();
+    push.connect(&ep).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let failure = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let e = monitor
+            .recv_timeout(left)
+            .expect("no handshake failure in time");
+        assert_ne!(e.kind, MonitorEventKind::HandshakeSucceeded);
+        if e.kind == MonitorEventKind::HandshakeFailedNoDetail {
+            break e;
+        }
+    };
+    assert_eq!(
+        failure.reason.as_deref(),
+        Some("TLS: invalid peer certificate: UnknownIssuer")
     );
 }

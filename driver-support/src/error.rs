@@ -18,8 +18,17 @@ use zmtp_proto::ConfigError;
 pub enum Error {
     /// The endpoint is malformed or cannot be used this way.
     Endpoint(EndpointError),
-    /// The operating system refused (bind failed, address in use...).
+    /// The operating system refused (a host name that does not resolve...).
     Io(io::Error),
+    /// Binding an endpoint failed: the endpoint, and why (the address is in use, a host
+    /// name does not resolve, `wss://` without a certificate...). Displayed as
+    /// `tcp://127.0.0.1:5555: address already in use`.
+    Bind {
+        /// The endpoint, as given to `bind`.
+        endpoint: String,
+        /// Why it could not be bound.
+        source: io::Error,
+    },
     /// An option value is invalid (e.g. a routing id over 255 bytes).
     Options(ConfigError),
     /// No such endpoint to unbind or disconnect.
@@ -66,6 +75,7 @@ impl fmt::Display for Error {
         match self {
             Error::Endpoint(e) => write!(f, "bad endpoint: {e}"),
             Error::Io(e) => write!(f, "I/O error: {e}"),
+            Error::Bind { endpoint, source } => write!(f, "{endpoint}: {}", reason(source)),
             Error::Options(e) => write!(f, "bad option: {e}"),
             Error::NotFound => f.write_str("no such endpoint"),
             Error::NoRuntime => f.write_str("sockets must be created inside an async runtime"),
@@ -83,7 +93,7 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Io(e) => Some(e),
+            Error::Io(e) | Error::Bind { source: e, .. } => Some(e),
             Error::Send(e) => Some(e),
             Error::NotText { reason, .. } => Some(reason),
             Error::Options(e) => Some(e),
@@ -94,7 +104,35 @@ impl std::error::Error for Error {
     }
 }
 
+/// An I/O error as the end of a sentence: the operating system's words without their
+/// "(os error N)", starting in lowercase ("address already in use").
+fn reason(e: &io::Error) -> String {
+    let text = e.to_string();
+    let text = match e.raw_os_error() {
+        Some(code) => text
+            .strip_suffix(&format!(" (os error {code})"))
+            .map_or(text.clone(), str::to_owned),
+        None => text,
+    };
+    let mut chars = text.chars();
+    match (chars.next(), chars.next()) {
+        // "Address ..." but not "TLS ..." or "I/O ...".
+        (Some(first), Some(second)) if first.is_uppercase() && second.is_lowercase() => {
+            first.to_lowercase().chain(text.chars().skip(1)).collect()
+        }
+        _ => text,
+    }
+}
+
 impl Error {
+    /// A failed bind of `endpoint`: [`Error::Bind`].
+    pub fn bind(endpoint: &str, source: io::Error) -> Error {
+        Error::Bind {
+            endpoint: endpoint.to_owned(),
+            source,
+        }
+    }
+
     /// The text of a received message, owned, or [`Error::NotText`] with the message: what
     /// the drivers' `recv_string` makes of what `recv` gives.
     pub fn text_of(message: Message) -> Result<String, Error> {
@@ -169,6 +207,22 @@ mod tests {
         let e: Error = io::Error::from(io::ErrorKind::AddrInUse).into();
         assert!(matches!(&e, Error::Io(io) if io.kind() == io::ErrorKind::AddrInUse));
         assert!(e.to_string().starts_with("I/O error: "));
+        // The operating system's own error, as a second bind of one address gets it.
+        let first = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = first.local_addr().unwrap();
+        let in_use = std::net::TcpListener::bind(addr).unwrap_err();
+        let e = Error::bind(&format!("tcp://{addr}"), in_use);
+        assert_eq!(
+            e.to_string(),
+            format!("tcp://{addr}: address already in use")
+        );
+        let source = std::error::Error::source(&e).expect("the I/O error");
+        assert!(source.to_string().contains("(os error"), "{source}");
+        let e = Error::bind(
+            "wss://127.0.0.1:1",
+            io::Error::new(io::ErrorKind::InvalidInput, "TLS: no certificate"),
+        );
+        assert_eq!(e.to_string(), "wss://127.0.0.1:1: TLS: no certificate");
         assert_eq!(Error::Timeout.to_string(), "timed out");
         assert_eq!(Error::Closed.to_string(), "socket closed");
         let boxed: Box<dyn std::error::Error> = Box::new(Error::NotFound);

@@ -492,6 +492,14 @@ fn read_into<S: RawIo>(conn: &mut Connection, raw: &S, dst: &mut [u8]) -> io::Re
                 Ok(0) => return Ok(filled),
                 Ok(n) => filled += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                // The peer closed mid-handshake: say so, since nothing else will (a peer
+                // that does not speak TLS may answer a ClientHello this way).
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof && conn.is_handshaking() => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        CLOSED_MID_HANDSHAKE,
+                    ))
+                }
                 // The peer closed without `close_notify`: the end, as for TCP.
                 Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(filled),
                 Err(e) => return Err(e),
@@ -509,10 +517,27 @@ fn read_into<S: RawIo>(conn: &mut Connection, raw: &S, dst: &mut [u8]) -> io::Re
         if let Err(e) = conn.process_new_packets() {
             // The alert rustls made, if the stream takes it: the stream closes anyway.
             let _ = conn.write_tls(&mut Raw(raw));
-            return Err(invalid(format!("TLS: {e}")));
+            return Err(invalid(handshake_failure(&e, conn.is_handshaking())));
         }
         // Handshake messages the records called for.
         write_out(conn, raw)?;
+    }
+}
+
+/// Why a stream that closed during the TLS handshake failed.
+const CLOSED_MID_HANDSHAKE: &str =
+    "TLS: the peer closed the connection during the handshake (does it speak TLS?)";
+
+/// A TLS failure in words: rustls's reason, and whether the peer seems not to speak TLS
+/// at all (its first bytes were not a TLS record).
+fn handshake_failure(e: &rustls::Error, handshaking: bool) -> String {
+    match e {
+        rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType)
+            if handshaking =>
+        {
+            format!("TLS: {e} (the peer does not speak TLS?)")
+        }
+        e => format!("TLS: {e}"),
     }
 }
 
@@ -694,7 +719,12 @@ mod tests {
         let (client, server) = pair(CA, Host::Ipv4([127, 0, 0, 2].into()));
         let e = transfer(&client, &server, b"x").unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
-        assert!(e.to_string().contains("certificate"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "TLS: invalid peer certificate: certificate not valid for name \"127.0.0.2\"; \
+             certificate is only valid for DnsName(\"localhost\"), IpAddress(127.0.0.1) or \
+             IpAddress(0::1)"
+        );
     }
 
     #[test]
@@ -702,6 +732,66 @@ mod tests {
         let (client, server) = pair(OTHER_CA, local());
         let e = transfer(&client, &server, b"x").unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
+        assert_eq!(
+            e.to_string(),
+            "TLS: invalid peer certificate: UnknownIssuer"
+        );
+    }
+
+    /// A client's first read after `peer` did something (or nothing) to the raw stream.
+    fn client_read_error(peer: impl FnOnce(&TcpStream)) -> io::Error {
+        let (c, s) = tcp_pair();
+        let roots = Tls::new().with_roots_pem(CA).unwrap();
+        let client = TlsStream::client(
+            c,
+            roots.client_config().unwrap(),
+            server_name(&local()).unwrap(),
+        )
+        .unwrap();
+        client.flush().unwrap();
+        peer(&s);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            match client.read(&mut [0u8; 100]) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    assert!(Instant::now() < deadline);
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                other => break other.unwrap_err(),
+            }
+        }
+    }
+
+    #[test]
+    fn a_client_says_when_the_server_does_not_speak_tls() {
+        // A ZMTP greeting where a ServerHello should be.
+        let e = client_read_error(|s| {
+            let mut s = s;
+            s.write_all(&[0xFF, 0, 0, 0, 0, 0, 0, 0, 1, 0x7F, 3, 1])
+                .unwrap();
+        });
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData, "{e}");
+        assert_eq!(
+            e.to_string(),
+            "TLS: received corrupt message of type InvalidContentType (the peer does not \
+             speak TLS?)"
+        );
+        // A peer that closes on the ClientHello (read first: closing on unread bytes
+        // would reset the connection instead).
+        let e = client_read_error(|s| {
+            let mut s = s;
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while !matches!(s.read(&mut [0u8; 1000]), Ok(n) if n > 0) {
+                assert!(Instant::now() < deadline);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            s.shutdown(std::net::Shutdown::Write).unwrap();
+        });
+        assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof, "{e}");
+        assert_eq!(
+            e.to_string(),
+            "TLS: the peer closed the connection during the handshake (does it speak TLS?)"
+        );
     }
 
     #[test]

@@ -190,3 +190,71 @@ async fn send_and_close_delivers_everything() {
         assert_eq!(m.frames()[0].len(), body.len());
     }
 }
+
+/// The first handshake failure a client connecting to `to` trusting `roots` reports on
+/// its monitor, and the reason it gives.
+async fn first_failure(to: &str, roots: &[u8]) -> (MonitorEventKind, Option<String>) {
+    let push = Socket::new(SocketType::Push).unwrap();
+    push.set_tls(client_tls(roots));
+    let mut monitor = push.monitor();
+    push.connect(to).unwrap();
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    loop {
+        let e = tokio::time::timeout_at(deadline, monitor.next())
+            .await
+            .expect("no handshake failure within the timeout")
+            .expect("the monitor ended");
+        assert_ne!(e.kind, MonitorEventKind::HandshakeSucceeded, "{to}");
+        if e.kind.name().starts_with("HANDSHAKE_FAILED") {
+            return (e.kind, e.reason);
+        }
+    }
+}
+
+/// A TLS handshake that fails says why, in rustls's words, on the connecting socket's
+/// monitor: an unknown CA, a name the certificate lacks, a peer that is not TLS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_tls_handshakes_carry_their_reason_to_the_monitor() {
+    let server = Socket::new(SocketType::Pull).unwrap();
+    server.set_tls(server_tls());
+    // Every local address: 127.0.0.2 too.
+    let endpoint = server.bind("wss://0.0.0.0:*").await.unwrap();
+    let port = endpoint.rsplit(':').next().unwrap();
+    let plain = Socket::new(SocketType::Pull).unwrap();
+    let tcp = plain.bind("tcp://127.0.0.1:*").await.unwrap();
+    let tcp_port = tcp.rsplit(':').next().unwrap();
+    let cases = [
+        (
+            format!("wss://127.0.0.1:{port}"),
+            OTHER_CA,
+            "TLS: invalid peer certificate: UnknownIssuer".to_string(),
+        ),
+        (
+            format!("wss://127.0.0.2:{port}"),
+            CA,
+            "TLS: invalid peer certificate: certificate not valid for name \"127.0.0.2\"; \
+             certificate is only valid for DnsName(\"localhost\"), IpAddress(127.0.0.1) or \
+             IpAddress(0::1)"
+                .to_string(),
+        ),
+    ];
+    for (to, roots, reason) in cases {
+        let (kind, got) = first_failure(&to, roots).await;
+        assert_eq!(kind, MonitorEventKind::HandshakeFailedNoDetail, "{to}");
+        assert_eq!(got.as_deref(), Some(&reason[..]), "{to}");
+    }
+    // A ZMTP peer over plain tcp: ours closes on the ClientHello it cannot parse; one that
+    // sent its greeting first (as libzmq does) shows what it sent is not TLS.
+    let to = format!("wss://127.0.0.1:{tcp_port}");
+    let (kind, got) = first_failure(&to, CA).await;
+    assert_eq!(kind, MonitorEventKind::HandshakeFailedNoDetail);
+    assert!(
+        [
+            "TLS: the peer closed the connection during the handshake (does it speak TLS?)",
+            "TLS: received corrupt message of type InvalidContentType (the peer does not \
+             speak TLS?)"
+        ]
+        .contains(&got.as_deref().unwrap_or_default()),
+        "{got:?}"
+    );
+}

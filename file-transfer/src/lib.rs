@@ -196,8 +196,9 @@ impl RecvOptions {
     }
 }
 
-/// A file received whole, its digest checked, under its final name.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A file received whole, its digest checked, under its final name. Its `Debug` shows
+/// the peer's routing id in hex (`peer: 006b8b4567`).
+#[derive(Clone, PartialEq, Eq)]
 pub struct Saved {
     /// The sender's routing id.
     pub peer: Bytes,
@@ -214,7 +215,8 @@ pub struct Saved {
 }
 
 /// A transfer that ended without a file: refused, aborted, or cancelled by the sender.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Its `Debug` shows the peer's routing id in hex, as [`Saved`]'s does.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Failed {
     /// The sender's routing id.
     pub peer: Bytes,
@@ -222,6 +224,38 @@ pub struct Failed {
     pub name: String,
     /// Why, in words.
     pub reason: String,
+}
+
+/// A routing id in `Debug`: lowercase hex, as `zmtp recv-file -v` prints it.
+struct Hex<'a>(&'a [u8]);
+
+impl fmt::Debug for Hex<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+    }
+}
+
+impl fmt::Debug for Saved {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Saved")
+            .field("peer", &Hex(&self.peer))
+            .field("name", &self.name)
+            .field("path", &self.path)
+            .field("size", &self.size)
+            .field("resumed_from", &self.resumed_from)
+            .field("fetched", &self.fetched)
+            .finish()
+    }
+}
+
+impl fmt::Debug for Failed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Failed")
+            .field("peer", &Hex(&self.peer))
+            .field("name", &self.name)
+            .field("reason", &self.reason)
+            .finish()
+    }
 }
 
 /// How one offered transfer ended.
@@ -420,5 +454,37 @@ pub(crate) fn one_saved(outcome: Option<Outcome>) -> Result<Saved, TransferError
         Some(Outcome::Saved(saved)) => Ok(saved),
         Some(Outcome::Failed(failed)) => Err(TransferError::NotSaved(failed)),
         None => unreachable!("recv_files returns once a transfer has ended"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcomes_show_the_peer_routing_id_in_hex() {
+        let peer = Bytes::from_static(&[0x00, 0x6b, 0x8b, 0x45, 0x67]);
+        let saved = Saved {
+            peer: peer.clone(),
+            name: "a.bin".into(),
+            path: PathBuf::from("/in/a.bin"),
+            size: 10,
+            resumed_from: 4,
+            fetched: 6,
+        };
+        assert_eq!(
+            format!("{saved:?}"),
+            "Saved { peer: 006b8b4567, name: \"a.bin\", path: \"/in/a.bin\", size: 10, \
+             resumed_from: 4, fetched: 6 }"
+        );
+        let failed = Failed {
+            peer,
+            name: "b.bin".into(),
+            reason: "no room".into(),
+        };
+        assert_eq!(
+            format!("{:?}", Outcome::Failed(failed)),
+            "Failed(Failed { peer: 006b8b4567, name: \"b.bin\", reason: \"no room\" })"
+        );
     }
 }

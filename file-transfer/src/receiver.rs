@@ -175,6 +175,24 @@ impl FileReceiver {
                     }
                 }
             }
+            // An offer that does not decode (a name that is not UTF-8, a wrong size): refused
+            // as an offer is, so that it is counted and reported as a transfer that failed.
+            Err(e) if frames.first().is_some_and(|c| &c[..] == b"OFFER") => {
+                // As a new offer would, it replaces what this peer was doing.
+                self.active.remove(&peer);
+                let reason = format!("malformed OFFER: {}", e.0);
+                reply(&mut out, Command::Error(reason.clone()));
+                let name = frames
+                    .get(1)
+                    .map(|n| String::from_utf8_lossy(n).into_owned())
+                    .unwrap_or_default();
+                let failed = Failed {
+                    peer: peer.clone(),
+                    name,
+                    reason,
+                };
+                end(&mut out, Outcome::Failed(failed), events);
+            }
             Ok(Command::Cancel(why)) => {
                 // Never answered: a CANCEL ends the exchange. The part is kept.
                 if let Some(t) = self.active.remove(&peer) {

@@ -415,8 +415,8 @@ async fn hostile_names_are_refused_and_create_nothing() {
 async fn a_name_that_is_not_utf8_is_refused() {
     let dir = TempDir::new("utf8");
     let options = small(&dir.inbox());
-    // A message that does not decode is not an offer (not counted); ".." then is one.
-    let outcomes = against(&options, 1, |ep| async move {
+    // An offer that does not decode is refused as one that does: both are counted.
+    let outcomes = against(&options, 2, |ep| async move {
         let h = Hostile::new(&ep).await;
         h.offer(b"\xff\xfe", 10, [0; 32]).await;
         let Command::Error(reason) = h.next().await else {
@@ -427,7 +427,11 @@ async fn a_name_that_is_not_utf8_is_refused() {
         assert!(matches!(h.next().await, Command::Error(_)));
     })
     .await;
-    assert!(matches!(&outcomes[..], [Outcome::Failed(f)] if f.name == ".."));
+    assert!(
+        matches!(&outcomes[..], [Outcome::Failed(a), Outcome::Failed(b)]
+            if a.name == "\u{FFFD}\u{FFFD}" && b.name == ".."),
+        "{outcomes:?}"
+    );
     assert!(dir.listing().is_empty());
 }
 
@@ -988,4 +992,26 @@ fn the_blocking_receivers_own_receive_timeout_still_ends_it_mid_transfer() {
     // The socket's 300 ms, not the transfer's 30 s.
     assert!(took < Duration::from_secs(10), "{took:?}");
     sender.join().unwrap();
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_malformed_offer_is_a_failed_transfer_that_counts() {
+    let dir = TempDir::new("bad-offer");
+    let options = small(&dir.inbox());
+    // Counted: the one transfer recv_files waits for is this refused offer.
+    let outcomes = against(&options, 1, |ep| async move {
+        let h = Hostile::new(&ep).await;
+        h.offer(b"caf\xe9.bin", 10, [0; 32]).await;
+        let Command::Error(reason) = h.next().await else {
+            panic!("a name that is not UTF-8 accepted")
+        };
+        assert_eq!(reason, "malformed OFFER: the name is not UTF-8");
+    })
+    .await;
+    let [Outcome::Failed(f)] = &outcomes[..] else {
+        panic!("{outcomes:?}")
+    };
+    assert_eq!(f.name, "caf\u{FFFD}.bin");
+    assert_eq!(f.reason, "malformed OFFER: the name is not UTF-8");
+    assert!(dir.listing().is_empty(), "{:?}", dir.listing());
 }

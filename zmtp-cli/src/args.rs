@@ -27,16 +27,17 @@ address a.b.c.d:port, then the body), and stream (raw TCP, no ZMTP: a message is
 connection's routing id, then the bytes).
 
 Exit status: 0 done, 1 bad usage or configuration, 2 runtime failure (bind failed,
-authentication refused, I/O error), 3 --timeout expired, 4 messages not delivered (send:
-dropped for want of a subscriber, a dish or a peer with that routing id, or still queued
-when --linger ran out).";
+authentication refused, every connection to an endpoint refused by TLS, I/O error), 3
+--timeout expired, 4 messages not delivered (send: dropped for want of a subscriber, a dish
+or a peer with that routing id, or still queued when --linger ran out).";
 
 /// The text after the options list of `zmtp send --help`.
 const SEND_AFTER: &str = "\
 The FRAME arguments are the frames of one message; without any, each line of standard
-input is one message, its frames separated by a TAB. With -t req, each request waits for
-its reply, printed as recv prints it. A ROUTER's first frame is the routing id of the peer
-to send to.
+input is one message, its frames separated by a TAB. With -t req or -t client, each
+request waits for its reply, printed as recv prints it (except the empty frame a proxy's
+--control answers PAUSE, RESUME and TERMINATE with). A ROUTER's first frame is the routing
+id of the peer to send to.
 
 A PUB sends only to subscribers that have joined: start them first, or use
 --wait-subscribers N (or --delay MS) so that early messages are not dropped.
@@ -51,11 +52,13 @@ only replies to what it receives (see 'zmtp recv --help').
 A STREAM (raw TCP) writes the bytes of every frame, as they are, to the first connection
 it makes (-c EP) or accepts (-b EP), then closes that connection.
 
-Exit status: 0 every message sent and written, 1 bad usage, 2 runtime failure, 3 --timeout
-expired, 4 messages not delivered: dropped by a PUB or XPUB without a subscriber for them,
-by a RADIO without a dish that joined the group, or by a ROUTER without a peer of that
-routing id, or still queued when --linger ran out (no peer to take them). Standard error
-counts them.";
+Exit status: 0 every message sent and written (or filtered out by the subscribers' topics
+or the dishes' groups, as they asked), 1 bad usage, 2 runtime failure (every connection to
+an endpoint refused the same way by TLS: the reason is given), 3 --timeout expired, 4
+messages not delivered: dropped by a PUB with no subscriber connected, an XPUB with none
+subscribed to anything, a RADIO with no dish that joined any group, or by a ROUTER without
+a peer of that routing id, or still queued when --linger ran out (no peer to take them).
+Standard error counts them.";
 
 /// The text after the options list of `zmtp recv --help`.
 const RECV_AFTER: &str = "\
@@ -189,9 +192,9 @@ authentication refused), 3 --timeout expired.";
 const RECV_FILE_AFTER: &str = "\
 Prints the path of each file saved. Files are written to NAME.part (with NAME.part.offer,
 the offer it is for) and renamed to NAME once complete and their SHA-256 matches; an
-identical offer later resumes a part. Refused, with a message here and to the sender:
-names with '/', '\\', NUL or control characters, '.', '..', empty names or names over 255
-bytes; files over --max-size; an existing file unless --overwrite. A chunk that was not
+identical offer later resumes a part. Refused, with a message here and to the sender, and
+counted by -n: offers that do not decode (a name that is not UTF-8); names with '/', '\\',
+NUL or control characters, '.', '..', empty names or names over 255 bytes; files over --max-size; an existing file unless --overwrite. A chunk that was not
 asked for, a longer one or a digest mismatch aborts the transfer and removes the part; a
 sender silent for --idle-timeout stops it and keeps the part. A symbolic link in the place
 of a part is never followed. Several senders may send at once. A progress bar per transfer shows on standard error when
@@ -245,6 +248,9 @@ pub struct RecvFileCli {
     /// The directory to save files in
     #[arg(long, value_name = "DIR")]
     pub dir: PathBuf,
+    /// Create --dir (and its parents) if it does not exist
+    #[arg(long)]
+    pub mkdir: bool,
     /// Exit after FILES transfers (saved, refused or aborted)
     #[arg(short = 'n', long = "count", value_name = "FILES", value_parser = positive)]
     pub count: Option<u64>,
@@ -291,6 +297,8 @@ pub struct RecvFileArgs {
     pub options: zmtp_file::RecvOptions,
     /// `-n`.
     pub count: Option<u64>,
+    /// `--mkdir`: create `--dir` if it does not exist.
+    pub mkdir: bool,
 }
 
 /// The text after the options list of `zmtp proxy --help`.
@@ -433,7 +441,9 @@ pub struct SendCli {
     pub security: SecurityCli,
     /// The frames of one message (draft types: one message each); none: read messages from
     /// standard input
-    #[arg(value_name = "FRAME", value_parser = clap::value_parser!(OsString))]
+    // No heading of its own: listed under "Arguments", not under the heading the security
+    // options set before it.
+    #[arg(value_name = "FRAME", value_parser = clap::value_parser!(OsString), help_heading = None)]
     pub frames: Vec<OsString>,
 }
 
@@ -1010,6 +1020,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Command, Failure> {
                 socket,
                 options,
                 count: r.count,
+                mkdir: r.mkdir,
             }))
         }
         CliCommand::Send(s) => {
@@ -1490,6 +1501,17 @@ mod tests {
 
     fn args(list: &[&str]) -> Vec<OsString> {
         list.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn send_help_lists_the_frames_under_arguments_not_security() {
+        let mut cli = Cli::command();
+        let send = cli.find_subcommand_mut("send").expect("send");
+        let help = send.render_help().to_string();
+        let arguments = help.find("\nArguments:\n  [FRAME]...  The frames of one message");
+        let security = help.find("\nSecurity:\n").expect("a Security heading");
+        assert!(arguments.is_some_and(|a| a < security), "{help}");
+        assert_eq!(help.matches("[FRAME]...  ").count(), 1, "{help}");
     }
 
     fn usage_error(list: &[&str]) -> String {

@@ -112,6 +112,18 @@ fn peer_text(peer: &Bytes) -> String {
 /// `zmtp recv-file`.
 pub async fn recv_file(args: RecvFileArgs) -> Result<(), Failure> {
     let dir = &args.options.dir;
+    if args.mkdir && !dir.exists() {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            Failure::Runtime(format!("--mkdir: cannot create {}: {e}", dir.display()))
+        })?;
+    }
+    if !dir.exists() {
+        return Err(Failure::Usage(format!(
+            "--dir {}: no such directory: create it, or add --mkdir (see 'zmtp recv-file \
+             --help')",
+            dir.display()
+        )));
+    }
     if !dir.is_dir() {
         return Err(Failure::Usage(format!(
             "--dir {}: not a directory (see 'zmtp recv-file --help')",

@@ -1,6 +1,8 @@
 //! `zmtp send` and `zmtp recv`: one socket, its endpoints, a watch on its monitor for
 //! handshake and authentication failures, and an overall deadline.
 
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::io::{BufRead, Write};
 use std::time::Duration;
@@ -36,7 +38,8 @@ pub async fn send(args: SocketArgs) -> Result<(), Failure> {
         None => Input::Lines(read_lines()?),
     };
     let count = args.count.unwrap_or(1);
-    let request = args.ty == SocketType::Req;
+    // A CLIENT's request is answered as a REQ's is: its reply is awaited and printed.
+    let request = matches!(args.ty, SocketType::Req | SocketType::Client);
     let (input_mode, output, ty) = (args.input, args.output, args.ty);
     let (delay, wait_subscribers, verbose) = (args.delay, args.wait_subscribers, args.verbose);
     let timeout = args.timeout;
@@ -63,7 +66,10 @@ pub async fn send(args: SocketArgs) -> Result<(), Failure> {
             Some(id) => msgs.iter().flat_map(|m| to_stream(m, id)).collect(),
             None => msgs,
         };
-        let mut tally = Tally::default();
+        let mut tally = Tally {
+            waited: wait_subscribers.is_some(),
+            ..Tally::default()
+        };
         match input {
             Input::Frames(messages) => {
                 let messages = shape_for(messages);
@@ -104,6 +110,15 @@ pub async fn send(args: SocketArgs) -> Result<(), Failure> {
                 .await
                 .map_err(|e| Failure::Runtime(format!("cannot close the connection: {e}")))?;
         }
+        if verbose && tally.filtered > 0 {
+            note(&format!(
+                "{} of {} message{} matched no subscriber's topic or no dish's group: sent \
+                 to nobody, as the subscribers asked",
+                tally.filtered,
+                tally.sent,
+                if tally.sent == 1 { "" } else { "s" }
+            ));
+        }
         // Linger: wait until what is queued is written, or LINGER runs out.
         tally.unsent = socket.close().await;
         tally.verdict(ty)
@@ -116,18 +131,31 @@ pub async fn send(args: SocketArgs) -> Result<(), Failure> {
 struct Tally {
     /// Messages the socket took.
     sent: u64,
-    /// Of those, messages it dropped at once ([`Sent::Dropped`]).
+    /// Of those, messages it dropped at once ([`Sent::Dropped`]) that reached nobody:
+    /// a PUB's with no subscriber there, an XPUB's or a RADIO's with none that had
+    /// subscribed to or joined anything.
     dropped: u64,
+    /// Messages a PUB, XPUB or RADIO dropped because no subscriber's topic (no dish's
+    /// group) matched them: what the subscribers asked for, not a failure.
+    filtered: u64,
     /// What was still queued when `--linger` ran out.
     unsent: CloseReport,
+    /// `--wait-subscribers` was given (and is not to be suggested again).
+    waited: bool,
 }
 
 impl Tally {
-    /// Count the outcome of one send.
-    fn count(&mut self, sent: Sent) {
+    /// Count the outcome of one send; `audience`: how many peers the message could have
+    /// reached ([`Socket::audience`]).
+    fn count(&mut self, sent: Sent, ty: SocketType, audience: impl FnOnce() -> usize) {
         self.sent += 1;
         if sent == Sent::Dropped {
-            self.dropped += 1;
+            let filtering = matches!(ty, SocketType::Pub | SocketType::XPub | SocketType::Radio);
+            if filtering && audience() > 0 {
+                self.filtered += 1;
+            } else {
+                self.dropped += 1;
+            }
         }
     }
 
@@ -157,15 +185,24 @@ impl Tally {
         } else {
             ("them", "their")
         };
+        let (see, see_radio) = if self.waited {
+            // They were waited for: they left (or cancelled) before the messages went.
+            (
+                " (the subscribers --wait-subscribers waited for had gone)",
+                " (the dishes --wait-subscribers waited for had gone)",
+            )
+        } else {
+            (
+                " (a PUB sends only to subscribers that have already joined: see \
+                 --wait-subscribers and --delay)",
+                " (a RADIO sends only to dishes that have already joined: see \
+                 --wait-subscribers and --delay)",
+            )
+        };
         let why = match ty {
-            SocketType::Pub | SocketType::XPub => format!(
-                "no subscriber had subscribed to {them} (a PUB sends only to subscribers \
-                 that have already joined: see --wait-subscribers and --delay)"
-            ),
-            SocketType::Radio => format!(
-                "no dish had joined {its} group (a RADIO sends only to dishes that have \
-                 already joined: see --wait-subscribers and --delay)"
-            ),
+            SocketType::Pub => format!("no subscriber was connected to take {them}{see}"),
+            SocketType::XPub => format!("no subscriber had subscribed to anything{see}"),
+            SocketType::Radio => format!("no dish had joined any group{see_radio}"),
             SocketType::Router => {
                 format!("no connected peer has {its} routing id (the first frame)")
             }
@@ -396,21 +433,32 @@ async fn send_one(
     output: Output,
     tally: &mut Tally,
 ) -> Result<(), Failure> {
+    // A proxy's control command, which it acknowledges with an empty frame.
+    let command = request && is_proxy_command(&msg);
     let sent = match socket.send(msg).await {
         Ok(sent) => sent,
         // A PEER whose peer has gone: not delivered, as a ROUTER's message to an unknown id.
         Err(SendError::HostUnreachable(_)) => Sent::Dropped,
         Err(e) => return Err(Failure::Runtime(format!("cannot send: {e}"))),
     };
-    tally.count(sent);
+    tally.count(sent, socket.socket_type(), || socket.audience());
     if request {
         let reply = socket
             .recv()
             .await
             .map_err(|e| Failure::Runtime(format!("cannot receive the reply: {e}")))?;
-        print_message(&reply, output)?;
+        let acknowledged = command && matches!(reply.frames(), [only] if only.is_empty());
+        if !acknowledged {
+            print_message(&reply, output)?;
+        }
     }
     Ok(())
+}
+
+/// Whether `msg` is a command to a proxy's control socket that it answers with an empty
+/// frame (PAUSE, RESUME, TERMINATE): that acknowledgement is not printed as a blank line.
+fn is_proxy_command(msg: &Message) -> bool {
+    matches!(msg.frames(), [only] if matches!(&only[..], b"PAUSE" | b"RESUME" | b"TERMINATE"))
 }
 
 /// A message as one line: frames separated by a TAB, escaped, as lowercase hex or raw. A
@@ -588,6 +636,7 @@ pub(crate) async fn open(
         bound,
         verbose: args.verbose,
         handshakes: watch::Sender::new(0),
+        attempts: RefCell::new(BTreeMap::new()),
     };
     Ok((socket, monitor, watch, peer))
 }
@@ -634,6 +683,10 @@ async fn attach(
                 return Err(Failure::Usage(format!(
                     "malformed endpoint '{endpoint}' for {verb}: {e}"
                 )))
+            }
+            // It names the endpoint itself.
+            Err(e @ Error::Bind { .. }) => {
+                return Err(Failure::Runtime(format!("cannot bind {e}")))
             }
             Err(e) => return Err(Failure::Runtime(format!("cannot {verb} {endpoint}: {e}"))),
         }
@@ -708,9 +761,9 @@ pub(crate) async fn supervise(
                         () = std::future::ready(()) => break,
                     }
                 }
-                return result;
+                return result.map_err(|f| watch.explain(f));
             }
-            () = &mut expiry => return Err(timed_out(timeout)),
+            () = &mut expiry => return Err(watch.explain(timed_out(timeout))),
         }
     }
 }
@@ -727,6 +780,19 @@ pub(crate) struct Watch {
     verbose: bool,
     /// Handshakes that succeeded so far (a RADIO's `--wait-subscribers` counts its dishes).
     handshakes: watch::Sender<u64>,
+    /// How the connections to each connect endpoint went, by endpoint.
+    attempts: RefCell<BTreeMap<String, Attempts>>,
+}
+
+/// How the connections to one connect endpoint went so far.
+#[derive(Debug, Default)]
+struct Attempts {
+    /// Why they failed, when every failed handshake said the same thing.
+    reason: Option<String>,
+    /// Handshakes failed for different reasons, or for none given.
+    mixed: bool,
+    /// A handshake succeeded.
+    succeeded: bool,
 }
 
 impl Watch {
@@ -746,16 +812,29 @@ impl Watch {
         if kind == MonitorEventKind::HandshakeSucceeded {
             self.handshakes.send_modify(|n| *n += 1);
         }
-        if !matches!(
+        let failed = matches!(
             kind,
             MonitorEventKind::HandshakeFailedAuth
                 | MonitorEventKind::HandshakeFailedProtocol
                 | MonitorEventKind::HandshakeFailedNoDetail
-        ) {
+        );
+        let inbound = self.bound.contains(&e.endpoint);
+        if !inbound && (failed || kind == MonitorEventKind::HandshakeSucceeded) {
+            self.attempted(e);
+        }
+        if !failed {
             return Ok(());
         }
         let endpoint = &e.endpoint;
         let detail = describe(e);
+        if let (Some(reason), false) = (&e.reason, inbound) {
+            // Below ZMTP (TLS refused the server): reconnecting is left to run, and if
+            // every attempt fails so, `explain` says why at the end.
+            if self.client {
+                return Err(Failure::Runtime(cannot_connect(endpoint, reason)));
+            }
+            return Ok(());
+        }
         if self.client {
             let detail = if kind == MonitorEventKind::HandshakeFailedAuth {
                 format!("the server refused our credentials ({detail})")
@@ -787,7 +866,6 @@ impl Watch {
                 "authentication failed with {endpoint}: the peer refused us ({detail})"
             )));
         }
-        let inbound = self.bound.iter().any(|b| b == endpoint);
         if kind == MonitorEventKind::HandshakeFailedProtocol {
             if inbound {
                 note(&format!(
@@ -804,6 +882,57 @@ impl Watch {
         // Without detail, on a NULL socket: transient (the peer went away); reconnects.
         Ok(())
     }
+
+    /// Note how a handshake with a connect endpoint went.
+    fn attempted(&self, e: &MonitorEvent) {
+        let mut attempts = self.attempts.borrow_mut();
+        let a = attempts.entry(e.endpoint.clone()).or_default();
+        if e.kind == MonitorEventKind::HandshakeSucceeded {
+            a.succeeded = true;
+            return;
+        }
+        match (&e.reason, &a.reason) {
+            (Some(r), None) if !a.mixed => a.reason = Some(r.clone()),
+            (Some(r), Some(before)) if r == before => {}
+            _ => {
+                a.mixed = true;
+                a.reason = None;
+            }
+        }
+    }
+
+    /// What a timeout or undelivered messages (`failure`) really were: when every
+    /// connection to a connect endpoint failed for the same reason below ZMTP (a TLS
+    /// handshake that refused the server), a runtime failure that says so; otherwise
+    /// `failure` as it is.
+    fn explain(&self, failure: Failure) -> Failure {
+        if !matches!(failure, Failure::Timeout(_) | Failure::Undelivered(_)) {
+            return failure;
+        }
+        let attempts = self.attempts.borrow();
+        let never = attempts
+            .iter()
+            .find_map(|(ep, a)| match (&a.reason, a.succeeded || a.mixed) {
+                (Some(reason), false) => Some((ep, reason)),
+                _ => None,
+            });
+        match never {
+            Some((endpoint, reason)) => Failure::Runtime(cannot_connect(endpoint, reason)),
+            None => failure,
+        }
+    }
+}
+
+/// A connect endpoint whose connections fail below ZMTP, in words, with what to check.
+fn cannot_connect(endpoint: &str, reason: &str) -> String {
+    let hint = if reason.contains("UnknownIssuer") {
+        " (is --tls-ca the CA that signed the server's certificate?)"
+    } else if reason.contains("not valid for name") {
+        " (connect by a name the server's certificate has)"
+    } else {
+        ""
+    };
+    format!("cannot connect to {endpoint}: {reason}{hint}")
 }
 
 /// A peer that connected to us, in words: its address and our endpoint it connected on
@@ -882,7 +1011,10 @@ fn describe(e: &MonitorEvent) -> String {
             };
             format!("protocol error {name} (0x{:08x}){hint}", e.value)
         }
-        _ => "the connection closed during the handshake (wrong credentials or key?)".into(),
+        _ => match &e.reason {
+            Some(reason) => reason.clone(),
+            None => "the connection closed during the handshake (wrong credentials or key?)".into(),
+        },
     }
 }
 
@@ -892,6 +1024,55 @@ mod tests {
 
     fn event(kind: MonitorEventKind, endpoint: &str, peer: &str) -> MonitorEvent {
         MonitorEvent::new(kind, 0, endpoint).with_peer_address(peer)
+    }
+
+    #[test]
+    fn only_messages_that_reached_nobody_are_not_delivered() {
+        // A PUB's message dropped with subscribers there: their topics filtered it out.
+        let mut tally = Tally::default();
+        tally.count(Sent::Dropped, SocketType::Pub, || 2);
+        tally.count(Sent::Queued, SocketType::Pub, || 2);
+        assert_eq!((tally.sent, tally.dropped, tally.filtered), (2, 0, 1));
+        assert!(tally.verdict(SocketType::Pub).is_ok());
+        // No subscriber there: not delivered (exit 4), and what to do about it.
+        tally.count(Sent::Dropped, SocketType::Pub, || 0);
+        let Err(Failure::Undelivered(text)) = tally.verdict(SocketType::Pub) else {
+            panic!("delivered")
+        };
+        assert_eq!(
+            text,
+            "1 of 3 messages not delivered: no subscriber was connected to take it (a PUB \
+             sends only to subscribers that have already joined: see --wait-subscribers and \
+             --delay)"
+        );
+        // --wait-subscribers was given: it is not suggested again.
+        tally.waited = true;
+        let Err(Failure::Undelivered(text)) = tally.verdict(SocketType::Pub) else {
+            panic!("delivered")
+        };
+        assert_eq!(
+            text,
+            "1 of 3 messages not delivered: no subscriber was connected to take it (the \
+             subscribers --wait-subscribers waited for had gone)"
+        );
+        let mut radio = Tally {
+            waited: true,
+            ..Tally::default()
+        };
+        radio.count(Sent::Dropped, SocketType::Radio, || 0);
+        radio.count(Sent::Dropped, SocketType::Radio, || 0);
+        let Err(Failure::Undelivered(text)) = radio.verdict(SocketType::Radio) else {
+            panic!("delivered")
+        };
+        assert_eq!(
+            text,
+            "2 of 2 messages not delivered: no dish had joined any group (the dishes \
+             --wait-subscribers waited for had gone)"
+        );
+        // Other types: every dropped message counts, whatever the audience.
+        let mut router = Tally::default();
+        router.count(Sent::Dropped, SocketType::Router, || 5);
+        assert_eq!(router.dropped, 1);
     }
 
     #[test]

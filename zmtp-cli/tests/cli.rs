@@ -1161,6 +1161,61 @@ fn pub_without_a_subscriber_exits_4_and_counts_the_dropped_messages() {
 }
 
 #[test]
+fn pub_messages_its_subscribers_filtered_out_are_not_undelivered() {
+    let mut sub = spawn(
+        &[
+            "recv",
+            "-t",
+            "sub",
+            "--subscribe",
+            "a",
+            "-b",
+            "tcp://127.0.0.1:*",
+            "-v",
+            "-n",
+            "1",
+            "--timeout",
+            GUARD,
+        ],
+        None,
+    );
+    let ep = sub.bound_endpoint();
+    let publish = |body: &str| {
+        run(
+            &[
+                "send",
+                "-t",
+                "pub",
+                "-c",
+                &ep,
+                "--delay",
+                "500",
+                "-v",
+                "--timeout",
+                GUARD,
+                body,
+            ],
+            None,
+        )
+    };
+    // Connected, subscribed to "a": "b-news" is what it did not ask for (exit 0).
+    let out = publish("b-news");
+    ok(&out);
+    assert!(
+        out.stderr.contains(
+            "zmtp: 1 of 1 message matched no subscriber's topic or no dish's group: sent to \
+             nobody, as the subscribers asked\n"
+        ),
+        "{out:?}"
+    );
+    assert!(!out.stderr.contains("not delivered"), "{out:?}");
+    ok(&publish("a-news"));
+    let got = sub.finish();
+    ok(&got);
+    assert_eq!(text(&got.stdout), "a-news\n");
+}
+
+#[test]
 fn push_with_nobody_listening_exits_4_when_linger_runs_out() {
     // A port that was free a moment ago: nobody listens there.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -1500,4 +1555,80 @@ fn proxy_needs_both_sides() {
     .map(OsString::from)
     .collect();
     usage_fails(&args, "the backend");
+}
+
+#[test]
+fn a_bind_in_use_names_the_endpoint() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("tcp://{}", taken.local_addr().unwrap());
+    let out = run(
+        &["recv", "-t", "pull", "-b", &endpoint, "--timeout", GUARD],
+        None,
+    );
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert_eq!(
+        out.stderr,
+        format!("zmtp: cannot bind {endpoint}: address already in use\n")
+    );
+}
+
+#[test]
+fn the_proxy_acknowledges_its_commands_without_a_blank_line() {
+    let mut proxy = spawn(
+        &[
+            "proxy",
+            "-t",
+            "pull",
+            "-b",
+            "tcp://127.0.0.1:*",
+            "-T",
+            "push",
+            "-B",
+            "tcp://127.0.0.1:*",
+            "--control",
+            "tcp://127.0.0.1:*",
+            "-v",
+        ],
+        None,
+    );
+    let (_front, _back, control) = (
+        proxy.bound_endpoint(),
+        proxy.bound_endpoint(),
+        proxy.bound_endpoint(),
+    );
+    let command = |name: &str| {
+        run(
+            &[
+                "send",
+                "-t",
+                "req",
+                "-c",
+                &control,
+                "--timeout",
+                GUARD,
+                name,
+            ],
+            None,
+        )
+    };
+    let paused = command("PAUSE");
+    ok(&paused);
+    assert_eq!(text(&paused.stdout), "");
+    // STATISTICS answers with eight counters: printed.
+    let statistics = command("STATISTICS");
+    ok(&statistics);
+    assert_eq!(
+        text(&statistics.stdout).lines().count(),
+        1,
+        "{statistics:?}"
+    );
+    assert_eq!(
+        text(&statistics.stdout).split('\t').count(),
+        8,
+        "{statistics:?}"
+    );
+    let terminated = command("TERMINATE");
+    ok(&terminated);
+    assert_eq!(text(&terminated.stdout), "");
+    ok(&proxy.finish());
 }

@@ -223,6 +223,92 @@ fn a_hostile_name_is_refused_with_a_message_on_the_receiver() {
 }
 
 #[test]
+fn a_malformed_offer_is_counted_and_reported_on_the_receiver() {
+    let dir = TempDir::new("malformed");
+    let (r, ep) = receiver(&dir, &["-n", "1"]);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let answer = rt.block_on(async {
+        let dealer = Socket::new(SocketType::Dealer).unwrap();
+        dealer.connect(&ep).unwrap();
+        let frames = vec![
+            Bytes::from_static(b"OFFER"),
+            Bytes::from_static(b"caf\xe9.bin"),
+            Bytes::copy_from_slice(&10u64.to_be_bytes()),
+            Bytes::copy_from_slice(&[0; 32]),
+        ];
+        dealer.send(Message::from(frames)).await.unwrap();
+        tokio::time::timeout(Duration::from_secs(10), dealer.recv())
+            .await
+            .unwrap()
+            .unwrap()
+    });
+    assert_eq!(&answer.frames()[0][..], b"ERROR");
+    // -n 1 counts it: the receiver ends, with a transfer that failed (exit 2).
+    let r = r.finish();
+    assert_eq!(r.code, Some(2), "{r:?}");
+    let refused = r
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("zmtp: refused"))
+        .unwrap_or_else(|| panic!("{r:?}"));
+    let (start, end) = refused.split_once(" from ").unwrap();
+    assert_eq!(start, "zmtp: refused \"caf\u{FFFD}.bin\"");
+    assert!(
+        end.ends_with(": malformed OFFER: the name is not UTF-8"),
+        "{refused}"
+    );
+    assert!(
+        r.stderr.ends_with("zmtp: 1 of 1 transfers failed\n"),
+        "{r:?}"
+    );
+    assert!(dir.listing().is_empty());
+}
+
+#[test]
+fn recv_file_mkdir_creates_the_directory_and_a_file_is_not_one() {
+    let dir = TempDir::new("mkdir");
+    let new = dir.0.join("new").join("inbox");
+    let new_text = new.display().to_string();
+    let args = [
+        "recv-file",
+        "-b",
+        "tcp://127.0.0.1:*",
+        "--dir",
+        &new_text,
+        "--mkdir",
+        "-n",
+        "1",
+        "--timeout",
+        "300",
+    ];
+    let out = spawn(&args, None).finish();
+    // Past the directory's check: it waited for a sender until --timeout (exit 3).
+    assert_eq!(out.code, Some(3), "{out:?}");
+    assert!(new.is_dir());
+    let file = dir.file("plain", b"x");
+    let out = spawn(
+        &[
+            "recv-file",
+            "-b",
+            "tcp://127.0.0.1:*",
+            "--dir",
+            &file,
+            "--mkdir",
+        ],
+        None,
+    )
+    .finish();
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert_eq!(
+        out.stderr,
+        format!("zmtp: --dir {file}: not a directory (see 'zmtp recv-file --help')\n")
+    );
+}
+
+#[test]
 fn two_senders_at_once() {
     let dir = TempDir::new("two");
     let a = dir.file("a.bin", &content(1_500_000, 4));
@@ -398,7 +484,11 @@ fn usage_errors() {
     )
     .finish();
     assert_eq!(out.code, Some(1), "{out:?}");
-    assert!(out.stderr.contains("not a directory"), "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "zmtp: --dir /nonexistent-dir-x: no such directory: create it, or add --mkdir (see \
+         'zmtp recv-file --help')\n"
+    );
     let out = spawn(
         &["send-file", "-c", "tcp://127.0.0.1:1", "f", "--name", "a/b"],
         None,

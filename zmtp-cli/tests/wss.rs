@@ -77,28 +77,90 @@ fn req_to_rep_echo_over_wss_by_name() {
 }
 
 #[test]
-fn an_untrusted_server_gets_nothing() {
+fn an_untrusted_server_gets_nothing_and_the_sender_says_why() {
     let (rep, endpoint) = rep_echo();
     let other = cert("other-ca.pem");
+    let expected = format!(
+        "zmtp: cannot connect to {endpoint}: TLS: invalid peer certificate: UnknownIssuer \
+         (is --tls-ca the CA that signed the server's certificate?)\n"
+    );
+    // A REQ waits for its reply until --timeout; a PUSH lingers (--linger) until then.
+    for ty in ["req", "push"] {
+        let out = run(
+            &[
+                "send",
+                "-t",
+                ty,
+                "-c",
+                &endpoint,
+                "--tls-ca",
+                &other,
+                "--timeout",
+                "1500",
+                "secret",
+            ],
+            None,
+        );
+        // Every attempt failed the same way: a runtime failure (exit 2) with TLS's reason,
+        // not a timeout or undelivered messages.
+        assert_eq!(out.code, Some(2), "{ty}: {out:?}");
+        assert!(out.stdout.is_empty(), "{ty}: {out:?}");
+        assert_eq!(out.stderr, expected, "{ty}");
+    }
+    drop(rep);
+}
+
+#[test]
+fn a_name_the_certificate_lacks_is_named() {
+    let (c, k) = (cert("server.pem"), cert("server.key"));
+    // On every local address, so that 127.0.0.2, which the certificate lacks, reaches it.
+    let mut pull = spawn(
+        &[
+            "recv",
+            "-t",
+            "pull",
+            "-b",
+            "wss://0.0.0.0:*",
+            "-v",
+            "--tls-cert",
+            &c,
+            "--tls-key",
+            &k,
+            "--timeout",
+            GUARD,
+        ],
+        None,
+    );
+    let endpoint = pull.bound_endpoint();
+    let port = endpoint.rsplit(':').next().unwrap();
+    let ca = cert("ca.pem");
+    let to = format!("wss://127.0.0.2:{port}");
     let out = run(
         &[
             "send",
             "-t",
-            "req",
+            "push",
             "-c",
-            &endpoint,
+            &to,
             "--tls-ca",
-            &other,
+            &ca,
             "--timeout",
-            "700",
-            "secret",
+            "1500",
+            "x",
         ],
         None,
     );
-    // The request never left: --timeout expired (exit 3), nothing printed.
-    assert_eq!(out.code, Some(3), "{out:?}");
-    assert!(out.stdout.is_empty(), "{out:?}");
-    drop(rep);
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert_eq!(
+        out.stderr,
+        format!(
+            "zmtp: cannot connect to {to}: TLS: invalid peer certificate: certificate not \
+             valid for name \"127.0.0.2\"; certificate is only valid for \
+             DnsName(\"localhost\"), IpAddress(127.0.0.1) or IpAddress(0::1) (connect by a \
+             name the server's certificate has)\n"
+        )
+    );
+    drop(pull);
 }
 
 #[test]

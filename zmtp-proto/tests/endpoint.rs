@@ -285,3 +285,23 @@ fn errors_display_on_one_line() {
         "invalid port \"65536\" (expected 0..=65535 or *)"
     );
 }
+
+#[test]
+fn a_missing_or_unknown_transport_lists_every_transport() {
+    assert_eq!(
+        EndpointError::UnknownTransport("epgm".into()).to_string(),
+        "unknown transport \"epgm\" (expected tcp, ipc, inproc, udp, ws or wss, in lowercase)"
+    );
+    assert_eq!(
+        EndpointError::MissingScheme.to_string(),
+        "endpoint has no transport (expected tcp://, ipc://, inproc://, udp://, ws:// or wss://)"
+    );
+    // Each transport listed is one the parser knows.
+    for transport in ["tcp", "ipc", "inproc", "udp", "ws", "wss"] {
+        let e = Endpoint::parse(&format!("{transport}://")).err();
+        assert!(
+            !matches!(e, Some(EndpointError::UnknownTransport(_))),
+            "{transport}: {e:?}"
+        );
+    }
+}

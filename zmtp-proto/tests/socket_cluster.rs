@@ -654,3 +654,51 @@ fn an_error_with_a_zap_status_is_an_authentication_failure() {
         assert!(commands.contains(&Command::ClosePeer { peer }));
     }
 }
+
+#[test]
+fn a_stream_failed_below_zmtp_says_why_in_its_monitor_events() {
+    use zmtp_proto::socket::{Options, Socket};
+    use zmtp_proto::Instant;
+    let reason = "TLS: invalid peer certificate: UnknownIssuer";
+    let mut s = Socket::new(Dealer, Options::default(), 1).unwrap();
+    s.set_monitor(0xFFFF);
+    let ep = s.connect("wss://127.0.0.1:5000/").unwrap();
+    let now = Instant::ZERO;
+    while s.poll_command().is_some() {}
+    let peer = s
+        .handle_connected(ep, "127.0.0.1:5000", now)
+        .expect("a peer");
+    s.handle_stream_failed(peer, now, reason);
+    let events: Vec<(MonitorEventKind, Option<String>)> = std::iter::from_fn(|| s.poll_monitor())
+        .filter(|m| {
+            !matches!(
+                m.kind,
+                MonitorEventKind::Connected | MonitorEventKind::ConnectDelayed
+            )
+        })
+        .map(|m| (m.kind, m.reason))
+        .collect();
+    // Before the handshake completed: a handshake failure, then the disconnect, both
+    // saying why; the retry after them is about the endpoint and carries no reason.
+    assert_eq!(
+        events,
+        [
+            (
+                MonitorEventKind::HandshakeFailedNoDetail,
+                Some(reason.to_string())
+            ),
+            (MonitorEventKind::Disconnected, Some(reason.to_string())),
+            (MonitorEventKind::ConnectRetried, None),
+        ]
+    );
+    // It reconnects, as after any stream that ended: at the retry's deadline.
+    assert_eq!(s.poll_timeout(), Some(now + Duration::from_millis(100)));
+
+    // A stream that merely closed says nothing more.
+    let mut s = Socket::new(Dealer, Options::default(), 1).unwrap();
+    s.set_monitor(0xFFFF);
+    let ep = s.connect("tcp://127.0.0.1:5000").unwrap();
+    let peer = s.handle_connected(ep, "127.0.0.1:5000", now).unwrap();
+    s.handle_closed(peer, now);
+    assert!(std::iter::from_fn(|| s.poll_monitor()).all(|m| m.reason.is_none()));
+}

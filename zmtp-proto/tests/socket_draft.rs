@@ -77,18 +77,25 @@ fn server_refuses_unknown_or_missing_routing_ids_and_multipart() {
         c.send(server, to(id.wrapping_add(1).max(1), "x")),
         Err(SendError::HostUnreachable(_))
     ));
-    assert!(matches!(
-        c.send(server, "no id"),
-        Err(SendError::HostUnreachable(_))
-    ));
+    let missing = c.send(server, "no id").unwrap_err();
+    assert!(matches!(missing, SendError::RoutingIdRequired(_)));
+    assert_eq!(
+        missing.to_string(),
+        "a routing id is required: a SERVER or PEER sends to the peer its message's routing \
+         id names (set it to the routing id of the message it answers)"
+    );
+    assert_eq!(missing.into_message(), Message::from("no id"));
     // Multipart: refused by every draft type, from either side.
-    assert!(matches!(
-        c.send(client, ["a", "b"]),
-        Err(SendError::NotSupported(_))
-    ));
+    let multipart = c.send(client, ["a", "b"]).unwrap_err();
+    assert!(matches!(multipart, SendError::SingleFrameOnly(_)));
+    assert_eq!(
+        multipart.to_string(),
+        "draft types (SERVER, CLIENT, RADIO, DISH, SCATTER, GATHER, PEER, CHANNEL) take \
+         single-frame messages only"
+    );
     assert!(matches!(
         c.send(server, ["a", "b"]),
-        Err(SendError::NotSupported(_))
+        Err(SendError::SingleFrameOnly(_))
     ));
     let mut two = Message::from(["a", "b"]);
     assert_eq!(two.set_routing_id(id), Err(MetadataError::Frames(2)));
@@ -226,7 +233,7 @@ fn scatter_round_robins_to_gathers_and_channel_pairs() {
     }
     assert!(matches!(
         c.send(scatter, ["a", "b"]),
-        Err(SendError::NotSupported(_))
+        Err(SendError::SingleFrameOnly(_))
     ));
     c.run_until_idle();
     assert_eq!(texts(&mut c, gathers[0]), ["0", "2"]);
@@ -343,4 +350,40 @@ fn draft_senders_honour_sndhwm() {
     assert_eq!(dropped, 8);
     c.run_until_idle();
     assert_eq!(texts(&mut c, dish), ["0", "1"]);
+}
+
+#[test]
+fn audience_counts_who_a_message_could_reach_before_topics_and_groups() {
+    let mut c = Cluster::new(3);
+    let radio = c.add_default(Radio);
+    let ep = c.bind(radio, ANY);
+    let dish = c.add_default(Dish);
+    c.connect(dish, &ep);
+    c.run_until_idle();
+    // Connected, but joined nothing: nobody to reach.
+    assert_eq!(c.socket(radio).audience(), 0);
+    c.socket(dish).join(b"weather").unwrap();
+    c.run_until_idle();
+    assert_eq!(c.socket(radio).audience(), 1);
+    // A group the dish did not join: dropped, with an audience (filtered out).
+    assert_eq!(c.send(radio, grouped("sport", "goal")), Ok(Sent::Dropped));
+
+    // A PUB counts its connected subscribers, whatever they subscribed to; an XPUB only
+    // those that subscribed to something.
+    for (ty, before) in [(Pub, 1), (XPub, 0)] {
+        let publisher = c.add_default(ty);
+        let ep = c.bind(publisher, ANY);
+        let sub = c.add_default(XSub);
+        c.connect(sub, &ep);
+        c.run_until_idle();
+        assert_eq!(c.socket(publisher).audience(), before, "{ty:?}");
+        c.send(sub, "\x01news").unwrap();
+        c.run_until_idle();
+        if ty == XPub {
+            // XPUB hands the subscription up.
+            while c.recv(publisher).is_some() {}
+        }
+        assert_eq!(c.socket(publisher).audience(), 1, "{ty:?}");
+        assert_eq!(c.send(publisher, "sport"), Ok(Sent::Dropped), "{ty:?}");
+    }
 }

@@ -183,7 +183,7 @@ pub async fn host_names_are_resolved_for_bind_and_connect<R: Runtime>() {
         ["by name"]
     );
     let bad = within::<R, _>(pull.bind("tcp://no-such-host.invalid:5555")).await;
-    assert!(matches!(bad, Err(crate::Error::Io(_))), "{bad:?}");
+    assert!(matches!(bad, Err(crate::Error::Bind { .. })), "{bad:?}");
 }
 
 /// `ipc://*` binds a fresh socket file, which unbinding removes.

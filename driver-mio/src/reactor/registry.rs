@@ -113,6 +113,22 @@ impl Shared {
         }
     }
 
+    /// A peer's read failed with `error`: as [`lose_peer`](Self::lose_peer), and the
+    /// socket's monitor events say why (a TLS handshake's reason, an I/O error).
+    pub(super) fn fail_peer(
+        &self,
+        st: &mut State,
+        id: usize,
+        peer: PeerId,
+        now: Instant,
+        error: &io::Error,
+    ) {
+        self.drop_peer(st, id, peer);
+        if let Some(s) = st.sockets.get_mut(&id) {
+            s.core.handle_stream_failed(peer, now, &error.to_string());
+        }
+    }
+
     /// Listening began (or failed): register the listener and tell the socket and `bind`.
     fn listen_at(
         &self,

@@ -509,7 +509,7 @@ impl Shared {
                 }
                 io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => true,
                 _ => {
-                    self.lose_peer(st, work.id, work.peer, now);
+                    self.fail_peer(st, work.id, work.peer, now, &e);
                     false
                 }
             },

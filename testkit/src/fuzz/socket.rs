@@ -745,7 +745,10 @@ impl World {
             let mut msg = Message::from(frames);
             let to = self.address(&mut msg, seq, route);
             let r = self.net.send(self.node, msg);
-            let unreachable = matches!(r, Err(SendError::HostUnreachable(_)));
+            let unreachable = matches!(
+                r,
+                Err(SendError::HostUnreachable(_) | SendError::RoutingIdRequired(_))
+            );
             let closing = matches!(r, Err(SendError::Closed(_)));
             match to {
                 To::Nobody if single && !closing => {
@@ -772,7 +775,12 @@ impl World {
         );
         if is_draft(self.ty) && !single {
             assert!(
-                matches!(r, Err(SendError::NotSupported(_) | SendError::Closed(_))),
+                matches!(
+                    r,
+                    Err(SendError::SingleFrameOnly(_)
+                        | SendError::NotSupported(_)
+                        | SendError::Closed(_))
+                ),
                 "{:?} took a multipart message: {r:?}",
                 self.ty
             );

@@ -220,11 +220,12 @@ impl fmt::Display for EndpointError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             EndpointError::MissingScheme => f.write_str(
-                "endpoint has no transport (expected tcp://, ipc://, inproc://, udp:// or ws://)",
+                "endpoint has no transport (expected tcp://, ipc://, inproc://, udp://, ws:// or \
+                 wss://)",
             ),
             EndpointError::UnknownTransport(t) => write!(
                 f,
-                "unknown transport {:?} (expected tcp, ipc, inproc, udp or ws, in lowercase)",
+                "unknown transport {:?} (expected tcp, ipc, inproc, udp, ws or wss, in lowercase)",
                 t
             ),
             EndpointError::MissingPort => f.write_str("endpoint has no port (host:port)"),

@@ -28,7 +28,8 @@
 //!   report what was written with [`Socket::advance`].
 //! - Arm one timer at [`Socket::poll_timeout`] and call [`Socket::handle_timeout`]. The
 //!   timers of all peers and endpoints live in one ordered set: idle peers cost nothing.
-//! - Report a stream that ended with [`Socket::handle_closed`].
+//! - Report a stream that ended with [`Socket::handle_closed`], or failed with
+//!   [`Socket::handle_stream_failed`] (its monitor events then say why).
 //! - `udp://` endpoints have no streams: [`Command::OpenUdp`] opens a UDP socket, every
 //!   datagram of [`Socket::poll_datagram`] is sent from it, and every datagram received on
 //!   a bound one goes to [`Socket::handle_datagram`] (see `udp.rs`).
@@ -178,6 +179,12 @@ pub enum SendError {
     /// The message cannot go over `udp://`: a group over 127 bytes, or a datagram over
     /// 8,192 bytes (see [`crate::udp`]).
     Datagram(crate::udp::DatagramEmitError, Message),
+    /// A SERVER's message without a routing id ([`Message::set_routing_id`]) names no
+    /// peer to go to (libzmq's `EHOSTUNREACH`): give it the id of the message it answers.
+    RoutingIdRequired(Message),
+    /// A multipart message to a draft type (SERVER, CLIENT, RADIO, DISH, SCATTER, GATHER,
+    /// PEER, CHANNEL), which takes single-frame messages only (libzmq's `EINVAL`).
+    SingleFrameOnly(Message),
 }
 
 impl SendError {
@@ -189,7 +196,9 @@ impl SendError {
             | SendError::InvalidState(m)
             | SendError::NotSupported(m)
             | SendError::Closed(m)
-            | SendError::Datagram(_, m) => m,
+            | SendError::Datagram(_, m)
+            | SendError::RoutingIdRequired(m)
+            | SendError::SingleFrameOnly(m) => m,
         }
     }
 }
@@ -203,6 +212,14 @@ impl core::fmt::Display for SendError {
             SendError::NotSupported(_) => "this socket cannot send that message",
             SendError::Closed(_) => "socket is closing",
             SendError::Datagram(e, _) => return write!(f, "cannot send over udp: {e}"),
+            SendError::RoutingIdRequired(_) => {
+                "a routing id is required: a SERVER or PEER sends to the peer its message's \
+                 routing id names (set it to the routing id of the message it answers)"
+            }
+            SendError::SingleFrameOnly(_) => {
+                "draft types (SERVER, CLIENT, RADIO, DISH, SCATTER, GATHER, PEER, CHANNEL) \
+                 take single-frame messages only"
+            }
         })
     }
 }

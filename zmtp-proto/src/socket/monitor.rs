@@ -196,6 +196,13 @@ pub struct MonitorEvent {
     /// heartbeat timeout); `None` for a peer that closed or was dropped. libzmq's events
     /// carry no such detail: it is not in [`to_v1_frames`](Self::to_v1_frames).
     pub error: Option<crate::Error>,
+    /// Why the stream failed below ZMTP, in the transport's words, on DISCONNECTED and the
+    /// HANDSHAKE_FAILED_* kinds of a stream the driver reported failed
+    /// ([`Socket::handle_stream_failed`](super::Socket::handle_stream_failed)): a `wss://`
+    /// connection's TLS handshake (`"TLS: invalid peer certificate: UnknownIssuer"`), or
+    /// the I/O error that ended the stream. `None` for a stream that ended cleanly or on an
+    /// [`error`](Self::error) of ours. Not in [`to_v1_frames`](Self::to_v1_frames) either.
+    pub reason: Option<String>,
 }
 
 impl MonitorEvent {
@@ -208,6 +215,7 @@ impl MonitorEvent {
             endpoint: endpoint.into(),
             peer_address: String::new(),
             error: None,
+            reason: None,
         }
     }
 

@@ -27,6 +27,23 @@ impl Socket {
         })
     }
 
+    /// How many peers a message could reach now, before its topic or group is looked at:
+    /// for an XPUB, its subscribers that subscribed to anything; for a RADIO, its dishes
+    /// that joined any group; for every other type (a PUB among them), its routable
+    /// (connected, handshake done) peers. A PUB's [`Sent::Dropped`](super::Sent::Dropped)
+    /// with an audience is a message no subscriber's topic matched; without one, a
+    /// message nobody could have had.
+    pub fn audience(&self) -> usize {
+        match self.ty {
+            crate::SocketType::XPub | crate::SocketType::Radio => self
+                .attached
+                .iter()
+                .filter(|p| self.peers.get(p).is_some_and(|p| !p.subs.is_empty()))
+                .count(),
+            _ => self.attached.len(),
+        }
+    }
+
     /// Every peer.
     pub fn peers(&self) -> impl Iterator<Item = PeerId> + '_ {
         self.peers.keys().copied()
@@ -36,6 +53,28 @@ impl Socket {
     pub fn handle_closed(&mut self, peer: PeerId, now: Instant) {
         let error = self.connection(peer).and_then(|c| c.error().cloned());
         self.end_stream(peer, auth::ending_of(error.as_ref()), now);
+    }
+
+    /// A peer's stream failed below ZMTP (an I/O error, a TLS handshake that refused the
+    /// peer's certificate); the driver has closed it. As [`handle_closed`](Self::handle_closed),
+    /// and the monitor events this causes (HANDSHAKE_FAILED_NO_DETAIL before the handshake
+    /// completed, DISCONNECTED) carry `reason` in
+    /// [`MonitorEvent::reason`](super::MonitorEvent::reason), so that a monitor can say why.
+    pub fn handle_stream_failed(&mut self, peer: PeerId, now: Instant, reason: &str) {
+        let first = self.monitors.len();
+        self.handle_closed(peer, now);
+        for event in self.monitors.iter_mut().skip(first) {
+            let about_the_stream = matches!(
+                event.kind,
+                MonitorEventKind::Disconnected
+                    | MonitorEventKind::HandshakeFailedNoDetail
+                    | MonitorEventKind::HandshakeFailedProtocol
+                    | MonitorEventKind::HandshakeFailedAuth
+            );
+            if about_the_stream && event.reason.is_none() {
+                event.reason = Some(reason.into());
+            }
+        }
     }
 
     pub(super) fn end_stream(&mut self, peer: PeerId, ending: Ending, now: Instant) {

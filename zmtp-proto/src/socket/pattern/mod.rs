@@ -414,8 +414,11 @@ impl Socket {
         if self.closing.is_some() {
             return Err(SendError::Closed(msg));
         }
-        if msg.is_empty() || (self.rules.single_frame && msg.len() != 1) {
+        if msg.is_empty() {
             return Err(SendError::NotSupported(msg));
+        }
+        if self.rules.single_frame && msg.len() != 1 {
+            return Err(SendError::SingleFrameOnly(msg));
         }
         dispatch!(self, send(self, msg, &now))
     }

@@ -114,13 +114,14 @@ impl Pattern for Server {
         }
     }
 
-    /// To the peer the message's routing id names: unknown, `HostUnreachable`; full,
-    /// `WouldBlock` (libzmq's EHOSTUNREACH and EAGAIN).
+    /// To the peer the message's routing id names: none, `RoutingIdRequired`; unknown,
+    /// `HostUnreachable`; full, `WouldBlock` (libzmq's EHOSTUNREACH for the first two, and
+    /// EAGAIN).
     fn send(s: &mut Socket, msg: Message, _now: &impl Clock) -> Result<Sent, SendError> {
-        let route = msg
-            .routing_id()
-            .and_then(|id| s.pattern.server.routes.get(&id).copied());
-        let Some(peer) = route else {
+        let Some(id) = msg.routing_id() else {
+            return Err(SendError::RoutingIdRequired(msg));
+        };
+        let Some(peer) = s.pattern.server.routes.get(&id).copied() else {
             return Err(SendError::HostUnreachable(msg));
         };
         if !s.has_room(peer) {
