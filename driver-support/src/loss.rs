@@ -41,13 +41,14 @@ pub fn loss_reports() -> bool {
     }
 }
 
-/// `zmtp: a PUSH socket lost 3 message(s) for tcp://…: {why}`, if `losses` has any.
-fn lost_line(socket: &Socket, losses: &[Loss], why: &str) -> Option<String> {
+/// `zmtp: a PUSH socket lost 3 message(s) for tcp://…: {why}` (`lost` being `verb`), if
+/// `losses` has any.
+fn lost_line(socket: &Socket, losses: &[Loss], verb: &str, why: &str) -> Option<String> {
     if losses.is_empty() {
         return None;
     }
     Some(format!(
-        "zmtp: a {} socket lost {}: {why}",
+        "zmtp: a {} socket {verb} {}: {why}",
         socket.socket_type(),
         listed(losses),
     ))
@@ -61,17 +62,36 @@ fn listed(losses: &[Loss]) -> String {
 
 /// The line that says what a finished close of `socket` lost, if it lost anything.
 pub fn loss_line(socket: &Socket) -> Option<String> {
+    loss_line_while(socket, false)
+}
+
+/// [`loss_line`] for a close that ran out of LINGER while the driver was `writing` some
+/// of the output (a write under way without the socket's lock, whose result comes after
+/// the close): those messages may have arrived, and the line says so.
+pub fn loss_line_while(socket: &Socket, writing: bool) -> Option<String> {
     let linger = match socket.options().linger {
         Some(l) => format!("LINGER ({} ms)", l.as_millis()),
         None => "LINGER".to_string(),
     };
-    let why = format!("{linger} ran out before they were written");
-    lost_line(socket, socket.close_losses(), &why)
+    let (verb, why) = if writing {
+        (
+            "may have lost",
+            format!("{linger} ran out while they were being written"),
+        )
+    } else {
+        ("lost", format!("{linger} ran out before they were written"))
+    };
+    lost_line(socket, socket.close_losses(), verb, &why)
 }
 
 /// Print [`loss_line`] on standard error, unless loss reports are off.
 pub fn report_loss(socket: &Socket) {
-    if let Some(line) = loss_line(socket).filter(|_| loss_reports()) {
+    report_loss_while(socket, false);
+}
+
+/// Print [`loss_line_while`] on standard error, unless loss reports are off.
+pub fn report_loss_while(socket: &Socket, writing: bool) {
+    if let Some(line) = loss_line_while(socket, writing).filter(|_| loss_reports()) {
         eprintln!("{line}");
     }
 }
@@ -79,7 +99,7 @@ pub fn report_loss(socket: &Socket) {
 /// Print on standard error, unless loss reports are off, that `losses` of `socket` (what
 /// it has queued for some of its endpoints) are lost, and `why`.
 pub fn report_lost(socket: &Socket, losses: &[Loss], why: &str) {
-    if let Some(line) = lost_line(socket, losses, why).filter(|_| loss_reports()) {
+    if let Some(line) = lost_line(socket, losses, "lost", why).filter(|_| loss_reports()) {
         eprintln!("{line}");
     }
 }
@@ -133,6 +153,13 @@ mod tests {
             Some(
                 "zmtp: a PUSH socket lost 3 message(s) for tcp://127.0.0.1:5555: \
                  LINGER (100 ms) ran out before they were written"
+            )
+        );
+        assert_eq!(
+            loss_line_while(&push, true).as_deref(),
+            Some(
+                "zmtp: a PUSH socket may have lost 3 message(s) for tcp://127.0.0.1:5555: \
+                 LINGER (100 ms) ran out while they were being written"
             )
         );
     }

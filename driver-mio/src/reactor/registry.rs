@@ -569,6 +569,9 @@ impl CommandHandler for Commands<'_> {
 
     fn closed(&mut self) {
         let (shared, id) = (self.shared, self.id);
+        // A write queued or under way when LINGER ran out: what it carries may arrive yet.
+        let writing =
+            (self.st.sockets.get(&id)).is_some_and(|s| s.peers.values().any(|io| io.write_queued));
         let peers: Vec<PeerId> = self
             .st
             .sockets
@@ -600,7 +603,7 @@ impl CommandHandler for Commands<'_> {
             s.monitors.clear();
             if s.orphaned {
                 // Nobody waits for its report: what LINGER cut off is said here.
-                zmtp_driver::report_loss(&s.core);
+                zmtp_driver::loss::report_loss_while(&s.core, writing);
                 // Forgotten: the command loop ends here.
                 st.forget(id, true);
             }
