@@ -66,6 +66,9 @@ impl Failure {
 }
 
 fn main() -> ExitCode {
+    // The command says itself what its sockets could not deliver (its exit status and
+    // message): the library's own loss line would say it twice.
+    zmtp_tokio::set_loss_reports(false);
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     match run_command(args) {
         Ok(()) => ExitCode::SUCCESS,
