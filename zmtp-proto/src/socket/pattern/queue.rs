@@ -161,6 +161,24 @@ impl Socket {
         None
     }
 
+    /// `recv`'s path for a plain fair-queuing type (see [`Socket::recv`]): with one
+    /// attached peer and nothing left by departed ones, fair queuing is that peer's queue,
+    /// so its next message is taken at once (resuming its input as `fq_pop` would). `None`
+    /// when it does not apply or the queue is empty.
+    #[inline]
+    pub(in crate::socket) fn fq_pop_lone(&mut self, now: &impl Clock) -> Option<Message> {
+        let (&[peer], true) = (&self.attached[..], self.departed.is_empty()) else {
+            return None;
+        };
+        let rcvhwm = self.rcv_limit();
+        let p = self.peers.get_mut(&peer)?;
+        let msg = p.inq.pop_front()?;
+        if p.held && p.inq.len() <= rcvhwm / 2 {
+            self.resume_input(peer, now.now());
+        }
+        Some(msg)
+    }
+
     /// [`recv_many`](Socket::recv_many)'s bulk move: with one attached peer and nothing
     /// left by departed ones, fair queuing is that peer's queue in order, so up to `max`
     /// of its messages move to `out` at once (resuming its input as `fq_pop` would).
