@@ -894,6 +894,14 @@ impl<R: Runtime> Socket<R> {
             })
     }
 
+    /// The next message if one is ready: [`try_recv`](Self::try_recv)'s common case, with
+    /// no error decided (call `try_recv` when this gives `None`).
+    #[inline]
+    pub(crate) fn recv_ready(&self) -> Option<Message> {
+        self.inner
+            .with(|core| core.socket.recv(|| self.inner.now()))
+    }
+
     /// Wait for at least one message, then append every ready message, up to `max`, to
     /// `out`; returns how many were appended (0 only when `max` is 0).
     ///

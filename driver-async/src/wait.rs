@@ -214,7 +214,10 @@ impl<R: Runtime> Future for RecvFuture<'_, R> {
         let mut failed = false;
         if waiter.parked.is_none() {
             // The common case, a message ready at once: returned from here, not moved
-            // through the waiter's layers.
+            // through the waiter's layers (nor through `try_recv`'s result).
+            if let Some(msg) = socket.recv_ready() {
+                return Poll::Ready(Ok(msg));
+            }
             match socket.try_recv() {
                 Ok(Some(msg)) => return Poll::Ready(Ok(msg)),
                 Err(e) => return Poll::Ready(Err(e)),

@@ -391,7 +391,8 @@ impl Sock {
     /// asleep while none is ready and the socket is open, so that a peer's handshake, a
     /// write or a timer on a busy socket does not wake its receiver for nothing.
     pub(crate) fn signal(&mut self) -> Option<Signal> {
-        if !self.waiting_other && !self.message_ready() {
+        // Nobody waits (the common case of a busy socket): nothing to look at.
+        if !self.waiters.waiting() || (!self.waiting_other && !self.message_ready()) {
             return None;
         }
         self.signal_all()

@@ -26,8 +26,7 @@ impl Waiters {
         }
     }
 
-    /// Whether some thread waits (for the driver's tests).
-    #[cfg(test)]
+    /// Whether some thread waits.
     pub fn waiting(&self) -> bool {
         self.count > 0
     }

@@ -32,6 +32,16 @@ impl Socket {
         // `lb_pick` then `deliver`, with one lookup of the chosen peer instead of two.
         let rule = self.room_rule();
         let conflate = self.conflate();
+        if let &[peer] = &self.attached[..] {
+            // One peer: the round is that peer, without the ring's arithmetic.
+            return match self.peers.get_mut(&peer) {
+                Some(p) if rule.admits(p) => {
+                    deliver_to(&mut self.dirty, p, peer, out, conflate);
+                    Ok(Sent::Queued)
+                }
+                _ => Err(SendError::WouldBlock(out.into_message())),
+            };
+        }
         let n = self.attached.len();
         let start = ring_start(self.lb_cursor, n);
         for i in 0..n {
