@@ -23,7 +23,7 @@ esac
 
 N=${ICOUNT_N:-10000}
 BASELINE=icount/baseline.txt
-SCENARIOS=(push-send pull-recv pub-fanout reqrep push-send-many pull-recv-many router-crowd)
+SCENARIOS=(push-send pull-recv pub-fanout reqrep push-send-many pull-recv-many router-crowd tokio-each tokio-batch)
 TOLERANCE=5
 
 if ! command -v valgrind >/dev/null; then

@@ -35,6 +35,8 @@
 
 use std::fmt;
 
+mod driver;
+
 use zmtp_proto::socket::{Command, Message, Options, PeerId, Sent, Socket};
 use zmtp_proto::{Bytes, Instant, SocketType};
 
@@ -301,6 +303,13 @@ pub enum Scenario {
     /// id and body) and `send` of it back, its output fed to the DEALER, DEALER `recv` and
     /// a check. What a receive costs must not grow with the idle peers.
     RouterCrowd,
+    /// Through zmtp-tokio's sockets on a current-thread runtime: a PUSH and a PULL over
+    /// `inproc://` taking turns, [`BATCH`] messages at a time, one `send_slice` and one
+    /// `recv` per message (what an application writes first); the figure is both calls,
+    /// the driver's tasks and the core together.
+    TokioEach,
+    /// As [`TokioEach`](Self::TokioEach), with one `send_many` and one `recv_many` per batch.
+    TokioBatch,
 }
 
 /// The DEALER peers of `router-crowd`.
@@ -308,7 +317,7 @@ pub const CROWD: usize = 1_000;
 
 impl Scenario {
     /// Every scenario, in the order of the report.
-    pub const ALL: [Scenario; 7] = [
+    pub const ALL: [Scenario; 9] = [
         Scenario::PushSend,
         Scenario::PullRecv,
         Scenario::PubFanout,
@@ -316,6 +325,8 @@ impl Scenario {
         Scenario::PushSendMany,
         Scenario::PullRecvMany,
         Scenario::RouterCrowd,
+        Scenario::TokioEach,
+        Scenario::TokioBatch,
     ];
 
     /// The scenario's name on the command line and in the baseline.
@@ -328,6 +339,8 @@ impl Scenario {
             Scenario::PushSendMany => "push-send-many",
             Scenario::PullRecvMany => "pull-recv-many",
             Scenario::RouterCrowd => "router-crowd",
+            Scenario::TokioEach => "tokio-each",
+            Scenario::TokioBatch => "tokio-batch",
         }
     }
 
@@ -347,6 +360,8 @@ impl Scenario {
             Scenario::PushSendMany => push_send_many(count),
             Scenario::PullRecvMany => pull_recv(count, true),
             Scenario::RouterCrowd => router_crowd(count),
+            Scenario::TokioEach => driver::tokio_push_pull(count, false),
+            Scenario::TokioBatch => driver::tokio_push_pull(count, true),
         }
     }
 }
