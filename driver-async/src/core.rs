@@ -16,6 +16,8 @@ use std::task::Poll;
 use std::time::Instant as StdInstant;
 
 use tokio::sync::{mpsc, oneshot, Notify};
+
+use crate::ready::Ready;
 use zmtp_driver::{
     drain_datagrams, listen_ipc, listen_tcp, open_udp, run_commands, Attempts, CommandHandler,
     Listening, SocketFile, StdListener, TcpAddrs, Tls, TlsSide, UdpOpen,
@@ -59,6 +61,11 @@ pub(crate) struct Inner<R: Runtime> {
     /// How many tasks wait on `readable` / `writable`: nobody is woken when nobody waits.
     pub(crate) recv_waiters: AtomicUsize,
     pub(crate) send_waiters: AtomicUsize,
+    /// What `recv` took in a batch and hands out one per call (see [`Ready`]).
+    pub(crate) ready: Ready,
+    /// Whether the socket's type receives in batches (its receiving is plain fair
+    /// queuing: `recv_batch_len` may exceed 1).
+    pub(crate) recv_batches: bool,
     /// Woken when the earliest deadline changed.
     timer: Notify,
     /// Woken when the socket finished closing.
@@ -142,6 +149,7 @@ pub(crate) struct Core<R: Runtime> {
 impl<R: Runtime> Inner<R> {
     /// The shared state of a new socket, its timer task spawned on `runtime`.
     pub(crate) fn new(socket: ProtoSocket, runtime: R) -> Arc<Inner<R>> {
+        let recv_batches = socket.type_recvs_in_batches();
         let inner = Arc::new(Inner {
             core: Mutex::new(Core {
                 socket,
@@ -162,6 +170,8 @@ impl<R: Runtime> Inner<R> {
             writable: Notify::new(),
             recv_waiters: AtomicUsize::new(0),
             send_waiters: AtomicUsize::new(0),
+            ready: Ready::default(),
+            recv_batches,
             timer: Notify::new(),
             closed: Notify::new(),
             start: zmtp_driver::clock::epoch(),
@@ -305,11 +315,20 @@ impl<R: Runtime> Inner<R> {
 
     /// Wake whoever waits to send or receive, if they now can.
     fn wake_waiters(&self, core: &Core<R>) {
-        if self.recv_waiters.load(Ordering::SeqCst) > 0 && (core.closed || core.socket.can_recv()) {
+        if self.recv_waiters.load(Ordering::SeqCst) > 0
+            && (core.closed || core.socket.can_recv() || !self.ready.is_empty())
+        {
             self.readable.notify_waiters();
         }
         if self.send_waiters.load(Ordering::SeqCst) > 0 && (core.closed || core.socket.can_send()) {
             self.writable.notify_waiters();
+        }
+    }
+
+    /// Wake the tasks waiting to receive, if any (a batch taken by `recv` left messages).
+    pub(crate) fn wake_receivers(&self) {
+        if self.recv_waiters.load(Ordering::SeqCst) > 0 {
+            self.readable.notify_waiters();
         }
     }
 

@@ -29,6 +29,7 @@ mod core;
 mod handover;
 mod poll;
 mod proxy;
+mod ready;
 pub mod runtime;
 #[cfg(feature = "testing")]
 #[doc(hidden)]
@@ -887,6 +888,9 @@ impl<R: Runtime> Socket<R> {
     /// # Ok(()) }
     /// ```
     pub fn try_recv(&self) -> Result<Option<Message>, Error> {
+        if let Some(msg) = self.recv_ready() {
+            return Ok(Some(msg));
+        }
         self.inner
             .with(|core| match core.socket.recv(|| self.inner.now()) {
                 Some(m) => Ok(Some(m)),
@@ -896,10 +900,26 @@ impl<R: Runtime> Socket<R> {
 
     /// The next message if one is ready: [`try_recv`](Self::try_recv)'s common case, with
     /// no error decided (call `try_recv` when this gives `None`).
-    #[inline]
+    ///
+    /// A type that receives in batches (see `recv_batch_len` in the core) takes a batch
+    /// under one lock of the socket and hands it out one message per call.
+    #[inline(always)]
     pub(crate) fn recv_ready(&self) -> Option<Message> {
-        self.inner
-            .with(|core| core.socket.recv(|| self.inner.now()))
+        if !self.inner.recv_batches {
+            return self
+                .inner
+                .with(|core| core.socket.recv(|| self.inner.now()));
+        }
+        self.inner.ready.next(
+            |batch| {
+                self.inner.with(|core| {
+                    let max = core.socket.recv_batch_len();
+                    core.socket.recv_many(batch, max, || self.inner.now())
+                });
+            },
+            // Others waiting to receive look at what this batch left.
+            || self.inner.wake_receivers(),
+        )
     }
 
     /// Wait for at least one message, then append every ready message, up to `max`, to
@@ -987,12 +1007,17 @@ impl<R: Runtime> Socket<R> {
         if max == 0 {
             return Ok(0);
         }
-        self.inner.with(
-            |core| match core.socket.recv_many(out, max, || self.inner.now()) {
+        // What `recv` took in a batch comes first.
+        let taken = self.inner.ready.drain_into(out, max);
+        if taken == max {
+            return Ok(taken);
+        }
+        self.inner.with(|core| {
+            match core.socket.recv_many(out, max - taken, || self.inner.now()) + taken {
                 0 => nothing_ready(core).map(|()| 0),
                 n => Ok(n),
-            },
-        )
+            }
+        })
     }
 
     /// Whether a `send` would not block now (libzmq's `ZMQ_POLLOUT`).
@@ -1054,7 +1079,7 @@ impl<R: Runtime> Socket<R> {
     /// # Ok(()) }
     /// ```
     pub fn can_recv(&self) -> bool {
-        self.inner.lock().socket.can_recv()
+        !self.inner.ready.is_empty() || self.inner.lock().socket.can_recv()
     }
 
     /// Monitor events from now on, as a `Stream`.

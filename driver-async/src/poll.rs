@@ -153,7 +153,9 @@ pub async fn poll<R: Runtime>(
 fn revents<R: Runtime>(socket: &Socket<R>, events: u8) -> u8 {
     let core = socket.inner.lock();
     let mut revents = 0;
-    if events & POLLIN != 0 && (core.closed || core.socket.can_recv()) {
+    if events & POLLIN != 0
+        && (core.closed || core.socket.can_recv() || !socket.inner.ready.is_empty())
+    {
         revents |= POLLIN;
     }
     if events & POLLOUT != 0 && (core.closed || core.socket.can_send()) {

@@ -654,8 +654,11 @@ impl Shared {
         let r = f(s);
         if s.core.has_work() {
             self.pump(&mut st, id);
+            self.finish(st, id, wake);
+        } else {
+            let signal = s.signal();
+            self.finish_with(st, wake, signal);
         }
-        self.finish(st, id, wake);
         Some(r)
     }
 
@@ -668,8 +671,11 @@ impl Shared {
         if s.core.has_work() {
             // Taking it may resume a peer held at RCVHWM.
             self.pump(&mut st, id);
+            self.finish(st, id, false);
+        } else {
+            let signal = s.signal();
+            self.finish_with(st, false, signal);
         }
-        self.finish(st, id, false);
         Some(msg)
     }
 
@@ -682,7 +688,8 @@ impl Shared {
         let s = st.sockets.get_mut(&id)?;
         let r = f(s);
         if !s.core.has_work() {
-            self.finish(st, id, false);
+            let signal = s.signal();
+            self.finish_with(st, false, signal);
             return Some(r);
         }
         let timer = s.core.poll_timeout();
@@ -737,12 +744,18 @@ impl Shared {
     /// parked and work was queued for it (or `wake`: timers or registrations may have
     /// changed), and whoever waits on the socket or in [`poll`](crate::poll).
     fn finish(&self, mut st: MutexGuard<'_, State>, id: usize, wake: bool) {
+        // Other threads waiting on this socket (or in `poll`) look again.
+        let signal = st.sockets.get_mut(&id).and_then(Sock::signal);
+        self.finish_with(st, wake, signal);
+    }
+
+    /// [`finish`](Self::finish) with the socket's signal taken already (the caller had
+    /// the socket at hand).
+    fn finish_with(&self, mut st: MutexGuard<'_, State>, wake: bool, signal: Option<Signal>) {
         let wake_io = st.parked && (wake || !st.work.is_empty());
         if wake_io {
             st.parked = false;
         }
-        // Other threads waiting on this socket (or in `poll`) look again.
-        let signal = st.sockets.get_mut(&id).and_then(Sock::signal);
         let polled = st.poll_waiters.take();
         drop(st);
         if wake_io {

@@ -580,6 +580,7 @@ impl Socket {
     /// Whether [`poll_command`](Self::poll_command), [`poll_monitor`](Self::poll_monitor),
     /// [`next_dirty`](Self::next_dirty) or [`poll_datagram`](Self::poll_datagram) has
     /// anything: a cheap check that lets a driver skip its command loop after most calls.
+    #[inline]
     pub fn has_work(&self) -> bool {
         !self.commands.is_empty()
             || !self.monitors.is_empty()

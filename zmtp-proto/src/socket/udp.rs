@@ -75,8 +75,9 @@ impl UdpState {
     }
 
     /// Whether any datagram waits to be sent.
+    #[inline]
     pub(super) fn has_output(&self) -> bool {
-        !self.drained()
+        !self.links.is_empty() && !self.drained()
     }
 
     pub(super) fn clear(&mut self) {

@@ -88,6 +88,9 @@ pub(super) trait Pattern {
     }
 }
 
+/// The most messages [`Socket::recv_batch_len`] allows.
+const RECV_BATCH: usize = 256;
+
 /// The families, one module each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Family {
@@ -509,6 +512,29 @@ impl Socket {
             n += 1;
         }
         n
+    }
+
+    /// How many messages a driver may take at once with [`recv_many`](Self::recv_many)
+    /// and hand out one per `recv` of its own, for the same result as calling `recv` each
+    /// time: more than 1 only for a type whose receiving is plain fair queuing (PULL, SUB,
+    /// XSUB, DEALER, PAIR, and the draft CLIENT, GATHER, CHANNEL) without CONFLATE. What
+    /// is taken counts as received for RCVHWM, so the batch is a quarter of RCVHWM, at
+    /// most 256 messages.
+    pub fn recv_batch_len(&self) -> usize {
+        if !self.rules.plain_recv || self.conflate() {
+            return 1;
+        }
+        match self.rcv_limit() {
+            0 => RECV_BATCH,
+            hwm => (hwm / 4).clamp(1, RECV_BATCH),
+        }
+    }
+
+    /// Whether the socket's type may receive in batches: its
+    /// [`recv_batch_len`](Self::recv_batch_len) exceeds 1 unless CONFLATE or a small
+    /// RCVHWM keep it at 1.
+    pub fn type_recvs_in_batches(&self) -> bool {
+        self.rules.plain_recv
     }
 
     /// Whether `send` can take a message now (libzmq's `ZMQ_POLLOUT`).
