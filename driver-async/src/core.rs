@@ -17,7 +17,7 @@ use std::time::Instant as StdInstant;
 
 use tokio::sync::{mpsc, oneshot, Notify};
 
-use crate::ready::Ready;
+use zmtp_driver::ready::Ready;
 use zmtp_driver::{
     drain_datagrams, listen_ipc, listen_tcp, open_udp, run_commands, Attempts, CommandHandler,
     Listening, SocketFile, StdListener, TcpAddrs, Tls, TlsSide, UdpOpen,

@@ -29,7 +29,6 @@ mod core;
 mod handover;
 mod poll;
 mod proxy;
-mod ready;
 pub mod runtime;
 #[cfg(feature = "testing")]
 #[doc(hidden)]

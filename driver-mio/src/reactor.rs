@@ -94,6 +94,7 @@ use poller::{RingIn, RingInput};
 use registry::Commands;
 use waiters::Waiters;
 use work::{queue, Work};
+use zmtp_driver::ready::Ready;
 use zmtp_driver::{
     drain_datagrams, run_commands, send_datagram, Attempts, SocketFile, StdListener, StdTransport,
     Tls, TlsSide,
@@ -291,6 +292,9 @@ pub(crate) struct Sock {
     pub(crate) closed: bool,
     /// The application dropped its handle: forget the socket once it has closed.
     pub(crate) orphaned: bool,
+    /// What the handle's `recv` took in a batch and hands out one per call: messages
+    /// received as far as the state machine knows, still ready for the application.
+    pub(crate) ready: Arc<Ready>,
     /// Application threads waiting on `cond`.
     waiters: Waiters,
     /// Some thread waits (in `waiters`) for something other than a message: room to
@@ -382,7 +386,13 @@ impl Sock {
     }
     /// What a receive waits for: a message ready, or the socket closed.
     pub(crate) fn message_ready(&self) -> bool {
-        self.closed || self.core.can_recv()
+        self.closed || self.can_recv()
+    }
+
+    /// Whether a receive has a message: in the state machine, or left in the batch the
+    /// handle's `recv` took.
+    pub(crate) fn can_recv(&self) -> bool {
+        self.core.can_recv() || !self.ready.is_empty()
     }
 
     /// If threads wait on this socket for what may have come: how to wake them (they no
@@ -603,6 +613,11 @@ impl Shared {
 
     /// Add a socket; returns its id.
     pub(crate) fn add(&self, core: ProtoSocket) -> usize {
+        self.add_with(core, Arc::default())
+    }
+
+    /// [`add`](Self::add) with the batch the handle's `recv` hands out from.
+    pub(crate) fn add_with(&self, core: ProtoSocket, ready: Arc<Ready>) -> usize {
         let mut st = self.lock();
         let id = st.next_socket;
         st.next_socket += 1;
@@ -619,6 +634,7 @@ impl Shared {
                 bound: BTreeMap::new(),
                 closed: false,
                 orphaned: false,
+                ready,
                 waiters: Waiters::default(),
                 waiting_other: false,
                 #[cfg(test)]
@@ -738,6 +754,13 @@ impl Shared {
             .is_some_and(|t| timer.is_none_or(|before| t < before));
         self.finish(st, id, earlier);
         Some(r)
+    }
+
+    /// Wake whoever waits on socket `id` (or in [`poll`](crate::poll)) to look again: the
+    /// handle's `recv` took a batch and left messages in it.
+    pub(crate) fn touch(&self, id: usize) {
+        let st = self.lock();
+        self.finish(st, id, false);
     }
 
     /// The end of an application call on socket `id`: wake the I/O thread if it is

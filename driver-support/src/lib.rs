@@ -36,6 +36,7 @@ pub mod entropy;
 mod error;
 pub mod loss;
 pub mod proxy;
+pub mod ready;
 pub mod resolve;
 pub mod setters;
 pub mod tls;

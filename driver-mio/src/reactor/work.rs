@@ -179,7 +179,7 @@ impl Shared {
             let Some(s) = st.sockets.get_mut(&id) else {
                 break;
             };
-            if s.closed || s.core.can_recv() {
+            if s.closed || s.can_recv() {
                 break;
             }
             let Some(work) = s.claim_read(id, peer) else {

@@ -1,6 +1,8 @@
-//! Messages taken from the socket in a batch by `recv` and handed out one per call, so
-//! that a receiver calling `recv` per message takes the socket's lock (and pays for the
-//! socket's bookkeeping) once per batch, as `recv_many` does.
+//! Messages a driver's `recv` took from the socket in a batch and hands out one per call,
+//! so that a receiver calling `recv` per message takes the socket's lock (and pays for the
+//! socket's bookkeeping) once per batch, as `recv_many` does. The batch is as long as the
+//! core allows (`Socket::recv_batch_len`: plain fair-queuing types only, a quarter of
+//! RCVHWM at most), so that taking it changes nothing `recv` would give.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -9,9 +11,10 @@ use std::sync::Mutex;
 use zmtp_proto::socket::Message;
 
 /// The batch: its own small lock, never taken while the socket's is held (the socket's
-/// lock is taken inside this one, to refill it).
+/// lock is taken inside this one, to refill it). Shared by the socket's handle and its
+/// state, so that whoever waits to receive sees what is left in it.
 #[derive(Debug, Default)]
-pub(crate) struct Ready {
+pub struct Ready {
     /// In the order `recv` gives them.
     msgs: Mutex<VecDeque<Message>>,
     /// How many are left, readable without the lock (for `can_recv`, `poll` and waking
@@ -21,7 +24,7 @@ pub(crate) struct Ready {
 
 impl Ready {
     /// Whether no message is left (a glance: another thread may be changing it).
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.left.load(Ordering::Acquire) == 0
     }
 
@@ -30,7 +33,7 @@ impl Ready {
     /// given; `more` is called when a new batch leaves messages after the first (others
     /// waiting to receive may take them).
     #[inline(always)]
-    pub(crate) fn next(
+    pub fn next(
         &self,
         refill: impl FnOnce(&mut Vec<Message>),
         more: impl FnOnce(),
@@ -58,7 +61,7 @@ impl Ready {
     }
 
     /// Move up to `max` of the messages left to `out`, in order; returns how many.
-    pub(crate) fn drain_into(&self, out: &mut Vec<Message>, max: usize) -> usize {
+    pub fn drain_into(&self, out: &mut Vec<Message>, max: usize) -> usize {
         if self.is_empty() {
             return 0;
         }
