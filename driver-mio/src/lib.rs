@@ -96,7 +96,9 @@ mod reactor;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
+
 use std::time::{Duration, Instant as StdInstant};
+use zmtp_driver::ready::Ready;
 
 pub use proxy::{proxy, proxy_steerable};
 use reactor::Shared;
@@ -361,10 +363,14 @@ impl Context {
     pub fn socket_with(&self, ty: SocketType, options: Options) -> Result<Socket, Error> {
         // Its starting values and CURVE's keys and nonces come from the operating system.
         let core = zmtp_driver::new_socket(ty, options)?;
-        let id = self.shared.add(core);
+        let ready = Arc::new(Ready::default());
+        let batches = core.type_recvs_in_batches();
+        let id = self.shared.add_with(core, ready.clone());
         Ok(Socket {
             shared: self.shared.clone(),
             id,
+            ready,
+            batches,
             rcvtimeo: Timeout::default(),
             sndtimeo: Timeout::default(),
         })
@@ -405,6 +411,11 @@ impl Context {
 pub struct Socket {
     shared: Arc<Shared>,
     id: usize,
+    /// What `recv` took in a batch and hands out one per call (shared with the socket's
+    /// state, whose waiters look at it too).
+    ready: Arc<Ready>,
+    /// Whether the type receives in batches (`ProtoSocket::type_recvs_in_batches`).
+    batches: bool,
     rcvtimeo: Timeout,
     sndtimeo: Timeout,
 }
@@ -1252,10 +1263,30 @@ impl Socket {
     /// ```
     pub fn recv_timeout(&self, timeout: Option<Duration>) -> Result<Message, Error> {
         // A message ready: one lock, nothing else.
-        if let Some(msg) = self.shared.recv_ready(self.id) {
+        if let Some(msg) = self.recv_ready() {
             return Ok(msg);
         }
         self.wait_to_recv(timeout, || self.try_recv())
+    }
+
+    /// The next message if one is ready, with no error decided: from the batch `recv`
+    /// took, or (with none left) from a new batch taken under one lock; a type that does
+    /// not receive in batches takes one message.
+    #[inline(always)]
+    fn recv_ready(&self) -> Option<Message> {
+        if !self.batches {
+            return self.shared.recv_ready(self.id);
+        }
+        self.ready.next(
+            |batch| {
+                self.shared.with(self.id, false, |s| {
+                    let max = s.core.recv_batch_len();
+                    s.core.recv_many(batch, max, || self.shared.now())
+                });
+            },
+            // Other threads waiting on this socket look at what the batch left.
+            || self.shared.touch(self.id),
+        )
     }
 
     /// Wait until `take` gives something, at most `timeout`. Before each wait, this thread
@@ -1369,8 +1400,13 @@ impl Socket {
     /// # Ok(()) }
     /// ```
     pub fn try_recv_many(&self, out: &mut Vec<Message>, max: usize) -> Result<usize, Error> {
+        // What `recv` took in a batch comes first.
+        let taken = self.ready.drain_into(out, max);
+        if taken == max {
+            return Ok(taken);
+        }
         self.with(false, |s| {
-            match s.core.recv_many(out, max, || self.shared.now()) {
+            match s.core.recv_many(out, max - taken, || self.shared.now()) + taken {
                 0 if !s.core.socket_type().receives() => Err(Error::Unsupported),
                 0 if s.closed => Err(Error::Closed),
                 n => Ok(n),
@@ -1400,6 +1436,9 @@ impl Socket {
     /// # Ok(()) }
     /// ```
     pub fn try_recv(&self) -> Result<Option<Message>, Error> {
+        if let Some(msg) = self.recv_ready() {
+            return Ok(Some(msg));
+        }
         self.with(false, |s| match s.core.recv(|| self.shared.now()) {
             Some(m) => Ok(Some(m)),
             None if !s.core.socket_type().receives() => Err(Error::Unsupported),
@@ -1447,7 +1486,7 @@ impl Socket {
     /// # Ok(()) }
     /// ```
     pub fn can_recv(&self) -> bool {
-        self.with(false, |s| s.core.can_recv()).unwrap_or(false)
+        !self.ready.is_empty() || self.with(false, |s| s.core.can_recv()).unwrap_or(false)
     }
 
     /// Close, waiting while it lingers (per LINGER) for queued messages to be written.
@@ -1605,7 +1644,7 @@ pub fn poll(items: &mut [PollItem<'_>], timeout: Option<Duration>) -> Result<usi
             let ready = fill_revents(items, |id| {
                 st.sockets
                     .get(&id)
-                    .map_or((false, false), |s| (s.core.can_recv(), s.core.can_send()))
+                    .map_or((false, false), |s| (s.can_recv(), s.core.can_send()))
             });
             if ready > 0 {
                 return Ok(ready);

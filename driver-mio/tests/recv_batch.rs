@@ -69,7 +69,10 @@ fn a_thread_waiting_on_the_socket_gets_what_another_threads_batch_left() {
     let bodies: Vec<String> = (0..10).map(|i| format!("m{i}")).collect();
     assert_eq!(push.send_many(&bodies).unwrap(), 10);
     let first = one.join().unwrap();
-    let rest = rest.join().unwrap().expect("the other thread received the rest");
+    let rest = rest
+        .join()
+        .unwrap()
+        .expect("the other thread received the rest");
     let mut all: Vec<String> = rest.clone();
     all.push(first);
     all.sort_by_key(|m| m[1..].parse::<u32>().unwrap());
