@@ -7,15 +7,15 @@
 # browser step, and valgrind for the icount step.
 #
 #   bash scripts/test.sh            every step
-#   bash scripts/test.sh STEP...    only these steps (lint, nostd, tests, conformance, soak,
-#                                   browser, fuzz, icount)
+#   bash scripts/test.sh STEP...    only these steps (lint, docs, publish, nostd, tests,
+#                                   conformance, soak, browser, fuzz, icount)
 set -eEuo pipefail
 cd "$(dirname "$0")/.."
 # No incremental compilation state: it only speeds up rebuilds after small edits, and on a
 # clean run it wrote gigabytes under target/ (set CARGO_INCREMENTAL=1 to keep it).
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
-STEPS=(lint nostd tests conformance soak browser fuzz icount)
+STEPS=(lint docs publish nostd tests conformance soak browser fuzz icount)
 step_name=setup
 trap 'echo "== FAILED in step: $step_name" >&2' ERR
 
@@ -40,11 +40,40 @@ need_package /usr/bin/pkg-config pkg-config
 need_package /usr/share/java/jeromq.jar libjeromq-java
 need_package /usr/bin/javac default-jdk-headless
 
+# Install cargo tool CRATE at VERSION unless BINARY is on the PATH already.
+need_cargo_tool() {
+  local binary=$1 crate=$2 version=$3
+  command -v "$binary" >/dev/null && return 0
+  echo "== installing $crate $version (cargo install)"
+  cargo install --locked --quiet "$crate" --version "$version"
+}
+
 # Formatting, lints on every target, and the docs (broken links and missing docs are errors).
 lint() {
   cargo fmt --all -- --check
   cargo clippy --workspace --all-targets -- -D warnings
   RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -q -p zmtp-proto -p zmtp-driver -p zmtp-async -p zmtp-tokio -p zmtp-smol -p zmtp-mio -p zmtp-uring -p zmtp-file -p zmtp-conformance -p zmtp-conformance-draft
+}
+
+# The book (docs/, mdBook): built, every internal link checked against the pages and
+# anchors it produced, and its Rust code blocks compiled as the doctests of
+# zmtp-conformance (which depends on every crate they use), with the README's.
+docs() {
+  need_cargo_tool mdbook mdbook 0.5.4
+  need_package /usr/bin/python3 python3
+  rm -rf docs/book
+  mdbook build docs
+  python3 scripts/check-book-links.py
+  cargo test -q -p zmtp-conformance --doc
+}
+
+# Ready to publish: every published crate packaged and built from its package (cargo
+# checks the packages against each other through a local registry), and the dependency
+# graph's licences, duplicates and sources checked against deny.toml.
+publish() {
+  need_cargo_tool cargo-deny cargo-deny 0.20.2
+  cargo package --workspace --quiet --allow-dirty
+  cargo deny --log-level error check licenses bans sources
 }
 
 # The core without std: built bare, with CURVE, and with alloc only, whose tests run too
