@@ -243,7 +243,7 @@
 //! assert_eq!(b.recv_string().await?, "pong");
 //! # Ok(()) }
 //! ```
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod runtime;
 
@@ -259,16 +259,7 @@ pub use zmtp_async::{
     SocketType, TextError, Tls, ZapRequest,
 };
 
-/// A ZeroMQ socket. Its I/O runs on tasks of the tokio runtime it was created in
-/// ([`Error::NoRuntime`] outside one).
-///
-/// Methods take `&self`, so one socket may be shared (for example in an `Arc`) between a
-/// sending and a receiving task. Dropping the socket closes it in the background,
-/// honouring LINGER; [`Socket::close`](zmtp_async::Socket::close) does the same and
-/// waits. A program that sends and returns from `main` loses nothing: a socket still
-/// lingering when the runtime ends lingers on with blocking I/O, and the process waits
-/// for it at exit, up to LINGER ([`linger_all`]). What LINGER cuts off from a dropped
-/// socket is said on standard error ([`set_loss_reports`]).
+#[doc = include_str!("socket.md")]
 pub type Socket = zmtp_async::Socket<Tokio>;
 
 /// The sockets a program makes, closed and flushed together by
@@ -287,3 +278,38 @@ pub type PollItem<'a> = zmtp_async::PollItem<'a, Tokio>;
 pub use zmtp_async::{poll, Sink, Stream, POLLIN, POLLOUT};
 /// The proxy (`zmq_proxy`, `zmq_proxy_steerable`) and its counters.
 pub use zmtp_async::{proxy, proxy_steerable, ProxyStats, Traffic};
+
+#[cfg(test)]
+mod tests {
+    /// The method list on [`Socket`](crate::Socket)'s page names every public method of
+    /// `zmtp_async::Socket` (the setters by their pattern).
+    #[test]
+    fn socket_page_lists_every_method() {
+        let page = include_str!("socket.md");
+        let source = include_str!("../../driver-async/src/lib.rs");
+        let start = source.find("impl<R: Runtime> Socket<R> {").expect("the impl");
+        let body = &source[start..];
+        let end = body.find("\n}\n").expect("its end");
+        let mut missing = Vec::new();
+        let mut seen = 0;
+        for line in body[..end].lines() {
+            let line = line.trim_start();
+            let Some(rest) = line
+                .strip_prefix("pub fn ")
+                .or_else(|| line.strip_prefix("pub async fn "))
+            else {
+                continue;
+            };
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            seen += 1;
+            if !page.contains(&format!("`{name}")) && !page.contains(&format!(" {name}(")) {
+                missing.push(name);
+            }
+        }
+        assert!(seen > 30, "only {seen} methods found: has the impl moved?");
+        assert!(missing.is_empty(), "not on the Socket page: {missing:?}");
+    }
+}
