@@ -72,7 +72,8 @@ docs() {
 # graph's licences, duplicates and sources checked against deny.toml.
 publish() {
   need_cargo_tool cargo-deny cargo-deny 0.20.2
-  cargo package --workspace --quiet --allow-dirty
+  cargo package --quiet --allow-dirty -p zmtp-proto -p zmtp-driver -p zmtp-async -p zmtp-tokio \
+    -p zmtp-smol -p zmtp-mio -p zmtp-uring -p zmtp-file -p zmtp -p zmtp-cli
   cargo deny --log-level error check licenses bans sources
 }
 
