@@ -75,6 +75,21 @@ publish() {
   cargo package --quiet --allow-dirty -p zmtp-proto -p zmtp-driver -p zmtp-async -p zmtp-tokio \
     -p zmtp-smol -p zmtp-mio -p zmtp-uring -p zmtp-file -p zmtp -p zmtp-cli
   cargo deny --log-level error check licenses bans sources
+  # A project outside the workspace that depends on zmtp by path, as a user's would on the
+  # published crate, builds and runs the README's tokio quick start.
+  local scratch=target/scratch-project out
+  rm -rf "$scratch"
+  mkdir -p "$scratch/src"
+  printf '%s\n' '[package]' 'name = "zmtp-scratch"' 'version = "0.0.0"' 'edition = "2021"' \
+    'publish = false' '[dependencies]' "zmtp = { path = \"$PWD/zmtp\", features = [\"tokio\"] }" \
+    'tokio = { version = "1", features = ["rt", "macros"] }' '[workspace]' >"$scratch/Cargo.toml"
+  awk '/^## Quick start: tokio/ {f = 1} f && /^```rust/ {g = 1; next} g && /^```$/ {exit} g {print}' \
+    README.md >"$scratch/src/main.rs"
+  out=$(cd "$scratch" && CARGO_TARGET_DIR="$PWD/../scratch-target" cargo run -q)
+  if [ "$out" != ping ]; then
+    echo "the README's quick start printed '$out', not 'ping'" >&2
+    return 1
+  fi
 }
 
 # The core without std: built bare, with CURVE, and with alloc only, whose tests run too
