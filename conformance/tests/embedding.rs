@@ -3,6 +3,9 @@
 //! sockets, against libzmq, and against each other. The examples' own code runs here: the
 //! files are included as modules, and their `run_client` and `run_server` called.
 
+// Each example includes the loop they share (`common/mod.rs`), as when it is built alone.
+#![allow(clippy::duplicate_mod)]
+
 #[path = "../../zmtp-proto/examples/req_client.rs"]
 mod req_client;
 #[path = "../../zmtp-proto/examples/router_server.rs"]

@@ -287,7 +287,9 @@ mod tests {
     fn socket_page_lists_every_method() {
         let page = include_str!("socket.md");
         let source = include_str!("../../driver-async/src/lib.rs");
-        let start = source.find("impl<R: Runtime> Socket<R> {").expect("the impl");
+        let start = source
+            .find("impl<R: Runtime> Socket<R> {")
+            .expect("the impl");
         let body = &source[start..];
         let end = body.find("\n}\n").expect("its end");
         let mut missing = Vec::new();
