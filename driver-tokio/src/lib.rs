@@ -42,15 +42,16 @@
 //! ```
 //!
 //! `wss://` is the same inside TLS: the binding socket presents a certificate and the
-//! connecting one checks it, each given a [`Tls`] with `set_tls` (see
-//! `zmtp_async::Socket::set_tls`).
+//! connecting one checks it, each given a [`Tls`] with
+//! [`set_tls`](Socket#method.set_tls).
 //!
-//! Every method of [`Socket`] has an example of its own in `zmtp_async::Socket`'s
-//! documentation, written with this crate.
+//! [`Socket`]'s page lists its methods by group, with examples, and documents each
+//! method with an example of its own; [`Context`]'s page does the same for contexts.
 //!
 //! # Options
-//! Options are given when a socket is made (`Socket::with_options`, built one at a time
-//! with `Options`' `with_*` methods), or changed one at a time on a live socket with its
+//! Options are given when a socket is made
+//! ([`Socket::with_options`](Socket#method.with_options), built one at a time with
+//! `Options`' `with_*` methods), or changed one at a time on a live socket with its
 //! setter, named after the libzmq option (`set_sndhwm` for `ZMQ_SNDHWM`); each says when
 //! the change applies.
 //!
@@ -69,9 +70,10 @@
 //! ```
 //!
 //! # Cancel safety
-//! [`Socket::recv`] and [`Socket::send`] are cancel-safe: a `recv` dropped before it
-//! completes has taken no message, and a `send` dropped before it completes has queued
-//! nothing (a message is handed to the socket whole, in one step, or not at all).
+//! [`Socket::recv`](Socket#method.recv) and [`Socket::send`](Socket#method.send) are
+//! cancel-safe: a `recv` dropped before it completes has taken no message, and a `send`
+//! dropped before it completes has queued nothing (a message is handed to the socket
+//! whole, in one step, or not at all).
 //!
 //! # Batching
 //! Sends append to the peer's output and are written at once when the stream has room;
@@ -122,7 +124,7 @@
 //! ```
 //!
 //! ## RADIO and DISH
-//! A DISH [`join`](Socket::join)s groups (up to 255 bytes, matched whole, not as
+//! A DISH [`join`](Socket#method.join)s groups (up to 255 bytes, matched whole, not as
 //! prefixes); a RADIO sends each message to the DISHes that joined its group
 //! ([`Message::set_group`]) and drops it for the others and for a DISH at its HWM, as PUB
 //! does. A DISH tells every RADIO its groups again whenever it reconnects. Received
@@ -202,7 +204,7 @@
 //! ```
 //!
 //! ## PEER
-//! A SERVER that also connects: [`connect_peer`](Socket::connect_peer) returns the
+//! A SERVER that also connects: [`connect_peer`](Socket#method.connect_peer) returns the
 //! routing id of the peer it connects to, so a message can be addressed to it at once
 //! (it waits for the connection). Each side numbers its peers itself: the two ends' ids
 //! for one connection are unrelated.
@@ -262,9 +264,7 @@ pub use zmtp_async::{
 #[doc = include_str!("socket.md")]
 pub type Socket = zmtp_async::Socket<Tokio>;
 
-/// The sockets a program makes, closed and flushed together by
-/// [`term`](zmtp_async::Context::term) at its end (`zmq_ctx_term`): messages sent just
-/// before `main` returns are delivered, from dropped sockets too.
+#[doc = include_str!("context.md")]
 pub type Context = zmtp_async::Context<Tokio>;
 
 /// Messages of a socket as a `Stream`, and a `Sink` of messages into it.
@@ -281,37 +281,13 @@ pub use zmtp_async::{proxy, proxy_steerable, ProxyStats, Traffic};
 
 #[cfg(test)]
 mod tests {
-    /// The method list on [`Socket`](crate::Socket)'s page names every public method of
-    /// `zmtp_async::Socket` (the setters by their pattern).
+    use zmtp_async::testing::pages;
+
+    /// The method lists on the `Socket` and `Context` pages link every public method of
+    /// the types they alias, and no other.
     #[test]
-    fn socket_page_lists_every_method() {
-        let page = include_str!("socket.md");
-        let source = include_str!("../../driver-async/src/lib.rs");
-        let start = source
-            .find("impl<R: Runtime> Socket<R> {")
-            .expect("the impl");
-        let body = &source[start..];
-        let end = body.find("\n}\n").expect("its end");
-        let mut missing = Vec::new();
-        let mut seen = 0;
-        for line in body[..end].lines() {
-            let line = line.trim_start();
-            let Some(rest) = line
-                .strip_prefix("pub fn ")
-                .or_else(|| line.strip_prefix("pub async fn "))
-            else {
-                continue;
-            };
-            let name: String = rest
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_')
-                .collect();
-            seen += 1;
-            if !page.contains(&format!("`{name}")) && !page.contains(&format!(" {name}(")) {
-                missing.push(name);
-            }
-        }
-        assert!(seen > 30, "only {seen} methods found: has the impl moved?");
-        assert!(missing.is_empty(), "not on the Socket page: {missing:?}");
+    fn pages_list_every_method() {
+        pages::assert_page_lists(include_str!("socket.md"), &pages::socket_methods());
+        pages::assert_page_lists(include_str!("context.md"), &pages::context_methods());
     }
 }
