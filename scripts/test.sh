@@ -7,15 +7,15 @@
 # browser step, and valgrind for the icount step.
 #
 #   bash scripts/test.sh            every step
-#   bash scripts/test.sh STEP...    only these steps (lint, nostd, tests, conformance, soak,
-#                                   browser, fuzz, icount)
+#   bash scripts/test.sh STEP...    only these steps (lint, docs, publish, nostd, tests,
+#                                   conformance, soak, browser, fuzz, icount)
 set -eEuo pipefail
 cd "$(dirname "$0")/.."
 # No incremental compilation state: it only speeds up rebuilds after small edits, and on a
 # clean run it wrote gigabytes under target/ (set CARGO_INCREMENTAL=1 to keep it).
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
-STEPS=(lint nostd tests conformance soak browser fuzz icount)
+STEPS=(lint docs publish nostd tests conformance soak browser fuzz icount)
 step_name=setup
 trap 'echo "== FAILED in step: $step_name" >&2' ERR
 
@@ -40,11 +40,56 @@ need_package /usr/bin/pkg-config pkg-config
 need_package /usr/share/java/jeromq.jar libjeromq-java
 need_package /usr/bin/javac default-jdk-headless
 
+# Install cargo tool CRATE at VERSION unless BINARY is on the PATH already.
+need_cargo_tool() {
+  local binary=$1 crate=$2 version=$3
+  command -v "$binary" >/dev/null && return 0
+  echo "== installing $crate $version (cargo install)"
+  cargo install --locked --quiet "$crate" --version "$version"
+}
+
 # Formatting, lints on every target, and the docs (broken links and missing docs are errors).
 lint() {
   cargo fmt --all -- --check
   cargo clippy --workspace --all-targets -- -D warnings
-  RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -q -p zmtp-proto -p zmtp-driver -p zmtp-async -p zmtp-tokio -p zmtp-smol -p zmtp-mio -p zmtp-uring -p zmtp-file -p zmtp-conformance -p zmtp-conformance-draft
+  RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -q -p zmtp-proto -p zmtp-driver -p zmtp-async -p zmtp-tokio -p zmtp-smol -p zmtp-mio -p zmtp-uring -p zmtp-file -p zmtp -p zmtp-conformance -p zmtp-conformance-draft
+}
+
+# The book (docs/, mdBook): built, every internal link checked against the pages and
+# anchors it produced, and its Rust code blocks compiled as the doctests of
+# zmtp-conformance (which depends on every crate they use), with the README's.
+docs() {
+  need_cargo_tool mdbook mdbook 0.5.4
+  need_package /usr/bin/python3 python3
+  rm -rf docs/book
+  mdbook build docs
+  python3 scripts/check-book-links.py
+  cargo test -q -p zmtp-conformance --doc
+}
+
+# Ready to publish: every published crate packaged and built from its package (cargo
+# checks the packages against each other through a local registry), and the dependency
+# graph's licences, duplicates and sources checked against deny.toml.
+publish() {
+  need_cargo_tool cargo-deny cargo-deny 0.20.2
+  cargo package --quiet --allow-dirty -p zmtp-proto -p zmtp-driver -p zmtp-async -p zmtp-tokio \
+    -p zmtp-smol -p zmtp-mio -p zmtp-uring -p zmtp-file -p zmtp -p zmtp-cli
+  cargo deny --log-level error check licenses bans sources
+  # A project outside the workspace that depends on zmtp by path, as a user's would on the
+  # published crate, builds and runs the README's tokio quick start.
+  local scratch=target/scratch-project out
+  rm -rf "$scratch"
+  mkdir -p "$scratch/src"
+  printf '%s\n' '[package]' 'name = "zmtp-scratch"' 'version = "0.0.0"' 'edition = "2021"' \
+    'publish = false' '[dependencies]' "zmtp = { path = \"$PWD/zmtp\", features = [\"tokio\"] }" \
+    'tokio = { version = "1", features = ["rt", "macros"] }' '[workspace]' >"$scratch/Cargo.toml"
+  awk '/^## Quick start: tokio/ {f = 1} f && /^```rust/ {g = 1; next} g && /^```$/ {exit} g {print}' \
+    README.md >"$scratch/src/main.rs"
+  out=$(cd "$scratch" && CARGO_TARGET_DIR="$PWD/../scratch-target" cargo run -q)
+  if [ "$out" != ping ]; then
+    echo "the README's quick start printed '$out', not 'ping'" >&2
+    return 1
+  fi
 }
 
 # The core without std: built bare, with CURVE, and with alloc only, whose tests run too

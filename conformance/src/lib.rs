@@ -89,8 +89,34 @@ macro_rules! both_directions {
     )*};
 }
 
-// The README's examples compile (and the runnable ones run) as doc tests. They live here,
-// in the crate that depends on every driver the README shows.
+// The README's and the book's examples compile (and the runnable ones run) as doc tests.
+// They live here, in the crate that depends on every crate they show.
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
+
+/// The book's chapters (`docs/src/`), one doctest group each.
+#[cfg(doctest)]
+mod book {
+    macro_rules! chapters {
+        ($($name:ident => $file:literal,)*) => {$(
+            #[doc = include_str!(concat!("../../docs/src/", $file))]
+            struct $name;
+        )*};
+    }
+    chapters! {
+        Intro => "intro.md",
+        GettingStarted => "getting-started.md",
+        SocketTypes => "socket-types.md",
+        Transports => "transports.md",
+        Security => "security.md",
+        Ending => "ending.md",
+        Cli => "cli.md",
+        FileTransfer => "file-transfer.md",
+        Embedding => "embedding.md",
+        Performance => "performance.md",
+        SoakAndScale => "soak-and-scale.md",
+        InteropAndTests => "interop-and-tests.md",
+        Architecture => "architecture.md",
+    }
+}

@@ -22,7 +22,7 @@
 //! Sends append to the peer's output and are written at once when the stream has room;
 //! whatever accumulates while it has none goes out in one write when it has. There is no
 //! flush to call.
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod context;
 mod core;

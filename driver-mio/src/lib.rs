@@ -88,7 +88,7 @@
 //! assert_eq!(client.recv_string()?, "4");
 //! # Ok(()) }
 //! ```
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 pub mod handover;
 mod proxy;

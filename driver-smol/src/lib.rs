@@ -28,16 +28,20 @@
 //! # }
 //! ```
 //!
+//! [`Socket`]'s page lists its methods by group, with examples, and documents each
+//! method; [`Context`]'s page does the same for contexts.
+//!
 //! # Cancel safety
-//! [`Socket::recv`] and [`Socket::send`] are cancel-safe: a `recv` dropped before it
-//! completes has taken no message, and a `send` dropped before it completes has queued
-//! nothing (a message is handed to the socket whole, in one step, or not at all).
+//! [`Socket::recv`](Socket#method.recv) and [`Socket::send`](Socket#method.send) are
+//! cancel-safe: a `recv` dropped before it completes has taken no message, and a `send`
+//! dropped before it completes has queued nothing (a message is handed to the socket
+//! whole, in one step, or not at all).
 //!
 //! # Batching
 //! Sends append to the peer's output and are written at once when the stream has room;
 //! whatever accumulates while it has none goes out in one write when it has. There is no
 //! flush to call.
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod runtime;
 
@@ -54,21 +58,10 @@ pub use zmtp_async::{
     SocketType, TextError, Tls, ZapRequest,
 };
 
-/// A ZeroMQ socket. Its tasks run on the executor of the enclosing [`block_on`], or on
-/// smol's global executor.
-///
-/// Methods take `&self`, so one socket may be shared (for example in an `Arc`) between a
-/// sending and a receiving task. Dropping the socket closes it in the background,
-/// honouring LINGER; [`Socket::close`](zmtp_async::Socket::close) does the same and
-/// waits. A program that sends and returns from `main` loses nothing: a socket still
-/// lingering when the runtime ends lingers on with blocking I/O, and the process waits
-/// for it at exit, up to LINGER ([`linger_all`]). What LINGER cuts off from a dropped
-/// socket is said on standard error ([`set_loss_reports`]).
+#[doc = include_str!("socket.md")]
 pub type Socket = zmtp_async::Socket<Smol>;
 
-/// The sockets a program makes, closed and flushed together by
-/// [`term`](zmtp_async::Context::term) at its end (`zmq_ctx_term`): messages sent just
-/// before `main` returns are delivered, from dropped sockets too.
+#[doc = include_str!("context.md")]
 pub type Context = zmtp_async::Context<Smol>;
 
 /// Messages of a socket as a `Stream`, and a `Sink` of messages into it.
@@ -82,3 +75,16 @@ pub type PollItem<'a> = zmtp_async::PollItem<'a, Smol>;
 pub use zmtp_async::{poll, Sink, Stream, POLLIN, POLLOUT};
 /// The proxy (`zmq_proxy`, `zmq_proxy_steerable`) and its counters.
 pub use zmtp_async::{proxy, proxy_steerable, ProxyStats, Traffic};
+
+#[cfg(test)]
+mod tests {
+    use zmtp_async::testing::pages;
+
+    /// The method lists on the `Socket` and `Context` pages link every public method of
+    /// the types they alias, and no other.
+    #[test]
+    fn pages_list_every_method() {
+        pages::assert_page_lists(include_str!("socket.md"), &pages::socket_methods());
+        pages::assert_page_lists(include_str!("context.md"), &pages::context_methods());
+    }
+}

@@ -27,7 +27,7 @@
 //! # Platforms
 //! Unix only. Linux has everything; elsewhere `ipc://@name` (Linux abstract names) fails
 //! with `Unsupported`.
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 #![deny(unsafe_code)]
 
 pub mod clock;

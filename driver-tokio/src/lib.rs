@@ -42,15 +42,16 @@
 //! ```
 //!
 //! `wss://` is the same inside TLS: the binding socket presents a certificate and the
-//! connecting one checks it, each given a [`Tls`] with `set_tls` (see
-//! `zmtp_async::Socket::set_tls`).
+//! connecting one checks it, each given a [`Tls`] with
+//! [`set_tls`](Socket#method.set_tls).
 //!
-//! Every method of [`Socket`] has an example of its own in `zmtp_async::Socket`'s
-//! documentation, written with this crate.
+//! [`Socket`]'s page lists its methods by group, with examples, and documents each
+//! method with an example of its own; [`Context`]'s page does the same for contexts.
 //!
 //! # Options
-//! Options are given when a socket is made (`Socket::with_options`, built one at a time
-//! with `Options`' `with_*` methods), or changed one at a time on a live socket with its
+//! Options are given when a socket is made
+//! ([`Socket::with_options`](Socket#method.with_options), built one at a time with
+//! `Options`' `with_*` methods), or changed one at a time on a live socket with its
 //! setter, named after the libzmq option (`set_sndhwm` for `ZMQ_SNDHWM`); each says when
 //! the change applies.
 //!
@@ -69,9 +70,10 @@
 //! ```
 //!
 //! # Cancel safety
-//! [`Socket::recv`] and [`Socket::send`] are cancel-safe: a `recv` dropped before it
-//! completes has taken no message, and a `send` dropped before it completes has queued
-//! nothing (a message is handed to the socket whole, in one step, or not at all).
+//! [`Socket::recv`](Socket#method.recv) and [`Socket::send`](Socket#method.send) are
+//! cancel-safe: a `recv` dropped before it completes has taken no message, and a `send`
+//! dropped before it completes has queued nothing (a message is handed to the socket
+//! whole, in one step, or not at all).
 //!
 //! # Batching
 //! Sends append to the peer's output and are written at once when the stream has room;
@@ -122,7 +124,7 @@
 //! ```
 //!
 //! ## RADIO and DISH
-//! A DISH [`join`](Socket::join)s groups (up to 255 bytes, matched whole, not as
+//! A DISH [`join`](Socket#method.join)s groups (up to 255 bytes, matched whole, not as
 //! prefixes); a RADIO sends each message to the DISHes that joined its group
 //! ([`Message::set_group`]) and drops it for the others and for a DISH at its HWM, as PUB
 //! does. A DISH tells every RADIO its groups again whenever it reconnects. Received
@@ -202,7 +204,7 @@
 //! ```
 //!
 //! ## PEER
-//! A SERVER that also connects: [`connect_peer`](Socket::connect_peer) returns the
+//! A SERVER that also connects: [`connect_peer`](Socket#method.connect_peer) returns the
 //! routing id of the peer it connects to, so a message can be addressed to it at once
 //! (it waits for the connection). Each side numbers its peers itself: the two ends' ids
 //! for one connection are unrelated.
@@ -243,7 +245,7 @@
 //! assert_eq!(b.recv_string().await?, "pong");
 //! # Ok(()) }
 //! ```
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod runtime;
 
@@ -259,21 +261,10 @@ pub use zmtp_async::{
     SocketType, TextError, Tls, ZapRequest,
 };
 
-/// A ZeroMQ socket. Its I/O runs on tasks of the tokio runtime it was created in
-/// ([`Error::NoRuntime`] outside one).
-///
-/// Methods take `&self`, so one socket may be shared (for example in an `Arc`) between a
-/// sending and a receiving task. Dropping the socket closes it in the background,
-/// honouring LINGER; [`Socket::close`](zmtp_async::Socket::close) does the same and
-/// waits. A program that sends and returns from `main` loses nothing: a socket still
-/// lingering when the runtime ends lingers on with blocking I/O, and the process waits
-/// for it at exit, up to LINGER ([`linger_all`]). What LINGER cuts off from a dropped
-/// socket is said on standard error ([`set_loss_reports`]).
+#[doc = include_str!("socket.md")]
 pub type Socket = zmtp_async::Socket<Tokio>;
 
-/// The sockets a program makes, closed and flushed together by
-/// [`term`](zmtp_async::Context::term) at its end (`zmq_ctx_term`): messages sent just
-/// before `main` returns are delivered, from dropped sockets too.
+#[doc = include_str!("context.md")]
 pub type Context = zmtp_async::Context<Tokio>;
 
 /// Messages of a socket as a `Stream`, and a `Sink` of messages into it.
@@ -287,3 +278,16 @@ pub type PollItem<'a> = zmtp_async::PollItem<'a, Tokio>;
 pub use zmtp_async::{poll, Sink, Stream, POLLIN, POLLOUT};
 /// The proxy (`zmq_proxy`, `zmq_proxy_steerable`) and its counters.
 pub use zmtp_async::{proxy, proxy_steerable, ProxyStats, Traffic};
+
+#[cfg(test)]
+mod tests {
+    use zmtp_async::testing::pages;
+
+    /// The method lists on the `Socket` and `Context` pages link every public method of
+    /// the types they alias, and no other.
+    #[test]
+    fn pages_list_every_method() {
+        pages::assert_page_lists(include_str!("socket.md"), &pages::socket_methods());
+        pages::assert_page_lists(include_str!("context.md"), &pages::context_methods());
+    }
+}

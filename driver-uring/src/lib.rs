@@ -25,7 +25,7 @@
 //! tests drive every path over real sockets.
 
 #![cfg(target_os = "linux")]
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 mod bufring;
 mod ops;

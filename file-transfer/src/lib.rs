@@ -39,7 +39,7 @@
 //! # std::fs::remove_dir_all(&dir)?;
 //! # Ok(()) }
 //! ```
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 pub mod blocking;
 mod cache;

@@ -20,6 +20,7 @@ use crate::core::{first, Either};
 mod api;
 mod close;
 mod monitor;
+pub mod pages;
 pub mod poll;
 pub mod security;
 use crate::{Message, MonitorEventKind, Options, Runtime, SendError, Sent, Socket, SocketType};

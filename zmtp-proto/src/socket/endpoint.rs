@@ -481,6 +481,92 @@ impl Endpoint {
     }
 }
 
+/// Where a driver opens (or listens for) the stream of an endpoint, before any name is
+/// resolved: what [`Endpoint::stream_addr`] and [`Command::dial_addr`](super::Command::dial_addr)
+/// return.
+///
+/// `ws://` and `wss://` endpoints give their TCP address: the socket runs the WebSocket
+/// itself over the stream, and for `wss://` ([`WsEndpoint::tls`]) the driver runs TLS
+/// between the two. `udp://` endpoints have no stream (see
+/// [`Command::OpenUdp`](super::Command::OpenUdp)).
+///
+/// ```
+/// use zmtp_proto::socket::{Endpoint, StreamAddr};
+///
+/// let tcp = Endpoint::parse("tcp://127.0.0.1:5555").unwrap();
+/// assert_eq!(tcp.stream_addr(), Some(StreamAddr::Ip(([127, 0, 0, 1], 5555).into())));
+/// let name = Endpoint::parse("ws://localhost:8080/feed").unwrap();
+/// assert_eq!(name.stream_addr(), Some(StreamAddr::Name { host: "localhost", port: 8080 }));
+/// // A wildcard bind listens on every IPv4 interface, on a port the system picks.
+/// let any = Endpoint::parse("tcp://*:*").unwrap();
+/// assert_eq!(any.stream_addr(), Some(StreamAddr::Ip(([0, 0, 0, 0], 0).into())));
+/// let ipc = Endpoint::parse("ipc://@feed").unwrap();
+/// assert_eq!(ipc.stream_addr(), Some(StreamAddr::IpcAbstract("feed")));
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamAddr<'a> {
+    /// An IP address and port, used as they are. A bind to `*` is the IPv4 wildcard
+    /// address, and a bind to port `*` is port 0 (the system picks one).
+    Ip(core::net::SocketAddr),
+    /// A host name and port: resolve the name (with std, [`StreamAddr::resolve`]) and try
+    /// each address in turn until one connects, as libzmq does.
+    Name {
+        /// The name, as written in the endpoint.
+        host: &'a str,
+        /// The port.
+        port: u16,
+    },
+    /// A Unix-domain socket file (`ipc://path`). `*` on a bind asks for a fresh path of
+    /// the driver's choosing.
+    IpcPath(&'a str),
+    /// A Linux abstract socket name (`ipc://@name`), without the `@`.
+    IpcAbstract(&'a str),
+    /// An in-process name (`inproc://name`): no kernel stream; the driver pairs the two
+    /// sockets itself.
+    Inproc(&'a str),
+}
+
+impl StreamAddr<'_> {
+    /// The addresses to try, in order, for an [`Ip`](StreamAddr::Ip) or
+    /// [`Name`](StreamAddr::Name) address (a name is resolved with the system's resolver,
+    /// which blocks); `None` for the other kinds.
+    #[cfg(feature = "std")]
+    pub fn resolve(&self) -> Option<std::io::Result<alloc::vec::Vec<core::net::SocketAddr>>> {
+        use std::net::ToSocketAddrs;
+        match *self {
+            StreamAddr::Ip(addr) => Some(Ok(alloc::vec![addr])),
+            StreamAddr::Name { host, port } => {
+                Some((host, port).to_socket_addrs().map(Iterator::collect))
+            }
+            _ => None,
+        }
+    }
+}
+
+impl Endpoint {
+    /// Where the stream of this endpoint is opened or listened for, with no name resolved:
+    /// see [`StreamAddr`]. `None` for `udp://`, which has no stream.
+    pub fn stream_addr(&self) -> Option<StreamAddr<'_>> {
+        fn tcp_addr(tcp: &TcpEndpoint) -> StreamAddr<'_> {
+            let port = tcp.port.unwrap_or(0);
+            match &tcp.host {
+                Host::Any => StreamAddr::Ip((Ipv4Addr::UNSPECIFIED, port).into()),
+                Host::Ipv4(a) => StreamAddr::Ip((*a, port).into()),
+                Host::Ipv6(a) => StreamAddr::Ip((*a, port).into()),
+                Host::Name(host) => StreamAddr::Name { host, port },
+            }
+        }
+        match self {
+            Endpoint::Tcp(tcp) | Endpoint::Ws(WsEndpoint { tcp, .. }) => Some(tcp_addr(tcp)),
+            Endpoint::Ipc(IpcEndpoint::Path(path)) => Some(StreamAddr::IpcPath(path)),
+            Endpoint::Ipc(IpcEndpoint::Abstract(name)) => Some(StreamAddr::IpcAbstract(name)),
+            Endpoint::Inproc(name) => Some(StreamAddr::Inproc(name)),
+            Endpoint::Udp(_) => None,
+        }
+    }
+}
+
 impl FromStr for Endpoint {
     type Err = EndpointError;
 

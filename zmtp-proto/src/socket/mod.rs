@@ -64,7 +64,7 @@ use bytes::Bytes;
 
 pub use auth::{AuthReply, Authenticator, PeerProperties, ZapRequest};
 pub use close::{CloseReport, Loss};
-pub use endpoint::{Endpoint, EndpointError};
+pub use endpoint::{Endpoint, EndpointError, StreamAddr};
 pub use message::{Message, MetadataError, TextError, GROUP_MAX_LEN};
 pub use monitor::{MonitorEvent, MonitorEventKind};
 pub use options::Options;
@@ -149,6 +149,29 @@ pub enum Command {
     },
     /// `close` has finished lingering: every stream is closed and the socket is done.
     Closed,
+}
+
+impl Command {
+    /// The address to open a stream to for a [`Command::Connect`] (`None` for every other
+    /// command), before any name is resolved: an IP address, a host name and port to
+    /// resolve, an `ipc://` path or abstract name, or an `inproc://` name. A `wss://`
+    /// endpoint gives its TCP address; run TLS on the stream (see [`StreamAddr`]).
+    ///
+    /// ```
+    /// use zmtp_proto::socket::{Options, Socket, StreamAddr};
+    /// use zmtp_proto::SocketType;
+    ///
+    /// let mut req = Socket::new(SocketType::Req, Options::default(), 7).unwrap();
+    /// req.connect("tcp://localhost:5555").unwrap();
+    /// let command = req.poll_command().unwrap();
+    /// assert_eq!(command.dial_addr(), Some(StreamAddr::Name { host: "localhost", port: 5555 }));
+    /// ```
+    pub fn dial_addr(&self) -> Option<StreamAddr<'_>> {
+        match self {
+            Command::Connect { addr, .. } => addr.stream_addr(),
+            _ => None,
+        }
+    }
 }
 
 /// A message the socket accepted.
