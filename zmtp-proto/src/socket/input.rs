@@ -99,7 +99,12 @@ impl Socket {
         // no conflation, not a subscription channel), it does so here, without the
         // general path's lookups.
         let plain = !self.conflate() && self.rules.plain_input;
+        // SUB's messages take the same path, but for its topic filter (as `on_message`
+        // filters them on the general path).
+        let sub = !self.conflate() && self.ty == crate::SocketType::Sub;
+        let bulk = plain || sub;
         loop {
+            let filter = sub.then_some(&self.pattern.pubsub);
             let Some(p) = self.peers.get_mut(&peer) else {
                 return;
             };
@@ -115,7 +120,7 @@ impl Socket {
                 let Some(stream) = p.stream.as_mut() else {
                     return;
                 };
-                if plain && p.attached && stream.partial.is_empty() {
+                if bulk && p.attached && stream.partial.is_empty() {
                     // Whole single-frame messages in bulk, as many as RCVHWM leaves room for.
                     let room = match rcvhwm {
                         0 => usize::MAX,
@@ -123,6 +128,9 @@ impl Socket {
                     };
                     let (inq, properties) = (&mut p.inq, p.authenticated.then_some(&p.properties));
                     let n = stream.conn.poll_messages(room, |body| {
+                        if filter.is_some_and(|f| !f.subscribed(&body)) {
+                            return;
+                        }
                         let mut msg = Message::from(body);
                         if let Some(props) = properties {
                             msg.set_properties(props.clone());
@@ -135,8 +143,11 @@ impl Socket {
                 }
                 match stream.conn.poll_item(now) {
                     Ok(Some(OwnedItem::Frame { body, more: false }))
-                        if plain && p.attached && stream.partial.is_empty() =>
+                        if bulk && p.attached && stream.partial.is_empty() =>
                     {
+                        if filter.is_some_and(|f| !f.subscribed(&body)) {
+                            continue;
+                        }
                         let mut msg = Message::from(body);
                         if p.authenticated {
                             msg.set_properties(p.properties.clone());

@@ -172,11 +172,24 @@ fn prefixed(prefix: u8, topic: &[u8]) -> Message {
 
 fn sub_matches(s: &Socket, msg: &Message) -> bool {
     let first = msg.first().map(|b| &b[..]).unwrap_or_default();
-    s.pattern
-        .pubsub
-        .local_subs
-        .keys()
-        .any(|topic| first.starts_with(topic))
+    s.pattern.pubsub.subscribed(first)
+}
+
+impl PubSubState {
+    /// SUB: whether a message whose first frame is `first` matches one of our
+    /// subscriptions (a prefix of it).
+    #[inline]
+    pub(in crate::socket) fn subscribed(&self, first: &[u8]) -> bool {
+        // Subscribed to everything (the empty topic sorts first): the common case.
+        if self
+            .local_subs
+            .first_key_value()
+            .is_some_and(|(t, _)| t.is_empty())
+        {
+            return true;
+        }
+        self.local_subs.keys().any(|topic| first.starts_with(topic))
+    }
 }
 
 /// One peer less subscribes to `topic`; XPUB tells the application per its options.
