@@ -68,7 +68,8 @@ const SETTLE: Duration = Duration::from_millis(50);
 const MAX_ENTRIES: usize = 4096;
 
 /// The first line of a cache file.
-const HEADER: &str = "zmtp-file digest cache 1";
+/// Version 2 holds BLAKE3 digests; a file of version 1 (SHA-256) is an empty start.
+const HEADER: &str = "zmtp-file digest cache 2 blake3";
 
 #[derive(Debug, Clone)]
 struct Entry {
@@ -87,7 +88,7 @@ struct Inner {
     misses: u64,
 }
 
-/// SHA-256 digests of files already hashed, for [`SendOptions::digest_cache`]
+/// BLAKE3 digests of files already hashed, for [`SendOptions::digest_cache`]
 /// (`crate::SendOptions`). Clones share one cache, so a program can keep one for all
 /// its transfers; it is safe to use from several threads.
 ///

@@ -1,7 +1,7 @@
 //! The receiver's side: its transfers, one per sender, with their part files, without a
 //! socket.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::io::Write;
@@ -9,11 +9,10 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use sha2::{Digest, Sha256};
 use zmtp_async::Bytes;
 
 use crate::sender::command_name;
-use crate::wire::{self, Command, Incoming, Offer, OnDisk, PartInfo, Policy};
+use crate::wire::{self, Command, Decision, Existing, Incoming, Offer, OnDisk, PartInfo, Policy};
 use crate::{Failed, Outcome, RecvEvent, RecvOptions, Saved};
 
 /// Receives files into a directory from any number of senders at once, told apart by the
@@ -24,13 +23,22 @@ use crate::{Failed, Outcome, RecvEvent, RecvOptions, Saved};
 /// Each offer is judged by [`wire::judge_offer`] before anything is created, and refused
 /// with `ERROR` when it breaks a rule. An accepted file is written at each CHUNK's offset
 /// into `NAME.part` (next to `NAME.part.offer`, the offer it is for, which lets a later
-/// identical offer resume it), hashed as it arrives, and renamed to `NAME` once whole and
-/// its digest matches; then the sender gets `DONE`. A CHUNK that was not asked for, a
-/// digest mismatch or a write error aborts the transfer with `ERROR` and removes the
-/// part; a sender's `CANCEL` keeps it, to be resumed.
+/// identical offer resume it), hashed (BLAKE3) as it arrives, and renamed to `NAME` once
+/// whole and its digest matches; then the sender gets `DONE`. A CHUNK that was not asked
+/// for, a digest mismatch or a write error aborts the transfer with `ERROR` and removes
+/// the part; a sender's `CANCEL` keeps it, to be resumed.
+///
+/// Names are relative paths ([`wire::check_path`]): the directories they go through are
+/// created under the receiver's directory, and a path that goes through a symbolic link
+/// there (or ends at one) is refused, never followed. A complete file of the offered size
+/// already there (and `overwrite` off) is hashed: the same content is answered with `DONE`
+/// at once ([`Saved::unchanged`]), other content refused. After a sender's `TREE`, a path
+/// it offers twice is refused.
 pub struct FileReceiver {
     options: RecvOptions,
     active: HashMap<Bytes, Active>,
+    /// The paths each peer offered since its last `TREE`.
+    trees: HashMap<Bytes, HashSet<String>>,
 }
 
 impl std::fmt::Debug for FileReceiver {
@@ -57,6 +65,7 @@ impl FileReceiver {
         FileReceiver {
             options,
             active: HashMap::new(),
+            trees: HashMap::new(),
         }
     }
 
@@ -93,8 +102,28 @@ impl FileReceiver {
             Ok(Command::Offer(offer)) => {
                 // A new offer replaces what this peer was doing (its part is kept).
                 self.active.remove(&peer);
-                match self.start(&offer) {
-                    Ok(mut t) => {
+                match self.start(&peer, &offer) {
+                    Ok(Started::Unchanged) => {
+                        events(&RecvEvent::Started {
+                            peer: peer.clone(),
+                            name: offer.name.clone(),
+                            size: offer.size,
+                            from: offer.size,
+                        });
+                        reply(&mut out, Command::Done);
+                        let saved = Saved {
+                            peer: peer.clone(),
+                            path: self.options.dir.join(&offer.name),
+                            name: offer.name,
+                            size: offer.size,
+                            resumed_from: offer.size,
+                            fetched: 0,
+                            unchanged: true,
+                        };
+                        end(&mut out, Outcome::Saved(saved), events);
+                    }
+                    Ok(Started::Fetching(t)) => {
+                        let mut t = *t;
                         events(&RecvEvent::Started {
                             peer: peer.clone(),
                             name: t.name.clone(),
@@ -193,6 +222,30 @@ impl FileReceiver {
                 };
                 end(&mut out, Outcome::Failed(failed), events);
             }
+            Ok(Command::Tree { files, bytes }) => {
+                // Never answered. Paths offered before it may be offered again.
+                self.trees.insert(peer.clone(), HashSet::new());
+                events(&RecvEvent::Tree {
+                    peer: peer.clone(),
+                    files,
+                    bytes,
+                });
+            }
+            Ok(Command::Dir(path)) => {
+                let made = wire::check_path(&path)
+                    .and_then(|()| make_dirs(&self.options.dir, &path, true).map(|_| ()));
+                let answer = match &made {
+                    Ok(()) => Command::Done,
+                    Err(reason) => Command::Error(reason.clone()),
+                };
+                reply(&mut out, answer);
+                events(&RecvEvent::Dir {
+                    peer: peer.clone(),
+                    path: self.options.dir.join(&path),
+                    name: path,
+                    result: made,
+                });
+            }
             Ok(Command::Cancel(why)) => {
                 // Never answered: a CANCEL ends the exchange. The part is kept.
                 if let Some(t) = self.active.remove(&peer) {
@@ -279,17 +332,22 @@ impl FileReceiver {
         })
     }
 
-    /// Judge an offer against the directory and open its part: the new transfer, or why
-    /// not.
-    fn start(&mut self, offer: &Offer) -> Result<Active, String> {
+    /// Judge an offer against the directory and open its part: the new transfer (or a
+    /// complete file already there with the same content), or why not.
+    fn start(&mut self, peer: &Bytes, offer: &Offer) -> Result<Started, String> {
         let options = &self.options;
         let active = &mut self.active;
         let policy = Policy {
             max_size: options.max_size,
             overwrite: options.overwrite,
         };
-        // The name is checked before it is used in any path.
-        wire::check_name(&offer.name)?;
+        // The path is checked before it is used in any path.
+        wire::check_path(&offer.name)?;
+        if let Some(offered) = self.trees.get_mut(peer) {
+            if !offered.insert(offer.name.clone()) {
+                return Err(format!("{:?} is offered twice in one tree", offer.name));
+            }
+        }
         let (target, part, record) = part_paths(&options.dir, &offer.name);
         if let Some((other, t)) = active.iter().find(|(_, t)| t.name == offer.name) {
             if t.digest != offer.digest || t.state.size() != offer.size {
@@ -302,19 +360,43 @@ impl FileReceiver {
             let other = other.clone();
             active.remove(&other);
         }
-        let recorded = fs::read(&record)
-            .ok()
-            .and_then(|r| wire::decode_part_record(&r));
-        // Not following a link: a link planted as the part is refused when opened.
-        let part_len = fs::symlink_metadata(&part).ok().map(|m| m.len());
-        let disk = OnDisk {
-            complete_exists: fs::symlink_metadata(&target).is_ok(),
-            part: match (recorded, part_len) {
-                (Some((size, digest)), Some(len)) => Some(PartInfo { size, digest, len }),
-                _ => None,
-            },
+        // Nothing below a link is looked at: the directories on the way are checked first.
+        let parents_exist = make_dirs(&options.dir, parent_of(&offer.name), false)?;
+        let disk = if parents_exist {
+            let recorded = fs::read(&record)
+                .ok()
+                .and_then(|r| wire::decode_part_record(&r));
+            // Not following a link: a link planted as the part is refused when opened.
+            let part_len = fs::symlink_metadata(&part).ok().map(|m| m.len());
+            OnDisk {
+                complete: fs::symlink_metadata(&target).ok().map(|m| {
+                    let kind = m.file_type();
+                    if kind.is_symlink() {
+                        Existing::Symlink
+                    } else if kind.is_file() {
+                        Existing::File(m.len())
+                    } else {
+                        Existing::Other
+                    }
+                }),
+                part: match (recorded, part_len) {
+                    (Some((size, digest)), Some(len)) => Some(PartInfo { size, digest, len }),
+                    _ => None,
+                },
+            }
+        } else {
+            OnDisk::default()
         };
-        let from = wire::judge_offer(offer, policy, disk)?;
+        let from = match wire::judge_offer(offer, policy, disk)? {
+            Decision::Fetch(from) => from,
+            Decision::CompareExisting => {
+                let existing = hash_existing(&target)
+                    .map_err(|e| format!("cannot read {}: {e}", target.display()))?;
+                wire::judge_existing(offer, &existing)?;
+                return Ok(Started::Unchanged);
+            }
+        };
+        make_dirs(&options.dir, parent_of(&offer.name), true)?;
         let shown = part.display();
         // Never through a symbolic link: one planted in the directory as the part (or its
         // record) fails the open (ELOOP) instead of redirecting the writes elsewhere.
@@ -326,7 +408,14 @@ impl FileReceiver {
             .custom_flags(libc::O_NOFOLLOW)
             .open(&part)
             .map_err(|e| format!("cannot create {shown}: {e}"))?;
-        if from == 0 {
+        let small = offer.size <= u64::from(options.chunk);
+        if small {
+            // A file of one range is never resumed: no record (one left by an earlier
+            // offer goes, so that it cannot describe this part).
+            if disk.part.is_some() {
+                let _ = fs::remove_file(&record);
+            }
+        } else if from == 0 {
             OpenOptions::new()
                 .write(true)
                 .create(true)
@@ -341,12 +430,18 @@ impl FileReceiver {
                     format!("cannot write {}: {e}", record.display())
                 })?;
         }
-        // What a resumed part holds counts toward the digest: the worker reads it first.
-        let hasher = file
-            .try_clone()
-            .and_then(|f| HashWorker::start(f, from, options.window as usize))
-            .map_err(|e| format!("cannot hash {shown}: {e}"))?;
-        Ok(Active {
+        // What a resumed part holds counts toward the digest: it is read first. Files of
+        // a few ranges are hashed here as they arrive; larger ones on a thread.
+        let hasher = if offer.size - from <= INLINE_HASH_MAX {
+            let mut h = blake3::Hasher::new();
+            hash_prefix(&file, from, &mut h).map(|()| Hasher::Inline(Box::new(h)))
+        } else {
+            file.try_clone()
+                .and_then(|f| HashWorker::start(f, from, options.window as usize))
+                .map(Hasher::Thread)
+        }
+        .map_err(|e| format!("cannot hash {shown}: {e}"))?;
+        Ok(Started::Fetching(Box::new(Active {
             last: Instant::now(),
             name: offer.name.clone(),
             digest: offer.digest,
@@ -356,8 +451,81 @@ impl FileReceiver {
             part,
             record,
             target,
-        })
+        })))
     }
+}
+
+/// Files whose remaining bytes are at most this many are hashed on the receiving thread
+/// (starting a thread would cost more than hashing them).
+const INLINE_HASH_MAX: u64 = 1 << 20;
+
+/// What an accepted offer leads to.
+enum Started {
+    /// A transfer to run.
+    Fetching(Box<Active>),
+    /// The complete file is there with the offered digest: nothing to fetch.
+    Unchanged,
+}
+
+/// The directory part of a path (`""` for a bare name).
+fn parent_of(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(dir, _)| dir)
+}
+
+/// Walk the directories of `rel` (a checked path, `""` for none) under `dir`, component by
+/// component without following links: an existing symbolic link or non-directory on the
+/// way is refused. With `create`, missing ones are created; without, returns whether all
+/// exist (the walk stops at the first that does not).
+fn make_dirs(dir: &Path, rel: &str, create: bool) -> Result<bool, String> {
+    let mut at = dir.to_path_buf();
+    let mut so_far = String::new();
+    for component in rel.split('/').filter(|c| !c.is_empty()) {
+        at.push(component);
+        if !so_far.is_empty() {
+            so_far.push('/');
+        }
+        so_far.push_str(component);
+        let mut created = false;
+        loop {
+            match fs::symlink_metadata(&at) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    return Err(format!(
+                        "{so_far:?} is a symbolic link on the receiver (never followed)"
+                    ))
+                }
+                Ok(m) if m.is_dir() => break,
+                Ok(_) => {
+                    return Err(format!(
+                        "{so_far:?} exists on the receiver and is not a directory"
+                    ))
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound && create && !created => {
+                    // Another may create it at the same moment: look again either way.
+                    created = true;
+                    if let Err(e) = fs::create_dir(&at) {
+                        if e.kind() != io::ErrorKind::AlreadyExists {
+                            return Err(format!("cannot create {}: {e}", at.display()));
+                        }
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound && !create => return Ok(false),
+                Err(e) => return Err(format!("cannot look at {}: {e}", at.display())),
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// The BLAKE3 digest of the regular file at `path`, opened without following a link.
+fn hash_existing(path: &Path) -> io::Result<[u8; 32]> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    let len = file.metadata()?.len();
+    let mut hasher = blake3::Hasher::new();
+    hash_prefix(&file, len, &mut hasher)?;
+    Ok(*hasher.finalize().as_bytes())
 }
 
 /// A complete transfer: check the digest, rename into place.
@@ -384,7 +552,7 @@ fn finish(t: Active, peer: &Bytes) -> Outcome {
     };
     if digest != t.digest {
         return failed(format!(
-            "{:?}: the SHA-256 of what arrived does not match the offer",
+            "{:?}: the BLAKE3 digest of what arrived does not match the offer's",
             t.name
         ));
     }
@@ -403,6 +571,7 @@ fn finish(t: Active, peer: &Bytes) -> Outcome {
         size: t.state.size(),
         resumed_from: t.state.size() - t.state.fetched(),
         fetched: t.state.fetched(),
+        unchanged: false,
     })
 }
 
@@ -413,7 +582,35 @@ fn outcome_reply(outcome: &Outcome) -> Command {
     }
 }
 
-/// The SHA-256 of a file as it arrives, computed on a thread of its own so that hashing
+/// The BLAKE3 digest of a file as it arrives.
+enum Hasher {
+    /// Hashed on the receiving thread, chunk by chunk (a small file).
+    Inline(Box<blake3::Hasher>),
+    /// Hashed on a thread of its own, overlapping receiving.
+    Thread(HashWorker),
+}
+
+impl Hasher {
+    /// Hash `chunk` next.
+    fn feed(&mut self, chunk: Bytes) {
+        match self {
+            Hasher::Inline(h) => {
+                h.update(&chunk);
+            }
+            Hasher::Thread(w) => w.feed(chunk),
+        }
+    }
+
+    /// The digest of everything fed.
+    fn finish(self) -> io::Result<[u8; 32]> {
+        match self {
+            Hasher::Inline(h) => Ok(*h.finalize().as_bytes()),
+            Hasher::Thread(w) => w.finish(),
+        }
+    }
+}
+
+/// The digest of a file as it arrives, computed on a thread of its own so that hashing
 /// overlaps receiving. It is fed the chunks (shared, not copied) in file order, through a
 /// channel of a window's capacity.
 struct HashWorker {
@@ -427,15 +624,15 @@ impl HashWorker {
     fn start(file: File, prefix: u64, capacity: usize) -> io::Result<HashWorker> {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Bytes>(capacity.max(1));
         let done = std::thread::Builder::new()
-            .name("zmtp-file-sha256".into())
+            .name("zmtp-file-blake3".into())
             .spawn(move || {
-                let mut hasher = Sha256::new();
+                let mut hasher = blake3::Hasher::new();
                 hash_prefix(&file, prefix, &mut hasher)?;
                 drop(file);
                 for chunk in rx {
                     hasher.update(&chunk);
                 }
-                Ok(hasher.finalize().into())
+                Ok(*hasher.finalize().as_bytes())
             })?;
         Ok(HashWorker {
             chunks: Some(tx),
@@ -468,7 +665,7 @@ struct Active {
     digest: [u8; 32],
     state: Incoming,
     file: File,
-    hasher: HashWorker,
+    hasher: Hasher,
     part: PathBuf,
     record: PathBuf,
     target: PathBuf,
@@ -494,8 +691,8 @@ fn discard(part: &Path, record: &Path) {
 }
 
 /// Hash the first `len` bytes of `file` into `hasher` (a resumed part's content).
-fn hash_prefix(file: &File, len: u64, hasher: &mut Sha256) -> io::Result<()> {
-    let mut buf = vec![0; 1 << 20];
+fn hash_prefix(file: &File, len: u64, hasher: &mut blake3::Hasher) -> io::Result<()> {
+    let mut buf = vec![0; len.min(1 << 20) as usize];
     let mut at = 0u64;
     while at < len {
         let n = (len - at).min(buf.len() as u64) as usize;

@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use bytes::BytesMut;
-use sha2::{Digest, Sha256};
 use zmtp_async::Bytes;
 
 use crate::cache::{DigestCache, FileKey};
@@ -27,6 +26,8 @@ pub struct FileSender {
     digest: [u8; 32],
     state: Outgoing,
     first_fetch: bool,
+    /// Where the receiver's first FETCH started (its resume point), once it came.
+    from: Option<u64>,
     /// The cache the digest was looked up in, and the file's canonical path there.
     cache: Option<(DigestCache, PathBuf)>,
     /// The digest came from the cache (the file was not read).
@@ -35,6 +36,11 @@ pub struct FileSender {
     /// (and so dropped its reference): no allocation and no zeroing per chunk.
     sent: VecDeque<Bytes>,
 }
+
+/// The smallest file whose digest goes in a [`DigestCache`]: smaller ones are hashed
+/// every time, which costs less than their entry (a tree of many small files would
+/// otherwise fill the cache and rewrite its file once per file).
+pub const CACHED_MIN: u64 = 64 << 10;
 
 /// How many sent chunks a sender keeps for reuse: the default window's worth (with fewer,
 /// a window of chunks still queued in the socket leaves none free). They hold at most
@@ -66,12 +72,15 @@ pub(crate) fn command_name(c: &Command) -> &'static str {
         Command::Done => "DONE",
         Command::Error(_) => "ERROR",
         Command::Cancel(_) => "CANCEL",
+        Command::Tree { .. } => "TREE",
+        Command::Dir(_) => "DIR",
     }
 }
 
 impl FileSender {
     /// Open the file at `path` to be offered under `name` (by default its own file name,
-    /// which must then be UTF-8), and compute its SHA-256 (reading it whole; `progress`
+    /// which must then be UTF-8; a relative path such as `dir/file.txt` is allowed, see
+    /// [`wire::check_path`]), and compute its BLAKE3 digest (reading it whole; `progress`
     /// hears of each block).
     pub fn open(
         path: &Path,
@@ -86,7 +95,8 @@ impl FileSender {
     /// status-change times), and recording it there after hashing otherwise. A file that
     /// changed in the last moments before hashing, or while it was hashed, is not
     /// recorded (a change within the file system's clock tick would not show in its
-    /// times). A path that cannot be made canonical is hashed without the cache.
+    /// times). A path that cannot be made canonical is hashed without the cache, and so
+    /// is a file under [`CACHED_MIN`] bytes (hashing it costs less than keeping its entry).
     pub fn open_cached(
         path: &Path,
         name: Option<&str>,
@@ -106,7 +116,7 @@ impl FileSender {
                 })?
                 .to_owned(),
         };
-        wire::check_name(&name).map_err(TransferError::BadName)?;
+        wire::check_path(&name).map_err(TransferError::BadName)?;
         let shown = path.display().to_string();
         let file = File::open(path).map_err(io_error(format!("open {shown}")))?;
         let meta = file
@@ -115,7 +125,7 @@ impl FileSender {
         let size = meta.len();
         // The key is the open file's own status, so it describes what is read.
         let key = FileKey::of(&meta);
-        let cache = cache.and_then(|c| {
+        let cache = cache.filter(|_| size >= CACHED_MIN).and_then(|c| {
             let canonical = std::fs::canonicalize(path).ok()?;
             Some((c.clone(), canonical))
         });
@@ -147,10 +157,17 @@ impl FileSender {
             digest,
             state: Outgoing::new(size),
             first_fetch: true,
+            from: None,
             cache,
             digest_cached: found.is_some(),
             sent: VecDeque::with_capacity(REUSED_CHUNKS),
         })
+    }
+
+    /// Drop the buffers kept for reading chunks into (the file is sent in full and only
+    /// its answer is to come).
+    pub fn release_buffers(&mut self) {
+        self.sent = VecDeque::new();
     }
 
     /// The OFFER to send first.
@@ -163,9 +180,34 @@ impl FileSender {
         .encode()
     }
 
-    /// The file's SHA-256.
+    /// The file's BLAKE3 digest.
     pub fn digest(&self) -> [u8; 32] {
         self.digest
+    }
+
+    /// The name it is offered under.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its size.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Bytes sent in CHUNKs so far.
+    pub fn sent(&self) -> u64 {
+        self.state.sent()
+    }
+
+    /// Whether the receiver has asked for, and been sent, every byte it lacked: only its
+    /// `DONE` (or `ERROR`) is still to come. A sender of several files may offer the next
+    /// one then: the receiver answers this one first, since it handles messages in order.
+    pub fn all_sent(&self) -> bool {
+        match self.from {
+            Some(from) => self.state.sent() >= self.size - from,
+            None => self.size == 0,
+        }
     }
 
     /// Whether the digest came from the cache (the file was not read to compute it).
@@ -214,6 +256,7 @@ impl FileSender {
         if self.first_fetch {
             // A resumed transfer starts where the receiver's part ends.
             self.first_fetch = false;
+            self.from = Some(offset);
             progress(Progress {
                 phase: Phase::Sending,
                 done: offset,
@@ -268,10 +311,38 @@ impl FileSender {
     }
 }
 
-/// The SHA-256 of `file`, read whole: a thread reads the next blocks while this one hashes
-/// (the blocks go back and forth, so three are allocated in all). `progress` hears of each
-/// block hashed.
+/// The BLAKE3 digest of `file`, read whole. A file of one block is read and hashed here;
+/// a larger one is read ahead by a thread while this one hashes (the blocks go back and
+/// forth, so three are allocated in all). `progress` hears of each block hashed.
 fn hash_file(
+    file: &File,
+    size: u64,
+    progress: &mut impl FnMut(Progress),
+) -> std::io::Result<[u8; 32]> {
+    const BLOCK: usize = 1 << 20;
+    let mut hasher = blake3::Hasher::new();
+    if size <= BLOCK as u64 {
+        // Read to the end, whatever the size said: the file may have grown.
+        let mut data = Vec::with_capacity(size as usize + 1);
+        let mut reader = file;
+        reader.read_to_end(&mut data)?;
+        if data.len() <= BLOCK {
+            hasher.update(&data);
+            progress(Progress {
+                phase: Phase::Hashing,
+                done: (data.len() as u64).min(size),
+                total: size,
+            });
+            return Ok(*hasher.finalize().as_bytes());
+        }
+        // It grew past a block: hash it as a large one, from the start.
+        return hash_blocks(file, size, progress);
+    }
+    hash_blocks(file, size, progress)
+}
+
+/// [`hash_file`] for a file of more than one block, from its start.
+fn hash_blocks(
     file: &File,
     size: u64,
     progress: &mut impl FnMut(Progress),
@@ -284,12 +355,19 @@ fn hash_file(
     }
     std::thread::scope(|scope| {
         scope.spawn(move || {
-            let mut reader = file;
+            let mut at = 0u64;
             for mut buf in empty_rx {
                 buf.resize(BLOCK, 0);
-                match reader.read(&mut buf) {
+                let read = loop {
+                    match file.read_at(&mut buf, at) {
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                        other => break other,
+                    }
+                };
+                match read {
                     Ok(0) => return,
                     Ok(n) => {
+                        at += n as u64;
                         buf.truncate(n);
                         if full_tx.send(Ok(buf)).is_err() {
                             return;
@@ -302,7 +380,7 @@ fn hash_file(
                 }
             }
         });
-        let mut hasher = Sha256::new();
+        let mut hasher = blake3::Hasher::new();
         let mut done = 0u64;
         // Ends when the reader does (end of file, or an error it sent first).
         for block in full_rx {
@@ -316,6 +394,6 @@ fn hash_file(
             });
             let _ = empty_tx.send(block);
         }
-        Ok(hasher.finalize().into())
+        Ok(*hasher.finalize().as_bytes())
     })
 }

@@ -577,16 +577,16 @@ fn a_forged_cache_entry_is_caught_by_the_receiver() {
     std::fs::create_dir_all(cache_file(&dir).parent().unwrap()).unwrap();
     std::fs::write(
         cache_file(&dir),
-        format!("zmtp-file digest cache 1\n{line}"),
+        format!("zmtp-file digest cache 2 blake3\n{line}"),
     )
     .unwrap();
     let (r, ep) = receiver(&dir, &["-n", "1"]);
     let s = send_file(&ep, &file, &[]).finish();
     let r = r.finish();
     assert_eq!(s.code, Some(2), "{s:?}");
-    assert!(s.stderr.contains("SHA-256"), "{s:?}");
+    assert!(s.stderr.contains("BLAKE3"), "{s:?}");
     assert_eq!(r.code, Some(2), "{r:?}");
-    assert!(r.stderr.contains("SHA-256"), "{r:?}");
+    assert!(r.stderr.contains("BLAKE3"), "{r:?}");
     // Nothing under the final name, no part.
     assert!(dir.listing().is_empty(), "{:?}", dir.listing());
     // The refused entry is gone: the next send hashes the file and succeeds.
