@@ -167,9 +167,10 @@ fn walk_dir(dir: &Path, rel: &str, found: &mut Walk) -> Result<(), TransferError
     for entry in entries {
         let path = entry.path();
         // The entry's own type: a link is a link, never what it points at.
-        let kind = entry
-            .file_type()
-            .map_err(crate::io_error(format!("read the type of {}", path.display())))?;
+        let kind = entry.file_type().map_err(crate::io_error(format!(
+            "read the type of {}",
+            path.display()
+        )))?;
         if kind.is_symlink() {
             found.skipped.push(Skipped {
                 path,
@@ -208,7 +209,10 @@ fn walk_dir(dir: &Path, rel: &str, found: &mut Walk) -> Result<(), TransferError
         } else {
             let size = entry
                 .metadata()
-                .map_err(crate::io_error(format!("read the size of {}", path.display())))?
+                .map_err(crate::io_error(format!(
+                    "read the size of {}",
+                    path.display()
+                )))?
                 .len();
             found.files.push(FileEntry {
                 rel: child,

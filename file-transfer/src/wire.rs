@@ -664,7 +664,13 @@ mod tests {
             vec![b(b"OFFER"), b(b"x"), b(&[0; 8]), b(b"blake3")],
             vec![b(b"OFFER"), b(b"x"), b(&[0; 7]), b(b"blake3"), b(&[0; 32])],
             vec![b(b"OFFER"), b(b"x"), b(&[0; 8]), b(b"blake3"), b(&[0; 31])],
-            vec![b(b"OFFER"), b(&[0xff]), b(&[0; 8]), b(b"blake3"), b(&[0; 32])],
+            vec![
+                b(b"OFFER"),
+                b(&[0xff]),
+                b(&[0; 8]),
+                b(b"blake3"),
+                b(&[0; 32]),
+            ],
             vec![b(b"FETCH"), b(&[0; 8]), b(&[0; 8])],
             vec![b(b"CHUNK"), b(&[0; 8])],
             vec![b(b"DONE"), b(b"")],
@@ -774,9 +780,11 @@ mod tests {
             part: None,
         };
         // A complete file of another size is refused; of the same size, compared.
-        assert!(judge_offer(&offer("a", 5), POLICY, there(Existing::File(4)))
-            .unwrap_err()
-            .contains("exists already"));
+        assert!(
+            judge_offer(&offer("a", 5), POLICY, there(Existing::File(4)))
+                .unwrap_err()
+                .contains("exists already")
+        );
         assert_eq!(
             judge_offer(&offer("a", 5), POLICY, there(Existing::File(5))),
             Ok(Decision::CompareExisting)

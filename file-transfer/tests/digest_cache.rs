@@ -237,13 +237,16 @@ fn a_cache_file_of_sha256_digests_is_not_used() {
     std::fs::write(&file, format!("zmtp-file digest cache 1\n{line}\n")).unwrap();
     let cache = DigestCache::persistent(&file);
     assert!(cache.is_empty());
-    let sender = zmtp_file::FileSender::open_cached(&source, None, Some(&cache), &mut |_| {})
-        .unwrap();
+    let sender =
+        zmtp_file::FileSender::open_cached(&source, None, Some(&cache), &mut |_| {}).unwrap();
     assert!(!sender.digest_cached());
     assert_eq!(sender.digest(), zmtp_file::wire::digest(&data));
     // Rewritten in the new format, with the BLAKE3 digest.
     let text = std::fs::read_to_string(&file).unwrap();
-    assert!(text.starts_with("zmtp-file digest cache 2 blake3\n"), "{text}");
+    assert!(
+        text.starts_with("zmtp-file digest cache 2 blake3\n"),
+        "{text}"
+    );
     assert!(text.contains(&hex(&sender.digest())), "{text}");
 }
 

@@ -17,8 +17,7 @@ struct TempDir(PathBuf);
 
 impl TempDir {
     fn new(tag: &str) -> TempDir {
-        let dir =
-            std::env::temp_dir().join(format!("zmtp-file-tree-{tag}-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("zmtp-file-tree-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("in")).unwrap();
         TempDir(dir)
@@ -158,7 +157,12 @@ async fn a_tree_arrives_whole_and_skips_links_and_special_files() {
     names.sort();
     assert_eq!(
         names,
-        ["src/a/b/two.txt", "src/a/b/zero", "src/a/one.bin", "src/top.txt"]
+        [
+            "src/a/b/two.txt",
+            "src/a/b/zero",
+            "src/a/one.bin",
+            "src/top.txt"
+        ]
     );
     assert_eq!(report.dirs, 1);
     assert_eq!(dirs, [("src/empty/inner".to_owned(), Ok(()))]);
@@ -167,7 +171,12 @@ async fn a_tree_arrives_whole_and_skips_links_and_special_files() {
     let mut skipped: Vec<_> = report
         .skipped
         .iter()
-        .map(|s| (s.path.strip_prefix(&root).unwrap().to_owned(), s.reason.clone()))
+        .map(|s| {
+            (
+                s.path.strip_prefix(&root).unwrap().to_owned(),
+                s.reason.clone(),
+            )
+        })
         .collect();
     skipped.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(
@@ -213,8 +222,9 @@ fn a_tree_goes_from_the_blocking_driver() {
     router.set_rcvtimeo(Some(LIMIT));
     dealer.set_rcvtimeo(Some(LIMIT));
     let options = small(&dir.inbox());
-    let saving =
-        std::thread::spawn(move || zmtp_file::blocking::recv_files(&router, &options, Some(4), |_| {}));
+    let saving = std::thread::spawn(move || {
+        zmtp_file::blocking::recv_files(&router, &options, Some(4), |_| {})
+    });
     let named = SendOptions {
         name: Some("renamed/here".into()),
         digest_cache: None,
@@ -293,9 +303,15 @@ async fn a_tree_sent_again_sends_only_what_is_missing() {
     );
     let saved: Vec<_> = outcomes.into_iter().map(|o| o.saved().unwrap()).collect();
     assert!(saved[1].unchanged && !saved[0].unchanged && !saved[2].unchanged);
-    assert_eq!((saved[0].resumed_from, saved[0].fetched), (400_000, 600_000));
+    assert_eq!(
+        (saved[0].resumed_from, saved[0].fetched),
+        (400_000, 600_000)
+    );
     assert_eq!(std::fs::read(inbox.join("d/big.bin")).unwrap(), big);
-    assert_eq!(std::fs::read(inbox.join("gone.txt")).unwrap(), b"to send again");
+    assert_eq!(
+        std::fs::read(inbox.join("gone.txt")).unwrap(),
+        b"to send again"
+    );
     // A file changed at the source since is not taken for done: refused, not replaced.
     std::fs::write(root.join("d/done.txt"), b"already THERE").unwrap();
     let (third, _) = once(&receiver, &ep, &options, &root).await;
@@ -441,10 +457,9 @@ async fn hostile_tree_paths_are_refused_and_nothing_leaves_the_directory() {
         h.send(Command::Tree { files: 1, bytes: 5 }).await;
         assert_eq!(h.give("t/twice", b"first").await, Command::Done);
     };
-    let (outcomes, ()) = within(async {
-        tokio::join!(recv_files(&receiver, &options, Some(12), |_| {}), script)
-    })
-    .await;
+    let (outcomes, ()) =
+        within(async { tokio::join!(recv_files(&receiver, &options, Some(12), |_| {}), script) })
+            .await;
     let outcomes = outcomes.unwrap();
     let saved = outcomes
         .iter()
