@@ -477,7 +477,9 @@ fn tree_recv(driver: &str, port_file: &str, dir: &str, count: &str) {
                 .unwrap()
         })
     };
-    let saved = outcomes.iter().filter(|o| matches!(o, zmtp_file::Outcome::Saved(_)));
+    let saved = outcomes
+        .iter()
+        .filter(|o| matches!(o, zmtp_file::Outcome::Saved(_)));
     assert_eq!(saved.count() as u64, count, "every file saved");
     println!(
         "received {count} files, peak RSS {} KiB, cpu {:.2} s",

@@ -96,17 +96,23 @@ pub fn send_tree(
     let mut tree = TreeSender::new(root, options)?;
     let mut step = tree.start(&mut events);
     loop {
-        let end = step.end.take();
-        for frames in step.send.drain(..) {
-            match (send(socket, frames), &end) {
-                (Ok(()), _) => {}
-                // The tree failed already: the CANCEL is best effort.
-                (Err(_), Some(Err(_))) => break,
-                (Err(e), _) => return Err(e),
+        // What the last message asked for, then the next offers (hashed meanwhile).
+        for next in [false, true] {
+            if next {
+                step = tree.offers(&mut events);
             }
-        }
-        if let Some(end) = end {
-            return end;
+            let end = step.end.take();
+            for frames in step.send.drain(..) {
+                match (send(socket, frames), &end) {
+                    (Ok(()), _) => {}
+                    // The tree failed already: the CANCEL is best effort.
+                    (Err(_), Some(Err(_))) => break,
+                    (Err(e), _) => return Err(e),
+                }
+            }
+            if let Some(end) = end {
+                return end;
+            }
         }
         let msg = socket.recv()?;
         step = tree.handle(msg.frames(), &mut events);

@@ -363,11 +363,14 @@ impl FileReceiver {
         // Nothing below a link is looked at: the directories on the way are checked first.
         let parents_exist = make_dirs(&options.dir, parent_of(&offer.name), false)?;
         let disk = if parents_exist {
-            let recorded = fs::read(&record)
-                .ok()
-                .and_then(|r| wire::decode_part_record(&r));
             // Not following a link: a link planted as the part is refused when opened.
             let part_len = fs::symlink_metadata(&part).ok().map(|m| m.len());
+            // A record without its part describes nothing.
+            let recorded = part_len.and_then(|_| {
+                fs::read(&record)
+                    .ok()
+                    .and_then(|r| wire::decode_part_record(&r))
+            });
             OnDisk {
                 complete: fs::symlink_metadata(&target).ok().map(|m| {
                     let kind = m.file_type();
@@ -396,7 +399,9 @@ impl FileReceiver {
                 return Ok(Started::Unchanged);
             }
         };
-        make_dirs(&options.dir, parent_of(&offer.name), true)?;
+        if !parents_exist {
+            make_dirs(&options.dir, parent_of(&offer.name), true)?;
+        }
         let shown = part.display();
         // Never through a symbolic link: one planted in the directory as the part (or its
         // record) fails the open (ELOOP) instead of redirecting the writes elsewhere.
@@ -409,13 +414,17 @@ impl FileReceiver {
             .open(&part)
             .map_err(|e| format!("cannot create {shown}: {e}"))?;
         let small = offer.size <= u64::from(options.chunk);
+        // Whether a record is there now (to be removed with the part).
+        let mut has_record = disk.part.is_some();
         if small {
             // A file of one range is never resumed: no record (one left by an earlier
             // offer goes, so that it cannot describe this part).
-            if disk.part.is_some() {
+            if has_record {
                 let _ = fs::remove_file(&record);
+                has_record = false;
             }
         } else if from == 0 {
+            has_record = true;
             OpenOptions::new()
                 .write(true)
                 .create(true)
@@ -450,6 +459,7 @@ impl FileReceiver {
             hasher,
             part,
             record,
+            has_record,
             target,
         })))
     }
@@ -563,7 +573,9 @@ fn finish(t: Active, peer: &Bytes) -> Outcome {
             t.target.display()
         ));
     }
-    let _ = fs::remove_file(&t.record);
+    if t.has_record {
+        let _ = fs::remove_file(&t.record);
+    }
     Outcome::Saved(Saved {
         peer: peer.clone(),
         name: t.name.clone(),
@@ -668,6 +680,8 @@ struct Active {
     hasher: Hasher,
     part: PathBuf,
     record: PathBuf,
+    /// A record may be there beside the part (removed once the file is saved).
+    has_record: bool,
     target: PathBuf,
 }
 

@@ -321,8 +321,8 @@ impl TreeSender {
         self.progress.bytes
     }
 
-    /// The first messages: `TREE`, the directories, the first offers. `events` hears of
-    /// the entries left out, then of every step.
+    /// The first message, `TREE`. `events` hears of the entries left out (and the files
+    /// that cannot be offered). Send it, then call [`offers`](Self::offers).
     pub fn start(&mut self, events: &mut impl FnMut(&TreeEvent)) -> TreeStep {
         for s in &self.report.skipped {
             events(&TreeEvent::Skipped(s.clone()));
@@ -334,16 +334,28 @@ impl TreeSender {
                 reason: f.error.to_string(),
             });
         }
-        let mut send = vec![Command::Tree {
+        let send = vec![Command::Tree {
             files: self.progress.files,
             bytes: self.progress.bytes,
         }
         .encode()];
+        TreeStep { send, end: None }
+    }
+
+    /// What to offer next, while no file is being fetched: `DIR`s, then the next files'
+    /// `OFFER`s (each file is opened and hashed here, which is why this is apart from
+    /// [`handle`](Self::handle): the caller sends what `handle` returned first, so that
+    /// the receiver works on the last chunk while this file is hashed). Call it after
+    /// sending what [`start`](Self::start) or [`handle`](Self::handle) returned; its
+    /// `end` says when the tree is over.
+    pub fn offers(&mut self, events: &mut impl FnMut(&TreeEvent)) -> TreeStep {
+        let mut send = Vec::new();
         self.advance(&mut send, events);
         self.step(send)
     }
 
-    /// Handle one message from the receiver (`frames`, as a DEALER receives them).
+    /// Handle one message from the receiver (`frames`, as a DEALER receives them); then
+    /// send what it returns, and call [`offers`](Self::offers).
     pub fn handle(&mut self, frames: &[Bytes], events: &mut impl FnMut(&TreeEvent)) -> TreeStep {
         let mut send = Vec::new();
         let word = frames.first().map(|w| &w[..]);
@@ -413,8 +425,7 @@ impl TreeSender {
                 return self.violation(reason);
             }
         }
-        self.advance(&mut send, events);
-        self.step(send)
+        TreeStep { send, end: None }
     }
 
     /// The receiver broke the protocol: `CANCEL`, and the tree ends.
