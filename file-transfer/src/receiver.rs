@@ -98,11 +98,21 @@ impl FileReceiver {
                 out.ended = Some(o);
             }
         };
-        match Command::decode(&frames) {
+        // A PUT is an offer that brings the whole file with it.
+        let (decoded, put) = match Command::decode(&frames) {
+            Ok(Command::Put { offer, data }) => (Ok(Command::Offer(offer)), Some(data)),
+            other => (other, None),
+        };
+        match decoded {
             Ok(Command::Offer(offer)) => {
                 // A new offer replaces what this peer was doing (its part is kept).
                 self.active.remove(&peer);
-                match self.start(&peer, &offer) {
+                let started = match &put {
+                    Some(data) => wire::check_put(&offer, data.len())
+                        .and_then(|()| self.start(&peer, &offer, true)),
+                    None => self.start(&peer, &offer, false),
+                };
+                match started {
                     Ok(Started::Unchanged) => {
                         events(&RecvEvent::Started {
                             peer: peer.clone(),
@@ -130,7 +140,26 @@ impl FileReceiver {
                             size: offer.size,
                             from: t.state.have(),
                         });
-                        if t.state.is_complete() {
+                        if let Some(data) = put {
+                            // Written, hashed and checked at once: no FETCH.
+                            let outcome = match t.file.write_all_at(&data, 0) {
+                                Ok(()) => {
+                                    t.hasher.feed(data);
+                                    t.state.on_put();
+                                    finish(t, &peer)
+                                }
+                                Err(e) => {
+                                    discard(&t.part, &t.record);
+                                    Outcome::Failed(Failed {
+                                        peer: peer.clone(),
+                                        reason: format!("cannot write {}: {e}", t.part.display()),
+                                        name: t.name,
+                                    })
+                                }
+                            };
+                            reply(&mut out, outcome_reply(&outcome));
+                            end(&mut out, outcome, events);
+                        } else if t.state.is_complete() {
                             let outcome = finish(t, &peer);
                             reply(&mut out, outcome_reply(&outcome));
                             end(&mut out, outcome, events);
@@ -206,10 +235,14 @@ impl FileReceiver {
             }
             // An offer that does not decode (a name that is not UTF-8, a wrong size): refused
             // as an offer is, so that it is counted and reported as a transfer that failed.
-            Err(e) if frames.first().is_some_and(|c| &c[..] == b"OFFER") => {
+            Err(e)
+                if frames
+                    .first()
+                    .is_some_and(|c| &c[..] == b"OFFER" || &c[..] == b"PUT") =>
+            {
                 // As a new offer would, it replaces what this peer was doing.
                 self.active.remove(&peer);
-                let reason = format!("malformed OFFER: {}", e.0);
+                let reason = format!("malformed {}: {}", String::from_utf8_lossy(&frames[0]), e.0);
                 reply(&mut out, Command::Error(reason.clone()));
                 let name = frames
                     .get(1)
@@ -334,7 +367,8 @@ impl FileReceiver {
 
     /// Judge an offer against the directory and open its part: the new transfer (or a
     /// complete file already there with the same content), or why not.
-    fn start(&mut self, peer: &Bytes, offer: &Offer) -> Result<Started, String> {
+    /// `whole`: a PUT, whose bytes are all there (no part is resumed, no record kept).
+    fn start(&mut self, peer: &Bytes, offer: &Offer, whole: bool) -> Result<Started, String> {
         let options = &self.options;
         let active = &mut self.active;
         let policy = Policy {
@@ -391,6 +425,7 @@ impl FileReceiver {
             OnDisk::default()
         };
         let from = match wire::judge_offer(offer, policy, disk)? {
+            Decision::Fetch(_) if whole => 0,
             Decision::Fetch(from) => from,
             Decision::CompareExisting => {
                 let existing = hash_existing(&target)
@@ -413,7 +448,7 @@ impl FileReceiver {
             .custom_flags(libc::O_NOFOLLOW)
             .open(&part)
             .map_err(|e| format!("cannot create {shown}: {e}"))?;
-        let small = offer.size <= u64::from(options.chunk);
+        let small = whole || offer.size <= u64::from(options.chunk);
         // Whether a record is there now (to be removed with the part).
         let mut has_record = disk.part.is_some();
         if small {

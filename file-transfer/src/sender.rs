@@ -74,6 +74,7 @@ pub(crate) fn command_name(c: &Command) -> &'static str {
         Command::Cancel(_) => "CANCEL",
         Command::Tree { .. } => "TREE",
         Command::Dir(_) => "DIR",
+        Command::Put { .. } => "PUT",
     }
 }
 

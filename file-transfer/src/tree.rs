@@ -2,12 +2,14 @@
 //! a socket.
 //!
 //! A tree goes as a `TREE` (how many files and bytes follow), a `DIR` for each directory
-//! that holds no file to send (others are created with their files), then an `OFFER` per
-//! regular file under its relative path (`root/a/b.txt`), all on one connection. Files go
-//! one after the other, each as a single file would, except that the next `OFFER` leaves
-//! as soon as the receiver has been sent every byte it asked for, before its `DONE`: the
-//! receiver handles messages in order, so the answer for the file before always comes
-//! first, and a tree of small files costs one round trip per file, not two.
+//! that holds no file to send (others are created with their files), then a message per
+//! regular file under its relative path (`root/a/b.txt`), all on one connection. A file of
+//! at most [`wire::PUT_MAX`] bytes goes whole in a `PUT`, without waiting for the answers
+//! to those before it (at most [`PUT_WINDOW`] bytes of them unanswered): small files cost
+//! no round trip each. A larger one is offered (`OFFER`) and fetched as a single file is,
+//! the next message leaving as soon as the receiver has been sent every byte it asked for,
+//! before its `DONE`: the receiver handles messages in order, so the answer for the file
+//! before always comes first.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -231,11 +233,17 @@ fn walk_dir(dir: &Path, rel: &str, found: &mut Walk) -> Result<(), TransferError
 /// How many files (or directories) may have been sent in full and wait for their answer.
 const MAX_PENDING: usize = 64;
 
+/// How many bytes of `PUT`s may wait for their answer (the default window's worth): what
+/// the sender holds, and the sockets between the two, for the files sent ahead.
+const PUT_WINDOW: u64 = 2 << 20;
+
 /// Sent in full, waiting for the receiver's `DONE` or `ERROR`.
 #[derive(Debug)]
 enum Pending {
     Dir(String),
     File(Box<FileSender>),
+    /// A small file sent whole with its offer: the report to give on `DONE`.
+    Put(SendReport),
 }
 
 /// What to do after [`TreeSender::start`] or [`TreeSender::handle`].
@@ -262,6 +270,8 @@ pub struct TreeSender {
     progress: TreeProgress,
     /// Bytes of the files ended.
     ended_bytes: u64,
+    /// Bytes of `PUT`s not answered yet.
+    put_bytes: u64,
 }
 
 impl TreeSender {
@@ -308,6 +318,7 @@ impl TreeSender {
             },
             progress,
             ended_bytes: 0,
+            put_bytes: 0,
         })
     }
 
@@ -464,6 +475,16 @@ impl TreeSender {
                 }
                 events(&TreeEvent::Dir { name, result });
             }
+            Pending::Put(report) => {
+                self.put_bytes -= report.size;
+                let result = match Command::decode(frames) {
+                    Ok(Command::Done) => Ok(report.clone()),
+                    Ok(Command::Error(reason)) => Err(TransferError::Refused(reason)),
+                    Ok(_) => unreachable!("only DONE and ERROR are settled"),
+                    Err(e) => Err(TransferError::Protocol(e.to_string())),
+                };
+                self.file_ended(report.name, report.size, result, events);
+            }
             Pending::File(mut f) => {
                 let result = match f.handle(frames, &mut |_| {}) {
                     SendStep::Done(report) => Ok(report),
@@ -503,7 +524,10 @@ impl TreeSender {
 
     /// Offer what comes next while no file is being fetched.
     fn advance(&mut self, send: &mut Vec<Vec<Bytes>>, events: &mut impl FnMut(&TreeEvent)) {
-        while self.current.is_none() && self.pending.len() < MAX_PENDING {
+        while self.current.is_none()
+            && self.pending.len() < MAX_PENDING
+            && self.put_bytes < PUT_WINDOW
+        {
             if let Some(dir) = self.dirs.pop_front() {
                 send.push(Command::Dir(dir.clone()).encode());
                 self.pending.push_back(Pending::Dir(dir));
@@ -512,6 +536,44 @@ impl TreeSender {
             let Some(entry) = self.files.pop_front() else {
                 break;
             };
+            if entry.size <= wire::PUT_MAX {
+                match read_small(&entry.path) {
+                    Ok(Some(data)) => {
+                        let report = SendReport {
+                            name: entry.rel,
+                            size: data.len() as u64,
+                            sent: data.len() as u64,
+                            digest: wire::digest(&data),
+                            digest_cached: false,
+                        };
+                        let offer = wire::Offer {
+                            name: report.name.clone(),
+                            size: report.size,
+                            digest: report.digest,
+                        };
+                        send.push(
+                            Command::Put {
+                                offer,
+                                data: Bytes::from(data),
+                            }
+                            .encode(),
+                        );
+                        // What the walk saw may have changed: the offer's size counts.
+                        self.progress.bytes = self.progress.bytes - entry.size + report.size;
+                        self.put_bytes += report.size;
+                        self.pending.push_back(Pending::Put(report));
+                        continue;
+                    }
+                    // It grew past a PUT since the walk: offered as a large file.
+                    Ok(None) => {}
+                    Err(e) => {
+                        let shown = entry.path.display();
+                        let error = crate::io_error(format!("read {shown}"))(e);
+                        self.file_ended(entry.rel, entry.size, Err(error), events);
+                        continue;
+                    }
+                }
+            }
             let rel = entry.rel.clone();
             let opened = FileSender::open_cached(
                 &entry.path,
@@ -541,4 +603,18 @@ impl TreeSender {
             }
         }
     }
+}
+
+/// The bytes of a small file (opened without following a link: the walk saw a regular
+/// file there), or `None` if it holds more than [`wire::PUT_MAX`] now.
+fn read_small(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    let mut data = Vec::new();
+    file.take(wire::PUT_MAX + 1).read_to_end(&mut data)?;
+    Ok((data.len() as u64 <= wire::PUT_MAX).then_some(data))
 }

@@ -14,6 +14,7 @@
 //! | `CANCEL` | sender → receiver | reason (UTF-8)                                  |
 //! | `TREE`   | sender → receiver | files (u64), bytes (u64): a directory tree follows |
 //! | `DIR`    | sender → receiver | path (UTF-8): a directory to create             |
+//! | `PUT`    | sender → receiver | an `OFFER`'s four frames, then the whole file (at most [`PUT_MAX`] bytes) |
 //!
 //! Paths are relative, `/`-separated: see [`check_path`].
 
@@ -27,6 +28,11 @@ pub const NAME_MAX: usize = 255;
 
 /// The longest path an `OFFER` or `DIR` may carry, in bytes.
 pub const PATH_MAX: usize = 4096;
+
+/// The largest file a `PUT` may carry (64 KiB): an offer with the file's bytes in it,
+/// answered like an `OFFER` but without any `FETCH`, so that small files cost no round
+/// trip each.
+pub const PUT_MAX: u64 = 64 << 10;
 
 /// The digest algorithm of every `OFFER`: BLAKE3 with its 32-byte output.
 pub const DIGEST_ALGORITHM: &str = "blake3";
@@ -83,6 +89,15 @@ pub enum Command {
     /// The sender asks for a directory (one that holds no file: others are created with
     /// their files). Answered with `DONE` once it exists, or `ERROR`.
     Dir(String),
+    /// A small file offered with its bytes (at most [`PUT_MAX`], exactly the offered
+    /// size): answered with `DONE` once saved, or `ERROR`, never with a `FETCH`. The
+    /// sender need not wait for the answer before sending the next one.
+    Put {
+        /// What an `OFFER` of it would say.
+        offer: Offer,
+        /// The whole file.
+        data: Bytes,
+    },
 }
 
 /// What an `OFFER` says about the file.
@@ -163,6 +178,14 @@ impl Command {
                 Bytes::from_static(b"DIR"),
                 Bytes::copy_from_slice(path.as_bytes()),
             ],
+            Command::Put { offer, data } => vec![
+                Bytes::from_static(b"PUT"),
+                Bytes::copy_from_slice(offer.name.as_bytes()),
+                u64_frame(offer.size),
+                Bytes::from_static(DIGEST_ALGORITHM.as_bytes()),
+                Bytes::copy_from_slice(&offer.digest),
+                data.clone(),
+            ],
         }
     }
 
@@ -188,19 +211,14 @@ impl Command {
         match &command[..] {
             b"OFFER" => {
                 want(4)?;
-                let name = text(&rest[0], "name")?;
-                let size = u64::from_be_bytes(fixed(&rest[1], "size")?);
-                if &rest[2][..] != DIGEST_ALGORITHM.as_bytes() {
-                    return Err(Malformed(format!(
-                        "unknown digest algorithm {:?} (this receiver knows {DIGEST_ALGORITHM:?})",
-                        String::from_utf8_lossy(&rest[2])
-                    )));
-                }
-                Ok(Command::Offer(Offer {
-                    name,
-                    size,
-                    digest: fixed(&rest[3], "digest")?,
-                }))
+                Ok(Command::Offer(decode_offer(rest)?))
+            }
+            b"PUT" => {
+                want(5)?;
+                Ok(Command::Put {
+                    offer: decode_offer(&rest[..4])?,
+                    data: rest[4].clone(),
+                })
             }
             b"TREE" => {
                 want(2)?;
@@ -246,6 +264,41 @@ impl Command {
             ))),
         }
     }
+}
+
+/// The four frames of an offer: path, size, digest algorithm, digest.
+fn decode_offer(frames: &[Bytes]) -> Result<Offer, Malformed> {
+    let name = text(&frames[0], "name")?;
+    let size = u64::from_be_bytes(fixed(&frames[1], "size")?);
+    if &frames[2][..] != DIGEST_ALGORITHM.as_bytes() {
+        return Err(Malformed(format!(
+            "unknown digest algorithm {:?} (this receiver knows {DIGEST_ALGORITHM:?})",
+            String::from_utf8_lossy(&frames[2])
+        )));
+    }
+    Ok(Offer {
+        name,
+        size,
+        digest: fixed(&frames[3], "digest")?,
+    })
+}
+
+/// Check a `PUT` before anything is created: at most [`PUT_MAX`] bytes, and exactly the
+/// offered size.
+pub fn check_put(offer: &Offer, data_len: usize) -> Result<(), String> {
+    if offer.size > PUT_MAX {
+        return Err(format!(
+            "a PUT of {:?} is {} bytes, more than {PUT_MAX} (offer it instead)",
+            offer.name, offer.size
+        ));
+    }
+    if data_len as u64 != offer.size {
+        return Err(format!(
+            "a PUT of {:?} holds {data_len} bytes, not the {} it says",
+            offer.name, offer.size
+        ));
+    }
+    Ok(())
 }
 
 /// Whether `name` may be one component of a path (a file or directory name): 1 to
@@ -509,6 +562,14 @@ impl Incoming {
         Ok(())
     }
 
+    /// The whole file arrived with its offer (a `PUT`, checked by [`check_put`] for the
+    /// offered size): nothing is outstanding, every byte is there.
+    pub fn on_put(&mut self) {
+        self.outstanding.clear();
+        self.asked = self.size;
+        self.have = self.size;
+    }
+
     /// Whether every byte has arrived.
     pub fn is_complete(&self) -> bool {
         self.have == self.size
@@ -636,6 +697,10 @@ mod tests {
                 bytes: 1 << 35,
             },
             Command::Dir("a/b".into()),
+            Command::Put {
+                offer: offer("a/b", 5),
+                data: Bytes::from_static(b"hello"),
+            },
         ] {
             assert_eq!(Command::decode(&c.encode()), Ok(c));
         }
@@ -678,6 +743,15 @@ mod tests {
             vec![b(b"TREE"), b(&[0; 8]), b(&[0; 4])],
             vec![b(b"DIR")],
             vec![b(b"DIR"), b(&[0xc3])],
+            vec![b(b"PUT"), b(b"x"), b(&[0; 8]), b(b"blake3"), b(&[0; 32])],
+            vec![
+                b(b"PUT"),
+                b(b"x"),
+                b(&[0; 8]),
+                b(b"md5"),
+                b(&[0; 32]),
+                b(b""),
+            ],
         ] {
             assert!(Command::decode(&frames).is_err(), "{frames:?}");
         }
@@ -696,6 +770,21 @@ mod tests {
         assert!(e.0.contains("unknown digest algorithm \"sha256\""), "{e}");
         other[4] = Bytes::from_static(&[1; 64]);
         assert!(Command::decode(&other).unwrap_err().0.contains("sha256"));
+    }
+
+    #[test]
+    fn a_put_holds_exactly_its_size_and_at_most_put_max() {
+        assert_eq!(check_put(&offer("a", 5), 5), Ok(()));
+        assert!(check_put(&offer("a", 5), 4)
+            .unwrap_err()
+            .contains("4 bytes"));
+        assert!(check_put(&offer("a", 5), 6)
+            .unwrap_err()
+            .contains("6 bytes"));
+        assert_eq!(check_put(&offer("a", PUT_MAX), PUT_MAX as usize), Ok(()));
+        assert!(check_put(&offer("a", PUT_MAX + 1), PUT_MAX as usize + 1)
+            .unwrap_err()
+            .contains("more than"));
     }
 
     #[test]

@@ -293,11 +293,13 @@ async fn a_tree_sent_again_sends_only_what_is_missing() {
         .iter()
         .map(|s| (s.name.as_str(), s.sent))
         .collect();
+    // The small files go whole in their PUTs (13 bytes each): the receiver writes only
+    // the one it lacks.
     assert_eq!(
         sent,
         [
             ("src/d/big.bin", 600_000),
-            ("src/d/done.txt", 0),
+            ("src/d/done.txt", 13),
             ("src/gone.txt", 13)
         ]
     );
@@ -488,4 +490,77 @@ async fn hostile_tree_paths_are_refused_and_nothing_leaves_the_directory() {
             ("t/twice".to_owned(), Some(b"first".to_vec())),
         ]
     );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn hostile_puts_are_refused_and_puts_are_answered_in_order() {
+    let dir = TempDir::new("puts");
+    let inbox = dir.inbox();
+    std::fs::create_dir_all(dir.0.join("outside")).unwrap();
+    symlink(dir.0.join("outside"), inbox.join("link")).unwrap();
+    let options = small(&inbox);
+    let receiver = Socket::new(SocketType::Router).unwrap();
+    let ep = receiver.bind("tcp://127.0.0.1:*").await.unwrap();
+    let put = |name: &str, size: u64, digest: [u8; 32], data: &[u8]| Command::Put {
+        offer: wire::Offer {
+            name: name.into(),
+            size,
+            digest,
+        },
+        data: Bytes::copy_from_slice(data),
+    };
+    let big = vec![7u8; wire::PUT_MAX as usize + 1];
+    let script = async {
+        let h = Hostile::new(&ep);
+        h.send(put("short", 5, wire::digest(b"abcde"), b"abcd"))
+            .await;
+        refused(h.next().await, "holds 4 bytes, not the 5");
+        h.send(put("long", 3, wire::digest(b"abc"), b"abcd")).await;
+        refused(h.next().await, "holds 4 bytes");
+        h.send(put("big", big.len() as u64, wire::digest(&big), &big))
+            .await;
+        refused(h.next().await, "more than 65536");
+        h.send(put("forged", 3, wire::digest(b"xyz"), b"abc")).await;
+        refused(h.next().await, "BLAKE3");
+        h.send(put("link/x", 3, wire::digest(b"abc"), b"abc")).await;
+        refused(h.next().await, "symbolic link");
+        h.send(put("../x", 3, wire::digest(b"abc"), b"abc")).await;
+        refused(h.next().await, "\"..\"");
+        let mut frames = put("alg", 3, wire::digest(b"abc"), b"abc").encode();
+        frames[3] = Bytes::from_static(b"sha256");
+        h.socket.send(Message::from(frames)).await.unwrap();
+        refused(
+            h.next().await,
+            "malformed PUT: unknown digest algorithm \"sha256\"",
+        );
+        // Five at once, without waiting: five answers, in order (the third refused).
+        for i in 0..5u8 {
+            let data = vec![i; 1000 * usize::from(i)];
+            let digest = if i == 2 { [0; 32] } else { wire::digest(&data) };
+            h.send(put(&format!("p/{i}"), data.len() as u64, digest, &data))
+                .await;
+        }
+        for i in 0..5 {
+            match h.next().await {
+                Command::Done if i != 2 => {}
+                Command::Error(reason) if i == 2 => assert!(reason.contains("\"p/2\"")),
+                other => panic!("answer {i}: {other:?}"),
+            }
+        }
+    };
+    let (outcomes, ()) =
+        within(async { tokio::join!(recv_files(&receiver, &options, Some(12), |_| {}), script) })
+            .await;
+    let saved: Vec<String> = outcomes
+        .unwrap()
+        .into_iter()
+        .filter_map(|o| o.saved().map(|s| s.name))
+        .collect();
+    assert_eq!(saved, ["p/0", "p/1", "p/3", "p/4"]);
+    assert_eq!(std::fs::read_dir(dir.0.join("outside")).unwrap().count(), 0);
+    let mut got = listing(&inbox);
+    got.retain(|(p, _)| !p.starts_with("link"));
+    let names: Vec<&str> = got.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(names, ["p", "p/0", "p/1", "p/3", "p/4"]);
+    assert_eq!(got[4].1.as_deref(), Some(&[4u8; 4000][..]));
 }
