@@ -184,7 +184,8 @@ Directories holding no file are created; symbolic links and special files are sk
 (named with -v), never followed. One progress bar covers the tree (bytes and files); -v
 prints a line per file. Sending the same tree again after an interruption sends only what
 is missing: files complete on the receiver with the same size and digest are answered at
-once, and a part left by the interruption is resumed.
+once (files of at most 64 KiB, which travel whole with their offer, are sent again but not
+written), and a part left by the interruption is resumed.
 
 The digest is kept in $XDG_CACHE_HOME/zmtp/digests (default ~/.cache/zmtp/digests),
 keyed on the file's canonical path, device, inode, size and modification and change times:
