@@ -787,6 +787,89 @@ mod tests {
             .contains("more than"));
     }
 
+    /// A small deterministic generator for the random inputs below.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+        /// Bytes drawn mostly from those that matter to paths.
+        fn bytes(&mut self, max: u64) -> Vec<u8> {
+            const PICK: &[u8] = b"ab./\\\0\n\x7f\xc3\xa9\xff";
+            let len = self.below(max + 1);
+            (0..len)
+                .map(|_| match self.below(4) {
+                    0 => self.next() as u8,
+                    _ => PICK[self.below(PICK.len() as u64) as usize],
+                })
+                .collect()
+        }
+    }
+
+    #[test]
+    fn random_frames_decode_or_are_refused_without_panicking() {
+        let mut rng = Rng(0x5DEE_CE66_D1CE_4E5B);
+        let words: [&[u8]; 9] = [
+            b"OFFER", b"PUT", b"FETCH", b"CHUNK", b"DONE", b"ERROR", b"CANCEL", b"TREE", b"DIR",
+        ];
+        for _ in 0..20_000 {
+            let mut frames = vec![Bytes::from_static(words[rng.below(9) as usize])];
+            for _ in 0..rng.below(7) {
+                let frame = match rng.below(4) {
+                    0 => rng.next().to_be_bytes().to_vec(),
+                    1 => b"blake3".to_vec(),
+                    2 => vec![rng.next() as u8; 32],
+                    _ => rng.bytes(40),
+                };
+                frames.push(Bytes::from(frame));
+            }
+            if let Ok(c) = Command::decode(&frames) {
+                // What decodes encodes back to the same frames (reasons are read lossily:
+                // only UTF-8 ones come back the same).
+                let lossy = matches!(c, Command::Error(_) | Command::Cancel(_))
+                    && std::str::from_utf8(&frames[1]).is_err();
+                if !lossy {
+                    assert_eq!(c.encode(), frames);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn random_paths_that_pass_stay_inside_the_directory() {
+        let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+        let mut passed = 0;
+        for _ in 0..50_000 {
+            let bytes = rng.bytes(12);
+            let Ok(path) = std::str::from_utf8(&bytes) else {
+                continue;
+            };
+            if check_path(path).is_ok() {
+                passed += 1;
+                assert!(!path.starts_with('/') && !path.is_empty(), "{path:?}");
+                for c in path.split('/') {
+                    assert!(!c.is_empty() && c != "." && c != "..", "{path:?}");
+                    assert!(!c.contains('\\') && !c.chars().any(char::is_control));
+                }
+                // The standard library sees only normal components in it.
+                assert!(std::path::Path::new(path)
+                    .components()
+                    .all(|c| matches!(c, std::path::Component::Normal(_))));
+            }
+        }
+        assert!(
+            passed > 1000,
+            "the generator makes valid paths too: {passed}"
+        );
+    }
+
     #[test]
     fn the_digest_is_blake3() {
         // The BLAKE3 test vector of the empty input.

@@ -564,3 +564,76 @@ async fn hostile_puts_are_refused_and_puts_are_answered_in_order() {
     assert_eq!(names, ["p", "p/0", "p/1", "p/3", "p/4"]);
     assert_eq!(got[4].1.as_deref(), Some(&[4u8; 4000][..]));
 }
+
+#[test]
+fn random_hostile_messages_never_write_outside_the_directory() {
+    let dir = TempDir::new("random");
+    let inbox = dir.inbox();
+    let outside = dir.0.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    symlink(&outside, inbox.join("link")).unwrap();
+    symlink(outside.join("target"), inbox.join("dangling")).unwrap();
+    let mut receiver = zmtp_file::FileReceiver::new(small(&inbox));
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    let parts = ["a", "..", ".", "link", "dangling", "", "b", "c.part", "/"];
+    let path = |next: &mut dyn FnMut(u64) -> u64| -> String {
+        (0..1 + next(4))
+            .map(|_| parts[next(parts.len() as u64) as usize])
+            .collect::<Vec<_>>()
+            .join("/")
+    };
+    for i in 0..3000u64 {
+        let peer = Bytes::from(vec![next(3) as u8 + 1]);
+        let data = vec![i as u8; next(300) as usize];
+        let offer = wire::Offer {
+            name: path(&mut next),
+            size: if next(4) == 0 {
+                next(1000)
+            } else {
+                data.len() as u64
+            },
+            digest: if next(3) == 0 {
+                [0; 32]
+            } else {
+                wire::digest(&data)
+            },
+        };
+        let command = match next(7) {
+            0 => Command::Offer(offer),
+            1 | 2 => Command::Put {
+                offer,
+                data: Bytes::from(data),
+            },
+            3 => Command::Dir(path(&mut next)),
+            4 => Command::Tree { files: 3, bytes: 9 },
+            5 => Command::Chunk {
+                offset: next(400),
+                data: Bytes::from(data),
+            },
+            _ => Command::Cancel("bye".into()),
+        };
+        let mut frames = vec![peer];
+        frames.extend(command.encode());
+        let _ = receiver.handle(frames, &mut |_| {});
+    }
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    let mut beside: Vec<_> = std::fs::read_dir(&dir.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    beside.sort();
+    assert_eq!(beside, ["in", "outside"]);
+    // The links are still links, and something was saved (the generator makes valid
+    // offers too).
+    assert!(std::fs::symlink_metadata(inbox.join("link"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(listing(&inbox).iter().any(|(_, c)| c.is_some()));
+}
