@@ -59,7 +59,7 @@ use std::time::{Duration, Instant};
 use zmtp_async::{Bytes, Message, Runtime, Socket};
 
 pub use crate::cache::{DigestCache, FileKey};
-pub use crate::receiver::{FileReceiver, Handled};
+pub use crate::receiver::{FileReceiver, Handled, TREE_PATHS_MAX};
 pub use crate::sender::{FileSender, SendStep, CACHED_MIN};
 pub use crate::tree::{
     FileFailure, SkipReason, Skipped, TreeEvent, TreeProgress, TreeReport, TreeSender, TreeStep,

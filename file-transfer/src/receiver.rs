@@ -38,8 +38,19 @@ pub struct FileReceiver {
     options: RecvOptions,
     active: HashMap<Bytes, Active>,
     /// The paths each peer offered since its last `TREE`.
-    trees: HashMap<Bytes, HashSet<String>>,
+    trees: HashMap<Bytes, TreeSeen>,
 }
+
+/// The paths a peer offered in its current tree (as 16 bytes of their BLAKE3 digest, so
+/// that long paths cost no more than short ones), and when it last offered one.
+struct TreeSeen {
+    paths: HashSet<[u8; 16]>,
+    last: Instant,
+}
+
+/// The most paths a receiver remembers for one tree (64 MiB at most): past it, offers in
+/// that tree are refused.
+pub const TREE_PATHS_MAX: usize = 4_000_000;
 
 impl std::fmt::Debug for FileReceiver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -256,8 +267,20 @@ impl FileReceiver {
                 end(&mut out, Outcome::Failed(failed), events);
             }
             Ok(Command::Tree { files, bytes }) => {
-                // Never answered. Paths offered before it may be offered again.
-                self.trees.insert(peer.clone(), HashSet::new());
+                // Never answered. Paths offered before it may be offered again. The trees
+                // of peers silent for the idle timeout are forgotten (a ROUTER does not
+                // say when a peer has gone).
+                let now = Instant::now();
+                if let Some(idle) = self.options.idle_timeout {
+                    self.trees.retain(|_, t| t.last + idle > now);
+                }
+                self.trees.insert(
+                    peer.clone(),
+                    TreeSeen {
+                        paths: HashSet::new(),
+                        last: now,
+                    },
+                );
                 events(&RecvEvent::Tree {
                     peer: peer.clone(),
                     files,
@@ -377,8 +400,17 @@ impl FileReceiver {
         };
         // The path is checked before it is used in any path.
         wire::check_path(&offer.name)?;
-        if let Some(offered) = self.trees.get_mut(peer) {
-            if !offered.insert(offer.name.clone()) {
+        if let Some(seen) = self.trees.get_mut(peer) {
+            seen.last = Instant::now();
+            if seen.paths.len() >= TREE_PATHS_MAX {
+                return Err(format!(
+                    "more than {TREE_PATHS_MAX} paths offered in one tree"
+                ));
+            }
+            let hash = blake3::hash(offer.name.as_bytes());
+            let mut key = [0; 16];
+            key.copy_from_slice(&hash.as_bytes()[..16]);
+            if !seen.paths.insert(key) {
                 return Err(format!("{:?} is offered twice in one tree", offer.name));
             }
         }
