@@ -637,3 +637,47 @@ fn random_hostile_messages_never_write_outside_the_directory() {
         .is_symlink());
     assert!(listing(&inbox).iter().any(|(_, c)| c.is_some()));
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_large_part_is_resumed_and_its_prefix_counts_toward_the_digest() {
+    let dir = TempDir::new("bigpart");
+    let data = content(3 << 20, 8);
+    let source = dir.0.join("big.bin");
+    std::fs::write(&source, &data).unwrap();
+    let receiver = Socket::new(SocketType::Router).unwrap();
+    let ep = receiver.bind("tcp://127.0.0.1:*").await.unwrap();
+    let options = small(&dir.inbox());
+    let part = dir.inbox().join("big.bin.part");
+    let record = wire::encode_part_record(data.len() as u64, &wire::digest(&data));
+    // First a part whose first byte was damaged: what is fetched matches, the whole does
+    // not, and nothing is kept. Then an intact part: the rest is fetched and it is saved.
+    for damaged in [true, false] {
+        let mut prefix = data[..1 << 20].to_vec();
+        if damaged {
+            prefix[0] ^= 1;
+        }
+        std::fs::write(&part, &prefix).unwrap();
+        std::fs::write(dir.inbox().join("big.bin.part.offer"), record).unwrap();
+        let sender = Socket::new(SocketType::Dealer).unwrap();
+        sender.connect(&ep).unwrap();
+        let (sent, received) = within(async {
+            tokio::join!(
+                zmtp_file::send_file(&sender, &source, None, |_| {}),
+                recv_files(&receiver, &options, Some(1), |_| {})
+            )
+        })
+        .await;
+        let outcome = received.unwrap().remove(0);
+        if damaged {
+            let err = sent.unwrap_err().to_string();
+            assert!(err.contains("BLAKE3"), "{err}");
+            assert!(matches!(outcome, Outcome::Failed(_)));
+            assert!(!part.exists() && !dir.inbox().join("big.bin").exists());
+        } else {
+            assert_eq!(sent.unwrap().sent, 2 << 20);
+            let saved = outcome.saved().unwrap();
+            assert_eq!((saved.resumed_from, saved.fetched), (1 << 20, 2 << 20));
+            assert_eq!(std::fs::read(&saved.path).unwrap(), data);
+        }
+    }
+}
