@@ -299,6 +299,10 @@ impl TreeSender {
         };
         wire::check_path(&name).map_err(TransferError::BadName)?;
         let found = walk(root, &name)?;
+        if let Some(cache) = &options.digest_cache {
+            // Written once a second while the tree goes, and at the end (on drop).
+            let _ = cache.defer_writes(true);
+        }
         let progress = TreeProgress {
             files_done: 0,
             files: (found.files.len() + found.unsendable.len()) as u64,
@@ -617,4 +621,13 @@ fn read_small(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
     let mut data = Vec::new();
     file.take(wire::PUT_MAX + 1).read_to_end(&mut data)?;
     Ok((data.len() as u64 <= wire::PUT_MAX).then_some(data))
+}
+
+impl Drop for TreeSender {
+    fn drop(&mut self) {
+        if let Some(cache) = &self.options.digest_cache {
+            // Best effort: a cache that cannot be written only costs a hash next time.
+            let _ = cache.defer_writes(false);
+        }
+    }
 }

@@ -681,3 +681,52 @@ async fn a_large_part_is_resumed_and_its_prefix_counts_toward_the_digest() {
         }
     }
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_tree_sent_twice_takes_its_large_files_digests_from_the_cache() {
+    let dir = TempDir::new("cache");
+    let root = dir.0.join("src");
+    std::fs::create_dir_all(&root).unwrap();
+    for n in 0..5u64 {
+        std::fs::write(root.join(format!("big{n}.bin")), content(100_000, n)).unwrap();
+    }
+    std::fs::write(root.join("small.txt"), b"small").unwrap();
+    // Older than the time a digest must have settled for the cache to keep it.
+    std::thread::sleep(Duration::from_millis(200));
+    let cache_file = dir.0.join("digests");
+    let receiver = Socket::new(SocketType::Router).unwrap();
+    let ep = receiver.bind("tcp://127.0.0.1:*").await.unwrap();
+    let mut options = small(&dir.inbox());
+    options.overwrite = true;
+    for round in 0..2 {
+        let send_options = SendOptions {
+            name: None,
+            digest_cache: Some(zmtp_file::DigestCache::persistent(&cache_file)),
+        };
+        let sender = Socket::new(SocketType::Dealer).unwrap();
+        sender.connect(&ep).unwrap();
+        let (sent, received) = within(async {
+            tokio::join!(
+                send_tree(&sender, &root, &send_options, |_| {}),
+                recv_files(&receiver, &options, Some(6), |_| {})
+            )
+        })
+        .await;
+        let report = sent.unwrap();
+        assert!(report.all_saved(), "{report:?}");
+        assert!(received
+            .unwrap()
+            .iter()
+            .all(|o| matches!(o, Outcome::Saved(_))));
+        let cached: Vec<bool> = report.saved.iter().map(|r| r.digest_cached).collect();
+        // The five large files: hashed the first time, from the cache file the second;
+        // the small one (under 64 KiB) hashed both times.
+        let want = [round == 1; 5]
+            .into_iter()
+            .chain([false])
+            .collect::<Vec<_>>();
+        assert_eq!(cached, want, "round {round}");
+        // The deferred writes were made when the tree ended.
+        assert_eq!(zmtp_file::DigestCache::persistent(&cache_file).len(), 5);
+    }
+}
