@@ -313,88 +313,174 @@ impl FileSender {
 }
 
 /// The BLAKE3 digest of `file`, read whole. A file of one block is read and hashed here;
-/// a larger one is read ahead by a thread while this one hashes (the blocks go back and
-/// forth, so three are allocated in all). `progress` hears of each block hashed.
+/// a larger one is split into the subtrees of BLAKE3's tree of at most [`LEAF`] bytes,
+/// which this thread and a second one read and hash in turn (both cores at work, the reads
+/// of one overlapping the hashing of the other), and their chaining values are merged into
+/// the root. `progress` hears of each block hashed.
 fn hash_file(
     file: &File,
     size: u64,
     progress: &mut impl FnMut(Progress),
 ) -> std::io::Result<[u8; 32]> {
     const BLOCK: usize = 1 << 20;
-    let mut hasher = blake3::Hasher::new();
     if size <= BLOCK as u64 {
         // Read to the end, whatever the size said: the file may have grown.
         let mut data = Vec::with_capacity(size as usize + 1);
         let mut reader = file;
         reader.read_to_end(&mut data)?;
         if data.len() <= BLOCK {
-            hasher.update(&data);
             progress(Progress {
                 phase: Phase::Hashing,
                 done: (data.len() as u64).min(size),
                 total: size,
             });
-            return Ok(*hasher.finalize().as_bytes());
+            return Ok(wire::digest(&data));
         }
-        // It grew past a block: hash it as a large one, from the start.
-        return hash_blocks(file, size, progress);
+        // It grew past a block: hashed as a large one (its first `size` bytes; the
+        // receiver finds out if they are not what it is sent).
     }
-    hash_blocks(file, size, progress)
+    hash_tree(file, size, LEAF, progress)
 }
 
-/// [`hash_file`] for a file of more than one block, from its start.
-fn hash_blocks(
+/// The largest subtree one thread reads and hashes at a time (16 MiB).
+const LEAF: u64 = 16 << 20;
+
+/// The subtrees of the BLAKE3 tree of `len` bytes at `offset` that are at most `leaf`
+/// bytes, in order (the canonical tree: each node's left child is the largest power of two
+/// of chunks that leaves something to the right).
+fn leaves(offset: u64, len: u64, leaf: u64, out: &mut Vec<(u64, u64)>) {
+    if len <= leaf {
+        out.push((offset, len));
+    } else {
+        let left = blake3::hazmat::left_subtree_len(len);
+        leaves(offset, left, leaf, out);
+        leaves(offset + left, len - left, leaf, out);
+    }
+}
+
+/// The chaining value of the subtree of `len` bytes whose leaves come next in `cvs`.
+fn merge_subtree(
+    len: u64,
+    leaf: u64,
+    cvs: &mut impl Iterator<Item = blake3::hazmat::ChainingValue>,
+) -> blake3::hazmat::ChainingValue {
+    use blake3::hazmat::{left_subtree_len, merge_subtrees_non_root, Mode};
+    if len <= leaf {
+        return cvs.next().expect("one chaining value per leaf");
+    }
+    let left = left_subtree_len(len);
+    let l = merge_subtree(left, leaf, cvs);
+    let r = merge_subtree(len - left, leaf, cvs);
+    merge_subtrees_non_root(&l, &r, Mode::Hash)
+}
+
+/// The BLAKE3 digest of the first `size` bytes of `file` (more than one chunk of 1 KiB),
+/// its subtrees of at most `leaf` bytes (a power of two, at least 1 KiB) hashed by two
+/// threads. A file shorter than `size` is an error.
+fn hash_tree(
     file: &File,
     size: u64,
+    leaf: u64,
     progress: &mut impl FnMut(Progress),
 ) -> std::io::Result<[u8; 32]> {
+    use blake3::hazmat::{merge_subtrees_root, HasherExt, Mode};
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
     const BLOCK: usize = 1 << 20;
-    let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<std::io::Result<Vec<u8>>>(2);
-    let (empty_tx, empty_rx) = std::sync::mpsc::channel::<Vec<u8>>();
-    for _ in 0..3 {
-        let _ = empty_tx.send(vec![0; BLOCK]);
-    }
-    std::thread::scope(|scope| {
-        scope.spawn(move || {
-            let mut at = 0u64;
-            for mut buf in empty_rx {
-                buf.resize(BLOCK, 0);
-                let read = loop {
-                    match file.read_at(&mut buf, at) {
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                        other => break other,
-                    }
-                };
-                match read {
-                    Ok(0) => return,
-                    Ok(n) => {
-                        at += n as u64;
-                        buf.truncate(n);
-                        if full_tx.send(Ok(buf)).is_err() {
-                            return;
-                        }
-                    }
-                    Err(e) => {
-                        let _ = full_tx.send(Err(e));
-                        return;
-                    }
-                }
+    let mut parts = Vec::new();
+    leaves(0, size, leaf, &mut parts);
+    let next = AtomicUsize::new(0);
+    let hashed = AtomicU64::new(0);
+    // Each worker takes the next leaf until none is left; the hashers come back by index.
+    let work = |report: &mut dyn FnMut()| -> std::io::Result<Vec<(usize, blake3::Hasher)>> {
+        let mut buf = vec![0; BLOCK];
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(&(offset, len)) = parts.get(i) else {
+                return Ok(done);
+            };
+            let mut hasher = blake3::Hasher::new();
+            if offset > 0 {
+                hasher.set_input_offset(offset);
             }
-        });
-        let mut hasher = blake3::Hasher::new();
-        let mut done = 0u64;
-        // Ends when the reader does (end of file, or an error it sent first).
-        for block in full_rx {
-            let block = block?;
-            hasher.update(&block);
-            done += block.len() as u64;
+            let mut at = 0;
+            while at < len {
+                let n = (len - at).min(BLOCK as u64) as usize;
+                file.read_exact_at(&mut buf[..n], offset + at)?;
+                hasher.update(&buf[..n]);
+                at += n as u64;
+                hashed.fetch_add(n as u64, Ordering::Relaxed);
+                report();
+            }
+            done.push((i, hasher));
+        }
+    };
+    let mut hashers: Vec<Option<blake3::Hasher>> = vec![None; parts.len()];
+    std::thread::scope(|scope| -> std::io::Result<()> {
+        let helper = (parts.len() > 1).then(|| scope.spawn(|| work(&mut || {})));
+        let mine = work(&mut || {
             progress(Progress {
                 phase: Phase::Hashing,
-                done: done.min(size),
+                done: hashed.load(Ordering::Relaxed).min(size),
                 total: size,
-            });
-            let _ = empty_tx.send(block);
+            })
+        });
+        let theirs = match helper {
+            Some(h) => h
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("the hashing thread panicked"))),
+            None => Ok(Vec::new()),
+        };
+        for (i, h) in mine?.into_iter().chain(theirs?) {
+            hashers[i] = Some(h);
         }
-        Ok(*hasher.finalize().as_bytes())
-    })
+        Ok(())
+    })?;
+    // The helper may have hashed the last blocks: the end is told here.
+    progress(Progress {
+        phase: Phase::Hashing,
+        done: hashed.load(Ordering::Relaxed).min(size),
+        total: size,
+    });
+    let hashers: Vec<blake3::Hasher> = hashers.into_iter().flatten().collect();
+    if hashers.len() == 1 {
+        return Ok(*hashers[0].finalize().as_bytes());
+    }
+    let mut cvs = hashers.iter().map(|h| h.finalize_non_root());
+    let left = blake3::hazmat::left_subtree_len(size);
+    let l = merge_subtree(left, leaf, &mut cvs);
+    let r = merge_subtree(size - left, leaf, &mut cvs);
+    Ok(*merge_subtrees_root(&l, &r, Mode::Hash).as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tree_hash_of_two_threads_is_blake3s() {
+        let path = std::env::temp_dir().join(format!("zmtp-file-tree-hash-{}", std::process::id()));
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let data: Vec<u8> = (0..(3 << 20) + 7)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        std::fs::write(&path, &data).unwrap();
+        let file = File::open(&path).unwrap();
+        for size in [1025, 2048, 4097, 70_000, (1 << 20) + 1, data.len()] {
+            for leaf in [1024, 4096, 1 << 20, LEAF] {
+                let mut last = 0;
+                let digest = hash_tree(&file, size as u64, leaf, &mut |p| last = p.done).unwrap();
+                assert_eq!(digest, wire::digest(&data[..size]), "{size} {leaf}");
+                assert_eq!(last, size as u64, "progress ends at the size");
+            }
+        }
+        // A file shorter than it said: an error, not a digest (nor a panic).
+        assert!(hash_tree(&file, data.len() as u64 + 5000, 4096, &mut |_| {}).is_err());
+        std::fs::remove_file(&path).unwrap();
+    }
 }
