@@ -187,16 +187,15 @@ is missing: files complete on the receiver with the same size and digest are ans
 once (files of at most 64 KiB, which travel whole with their offer, are sent again but not
 written), and a part left by the interruption is resumed.
 
-The digest is kept in $XDG_CACHE_HOME/zmtp/digests (default ~/.cache/zmtp/digests),
-keyed on the file's canonical path, device, inode, size and modification and change times:
-sending the same unchanged file again (a retry, a resume, another receiver) skips the
-hashing. Any change to the file hashes it again; the receiver checks the digest of what it
+The digest of each file of 64 KiB or more is kept in $XDG_CACHE_HOME/zmtp/digests
+(default ~/.cache/zmtp/digests), keyed on the file's canonical path, device, inode, size
+and modification and change times: sending the same unchanged file again (a retry, a
+resume, another receiver) skips the hashing. Any change to the file hashes it again; the receiver checks the digest of what it
 wrote either way. --no-digest-cache neither reads nor writes that file.
 
 Exit status: 0 the receiver has the file (its digest matched; for a directory, every
 file of the tree), 1 bad usage, 2 runtime failure (the receiver refused or aborted a
-transfer, a file cannot be read,
-authentication refused), 3 --timeout expired.";
+transfer, a file cannot be read, authentication refused), 3 --timeout expired.";
 
 /// The text after the options list of `zmtp recv-file --help`.
 const RECV_FILE_AFTER: &str = "\
@@ -242,7 +241,8 @@ pub struct FileCommonCli {
 pub struct SendFileCli {
     #[command(flatten)]
     pub common: FileCommonCli,
-    /// The name to offer the file under (default: its own file name)
+    /// The name to offer the file under, or the directory's name on the receiver's side
+    /// (default: its own name)
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
     /// Hash the file even if its digest is cached, and do not record it
