@@ -417,7 +417,7 @@ fn hash_tree(
     };
     let mut hashers: Vec<Option<blake3::Hasher>> = vec![None; parts.len()];
     std::thread::scope(|scope| -> std::io::Result<()> {
-        let helper = (parts.len() > 1).then(|| scope.spawn(|| work(&mut || {})));
+        let second = (parts.len() > 1).then(|| scope.spawn(|| work(&mut || {})));
         let mine = work(&mut || {
             progress(Progress {
                 phase: Phase::Hashing,
@@ -425,7 +425,7 @@ fn hash_tree(
                 total: size,
             })
         });
-        let theirs = match helper {
+        let theirs = match second {
             Some(h) => h
                 .join()
                 .unwrap_or_else(|_| Err(std::io::Error::other("the hashing thread panicked"))),
@@ -436,7 +436,7 @@ fn hash_tree(
         }
         Ok(())
     })?;
-    // The helper may have hashed the last blocks: the end is told here.
+    // The second thread may have hashed the last blocks: the end is told here.
     progress(Progress {
         phase: Phase::Hashing,
         done: hashed.load(Ordering::Relaxed).min(size),
