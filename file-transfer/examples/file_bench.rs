@@ -1,12 +1,22 @@
 //! A file over tcp loopback: `send_file`/`recv_files` against a raw copy through a plain
-//! TCP socket, each side a process of its own, side by side on the same file.
+//! TCP socket, each side a process of its own, side by side on the same file; or a tree
+//! (`send_tree`) against a tar stream over a plain TCP socket.
 //!
 //! ```text
 //! cargo run --release -p zmtp-file --example file_bench -- DIR [MIB] [ROUNDS] [tokio|mio]
+//! cargo run --release -p zmtp-file --example file_bench -- DIR tree [FILES] [BIG_MIB] [ROUNDS] [tokio|mio]
 //! ```
 //!
-//! Writes a MIB-MiB file (default 1024) of pseudo-random bytes to DIR, then for each of
-//! ROUNDS rounds (default 3) copies it three times, one after the other:
+//! Tree: writes a tree of FILES files of 4 KiB (default 10,000, 100 per directory) and one
+//! of BIG_MIB MiB (default 256), then for each round (default 3) copies it twice: the
+//! system's `tar` streaming it over a plain TCP socket into `tar -x` on the other side
+//! (`tar -c | nc`, without nc), then `send_tree`/`recv_files`; it prints each copy's time,
+//! files per second and MiB/s end to end, their ratio, and the peak resident set of the
+//! zmtp processes (and of the processes copying the tar stream, tar's own not included).
+//! Every copy is kept until the end (DIR needs room for 2 × ROUNDS copies of the tree).
+//!
+//! File: writes a MIB-MiB file (default 1024) of pseudo-random bytes to DIR, then for each
+//! of ROUNDS rounds (default 3) copies it three times, one after the other:
 //!
 //! - raw: the sender reads 256 KiB blocks and writes them to a plain TCP socket, the
 //!   receiver writes what it reads to a file (no check);
@@ -237,6 +247,21 @@ struct Run {
     cpu: (f64, f64),
 }
 
+/// The lowest, median and highest of `v`.
+fn spread(v: &[f64]) -> String {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        return "-".into();
+    }
+    format!(
+        "lowest {:.2}, median {:.2}, highest {:.2}",
+        v[0],
+        v[v.len() / 2],
+        v[v.len() - 1]
+    )
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
@@ -244,7 +269,14 @@ fn main() {
         Some("raw-send") => return raw_send(&args[1], &args[2]),
         Some("zmtp-recv") => return zmtp_recv(&args[1], &args[2], &args[3]),
         Some("zmtp-send") => return zmtp_send(&args[1], &args[2], &args[3], &args[4]),
+        Some("tar-recv") => return tar_recv(&args[1], &args[2]),
+        Some("tar-send") => return tar_send(&args[1], &args[2]),
+        Some("tree-recv") => return tree_recv(&args[1], &args[2], &args[3], &args[4]),
+        Some("tree-send") => return tree_send(&args[1], &args[2], &args[3]),
         _ => {}
+    }
+    if args.get(1).map(String::as_str) == Some("tree") {
+        return tree_bench(&args);
     }
     let usage = "usage: file_bench DIR [MIB] [ROUNDS] [tokio|mio]";
     let base = PathBuf::from(args.first().expect(usage));
@@ -344,6 +376,10 @@ fn main() {
             list(&|r| format!("{:.3}", r[i].before))
         );
     }
+    for (i, what) in [(1, "cold"), (2, "warm")] {
+        let ratios: Vec<f64> = table.iter().map(|r| r[i].rate / r[0].rate).collect();
+        println!("{what} end to end / raw: {}", spread(&ratios));
+    }
     for (i, what) in [(0, "raw"), (1, "cold"), (2, "warm")] {
         println!(
             "{what} peak RSS MiB, sender / receiver: {}",
@@ -354,4 +390,212 @@ fn main() {
             list(&|r| format!("{:.2} / {:.2}", r[i].cpu.0, r[i].cpu.1))
         );
     }
+}
+
+/// The tree: `FILES` files of 4 KiB, 100 per directory, and `big.bin` of `BIG_MIB` MiB.
+fn make_tree(root: &Path, files: usize, big_mib: usize) {
+    let mut block = vec![0u8; 4096];
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    for i in 0..files {
+        let sub = root.join(format!("d{:03}", i / 100));
+        if i % 100 == 0 {
+            std::fs::create_dir_all(&sub).unwrap();
+        }
+        for word in block.chunks_exact_mut(8) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            word.copy_from_slice(&x.to_le_bytes());
+        }
+        std::fs::write(sub.join(format!("f{i:05}.dat")), &block).unwrap();
+    }
+    make_file(&root.join("big.bin"), big_mib);
+}
+
+/// Receive a tar stream on a TCP socket into `tar -x` in `dest`.
+fn tar_recv(port_file: &str, dest: &str) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    std::fs::write(port_file, listener.local_addr().unwrap().port().to_string()).unwrap();
+    let (mut stream, _) = listener.accept().unwrap();
+    let mut tar = Command::new("tar")
+        .args(["-x", "-f", "-", "-C", dest])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = tar.stdin.take().unwrap();
+    let total = std::io::copy(&mut stream, &mut stdin).unwrap();
+    drop(stdin);
+    assert!(tar.wait().unwrap().success(), "tar -x failed");
+    println!(
+        "received {total} bytes, peak RSS {} KiB, cpu {:.2} s",
+        peak_rss_kib(),
+        cpu_seconds()
+    );
+}
+
+/// Send `tar -c` of the tree `root` (its parent, and its name) to a TCP socket.
+fn tar_send(port: &str, root: &str) {
+    let root = Path::new(root);
+    let mut stream = TcpStream::connect(format!("127.0.0.1:{port}")).unwrap();
+    let mut tar = Command::new("tar")
+        .arg("-c")
+        .arg("-f")
+        .arg("-")
+        .arg("-C")
+        .arg(root.parent().unwrap())
+        .arg(root.file_name().unwrap())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = tar.stdout.take().unwrap();
+    std::io::copy(&mut stdout, &mut stream).unwrap();
+    assert!(tar.wait().unwrap().success(), "tar -c failed");
+    stream.shutdown(std::net::Shutdown::Write).unwrap();
+    println!(
+        "sent, peak RSS {} KiB, cpu {:.2} s",
+        peak_rss_kib(),
+        cpu_seconds()
+    );
+}
+
+fn tree_recv(driver: &str, port_file: &str, dir: &str, count: &str) {
+    let options = zmtp_file::RecvOptions::new(dir);
+    let count: u64 = count.parse().unwrap();
+    let outcomes = if driver == "mio" {
+        let ctx = zmtp_mio::Context::new().unwrap();
+        let socket = ctx.socket(zmtp_mio::SocketType::Router).unwrap();
+        let ep = socket.bind("tcp://127.0.0.1:*").unwrap();
+        std::fs::write(port_file, ep).unwrap();
+        zmtp_file::blocking::recv_files(&socket, &options, Some(count), |_| {}).unwrap()
+    } else {
+        runtime().block_on(async {
+            let socket = zmtp_tokio::Socket::new(zmtp_tokio::SocketType::Router).unwrap();
+            let ep = socket.bind("tcp://127.0.0.1:*").await.unwrap();
+            std::fs::write(port_file, ep).unwrap();
+            zmtp_file::recv_files(&socket, &options, Some(count), |_| {})
+                .await
+                .unwrap()
+        })
+    };
+    let saved = outcomes
+        .iter()
+        .filter(|o| matches!(o, zmtp_file::Outcome::Saved(_)));
+    assert_eq!(saved.count() as u64, count, "every file saved");
+    println!(
+        "received {count} files, peak RSS {} KiB, cpu {:.2} s",
+        peak_rss_kib(),
+        cpu_seconds()
+    );
+}
+
+fn tree_send(driver: &str, ep: &str, root: &str) {
+    let options = zmtp_file::SendOptions::default();
+    let report = if driver == "mio" {
+        let ctx = zmtp_mio::Context::new().unwrap();
+        let socket = ctx.socket(zmtp_mio::SocketType::Dealer).unwrap();
+        socket.connect(ep).unwrap();
+        let report =
+            zmtp_file::blocking::send_tree(&socket, Path::new(root), &options, |_| {}).unwrap();
+        socket.close();
+        report
+    } else {
+        runtime().block_on(async {
+            let socket = zmtp_tokio::Socket::new(zmtp_tokio::SocketType::Dealer).unwrap();
+            socket.connect(ep).unwrap();
+            let report = zmtp_file::send_tree(&socket, Path::new(root), &options, |_| {})
+                .await
+                .unwrap();
+            socket.close().await;
+            report
+        })
+    };
+    assert!(report.all_saved(), "every file saved");
+    println!(
+        "sent {} files, peak RSS {} KiB, cpu {:.2} s",
+        report.saved.len(),
+        peak_rss_kib(),
+        cpu_seconds()
+    );
+}
+
+/// `file_bench DIR tree [FILES] [BIG_MIB] [ROUNDS] [tokio|mio]`.
+fn tree_bench(args: &[String]) {
+    let usage = "usage: file_bench DIR tree [FILES] [BIG_MIB] [ROUNDS] [tokio|mio]";
+    let base = PathBuf::from(&args[0]);
+    let files: usize = args.get(2).map_or(10_000, |s| s.parse().expect(usage));
+    let big_mib: usize = args.get(3).map_or(256, |s| s.parse().expect(usage));
+    let rounds: usize = args.get(4).map_or(3, |s| s.parse().expect(usage));
+    let driver = args.get(5).map_or("tokio", String::as_str);
+    assert!(driver == "tokio" || driver == "mio", "{usage}");
+    let dir = base.join(format!("file-bench-tree-{}", std::process::id()));
+    let root = dir.join("tree");
+    make_tree(&root, files, big_mib);
+    let count = files + 1;
+    let bytes = (files * 4096) as f64 + (big_mib as f64) * 1048576.0;
+    let s = |p: &Path| p.display().to_string();
+    println!(
+        "a tree of {files} files of 4 KiB and one of {big_mib} MiB, {rounds} rounds, \
+         send_tree on {driver}"
+    );
+    let mut rows = Vec::new();
+    for round in 1..=rounds {
+        let mut secs = [0.0; 2];
+        let mut lines = [String::new(), String::new()];
+        for (i, what) in ["tar", "zmtp"].iter().enumerate() {
+            // Each copy into a directory of its own, all removed at the end: removing a
+            // tree of thousands of files between copies would make the next one's file
+            // creations slower on ext4 (it skips inodes freed in the last minutes).
+            let dest = dir.join(format!("in-{round}-{what}"));
+            std::fs::create_dir_all(&dest).unwrap();
+            let port_file = dir.join("port");
+            let _ = std::fs::remove_file(&port_file);
+            let start = Instant::now();
+            let (tx, rx) = if *what == "tar" {
+                let rx = child("tar-recv", &[&s(&port_file), &s(&dest)]);
+                let port = wait_for(&port_file);
+                let tx = child("tar-send", &[&port, &s(&root)]);
+                (tx, rx)
+            } else {
+                let rx = child(
+                    "tree-recv",
+                    &[driver, &s(&port_file), &s(&dest), &count.to_string()],
+                );
+                let ep = wait_for(&port_file);
+                let tx = child("tree-send", &[driver, &ep, &s(&root)]);
+                (tx, rx)
+            };
+            let (tx, rx) = (output(tx), output(rx));
+            secs[i] = start.elapsed().as_secs_f64();
+            let big = std::fs::metadata(dest.join("tree/big.bin")).unwrap().len();
+            assert_eq!(big, (big_mib as u64) << 20);
+            println!(
+                "round {round} {what}: {:.3} s, {:.0} files/s, {:.1} MiB/s  sender: {tx}; \
+                 receiver: {rx}",
+                secs[i],
+                count as f64 / secs[i],
+                bytes / secs[i] / 1048576.0
+            );
+            lines[i] = format!("{tx}; {rx}");
+        }
+        println!("round {round} zmtp / tar rate: {:.2}", secs[0] / secs[1]);
+        rows.push((secs, lines));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    println!("\nall rounds ({driver}):");
+    let tar: Vec<f64> = rows.iter().map(|r| r.0[0]).collect();
+    let zmtp: Vec<f64> = rows.iter().map(|r| r.0[1]).collect();
+    let ratio: Vec<f64> = rows.iter().map(|r| r.0[0] / r.0[1]).collect();
+    println!("tar seconds:        {}", spread(&tar));
+    println!("zmtp seconds:       {}", spread(&zmtp));
+    println!("zmtp / tar rate:    {}", spread(&ratio));
+    let rss = |side: &str| -> Vec<f64> {
+        rows.iter()
+            .map(|r| {
+                let (tx, rx) = r.1[1].split_once("; ").unwrap();
+                field(if side == "tx" { tx } else { rx }, "RSS ") / 1024.0
+            })
+            .collect()
+    };
+    println!("zmtp sender peak RSS MiB:   {}", spread(&rss("tx")));
+    println!("zmtp receiver peak RSS MiB: {}", spread(&rss("rx")));
 }

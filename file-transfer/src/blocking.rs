@@ -33,7 +33,7 @@ use zmtp_mio::Socket;
 
 use crate::{
     one_saved, FileReceiver, FileSender, Outcome, Progress, RecvEvent, RecvOptions, Saved,
-    SendOptions, SendReport, SendStep, TransferError,
+    SendOptions, SendReport, SendStep, TransferError, TreeEvent, TreeReport, TreeSender,
 };
 
 fn send(socket: &Socket, frames: Vec<Bytes>) -> Result<(), TransferError> {
@@ -83,6 +83,39 @@ pub fn send_file_with(
                 return Err(error);
             }
         }
+    }
+}
+
+/// [`crate::send_tree`] on a blocking DEALER.
+pub fn send_tree(
+    socket: &Socket,
+    root: &Path,
+    options: &SendOptions,
+    mut events: impl FnMut(&TreeEvent),
+) -> Result<TreeReport, TransferError> {
+    let mut tree = TreeSender::new(root, options)?;
+    let mut step = tree.start(&mut events);
+    loop {
+        // What the last message asked for, then the next offers (hashed meanwhile).
+        for next in [false, true] {
+            if next {
+                step = tree.offers(&mut events);
+            }
+            let end = step.end.take();
+            for frames in step.send.drain(..) {
+                match (send(socket, frames), &end) {
+                    (Ok(()), _) => {}
+                    // The tree failed already: the CANCEL is best effort.
+                    (Err(_), Some(Err(_))) => break,
+                    (Err(e), _) => return Err(e),
+                }
+            }
+            if let Some(end) = end {
+                return end;
+            }
+        }
+        let msg = socket.recv()?;
+        step = tree.handle(msg.frames(), &mut events);
     }
 }
 

@@ -15,7 +15,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// What identifies one version of a file's content, from its status (`fstat`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -68,7 +68,8 @@ const SETTLE: Duration = Duration::from_millis(50);
 const MAX_ENTRIES: usize = 4096;
 
 /// The first line of a cache file.
-const HEADER: &str = "zmtp-file digest cache 1";
+/// Version 2 holds BLAKE3 digests; a file of version 1 (SHA-256) is an empty start.
+const HEADER: &str = "zmtp-file digest cache 2 blake3";
 
 #[derive(Debug, Clone)]
 struct Entry {
@@ -85,9 +86,18 @@ struct Inner {
     clock: u64,
     hits: u64,
     misses: u64,
+    /// Changes are written at most once per [`DEFERRED_WRITE_EVERY`] (a tree's files).
+    deferred: bool,
+    /// A change is not written yet.
+    dirty: bool,
+    /// When the file was last written while deferring.
+    written_at: Option<Instant>,
 }
 
-/// SHA-256 digests of files already hashed, for [`SendOptions::digest_cache`]
+/// How often a cache whose writes are deferred writes its file.
+const DEFERRED_WRITE_EVERY: Duration = Duration::from_secs(1);
+
+/// BLAKE3 digests of files already hashed, for [`SendOptions::digest_cache`]
 /// (`crate::SendOptions`). Clones share one cache, so a program can keep one for all
 /// its transfers; it is safe to use from several threads.
 ///
@@ -182,17 +192,32 @@ impl DigestCache {
                 inner.entries.remove(&p);
             }
         }
-        save(&inner)
+        changed(&mut inner)
     }
 
     /// Forget the file at `path` (canonical). A persistent cache is written back.
     pub fn remove(&self, path: &Path) -> io::Result<()> {
         let mut inner = self.lock();
         if inner.entries.remove(path).is_some() {
-            save(&inner)
+            changed(&mut inner)
         } else {
             Ok(())
         }
+    }
+
+    /// Defer writing a persistent cache's file (`on`): changes are then written at most
+    /// once a second, instead of at every change (sending a tree of thousands of files
+    /// would otherwise rewrite it once per file). Turning it off writes what is pending.
+    /// The setting is the cache's, shared by its clones. [`send_tree`](crate::send_tree)
+    /// defers while it sends, and turns it off at the end.
+    pub fn defer_writes(&self, on: bool) -> io::Result<()> {
+        let mut inner = self.lock();
+        inner.deferred = on;
+        if !on && inner.dirty {
+            inner.dirty = false;
+            return save(&inner);
+        }
+        Ok(())
     }
 
     /// Lookups that found a digest.
@@ -291,6 +316,23 @@ fn parse(text: &[u8]) -> HashMap<PathBuf, Entry> {
         return HashMap::new();
     }
     lines.filter_map(parse_line).take(MAX_ENTRIES).collect()
+}
+
+/// After a change: write the file now, or later if writes are deferred.
+fn changed(inner: &mut Inner) -> io::Result<()> {
+    if inner.deferred {
+        let now = Instant::now();
+        if inner
+            .written_at
+            .is_some_and(|t| now.duration_since(t) < DEFERRED_WRITE_EVERY)
+        {
+            inner.dirty = true;
+            return Ok(());
+        }
+        inner.written_at = Some(now);
+    }
+    inner.dirty = false;
+    save(inner)
 }
 
 /// Write a persistent cache to its file (readable by its owner only).
@@ -395,6 +437,29 @@ mod tests {
         // Another header: nothing is trusted.
         fs::write(&file, "something else\n").unwrap();
         assert!(DigestCache::persistent(&file).is_empty());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn deferred_writes_are_written_when_deferring_ends() {
+        let dir =
+            std::env::temp_dir().join(format!("zmtp-file-cache-defer-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let file = dir.join("digests");
+        let cache = DigestCache::persistent(&file);
+        cache.defer_writes(true).unwrap();
+        for n in 0..100 {
+            cache
+                .insert(PathBuf::from(format!("/f{n}")), key(n), [n as u8; 32])
+                .unwrap();
+        }
+        // The first change is written at once, the others within the second are not.
+        assert!(DigestCache::persistent(&file).len() < 100);
+        cache.defer_writes(false).unwrap();
+        assert_eq!(DigestCache::persistent(&file).len(), 100);
+        // Not deferring: every change is written.
+        cache.remove(Path::new("/f0")).unwrap();
+        assert_eq!(DigestCache::persistent(&file).len(), 99);
         fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -1,6 +1,7 @@
 //! File transfer over ZeroMQ: a DEALER sender offers a file, a ROUTER receiver fetches it
 //! in ranges, keeping at most a window of them outstanding (credit-based flow control),
-//! checks its SHA-256, and renames it into place. Either side may bind.
+//! checks its BLAKE3 digest, and renames it into place. Either side may bind. Whole
+//! directory trees go the same way, file after file on one connection ([`send_tree`]).
 //!
 //! The protocol itself (messages, both sides' rules, resume decisions) is in [`wire`] and
 //! does no I/O. [`FileSender`] and [`FileReceiver`] add the file system (hashing, positional
@@ -45,6 +46,7 @@ pub mod blocking;
 mod cache;
 mod receiver;
 mod sender;
+mod tree;
 pub mod wire;
 
 use std::fmt;
@@ -57,8 +59,11 @@ use std::time::{Duration, Instant};
 use zmtp_async::{Bytes, Message, Runtime, Socket};
 
 pub use crate::cache::{DigestCache, FileKey};
-pub use crate::receiver::{FileReceiver, Handled};
-pub use crate::sender::{FileSender, SendStep};
+pub use crate::receiver::{FileReceiver, Handled, TREE_PATHS_MAX};
+pub use crate::sender::{FileSender, SendStep, CACHED_MIN};
+pub use crate::tree::{
+    FileFailure, SkipReason, Skipped, TreeEvent, TreeProgress, TreeReport, TreeSender, TreeStep,
+};
 
 /// Why a transfer failed.
 #[derive(Debug)]
@@ -140,7 +145,7 @@ pub struct SendReport {
     pub size: u64,
     /// Bytes sent in CHUNKs (less than `size` when the receiver resumed a part).
     pub sent: u64,
-    /// Its SHA-256.
+    /// Its BLAKE3 digest.
     pub digest: [u8; 32],
     /// Whether the digest came from the [`DigestCache`] (the file was not read to
     /// compute it).
@@ -212,6 +217,9 @@ pub struct Saved {
     pub resumed_from: u64,
     /// Bytes that arrived in CHUNKs during this transfer.
     pub fetched: u64,
+    /// The file was there already, complete, with the offered size and digest: nothing
+    /// was fetched or written (a tree sent again after an interruption).
+    pub unchanged: bool,
 }
 
 /// A transfer that ended without a file: refused, aborted, or cancelled by the sender.
@@ -244,6 +252,7 @@ impl fmt::Debug for Saved {
             .field("size", &self.size)
             .field("resumed_from", &self.resumed_from)
             .field("fetched", &self.fetched)
+            .field("unchanged", &self.unchanged)
             .finish()
     }
 }
@@ -302,6 +311,27 @@ pub enum RecvEvent {
     },
     /// A transfer ended (also returned by [`recv_files`]).
     Ended(Outcome),
+    /// A sender announced a directory tree (`TREE`): this many files and bytes follow.
+    Tree {
+        /// The sender's routing id.
+        peer: Bytes,
+        /// Files announced.
+        files: u64,
+        /// Bytes they hold.
+        bytes: u64,
+    },
+    /// A sender asked for a directory (`DIR`): created (or there already), or refused
+    /// (not counted as a transfer).
+    Dir {
+        /// The sender's routing id.
+        peer: Bytes,
+        /// The path it asked for.
+        name: String,
+        /// Where it is (under the receiver's directory).
+        path: PathBuf,
+        /// `Ok` once it exists, or why it was refused.
+        result: Result<(), String>,
+    },
     /// A message from a peer without a transfer, or not the protocol's, answered with
     /// `ERROR` (not counted as a transfer).
     Stray {
@@ -363,6 +393,50 @@ pub async fn send_file_with<R: Runtime>(
                 return Err(error);
             }
         }
+    }
+}
+
+/// Send the directory tree at `root` on `socket` (a DEALER, bound or connected): every
+/// regular file under it, each offered under its path below the tree's name
+/// (`options.name`, by default the directory's own name: `photos/2024/a.jpg`), one
+/// after the other on this connection; directories that hold no file are created with
+/// `DIR`. Symbolic links and special files under `root` are skipped (reported to
+/// `events`), never followed. Returns once every file has been answered: the report says
+/// which were saved and which not (a refused file does not stop the others). A
+/// receiver that kept files from an interrupted send of the same tree answers those at
+/// once, and resumes a part: only what is missing is sent.
+///
+/// Fails early only when the tree cannot be read, the socket fails, or the receiver
+/// breaks the protocol (then it is sent `CANCEL`).
+pub async fn send_tree<R: Runtime>(
+    socket: &Socket<R>,
+    root: &Path,
+    options: &SendOptions,
+    mut events: impl FnMut(&TreeEvent),
+) -> Result<TreeReport, TransferError> {
+    let mut tree = TreeSender::new(root, options)?;
+    let mut step = tree.start(&mut events);
+    loop {
+        // What the last message asked for, then the next offers (hashed meanwhile).
+        for next in [false, true] {
+            if next {
+                step = tree.offers(&mut events);
+            }
+            let end = step.end.take();
+            for frames in step.send.drain(..) {
+                match (send(socket, frames).await, &end) {
+                    (Ok(()), _) => {}
+                    // The tree failed already: the CANCEL is best effort.
+                    (Err(_), Some(Err(_))) => break,
+                    (Err(e), _) => return Err(e),
+                }
+            }
+            if let Some(end) = end {
+                return end;
+            }
+        }
+        let msg = socket.recv().await?;
+        step = tree.handle(msg.frames(), &mut events);
     }
 }
 
@@ -471,11 +545,12 @@ mod tests {
             size: 10,
             resumed_from: 4,
             fetched: 6,
+            unchanged: false,
         };
         assert_eq!(
             format!("{saved:?}"),
             "Saved { peer: 006b8b4567, name: \"a.bin\", path: \"/in/a.bin\", size: 10, \
-             resumed_from: 4, fetched: 6 }"
+             resumed_from: 4, fetched: 6, unchanged: false }"
         );
         let failed = Failed {
             peer,

@@ -1,7 +1,7 @@
 //! The receiver's side: its transfers, one per sender, with their part files, without a
 //! socket.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::io::Write;
@@ -9,11 +9,10 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use sha2::{Digest, Sha256};
 use zmtp_async::Bytes;
 
 use crate::sender::command_name;
-use crate::wire::{self, Command, Incoming, Offer, OnDisk, PartInfo, Policy};
+use crate::wire::{self, Command, Decision, Existing, Incoming, Offer, OnDisk, PartInfo, Policy};
 use crate::{Failed, Outcome, RecvEvent, RecvOptions, Saved};
 
 /// Receives files into a directory from any number of senders at once, told apart by the
@@ -24,14 +23,34 @@ use crate::{Failed, Outcome, RecvEvent, RecvOptions, Saved};
 /// Each offer is judged by [`wire::judge_offer`] before anything is created, and refused
 /// with `ERROR` when it breaks a rule. An accepted file is written at each CHUNK's offset
 /// into `NAME.part` (next to `NAME.part.offer`, the offer it is for, which lets a later
-/// identical offer resume it), hashed as it arrives, and renamed to `NAME` once whole and
-/// its digest matches; then the sender gets `DONE`. A CHUNK that was not asked for, a
-/// digest mismatch or a write error aborts the transfer with `ERROR` and removes the
-/// part; a sender's `CANCEL` keeps it, to be resumed.
+/// identical offer resume it), hashed (BLAKE3) as it arrives, and renamed to `NAME` once
+/// whole and its digest matches; then the sender gets `DONE`. A CHUNK that was not asked
+/// for, a digest mismatch or a write error aborts the transfer with `ERROR` and removes
+/// the part; a sender's `CANCEL` keeps it, to be resumed.
+///
+/// Names are relative paths ([`wire::check_path`]): the directories they go through are
+/// created under the receiver's directory, and a path that goes through a symbolic link
+/// there (or ends at one) is refused, never followed. A complete file of the offered size
+/// already there (and `overwrite` off) is hashed: the same content is answered with `DONE`
+/// at once ([`Saved::unchanged`]), other content refused. After a sender's `TREE`, a path
+/// it offers twice is refused.
 pub struct FileReceiver {
     options: RecvOptions,
     active: HashMap<Bytes, Active>,
+    /// The paths each peer offered since its last `TREE`.
+    trees: HashMap<Bytes, TreeSeen>,
 }
+
+/// The paths a peer offered in its current tree (as 16 bytes of their BLAKE3 digest, so
+/// that long paths cost no more than short ones), and when it last offered one.
+struct TreeSeen {
+    paths: HashSet<[u8; 16]>,
+    last: Instant,
+}
+
+/// The most paths a receiver remembers for one tree (64 MiB at most): past it, offers in
+/// that tree are refused.
+pub const TREE_PATHS_MAX: usize = 4_000_000;
 
 impl std::fmt::Debug for FileReceiver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -57,6 +76,7 @@ impl FileReceiver {
         FileReceiver {
             options,
             active: HashMap::new(),
+            trees: HashMap::new(),
         }
     }
 
@@ -89,19 +109,68 @@ impl FileReceiver {
                 out.ended = Some(o);
             }
         };
-        match Command::decode(&frames) {
+        // A PUT is an offer that brings the whole file with it.
+        let (decoded, put) = match Command::decode(&frames) {
+            Ok(Command::Put { offer, data }) => (Ok(Command::Offer(offer)), Some(data)),
+            other => (other, None),
+        };
+        match decoded {
             Ok(Command::Offer(offer)) => {
                 // A new offer replaces what this peer was doing (its part is kept).
                 self.active.remove(&peer);
-                match self.start(&offer) {
-                    Ok(mut t) => {
+                let started = match &put {
+                    Some(data) => wire::check_put(&offer, data.len())
+                        .and_then(|()| self.start(&peer, &offer, true)),
+                    None => self.start(&peer, &offer, false),
+                };
+                match started {
+                    Ok(Started::Unchanged) => {
+                        events(&RecvEvent::Started {
+                            peer: peer.clone(),
+                            name: offer.name.clone(),
+                            size: offer.size,
+                            from: offer.size,
+                        });
+                        reply(&mut out, Command::Done);
+                        let saved = Saved {
+                            peer: peer.clone(),
+                            path: self.options.dir.join(&offer.name),
+                            name: offer.name,
+                            size: offer.size,
+                            resumed_from: offer.size,
+                            fetched: 0,
+                            unchanged: true,
+                        };
+                        end(&mut out, Outcome::Saved(saved), events);
+                    }
+                    Ok(Started::Fetching(t)) => {
+                        let mut t = *t;
                         events(&RecvEvent::Started {
                             peer: peer.clone(),
                             name: t.name.clone(),
                             size: offer.size,
                             from: t.state.have(),
                         });
-                        if t.state.is_complete() {
+                        if let Some(data) = put {
+                            // Written, hashed and checked at once: no FETCH.
+                            let outcome = match t.file.write_all_at(&data, 0) {
+                                Ok(()) => {
+                                    t.hasher.feed(data);
+                                    t.state.on_put();
+                                    finish(t, &peer)
+                                }
+                                Err(e) => {
+                                    discard(&t.part, &t.record);
+                                    Outcome::Failed(Failed {
+                                        peer: peer.clone(),
+                                        reason: format!("cannot write {}: {e}", t.part.display()),
+                                        name: t.name,
+                                    })
+                                }
+                            };
+                            reply(&mut out, outcome_reply(&outcome));
+                            end(&mut out, outcome, events);
+                        } else if t.state.is_complete() {
                             let outcome = finish(t, &peer);
                             reply(&mut out, outcome_reply(&outcome));
                             end(&mut out, outcome, events);
@@ -177,10 +246,14 @@ impl FileReceiver {
             }
             // An offer that does not decode (a name that is not UTF-8, a wrong size): refused
             // as an offer is, so that it is counted and reported as a transfer that failed.
-            Err(e) if frames.first().is_some_and(|c| &c[..] == b"OFFER") => {
+            Err(e)
+                if frames
+                    .first()
+                    .is_some_and(|c| &c[..] == b"OFFER" || &c[..] == b"PUT") =>
+            {
                 // As a new offer would, it replaces what this peer was doing.
                 self.active.remove(&peer);
-                let reason = format!("malformed OFFER: {}", e.0);
+                let reason = format!("malformed {}: {}", String::from_utf8_lossy(&frames[0]), e.0);
                 reply(&mut out, Command::Error(reason.clone()));
                 let name = frames
                     .get(1)
@@ -192,6 +265,42 @@ impl FileReceiver {
                     reason,
                 };
                 end(&mut out, Outcome::Failed(failed), events);
+            }
+            Ok(Command::Tree { files, bytes }) => {
+                // Never answered. Paths offered before it may be offered again. The trees
+                // of peers silent for the idle timeout are forgotten (a ROUTER does not
+                // say when a peer has gone).
+                let now = Instant::now();
+                if let Some(idle) = self.options.idle_timeout {
+                    self.trees.retain(|_, t| t.last + idle > now);
+                }
+                self.trees.insert(
+                    peer.clone(),
+                    TreeSeen {
+                        paths: HashSet::new(),
+                        last: now,
+                    },
+                );
+                events(&RecvEvent::Tree {
+                    peer: peer.clone(),
+                    files,
+                    bytes,
+                });
+            }
+            Ok(Command::Dir(path)) => {
+                let made = wire::check_path(&path)
+                    .and_then(|()| make_dirs(&self.options.dir, &path, true).map(|_| ()));
+                let answer = match &made {
+                    Ok(()) => Command::Done,
+                    Err(reason) => Command::Error(reason.clone()),
+                };
+                reply(&mut out, answer);
+                events(&RecvEvent::Dir {
+                    peer: peer.clone(),
+                    path: self.options.dir.join(&path),
+                    name: path,
+                    result: made,
+                });
             }
             Ok(Command::Cancel(why)) => {
                 // Never answered: a CANCEL ends the exchange. The part is kept.
@@ -279,17 +388,32 @@ impl FileReceiver {
         })
     }
 
-    /// Judge an offer against the directory and open its part: the new transfer, or why
-    /// not.
-    fn start(&mut self, offer: &Offer) -> Result<Active, String> {
+    /// Judge an offer against the directory and open its part: the new transfer (or a
+    /// complete file already there with the same content), or why not.
+    /// `whole`: a PUT, whose bytes are all there (no part is resumed, no record kept).
+    fn start(&mut self, peer: &Bytes, offer: &Offer, whole: bool) -> Result<Started, String> {
         let options = &self.options;
         let active = &mut self.active;
         let policy = Policy {
             max_size: options.max_size,
             overwrite: options.overwrite,
         };
-        // The name is checked before it is used in any path.
-        wire::check_name(&offer.name)?;
+        // The path is checked before it is used in any path.
+        wire::check_path(&offer.name)?;
+        if let Some(seen) = self.trees.get_mut(peer) {
+            seen.last = Instant::now();
+            if seen.paths.len() >= TREE_PATHS_MAX {
+                return Err(format!(
+                    "more than {TREE_PATHS_MAX} paths offered in one tree"
+                ));
+            }
+            let hash = blake3::hash(offer.name.as_bytes());
+            let mut key = [0; 16];
+            key.copy_from_slice(&hash.as_bytes()[..16]);
+            if !seen.paths.insert(key) {
+                return Err(format!("{:?} is offered twice in one tree", offer.name));
+            }
+        }
         let (target, part, record) = part_paths(&options.dir, &offer.name);
         if let Some((other, t)) = active.iter().find(|(_, t)| t.name == offer.name) {
             if t.digest != offer.digest || t.state.size() != offer.size {
@@ -302,19 +426,49 @@ impl FileReceiver {
             let other = other.clone();
             active.remove(&other);
         }
-        let recorded = fs::read(&record)
-            .ok()
-            .and_then(|r| wire::decode_part_record(&r));
-        // Not following a link: a link planted as the part is refused when opened.
-        let part_len = fs::symlink_metadata(&part).ok().map(|m| m.len());
-        let disk = OnDisk {
-            complete_exists: fs::symlink_metadata(&target).is_ok(),
-            part: match (recorded, part_len) {
-                (Some((size, digest)), Some(len)) => Some(PartInfo { size, digest, len }),
-                _ => None,
-            },
+        // Nothing below a link is looked at: the directories on the way are checked first.
+        let parents_exist = make_dirs(&options.dir, parent_of(&offer.name), false)?;
+        let disk = if parents_exist {
+            // Not following a link: a link planted as the part is refused when opened.
+            let part_len = fs::symlink_metadata(&part).ok().map(|m| m.len());
+            // A record without its part describes nothing.
+            let recorded = part_len.and_then(|_| {
+                fs::read(&record)
+                    .ok()
+                    .and_then(|r| wire::decode_part_record(&r))
+            });
+            OnDisk {
+                complete: fs::symlink_metadata(&target).ok().map(|m| {
+                    let kind = m.file_type();
+                    if kind.is_symlink() {
+                        Existing::Symlink
+                    } else if kind.is_file() {
+                        Existing::File(m.len())
+                    } else {
+                        Existing::Other
+                    }
+                }),
+                part: match (recorded, part_len) {
+                    (Some((size, digest)), Some(len)) => Some(PartInfo { size, digest, len }),
+                    _ => None,
+                },
+            }
+        } else {
+            OnDisk::default()
         };
-        let from = wire::judge_offer(offer, policy, disk)?;
+        let from = match wire::judge_offer(offer, policy, disk)? {
+            Decision::Fetch(_) if whole => 0,
+            Decision::Fetch(from) => from,
+            Decision::CompareExisting => {
+                let existing = hash_existing(&target)
+                    .map_err(|e| format!("cannot read {}: {e}", target.display()))?;
+                wire::judge_existing(offer, &existing)?;
+                return Ok(Started::Unchanged);
+            }
+        };
+        if !parents_exist {
+            make_dirs(&options.dir, parent_of(&offer.name), true)?;
+        }
         let shown = part.display();
         // Never through a symbolic link: one planted in the directory as the part (or its
         // record) fails the open (ELOOP) instead of redirecting the writes elsewhere.
@@ -326,7 +480,18 @@ impl FileReceiver {
             .custom_flags(libc::O_NOFOLLOW)
             .open(&part)
             .map_err(|e| format!("cannot create {shown}: {e}"))?;
-        if from == 0 {
+        let small = whole || offer.size <= u64::from(options.chunk);
+        // Whether a record is there now (to be removed with the part).
+        let mut has_record = disk.part.is_some();
+        if small {
+            // A file of one range is never resumed: no record (one left by an earlier
+            // offer goes, so that it cannot describe this part).
+            if has_record {
+                let _ = fs::remove_file(&record);
+                has_record = false;
+            }
+        } else if from == 0 {
+            has_record = true;
             OpenOptions::new()
                 .write(true)
                 .create(true)
@@ -341,12 +506,18 @@ impl FileReceiver {
                     format!("cannot write {}: {e}", record.display())
                 })?;
         }
-        // What a resumed part holds counts toward the digest: the worker reads it first.
-        let hasher = file
-            .try_clone()
-            .and_then(|f| HashWorker::start(f, from, options.window as usize))
-            .map_err(|e| format!("cannot hash {shown}: {e}"))?;
-        Ok(Active {
+        // What a resumed part holds counts toward the digest: it is read first. Files of
+        // a few ranges are hashed here as they arrive; larger ones on a thread.
+        let hasher = if offer.size - from <= INLINE_HASH_MAX {
+            let mut h = blake3::Hasher::new();
+            hash_prefix(&file, from, &mut h).map(|()| Hasher::Inline(Box::new(h)))
+        } else {
+            file.try_clone()
+                .and_then(|f| HashWorker::start(f, from, options.window as usize))
+                .map(Hasher::Thread)
+        }
+        .map_err(|e| format!("cannot hash {shown}: {e}"))?;
+        Ok(Started::Fetching(Box::new(Active {
             last: Instant::now(),
             name: offer.name.clone(),
             digest: offer.digest,
@@ -355,9 +526,83 @@ impl FileReceiver {
             hasher,
             part,
             record,
+            has_record,
             target,
-        })
+        })))
     }
+}
+
+/// Files whose remaining bytes are at most this many are hashed on the receiving thread
+/// (starting a thread would cost more than hashing them).
+const INLINE_HASH_MAX: u64 = 1 << 20;
+
+/// What an accepted offer leads to.
+enum Started {
+    /// A transfer to run.
+    Fetching(Box<Active>),
+    /// The complete file is there with the offered digest: nothing to fetch.
+    Unchanged,
+}
+
+/// The directory part of a path (`""` for a bare name).
+fn parent_of(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(dir, _)| dir)
+}
+
+/// Walk the directories of `rel` (a checked path, `""` for none) under `dir`, component by
+/// component without following links: an existing symbolic link or non-directory on the
+/// way is refused. With `create`, missing ones are created; without, returns whether all
+/// exist (the walk stops at the first that does not).
+fn make_dirs(dir: &Path, rel: &str, create: bool) -> Result<bool, String> {
+    let mut at = dir.to_path_buf();
+    let mut so_far = String::new();
+    for component in rel.split('/').filter(|c| !c.is_empty()) {
+        at.push(component);
+        if !so_far.is_empty() {
+            so_far.push('/');
+        }
+        so_far.push_str(component);
+        let mut created = false;
+        loop {
+            match fs::symlink_metadata(&at) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    return Err(format!(
+                        "{so_far:?} is a symbolic link on the receiver (never followed)"
+                    ))
+                }
+                Ok(m) if m.is_dir() => break,
+                Ok(_) => {
+                    return Err(format!(
+                        "{so_far:?} exists on the receiver and is not a directory"
+                    ))
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound && create && !created => {
+                    // Another may create it at the same moment: look again either way.
+                    created = true;
+                    if let Err(e) = fs::create_dir(&at) {
+                        if e.kind() != io::ErrorKind::AlreadyExists {
+                            return Err(format!("cannot create {}: {e}", at.display()));
+                        }
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound && !create => return Ok(false),
+                Err(e) => return Err(format!("cannot look at {}: {e}", at.display())),
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// The BLAKE3 digest of the regular file at `path`, opened without following a link.
+fn hash_existing(path: &Path) -> io::Result<[u8; 32]> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    let len = file.metadata()?.len();
+    let mut hasher = blake3::Hasher::new();
+    hash_prefix(&file, len, &mut hasher)?;
+    Ok(*hasher.finalize().as_bytes())
 }
 
 /// A complete transfer: check the digest, rename into place.
@@ -384,7 +629,7 @@ fn finish(t: Active, peer: &Bytes) -> Outcome {
     };
     if digest != t.digest {
         return failed(format!(
-            "{:?}: the SHA-256 of what arrived does not match the offer",
+            "{:?}: the BLAKE3 digest of what arrived does not match the offer's",
             t.name
         ));
     }
@@ -395,7 +640,9 @@ fn finish(t: Active, peer: &Bytes) -> Outcome {
             t.target.display()
         ));
     }
-    let _ = fs::remove_file(&t.record);
+    if t.has_record {
+        let _ = fs::remove_file(&t.record);
+    }
     Outcome::Saved(Saved {
         peer: peer.clone(),
         name: t.name.clone(),
@@ -403,6 +650,7 @@ fn finish(t: Active, peer: &Bytes) -> Outcome {
         size: t.state.size(),
         resumed_from: t.state.size() - t.state.fetched(),
         fetched: t.state.fetched(),
+        unchanged: false,
     })
 }
 
@@ -413,29 +661,65 @@ fn outcome_reply(outcome: &Outcome) -> Command {
     }
 }
 
-/// The SHA-256 of a file as it arrives, computed on a thread of its own so that hashing
-/// overlaps receiving. It is fed the chunks (shared, not copied) in file order, through a
-/// channel of a window's capacity.
+/// The BLAKE3 digest of a file as it arrives.
+enum Hasher {
+    /// Hashed on the receiving thread, chunk by chunk (a small file).
+    Inline(Box<blake3::Hasher>),
+    /// Hashed on a thread of its own, overlapping receiving.
+    Thread(HashWorker),
+}
+
+impl Hasher {
+    /// Hash `chunk` next.
+    fn feed(&mut self, chunk: Bytes) {
+        match self {
+            Hasher::Inline(h) => {
+                h.update(&chunk);
+            }
+            Hasher::Thread(w) => w.feed(chunk.len()),
+        }
+    }
+
+    /// The digest of everything fed.
+    fn finish(self) -> io::Result<[u8; 32]> {
+        match self {
+            Hasher::Inline(h) => Ok(*h.finalize().as_bytes()),
+            Hasher::Thread(w) => w.finish(),
+        }
+    }
+}
+
+/// The digest of a file as it arrives, computed on a thread of its own so that hashing
+/// overlaps receiving. It is told the length of each chunk written, in file order, through
+/// a channel of a window's capacity, and reads the bytes back from the part (from the page
+/// cache, into a buffer of its own): holding the chunks themselves would keep the socket's
+/// read buffers from being reused, and each new one costs page faults and zeroing.
 struct HashWorker {
-    chunks: Option<std::sync::mpsc::SyncSender<Bytes>>,
+    chunks: Option<std::sync::mpsc::SyncSender<usize>>,
     done: std::thread::JoinHandle<io::Result<[u8; 32]>>,
 }
 
 impl HashWorker {
     /// A worker that first hashes the `prefix` bytes `file` holds (a resumed part), then
-    /// each chunk it is given.
+    /// each chunk written after them.
     fn start(file: File, prefix: u64, capacity: usize) -> io::Result<HashWorker> {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Bytes>(capacity.max(1));
+        let (tx, rx) = std::sync::mpsc::sync_channel::<usize>(capacity.max(1));
         let done = std::thread::Builder::new()
-            .name("zmtp-file-sha256".into())
+            .name("zmtp-file-blake3".into())
             .spawn(move || {
-                let mut hasher = Sha256::new();
+                let mut hasher = blake3::Hasher::new();
                 hash_prefix(&file, prefix, &mut hasher)?;
-                drop(file);
-                for chunk in rx {
-                    hasher.update(&chunk);
+                let mut at = prefix;
+                let mut buf = Vec::new();
+                for len in rx {
+                    if buf.len() < len {
+                        buf.resize(len, 0);
+                    }
+                    file.read_exact_at(&mut buf[..len], at)?;
+                    hasher.update(&buf[..len]);
+                    at += len as u64;
                 }
-                Ok(hasher.finalize().into())
+                Ok(*hasher.finalize().as_bytes())
             })?;
         Ok(HashWorker {
             chunks: Some(tx),
@@ -443,11 +727,11 @@ impl HashWorker {
         })
     }
 
-    /// Hash `chunk` next (waits while the worker is a window behind).
-    fn feed(&self, chunk: Bytes) {
+    /// Hash the next `len` bytes written (waits while the worker is a window behind).
+    fn feed(&self, len: usize) {
         if let Some(tx) = &self.chunks {
             // The worker only stops early on a read error, which `finish` reports.
-            let _ = tx.send(chunk);
+            let _ = tx.send(len);
         }
     }
 
@@ -468,9 +752,11 @@ struct Active {
     digest: [u8; 32],
     state: Incoming,
     file: File,
-    hasher: HashWorker,
+    hasher: Hasher,
     part: PathBuf,
     record: PathBuf,
+    /// A record may be there beside the part (removed once the file is saved).
+    has_record: bool,
     target: PathBuf,
 }
 
@@ -494,8 +780,8 @@ fn discard(part: &Path, record: &Path) {
 }
 
 /// Hash the first `len` bytes of `file` into `hasher` (a resumed part's content).
-fn hash_prefix(file: &File, len: u64, hasher: &mut Sha256) -> io::Result<()> {
-    let mut buf = vec![0; 1 << 20];
+fn hash_prefix(file: &File, len: u64, hasher: &mut blake3::Hasher) -> io::Result<()> {
+    let mut buf = vec![0; len.min(1 << 20) as usize];
     let mut at = 0u64;
     while at < len {
         let n = (len - at).min(buf.len() as u64) as usize;

@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use bytes::BytesMut;
-use sha2::{Digest, Sha256};
 use zmtp_async::Bytes;
 
 use crate::cache::{DigestCache, FileKey};
@@ -27,6 +26,8 @@ pub struct FileSender {
     digest: [u8; 32],
     state: Outgoing,
     first_fetch: bool,
+    /// Where the receiver's first FETCH started (its resume point), once it came.
+    from: Option<u64>,
     /// The cache the digest was looked up in, and the file's canonical path there.
     cache: Option<(DigestCache, PathBuf)>,
     /// The digest came from the cache (the file was not read).
@@ -35,6 +36,11 @@ pub struct FileSender {
     /// (and so dropped its reference): no allocation and no zeroing per chunk.
     sent: VecDeque<Bytes>,
 }
+
+/// The smallest file whose digest goes in a [`DigestCache`]: smaller ones are hashed
+/// every time, which costs less than their entry (a tree of many small files would
+/// otherwise fill the cache and rewrite its file once per file).
+pub const CACHED_MIN: u64 = 64 << 10;
 
 /// How many sent chunks a sender keeps for reuse: the default window's worth (with fewer,
 /// a window of chunks still queued in the socket leaves none free). They hold at most
@@ -66,12 +72,16 @@ pub(crate) fn command_name(c: &Command) -> &'static str {
         Command::Done => "DONE",
         Command::Error(_) => "ERROR",
         Command::Cancel(_) => "CANCEL",
+        Command::Tree { .. } => "TREE",
+        Command::Dir(_) => "DIR",
+        Command::Put { .. } => "PUT",
     }
 }
 
 impl FileSender {
     /// Open the file at `path` to be offered under `name` (by default its own file name,
-    /// which must then be UTF-8), and compute its SHA-256 (reading it whole; `progress`
+    /// which must then be UTF-8; a relative path such as `dir/file.txt` is allowed, see
+    /// [`wire::check_path`]), and compute its BLAKE3 digest (reading it whole; `progress`
     /// hears of each block).
     pub fn open(
         path: &Path,
@@ -86,7 +96,8 @@ impl FileSender {
     /// status-change times), and recording it there after hashing otherwise. A file that
     /// changed in the last moments before hashing, or while it was hashed, is not
     /// recorded (a change within the file system's clock tick would not show in its
-    /// times). A path that cannot be made canonical is hashed without the cache.
+    /// times). A path that cannot be made canonical is hashed without the cache, and so
+    /// is a file under [`CACHED_MIN`] bytes (hashing it costs less than keeping its entry).
     pub fn open_cached(
         path: &Path,
         name: Option<&str>,
@@ -106,7 +117,7 @@ impl FileSender {
                 })?
                 .to_owned(),
         };
-        wire::check_name(&name).map_err(TransferError::BadName)?;
+        wire::check_path(&name).map_err(TransferError::BadName)?;
         let shown = path.display().to_string();
         let file = File::open(path).map_err(io_error(format!("open {shown}")))?;
         let meta = file
@@ -115,7 +126,7 @@ impl FileSender {
         let size = meta.len();
         // The key is the open file's own status, so it describes what is read.
         let key = FileKey::of(&meta);
-        let cache = cache.and_then(|c| {
+        let cache = cache.filter(|_| size >= CACHED_MIN).and_then(|c| {
             let canonical = std::fs::canonicalize(path).ok()?;
             Some((c.clone(), canonical))
         });
@@ -147,10 +158,17 @@ impl FileSender {
             digest,
             state: Outgoing::new(size),
             first_fetch: true,
+            from: None,
             cache,
             digest_cached: found.is_some(),
             sent: VecDeque::with_capacity(REUSED_CHUNKS),
         })
+    }
+
+    /// Drop the buffers kept for reading chunks into (the file is sent in full and only
+    /// its answer is to come).
+    pub fn release_buffers(&mut self) {
+        self.sent = VecDeque::new();
     }
 
     /// The OFFER to send first.
@@ -163,9 +181,34 @@ impl FileSender {
         .encode()
     }
 
-    /// The file's SHA-256.
+    /// The file's BLAKE3 digest.
     pub fn digest(&self) -> [u8; 32] {
         self.digest
+    }
+
+    /// The name it is offered under.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its size.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Bytes sent in CHUNKs so far.
+    pub fn sent(&self) -> u64 {
+        self.state.sent()
+    }
+
+    /// Whether the receiver has asked for, and been sent, every byte it lacked: only its
+    /// `DONE` (or `ERROR`) is still to come. A sender of several files may offer the next
+    /// one then: the receiver answers this one first, since it handles messages in order.
+    pub fn all_sent(&self) -> bool {
+        match self.from {
+            Some(from) => self.state.sent() >= self.size - from,
+            None => self.size == 0,
+        }
     }
 
     /// Whether the digest came from the cache (the file was not read to compute it).
@@ -214,6 +257,7 @@ impl FileSender {
         if self.first_fetch {
             // A resumed transfer starts where the receiver's part ends.
             self.first_fetch = false;
+            self.from = Some(offset);
             progress(Progress {
                 phase: Phase::Sending,
                 done: offset,
@@ -268,54 +312,175 @@ impl FileSender {
     }
 }
 
-/// The SHA-256 of `file`, read whole: a thread reads the next blocks while this one hashes
-/// (the blocks go back and forth, so three are allocated in all). `progress` hears of each
-/// block hashed.
+/// The BLAKE3 digest of `file`, read whole. A file of one block is read and hashed here;
+/// a larger one is split into the subtrees of BLAKE3's tree of at most [`LEAF`] bytes,
+/// which this thread and a second one read and hash in turn (both cores at work, the reads
+/// of one overlapping the hashing of the other), and their chaining values are merged into
+/// the root. `progress` hears of each block hashed.
 fn hash_file(
     file: &File,
     size: u64,
     progress: &mut impl FnMut(Progress),
 ) -> std::io::Result<[u8; 32]> {
     const BLOCK: usize = 1 << 20;
-    let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<std::io::Result<Vec<u8>>>(2);
-    let (empty_tx, empty_rx) = std::sync::mpsc::channel::<Vec<u8>>();
-    for _ in 0..3 {
-        let _ = empty_tx.send(vec![0; BLOCK]);
-    }
-    std::thread::scope(|scope| {
-        scope.spawn(move || {
-            let mut reader = file;
-            for mut buf in empty_rx {
-                buf.resize(BLOCK, 0);
-                match reader.read(&mut buf) {
-                    Ok(0) => return,
-                    Ok(n) => {
-                        buf.truncate(n);
-                        if full_tx.send(Ok(buf)).is_err() {
-                            return;
-                        }
-                    }
-                    Err(e) => {
-                        let _ = full_tx.send(Err(e));
-                        return;
-                    }
-                }
-            }
-        });
-        let mut hasher = Sha256::new();
-        let mut done = 0u64;
-        // Ends when the reader does (end of file, or an error it sent first).
-        for block in full_rx {
-            let block = block?;
-            hasher.update(&block);
-            done += block.len() as u64;
+    if size <= BLOCK as u64 {
+        // Read to the end, whatever the size said: the file may have grown.
+        let mut data = Vec::with_capacity(size as usize + 1);
+        let mut reader = file;
+        reader.read_to_end(&mut data)?;
+        if data.len() <= BLOCK {
             progress(Progress {
                 phase: Phase::Hashing,
-                done: done.min(size),
+                done: (data.len() as u64).min(size),
                 total: size,
             });
-            let _ = empty_tx.send(block);
+            return Ok(wire::digest(&data));
         }
-        Ok(hasher.finalize().into())
-    })
+        // It grew past a block: hashed as a large one (its first `size` bytes; the
+        // receiver finds out if they are not what it is sent).
+    }
+    hash_tree(file, size, LEAF, progress)
+}
+
+/// The largest subtree one thread reads and hashes at a time (16 MiB).
+const LEAF: u64 = 16 << 20;
+
+/// The subtrees of the BLAKE3 tree of `len` bytes at `offset` that are at most `leaf`
+/// bytes, in order (the canonical tree: each node's left child is the largest power of two
+/// of chunks that leaves something to the right).
+fn leaves(offset: u64, len: u64, leaf: u64, out: &mut Vec<(u64, u64)>) {
+    if len <= leaf {
+        out.push((offset, len));
+    } else {
+        let left = blake3::hazmat::left_subtree_len(len);
+        leaves(offset, left, leaf, out);
+        leaves(offset + left, len - left, leaf, out);
+    }
+}
+
+/// The chaining value of the subtree of `len` bytes whose leaves come next in `cvs`.
+fn merge_subtree(
+    len: u64,
+    leaf: u64,
+    cvs: &mut impl Iterator<Item = blake3::hazmat::ChainingValue>,
+) -> blake3::hazmat::ChainingValue {
+    use blake3::hazmat::{left_subtree_len, merge_subtrees_non_root, Mode};
+    if len <= leaf {
+        return cvs.next().expect("one chaining value per leaf");
+    }
+    let left = left_subtree_len(len);
+    let l = merge_subtree(left, leaf, cvs);
+    let r = merge_subtree(len - left, leaf, cvs);
+    merge_subtrees_non_root(&l, &r, Mode::Hash)
+}
+
+/// The BLAKE3 digest of the first `size` bytes of `file` (more than one chunk of 1 KiB),
+/// its subtrees of at most `leaf` bytes (a power of two, at least 1 KiB) hashed by two
+/// threads. A file shorter than `size` is an error.
+fn hash_tree(
+    file: &File,
+    size: u64,
+    leaf: u64,
+    progress: &mut impl FnMut(Progress),
+) -> std::io::Result<[u8; 32]> {
+    use blake3::hazmat::{merge_subtrees_root, HasherExt, Mode};
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    const BLOCK: usize = 1 << 20;
+    let mut parts = Vec::new();
+    leaves(0, size, leaf, &mut parts);
+    let next = AtomicUsize::new(0);
+    let hashed = AtomicU64::new(0);
+    // Each worker takes the next leaf until none is left; the hashers come back by index.
+    let work = |report: &mut dyn FnMut()| -> std::io::Result<Vec<(usize, blake3::Hasher)>> {
+        let mut buf = vec![0; BLOCK];
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(&(offset, len)) = parts.get(i) else {
+                return Ok(done);
+            };
+            let mut hasher = blake3::Hasher::new();
+            if offset > 0 {
+                hasher.set_input_offset(offset);
+            }
+            let mut at = 0;
+            while at < len {
+                let n = (len - at).min(BLOCK as u64) as usize;
+                file.read_exact_at(&mut buf[..n], offset + at)?;
+                hasher.update(&buf[..n]);
+                at += n as u64;
+                hashed.fetch_add(n as u64, Ordering::Relaxed);
+                report();
+            }
+            done.push((i, hasher));
+        }
+    };
+    let mut hashers: Vec<Option<blake3::Hasher>> = vec![None; parts.len()];
+    std::thread::scope(|scope| -> std::io::Result<()> {
+        let second = (parts.len() > 1).then(|| scope.spawn(|| work(&mut || {})));
+        let mine = work(&mut || {
+            progress(Progress {
+                phase: Phase::Hashing,
+                done: hashed.load(Ordering::Relaxed).min(size),
+                total: size,
+            })
+        });
+        let theirs = match second {
+            Some(h) => h
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("the hashing thread panicked"))),
+            None => Ok(Vec::new()),
+        };
+        for (i, h) in mine?.into_iter().chain(theirs?) {
+            hashers[i] = Some(h);
+        }
+        Ok(())
+    })?;
+    // The second thread may have hashed the last blocks: the end is told here.
+    progress(Progress {
+        phase: Phase::Hashing,
+        done: hashed.load(Ordering::Relaxed).min(size),
+        total: size,
+    });
+    let hashers: Vec<blake3::Hasher> = hashers.into_iter().flatten().collect();
+    if hashers.len() == 1 {
+        return Ok(*hashers[0].finalize().as_bytes());
+    }
+    let mut cvs = hashers.iter().map(|h| h.finalize_non_root());
+    let left = blake3::hazmat::left_subtree_len(size);
+    let l = merge_subtree(left, leaf, &mut cvs);
+    let r = merge_subtree(size - left, leaf, &mut cvs);
+    Ok(*merge_subtrees_root(&l, &r, Mode::Hash).as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tree_hash_of_two_threads_is_blake3s() {
+        let path = std::env::temp_dir().join(format!("zmtp-file-tree-hash-{}", std::process::id()));
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let data: Vec<u8> = (0..(3 << 20) + 7)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        std::fs::write(&path, &data).unwrap();
+        let file = File::open(&path).unwrap();
+        for size in [1025, 2048, 4097, 70_000, (1 << 20) + 1, data.len()] {
+            for leaf in [1024, 4096, 1 << 20, LEAF] {
+                let mut last = 0;
+                let digest = hash_tree(&file, size as u64, leaf, &mut |p| last = p.done).unwrap();
+                assert_eq!(digest, wire::digest(&data[..size]), "{size} {leaf}");
+                assert_eq!(last, size as u64, "progress ends at the size");
+            }
+        }
+        // A file shorter than it said: an error, not a digest (nor a panic).
+        assert!(hash_tree(&file, data.len() as u64 + 5000, 4096, &mut |_| {}).is_err());
+        std::fs::remove_file(&path).unwrap();
+    }
 }

@@ -6,20 +6,41 @@
 //!
 //! | command  | direction         | frames after the command                        |
 //! |----------|-------------------|-------------------------------------------------|
-//! | `OFFER`  | sender → receiver | name (UTF-8, 1–255 bytes), size (u64), SHA-256 (32 bytes) |
+//! | `OFFER`  | sender → receiver | path (UTF-8), size (u64), digest algorithm (`blake3`), digest (32 bytes) |
 //! | `FETCH`  | receiver → sender | offset (u64), length (u32)                      |
 //! | `CHUNK`  | sender → receiver | offset (u64), data                              |
 //! | `DONE`   | receiver → sender | none                                            |
 //! | `ERROR`  | receiver → sender | reason (UTF-8)                                  |
 //! | `CANCEL` | sender → receiver | reason (UTF-8)                                  |
+//! | `TREE`   | sender → receiver | files (u64), bytes (u64): a directory tree follows |
+//! | `DIR`    | sender → receiver | path (UTF-8): a directory to create             |
+//! | `PUT`    | sender → receiver | an `OFFER`'s four frames, then the whole file (at most [`PUT_MAX`] bytes) |
+//!
+//! Paths are relative, `/`-separated: see [`check_path`].
 
 use std::collections::VecDeque;
 use std::fmt;
 
 use zmtp_async::Bytes;
 
-/// The longest file name an `OFFER` may carry, in bytes.
+/// The longest component of a path (a file or directory name), in bytes.
 pub const NAME_MAX: usize = 255;
+
+/// The longest path an `OFFER` or `DIR` may carry, in bytes.
+pub const PATH_MAX: usize = 4096;
+
+/// The largest file a `PUT` may carry (64 KiB): an offer with the file's bytes in it,
+/// answered like an `OFFER` but without any `FETCH`, so that small files cost no round
+/// trip each.
+pub const PUT_MAX: u64 = 64 << 10;
+
+/// The digest algorithm of every `OFFER`: BLAKE3 with its 32-byte output.
+pub const DIGEST_ALGORITHM: &str = "blake3";
+
+/// The BLAKE3 digest of `data` (what an `OFFER` carries for a file holding `data`).
+pub fn digest(data: &[u8]) -> [u8; 32] {
+    *blake3::hash(data).as_bytes()
+}
 
 /// The longest range a `FETCH` may ask for (16 MiB): a sender refuses longer ones, so that
 /// a receiver cannot make it hold more than the window of these.
@@ -56,17 +77,38 @@ pub enum Command {
     Error(String),
     /// The sender gives up, and says why.
     Cancel(String),
+    /// The sender announces a directory tree: this many files holding this many bytes
+    /// follow (each in its own `OFFER`). Never answered; it starts a new tree, within
+    /// which a receiver refuses a path offered twice.
+    Tree {
+        /// Files the tree holds.
+        files: u64,
+        /// Bytes they hold together.
+        bytes: u64,
+    },
+    /// The sender asks for a directory (one that holds no file: others are created with
+    /// their files). Answered with `DONE` once it exists, or `ERROR`.
+    Dir(String),
+    /// A small file offered with its bytes (at most [`PUT_MAX`], exactly the offered
+    /// size): answered with `DONE` once saved, or `ERROR`, never with a `FETCH`. The
+    /// sender need not wait for the answer before sending the next one.
+    Put {
+        /// What an `OFFER` of it would say.
+        offer: Offer,
+        /// The whole file.
+        data: Bytes,
+    },
 }
 
 /// What an `OFFER` says about the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Offer {
-    /// The name the file is to have on the receiver's side (not yet checked: see
-    /// [`check_name`]).
+    /// The path the file is to have under the receiver's directory (not yet checked:
+    /// see [`check_path`]).
     pub name: String,
     /// Its length in bytes.
     pub size: u64,
-    /// The SHA-256 of its content.
+    /// The BLAKE3 digest of its content (the algorithm frame says `blake3`).
     pub digest: [u8; 32],
 }
 
@@ -105,6 +147,7 @@ impl Command {
                 Bytes::from_static(b"OFFER"),
                 Bytes::copy_from_slice(o.name.as_bytes()),
                 u64_frame(o.size),
+                Bytes::from_static(DIGEST_ALGORITHM.as_bytes()),
                 Bytes::copy_from_slice(&o.digest),
             ],
             Command::Fetch { offset, length } => vec![
@@ -126,11 +169,30 @@ impl Command {
                 Bytes::from_static(b"CANCEL"),
                 Bytes::copy_from_slice(reason.as_bytes()),
             ],
+            Command::Tree { files, bytes } => vec![
+                Bytes::from_static(b"TREE"),
+                u64_frame(*files),
+                u64_frame(*bytes),
+            ],
+            Command::Dir(path) => vec![
+                Bytes::from_static(b"DIR"),
+                Bytes::copy_from_slice(path.as_bytes()),
+            ],
+            Command::Put { offer, data } => vec![
+                Bytes::from_static(b"PUT"),
+                Bytes::copy_from_slice(offer.name.as_bytes()),
+                u64_frame(offer.size),
+                Bytes::from_static(DIGEST_ALGORITHM.as_bytes()),
+                Bytes::copy_from_slice(&offer.digest),
+                data.clone(),
+            ],
         }
     }
 
     /// The command `frames` hold (the routing id, if any, already taken off). Every frame
-    /// count and length is checked; nothing else is (names: [`check_name`]).
+    /// count and length is checked, and an `OFFER`'s digest algorithm (one other than
+    /// [`DIGEST_ALGORITHM`] is malformed, named in the reason); nothing else is (paths:
+    /// [`check_path`]).
     pub fn decode(frames: &[Bytes]) -> Result<Command, Malformed> {
         let Some((command, rest)) = frames.split_first() else {
             return Err(Malformed("no frames".into()));
@@ -148,12 +210,26 @@ impl Command {
         };
         match &command[..] {
             b"OFFER" => {
-                want(3)?;
-                Ok(Command::Offer(Offer {
-                    name: text(&rest[0], "name")?,
-                    size: u64::from_be_bytes(fixed(&rest[1], "size")?),
-                    digest: fixed(&rest[2], "digest")?,
-                }))
+                want(4)?;
+                Ok(Command::Offer(decode_offer(rest)?))
+            }
+            b"PUT" => {
+                want(5)?;
+                Ok(Command::Put {
+                    offer: decode_offer(&rest[..4])?,
+                    data: rest[4].clone(),
+                })
+            }
+            b"TREE" => {
+                want(2)?;
+                Ok(Command::Tree {
+                    files: u64::from_be_bytes(fixed(&rest[0], "file count")?),
+                    bytes: u64::from_be_bytes(fixed(&rest[1], "byte count")?),
+                })
+            }
+            b"DIR" => {
+                want(1)?;
+                Ok(Command::Dir(text(&rest[0], "directory path")?))
             }
             b"FETCH" => {
                 want(2)?;
@@ -190,16 +266,52 @@ impl Command {
     }
 }
 
-/// Whether `name` may be a file name in the receiver's directory: 1 to [`NAME_MAX`] bytes,
-/// no `/`, `\`, NUL or other control character, and neither `.` nor `..`. Names that pass
-/// cannot point outside the directory.
+/// The four frames of an offer: path, size, digest algorithm, digest.
+fn decode_offer(frames: &[Bytes]) -> Result<Offer, Malformed> {
+    let name = text(&frames[0], "name")?;
+    let size = u64::from_be_bytes(fixed(&frames[1], "size")?);
+    if &frames[2][..] != DIGEST_ALGORITHM.as_bytes() {
+        return Err(Malformed(format!(
+            "unknown digest algorithm {:?} (this receiver knows {DIGEST_ALGORITHM:?})",
+            String::from_utf8_lossy(&frames[2])
+        )));
+    }
+    Ok(Offer {
+        name,
+        size,
+        digest: fixed(&frames[3], "digest")?,
+    })
+}
+
+/// Check a `PUT` before anything is created: at most [`PUT_MAX`] bytes, and exactly the
+/// offered size.
+pub fn check_put(offer: &Offer, data_len: usize) -> Result<(), String> {
+    if offer.size > PUT_MAX {
+        return Err(format!(
+            "a PUT of {:?} is {} bytes, more than {PUT_MAX} (offer it instead)",
+            offer.name, offer.size
+        ));
+    }
+    if data_len as u64 != offer.size {
+        return Err(format!(
+            "a PUT of {:?} holds {data_len} bytes, not the {} it says",
+            offer.name, offer.size
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `name` may be one component of a path (a file or directory name): 1 to
+/// [`NAME_MAX`] bytes, no `/`, `\`, NUL or other control character, and neither `.` nor
+/// `..`. Names that pass cannot point outside the directory they are in.
 pub fn check_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("the file name is empty".into());
     }
     if name.len() > NAME_MAX {
         return Err(format!(
-            "the file name is {} bytes long (at most {NAME_MAX})",
+            "the file name {:?}... is {} bytes long (at most {NAME_MAX})",
+            name.chars().take(16).collect::<String>(),
             name.len()
         ));
     }
@@ -217,12 +329,50 @@ pub fn check_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether `path` may name a file or directory under the receiver's directory: relative
+/// (not starting with `/`), at most [`PATH_MAX`] bytes, its `/`-separated components each
+/// passing [`check_name`] (so no empty component, `.`, `..`, `\` or control
+/// character). Paths that pass cannot point outside the directory by themselves (the
+/// receiver also refuses one that goes through a symbolic link it has).
+pub fn check_path(path: &str) -> Result<(), String> {
+    if path.len() > PATH_MAX {
+        return Err(format!(
+            "the path is {} bytes long (at most {PATH_MAX})",
+            path.len()
+        ));
+    }
+    if path.starts_with('/') {
+        return Err(format!("the path {path:?} is absolute"));
+    }
+    for component in path.split('/') {
+        check_name(component).map_err(|e| {
+            if path.contains('/') {
+                format!("in the path {path:?}: {e}")
+            } else {
+                e
+            }
+        })?;
+    }
+    Ok(())
+}
+
+/// What is already under the offered path on the receiver's side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Existing {
+    /// A regular file of this length (complete: the final name only appears then).
+    File(u64),
+    /// A symbolic link (never followed, never replaced).
+    Symlink,
+    /// Something else: a directory, a device, a socket.
+    Other,
+}
+
 /// What the receiver knows of a file it is offered, gathered by the caller from its
-/// directory.
+/// directory (without following symbolic links).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct OnDisk {
-    /// A file of the offered name exists (complete: the final name only appears then).
-    pub complete_exists: bool,
+    /// What has the offered path now, if anything.
+    pub complete: Option<Existing>,
     /// The part file left by an earlier transfer: its recorded offer (size and digest) and
     /// its length.
     pub part: Option<PartInfo>,
@@ -248,24 +398,71 @@ pub struct Policy {
     pub overwrite: bool,
 }
 
-/// Decide on an offer: `Ok(offset)` to accept it and fetch from `offset` (the part's
-/// length when the part was started for the same size and digest, else 0), or `Err(reason)`
-/// to refuse it (answered with `ERROR`).
-pub fn judge_offer(offer: &Offer, policy: Policy, disk: OnDisk) -> Result<u64, String> {
-    check_name(&offer.name)?;
+/// What to do with an offer that is not refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Fetch the file from this offset (a resumed part's length, or 0).
+    Fetch(u64),
+    /// A complete file of the offered size is there (and replacing it is not allowed):
+    /// compute its digest and give it to [`judge_existing`]. The same content is
+    /// answered with `DONE` at once (a tree sent again after an interruption sends only
+    /// what is missing); other content is refused.
+    CompareExisting,
+}
+
+/// Decide on an offer: [`Decision::Fetch`] from the part's length when the part was
+/// started for the same size and digest (else from 0), [`Decision::CompareExisting`] when
+/// a file of that size is there already and `overwrite` is off, or `Err(reason)` to refuse
+/// it (answered with `ERROR`).
+pub fn judge_offer(offer: &Offer, policy: Policy, disk: OnDisk) -> Result<Decision, String> {
+    check_path(&offer.name)?;
     if offer.size > policy.max_size {
         return Err(format!(
             "{:?} is {} bytes, more than the {} this receiver takes",
             offer.name, offer.size, policy.max_size
         ));
     }
-    if disk.complete_exists && !policy.overwrite {
-        return Err(format!("{:?} exists already", offer.name));
+    match disk.complete {
+        Some(Existing::Symlink) => {
+            return Err(format!(
+                "{:?} is a symbolic link on the receiver (never followed or replaced)",
+                offer.name
+            ))
+        }
+        Some(Existing::Other) => {
+            return Err(format!(
+                "{:?} exists already and is not a regular file",
+                offer.name
+            ))
+        }
+        Some(Existing::File(len)) if !policy.overwrite => {
+            if len == offer.size {
+                return Ok(Decision::CompareExisting);
+            }
+            return Err(format!(
+                "{:?} exists already ({len} bytes, not the {} offered)",
+                offer.name, offer.size
+            ));
+        }
+        _ => {}
     }
-    Ok(match disk.part {
+    Ok(Decision::Fetch(match disk.part {
         Some(p) if p.size == offer.size && p.digest == offer.digest && p.len <= offer.size => p.len,
         _ => 0,
-    })
+    }))
+}
+
+/// After [`Decision::CompareExisting`]: `Ok` when the file there has the offer's digest
+/// (answer `DONE`, nothing to fetch), or why the offer is refused.
+pub fn judge_existing(offer: &Offer, existing: &[u8; 32]) -> Result<(), String> {
+    if *existing == offer.digest {
+        Ok(())
+    } else {
+        Err(format!(
+            "{:?} exists already, with other content (its BLAKE3 digest differs)",
+            offer.name
+        ))
+    }
 }
 
 /// Why a transfer is aborted: the peer broke the protocol.
@@ -365,6 +562,14 @@ impl Incoming {
         Ok(())
     }
 
+    /// The whole file arrived with its offer (a `PUT`, checked by [`check_put`] for the
+    /// offered size): nothing is outstanding, every byte is there.
+    pub fn on_put(&mut self) {
+        self.outstanding.clear();
+        self.asked = self.size;
+        self.have = self.size;
+    }
+
     /// Whether every byte has arrived.
     pub fn is_complete(&self) -> bool {
         self.have == self.size
@@ -422,19 +627,33 @@ impl Outgoing {
     }
 }
 
-/// The part file's record of the offer it was started for: size (u64, big-endian) then
-/// digest, 40 bytes, kept next to the part.
-pub fn encode_part_record(size: u64, digest: &[u8; 32]) -> [u8; 40] {
-    let mut out = [0; 40];
-    out[..8].copy_from_slice(&size.to_be_bytes());
-    out[8..].copy_from_slice(digest);
+/// The first bytes of a part record: its format (a BLAKE3 digest follows the size).
+/// Records without it (those of the SHA-256 format, 40 bytes) are not resumed from.
+pub const PART_RECORD_TAG: [u8; 4] = *b"ZPB3";
+
+/// The length of a part record.
+pub const PART_RECORD_LEN: usize = 44;
+
+/// The part file's record of the offer it was started for: [`PART_RECORD_TAG`], size
+/// (u64, big-endian), then the BLAKE3 digest; 44 bytes, kept next to the part.
+pub fn encode_part_record(size: u64, digest: &[u8; 32]) -> [u8; PART_RECORD_LEN] {
+    let mut out = [0; PART_RECORD_LEN];
+    out[..4].copy_from_slice(&PART_RECORD_TAG);
+    out[4..12].copy_from_slice(&size.to_be_bytes());
+    out[12..].copy_from_slice(digest);
     out
 }
 
-/// The size and digest of a part record; `None` unless it is exactly 40 bytes.
+/// The size and digest of a part record; `None` unless it is exactly
+/// [`PART_RECORD_LEN`] bytes starting with [`PART_RECORD_TAG`] (an older record, of
+/// another digest, is not resumed from: its part starts over).
 pub fn decode_part_record(bytes: &[u8]) -> Option<(u64, [u8; 32])> {
-    let bytes: &[u8; 40] = bytes.try_into().ok()?;
-    let (size, digest) = bytes.split_at(8);
+    let bytes: &[u8; PART_RECORD_LEN] = bytes.try_into().ok()?;
+    let (tag, rest) = bytes.split_at(4);
+    if tag != PART_RECORD_TAG {
+        return None;
+    }
+    let (size, digest) = rest.split_at(8);
     Some((
         u64::from_be_bytes(size.try_into().ok()?),
         digest.try_into().ok()?,
@@ -473,6 +692,15 @@ mod tests {
             Command::Done,
             Command::Error("no".into()),
             Command::Cancel("bye".into()),
+            Command::Tree {
+                files: 10_001,
+                bytes: 1 << 35,
+            },
+            Command::Dir("a/b".into()),
+            Command::Put {
+                offer: offer("a/b", 5),
+                data: Bytes::from_static(b"hello"),
+            },
         ] {
             assert_eq!(Command::decode(&c.encode()), Ok(c));
         }
@@ -496,16 +724,160 @@ mod tests {
         for frames in [
             vec![],
             vec![b(b"NOPE")],
-            vec![b(b"OFFER"), b(b"x"), b(&[0; 8])],
-            vec![b(b"OFFER"), b(b"x"), b(&[0; 7]), b(&[0; 32])],
-            vec![b(b"OFFER"), b(b"x"), b(&[0; 8]), b(&[0; 31])],
-            vec![b(b"OFFER"), b(&[0xff]), b(&[0; 8]), b(&[0; 32])],
+            // The SHA-256 format's OFFER, without an algorithm frame.
+            vec![b(b"OFFER"), b(b"x"), b(&[0; 8]), b(&[0; 32])],
+            vec![b(b"OFFER"), b(b"x"), b(&[0; 8]), b(b"blake3")],
+            vec![b(b"OFFER"), b(b"x"), b(&[0; 7]), b(b"blake3"), b(&[0; 32])],
+            vec![b(b"OFFER"), b(b"x"), b(&[0; 8]), b(b"blake3"), b(&[0; 31])],
+            vec![
+                b(b"OFFER"),
+                b(&[0xff]),
+                b(&[0; 8]),
+                b(b"blake3"),
+                b(&[0; 32]),
+            ],
             vec![b(b"FETCH"), b(&[0; 8]), b(&[0; 8])],
             vec![b(b"CHUNK"), b(&[0; 8])],
             vec![b(b"DONE"), b(b"")],
+            vec![b(b"TREE"), b(&[0; 8])],
+            vec![b(b"TREE"), b(&[0; 8]), b(&[0; 4])],
+            vec![b(b"DIR")],
+            vec![b(b"DIR"), b(&[0xc3])],
+            vec![b(b"PUT"), b(b"x"), b(&[0; 8]), b(b"blake3"), b(&[0; 32])],
+            vec![
+                b(b"PUT"),
+                b(b"x"),
+                b(&[0; 8]),
+                b(b"md5"),
+                b(&[0; 32]),
+                b(b""),
+            ],
         ] {
             assert!(Command::decode(&frames).is_err(), "{frames:?}");
         }
+    }
+
+    #[test]
+    fn an_offer_names_its_digest_algorithm() {
+        let frames = Command::Offer(offer("a", 3)).encode();
+        assert_eq!(frames.len(), 5);
+        assert_eq!(&frames[3][..], b"blake3");
+        assert_eq!(&frames[4][..], &[7; 32]);
+        // Another algorithm is refused by name, whatever its digest's length.
+        let mut other = frames.clone();
+        other[3] = Bytes::from_static(b"sha256");
+        let e = Command::decode(&other).unwrap_err();
+        assert!(e.0.contains("unknown digest algorithm \"sha256\""), "{e}");
+        other[4] = Bytes::from_static(&[1; 64]);
+        assert!(Command::decode(&other).unwrap_err().0.contains("sha256"));
+    }
+
+    #[test]
+    fn a_put_holds_exactly_its_size_and_at_most_put_max() {
+        assert_eq!(check_put(&offer("a", 5), 5), Ok(()));
+        assert!(check_put(&offer("a", 5), 4)
+            .unwrap_err()
+            .contains("4 bytes"));
+        assert!(check_put(&offer("a", 5), 6)
+            .unwrap_err()
+            .contains("6 bytes"));
+        assert_eq!(check_put(&offer("a", PUT_MAX), PUT_MAX as usize), Ok(()));
+        assert!(check_put(&offer("a", PUT_MAX + 1), PUT_MAX as usize + 1)
+            .unwrap_err()
+            .contains("more than"));
+    }
+
+    /// A small deterministic generator for the random inputs below.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+        /// Bytes drawn mostly from those that matter to paths.
+        fn bytes(&mut self, max: u64) -> Vec<u8> {
+            const PICK: &[u8] = b"ab./\\\0\n\x7f\xc3\xa9\xff";
+            let len = self.below(max + 1);
+            (0..len)
+                .map(|_| match self.below(4) {
+                    0 => self.next() as u8,
+                    _ => PICK[self.below(PICK.len() as u64) as usize],
+                })
+                .collect()
+        }
+    }
+
+    #[test]
+    fn random_frames_decode_or_are_refused_without_panicking() {
+        let mut rng = Rng(0x5DEE_CE66_D1CE_4E5B);
+        let words: [&[u8]; 9] = [
+            b"OFFER", b"PUT", b"FETCH", b"CHUNK", b"DONE", b"ERROR", b"CANCEL", b"TREE", b"DIR",
+        ];
+        for _ in 0..20_000 {
+            let mut frames = vec![Bytes::from_static(words[rng.below(9) as usize])];
+            for _ in 0..rng.below(7) {
+                let frame = match rng.below(4) {
+                    0 => rng.next().to_be_bytes().to_vec(),
+                    1 => b"blake3".to_vec(),
+                    2 => vec![rng.next() as u8; 32],
+                    _ => rng.bytes(40),
+                };
+                frames.push(Bytes::from(frame));
+            }
+            if let Ok(c) = Command::decode(&frames) {
+                // What decodes encodes back to the same frames (reasons are read lossily:
+                // only UTF-8 ones come back the same).
+                let lossy = matches!(c, Command::Error(_) | Command::Cancel(_))
+                    && std::str::from_utf8(&frames[1]).is_err();
+                if !lossy {
+                    assert_eq!(c.encode(), frames);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn random_paths_that_pass_stay_inside_the_directory() {
+        let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+        let mut passed = 0;
+        for _ in 0..50_000 {
+            let bytes = rng.bytes(12);
+            let Ok(path) = std::str::from_utf8(&bytes) else {
+                continue;
+            };
+            if check_path(path).is_ok() {
+                passed += 1;
+                assert!(!path.starts_with('/') && !path.is_empty(), "{path:?}");
+                for c in path.split('/') {
+                    assert!(!c.is_empty() && c != "." && c != "..", "{path:?}");
+                    assert!(!c.contains('\\') && !c.chars().any(char::is_control));
+                }
+                // The standard library sees only normal components in it.
+                assert!(std::path::Path::new(path)
+                    .components()
+                    .all(|c| matches!(c, std::path::Component::Normal(_))));
+            }
+        }
+        assert!(
+            passed > 1000,
+            "the generator makes valid paths too: {passed}"
+        );
+    }
+
+    #[test]
+    fn the_digest_is_blake3() {
+        // The BLAKE3 test vector of the empty input.
+        assert_eq!(
+            digest(b"")[..4],
+            [0xaf, 0x13, 0x49, 0xb9],
+            "BLAKE3(\"\") starts af1349b9"
+        );
     }
 
     #[test]
@@ -524,7 +896,6 @@ mod tests {
             &"x".repeat(256),
         ] {
             assert!(check_name(bad).is_err(), "{bad:?}");
-            assert!(judge_offer(&offer(bad, 1), POLICY, OnDisk::default()).is_err());
         }
         for good in ["a", "...", ".hidden", "résumé.pdf", &"x".repeat(255)] {
             assert_eq!(check_name(good), Ok(()), "{good:?}");
@@ -532,44 +903,103 @@ mod tests {
     }
 
     #[test]
+    fn unsafe_paths_are_refused() {
+        let long_component = format!("a/{}/b", "x".repeat(256));
+        let long_path = ["y"; 2049].join("/");
+        for bad in [
+            "",
+            "/etc/passwd",
+            "/",
+            "a/",
+            "a//b",
+            "./a",
+            "a/./b",
+            "../x",
+            "a/../../x",
+            "a/..",
+            "a\\b/c",
+            "a/b\nc",
+            "a/\0",
+            &long_component,
+            &long_path,
+        ] {
+            assert!(check_path(bad).is_err(), "{bad:?}");
+            assert!(
+                judge_offer(&offer(bad, 1), POLICY, OnDisk::default()).is_err(),
+                "{bad:?}"
+            );
+        }
+        assert!(check_path("/x").unwrap_err().contains("absolute"));
+        assert!(check_path(&long_path).unwrap_err().contains("4097"));
+        let at_most = ["y"; 2048].join("/");
+        for good in ["a", "a/b/c.txt", ".hidden/...", "résumé/x", &at_most] {
+            assert_eq!(check_path(good), Ok(()), "{good:?}");
+        }
+    }
+
+    #[test]
     fn offers_are_judged_on_size_existence_and_part() {
+        let fetch = Decision::Fetch;
         assert!(judge_offer(&offer("a", 1001), POLICY, OnDisk::default())
             .unwrap_err()
             .contains("1001"));
         assert_eq!(
             judge_offer(&offer("a", 1000), POLICY, OnDisk::default()),
-            Ok(0)
+            Ok(fetch(0))
         );
-        let exists = OnDisk {
-            complete_exists: true,
+        let there = |e| OnDisk {
+            complete: Some(e),
             part: None,
         };
-        assert!(judge_offer(&offer("a", 5), POLICY, exists).is_err());
+        // A complete file of another size is refused; of the same size, compared.
+        assert!(
+            judge_offer(&offer("a", 5), POLICY, there(Existing::File(4)))
+                .unwrap_err()
+                .contains("exists already")
+        );
+        assert_eq!(
+            judge_offer(&offer("a", 5), POLICY, there(Existing::File(5))),
+            Ok(Decision::CompareExisting)
+        );
+        assert_eq!(judge_existing(&offer("a", 5), &[7; 32]), Ok(()));
+        assert!(judge_existing(&offer("a", 5), &[8; 32])
+            .unwrap_err()
+            .contains("other content"));
         let overwrite = Policy {
             overwrite: true,
             ..POLICY
         };
-        assert_eq!(judge_offer(&offer("a", 5), overwrite, exists), Ok(0));
+        assert_eq!(
+            judge_offer(&offer("a", 5), overwrite, there(Existing::File(5))),
+            Ok(fetch(0))
+        );
+        // A link or a directory in the way is refused, even with overwrite.
+        for p in [POLICY, overwrite] {
+            assert!(judge_offer(&offer("a", 5), p, there(Existing::Symlink))
+                .unwrap_err()
+                .contains("symbolic link"));
+            assert!(judge_offer(&offer("a", 5), p, there(Existing::Other)).is_err());
+        }
         let part = |size, digest, len| OnDisk {
-            complete_exists: false,
+            complete: None,
             part: Some(PartInfo { size, digest, len }),
         };
         // The same offer resumes at the part's length; another starts over.
         assert_eq!(
             judge_offer(&offer("a", 500), POLICY, part(500, [7; 32], 123)),
-            Ok(123)
+            Ok(fetch(123))
         );
         assert_eq!(
             judge_offer(&offer("a", 500), POLICY, part(500, [8; 32], 123)),
-            Ok(0)
+            Ok(fetch(0))
         );
         assert_eq!(
             judge_offer(&offer("a", 500), POLICY, part(499, [7; 32], 123)),
-            Ok(0)
+            Ok(fetch(0))
         );
         assert_eq!(
             judge_offer(&offer("a", 500), POLICY, part(500, [7; 32], 501)),
-            Ok(0)
+            Ok(fetch(0))
         );
     }
 
@@ -647,7 +1077,14 @@ mod tests {
     #[test]
     fn part_records_round_trip() {
         let r = encode_part_record(42, &[9; 32]);
+        assert_eq!(r.len(), 44);
         assert_eq!(decode_part_record(&r), Some((42, [9; 32])));
-        assert_eq!(decode_part_record(&r[..39]), None);
+        assert_eq!(decode_part_record(&r[..43]), None);
+        // The SHA-256 format's record (size then digest, 40 bytes) is not resumed from,
+        // nor is a record of the right length with another tag.
+        assert_eq!(decode_part_record(&r[4..]), None);
+        let mut other = r;
+        other[..4].copy_from_slice(b"ZPS2");
+        assert_eq!(decode_part_record(&other), None);
     }
 }

@@ -4,7 +4,6 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use sha2::{Digest, Sha256};
 use zmtp_file::{
     recv_files, send_file_with, DigestCache, FileKey, Outcome, Phase, Progress, RecvOptions,
     SendOptions, SendReport, TransferError,
@@ -107,7 +106,7 @@ async fn a_cached_digest_is_used_and_a_changed_file_is_hashed_again() {
     let sent = sent.unwrap();
     assert!(!sent.digest_cached);
     assert!(hashed(&progress));
-    assert_eq!(sent.digest, <[u8; 32]>::from(Sha256::digest(&first)));
+    assert_eq!(sent.digest, zmtp_file::wire::digest(&first));
     assert!(outcome.saved().is_some());
     assert_eq!((cache.hits(), cache.misses(), cache.len()), (0, 1, 1));
 
@@ -116,7 +115,7 @@ async fn a_cached_digest_is_used_and_a_changed_file_is_hashed_again() {
     let sent = sent.unwrap();
     assert!(sent.digest_cached);
     assert!(!hashed(&progress), "{progress:?}");
-    assert_eq!(sent.digest, <[u8; 32]>::from(Sha256::digest(&first)));
+    assert_eq!(sent.digest, zmtp_file::wire::digest(&first));
     let saved = outcome.saved().expect("saved");
     assert_eq!(std::fs::read(&saved.path).unwrap(), first);
     assert_eq!((cache.hits(), cache.misses()), (1, 1));
@@ -128,7 +127,7 @@ async fn a_cached_digest_is_used_and_a_changed_file_is_hashed_again() {
     let sent = sent.unwrap();
     assert!(!sent.digest_cached);
     assert!(hashed(&progress));
-    assert_eq!(sent.digest, <[u8; 32]>::from(Sha256::digest(&second)));
+    assert_eq!(sent.digest, zmtp_file::wire::digest(&second));
     let saved = outcome.saved().expect("saved");
     assert_eq!(std::fs::read(&saved.path).unwrap(), second);
     assert_eq!((cache.hits(), cache.misses(), cache.len()), (1, 2, 1));
@@ -151,7 +150,7 @@ async fn a_cached_digest_is_used_and_a_changed_file_is_hashed_again() {
 async fn a_file_changed_just_now_is_not_cached() {
     let dir = TempDir::new("fresh");
     let source = dir.0.join("fresh.bin");
-    std::fs::write(&source, content(1000, 3)).unwrap();
+    std::fs::write(&source, content(100_000, 3)).unwrap();
     let cache = DigestCache::new();
     let (sent, _, _) = transfer(&dir, &source, &cache).await;
     assert!(!sent.unwrap().digest_cached);
@@ -174,11 +173,11 @@ async fn a_forged_entry_fails_at_the_receiver_and_keeps_nothing() {
     let (sent, outcome, progress) = transfer(&dir, &source, &cache).await;
     assert!(!hashed(&progress));
     match sent {
-        Err(TransferError::Refused(reason)) => assert!(reason.contains("SHA-256"), "{reason}"),
+        Err(TransferError::Refused(reason)) => assert!(reason.contains("BLAKE3"), "{reason}"),
         other => panic!("the sender was not refused: {other:?}"),
     }
     match outcome {
-        Outcome::Failed(f) => assert!(f.reason.contains("SHA-256"), "{}", f.reason),
+        Outcome::Failed(f) => assert!(f.reason.contains("BLAKE3"), "{}", f.reason),
         Outcome::Saved(s) => panic!("a file was saved: {s:?}"),
     }
     // Nothing under the final name, no part left.
@@ -190,6 +189,65 @@ async fn a_forged_entry_fails_at_the_receiver_and_keeps_nothing() {
     assert!(hashed(&progress));
     let saved = outcome.saved().expect("saved");
     assert_eq!(std::fs::read(&saved.path).unwrap(), data);
+}
+
+#[test]
+fn a_small_file_is_hashed_every_time_and_not_recorded() {
+    let dir = TempDir::new("small");
+    let source = dir.0.join("small.bin");
+    write_settled(&source, &content(zmtp_file::CACHED_MIN as usize - 1, 6));
+    let cache = DigestCache::new();
+    for _ in 0..2 {
+        let mut hashing = 0;
+        let sender =
+            zmtp_file::FileSender::open_cached(&source, None, Some(&cache), &mut |p: Progress| {
+                hashing += usize::from(p.phase == Phase::Hashing)
+            })
+            .unwrap();
+        assert!(!sender.digest_cached());
+        assert!(hashing > 0);
+    }
+    assert!(cache.is_empty());
+    assert_eq!((cache.hits(), cache.misses()), (0, 0));
+}
+
+#[test]
+fn a_cache_file_of_sha256_digests_is_not_used() {
+    let dir = TempDir::new("v1");
+    let source = dir.0.join("old.bin");
+    let data = content(100_000, 7);
+    write_settled(&source, &data);
+    let canonical = std::fs::canonicalize(&source).unwrap();
+    let key = FileKey::of(&std::fs::metadata(&source).unwrap());
+    // The file the SHA-256 version wrote: its header, and a line for this very file.
+    let file = dir.0.join("digests");
+    let hex = |b: &[u8]| b.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let line = format!(
+        "{} {} {} {} {} {} {} {} {}",
+        hex(&[0x11; 32]),
+        key.dev,
+        key.ino,
+        key.size,
+        key.mtime.0,
+        key.mtime.1,
+        key.ctime.0,
+        key.ctime.1,
+        hex(canonical.as_os_str().as_encoded_bytes())
+    );
+    std::fs::write(&file, format!("zmtp-file digest cache 1\n{line}\n")).unwrap();
+    let cache = DigestCache::persistent(&file);
+    assert!(cache.is_empty());
+    let sender =
+        zmtp_file::FileSender::open_cached(&source, None, Some(&cache), &mut |_| {}).unwrap();
+    assert!(!sender.digest_cached());
+    assert_eq!(sender.digest(), zmtp_file::wire::digest(&data));
+    // Rewritten in the new format, with the BLAKE3 digest.
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.starts_with("zmtp-file digest cache 2 blake3\n"),
+        "{text}"
+    );
+    assert!(text.contains(&hex(&sender.digest())), "{text}");
 }
 
 #[test]

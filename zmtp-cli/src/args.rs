@@ -174,27 +174,41 @@ pub struct ProxyCli {
 
 /// The text after the options list of `zmtp send-file --help`.
 const SEND_FILE_AFTER: &str = "\
-The file is hashed (SHA-256), offered by name, size and digest, and sent in the ranges the
+The file is hashed (BLAKE3), offered by name, size and digest, and sent in the ranges the
 receiver asks for; a receiver that kept part of it from an earlier attempt asks only for
 the rest. A progress bar shows on standard error when it is a terminal.
 
-The digest is kept in $XDG_CACHE_HOME/zmtp/digests (default ~/.cache/zmtp/digests),
-keyed on the file's canonical path, device, inode, size and modification and change times:
-sending the same unchanged file again (a retry, a resume, another receiver) skips the
-hashing. Any change to the file hashes it again; the receiver checks the digest of what it
+A directory is sent whole: every regular file under it, one after the other on the same
+connection, under its path below the directory's name (or --name): DIR/a/b.txt.
+Directories holding no file are created; symbolic links and special files are skipped
+(named with -v), never followed. One progress bar covers the tree (bytes and files); -v
+prints a line per file. Sending the same tree again after an interruption sends only what
+is missing: files complete on the receiver with the same size and digest are answered at
+once (files of at most 64 KiB, which travel whole with their offer, are sent again but not
+written), and a part left by the interruption is resumed.
+
+The digest of each file of 64 KiB or more is kept in $XDG_CACHE_HOME/zmtp/digests
+(default ~/.cache/zmtp/digests), keyed on the file's canonical path, device, inode, size
+and modification and change times: sending the same unchanged file again (a retry, a
+resume, another receiver) skips the hashing. Any change to the file hashes it again; the receiver checks the digest of what it
 wrote either way. --no-digest-cache neither reads nor writes that file.
 
-Exit status: 0 the receiver has the file (its digest matched), 1 bad usage, 2 runtime
-failure (the receiver refused or aborted the transfer, the file cannot be read,
-authentication refused), 3 --timeout expired.";
+Exit status: 0 the receiver has the file (its digest matched; for a directory, every
+file of the tree), 1 bad usage, 2 runtime failure (the receiver refused or aborted a
+transfer, a file cannot be read, authentication refused), 3 --timeout expired.";
 
 /// The text after the options list of `zmtp recv-file --help`.
 const RECV_FILE_AFTER: &str = "\
 Prints the path of each file saved. Files are written to NAME.part (with NAME.part.offer,
-the offer it is for) and renamed to NAME once complete and their SHA-256 matches; an
-identical offer later resumes a part. Refused, with a message here and to the sender, and
-counted by -n: offers that do not decode (a name that is not UTF-8); names with '/', '\\',
-NUL or control characters, '.', '..', empty names or names over 255 bytes; files over --max-size; an existing file unless --overwrite. A chunk that was not
+the offer it is for) and renamed to NAME once complete and their BLAKE3 digest matches;
+an identical offer later resumes a part. Names are relative paths (a/b/c.txt, at most 4096
+bytes): their directories are created under --dir. Refused, with a message here and to the
+sender, and counted by -n: offers that do not decode (a name that is not UTF-8, a digest
+algorithm other than blake3); absolute paths, components with '\\', NUL or control
+characters, '.', '..', empty components or components over 255 bytes; a path through a
+symbolic link here (or ending at one), never followed; a path offered twice in one tree;
+files over --max-size; an existing file of other content unless --overwrite (one with the
+offered size and digest is answered as saved at once). A chunk that was not
 asked for, a longer one or a digest mismatch aborts the transfer and removes the part; a
 sender silent for --idle-timeout stops it and keeps the part. A symbolic link in the place
 of a part is never followed. Several senders may send at once. A progress bar per transfer shows on standard error when
@@ -227,14 +241,15 @@ pub struct FileCommonCli {
 pub struct SendFileCli {
     #[command(flatten)]
     pub common: FileCommonCli,
-    /// The name to offer the file under (default: its own file name)
+    /// The name to offer the file under, or the directory's name on the receiver's side
+    /// (default: its own name)
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
     /// Hash the file even if its digest is cached, and do not record it
     #[arg(long)]
     pub no_digest_cache: bool,
-    /// The file to send
-    #[arg(value_name = "FILE")]
+    /// The file, or directory (sent whole), to send
+    #[arg(value_name = "FILE|DIR")]
     pub file: PathBuf,
     #[command(flatten)]
     pub security: SecurityCli,

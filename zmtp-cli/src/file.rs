@@ -6,7 +6,9 @@ use std::io::IsTerminal;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio::time::Instant;
-use zmtp_file::{DigestCache, Outcome, Phase, RecvEvent, SendOptions, TransferError};
+use zmtp_file::{
+    DigestCache, Outcome, Phase, RecvEvent, SendOptions, TransferError, TreeEvent, TreeReport,
+};
 use zmtp_tokio::Bytes;
 
 use crate::args::{RecvFileArgs, SendFileArgs};
@@ -56,6 +58,14 @@ pub async fn send_file(args: SendFileArgs) -> Result<(), Failure> {
             .flatten()
             .map(DigestCache::persistent),
     };
+    if args.file.is_dir() {
+        let work = async move {
+            let report = send_tree(&socket, &args.file, &options, multi, verbose).await?;
+            socket.close().await;
+            tree_outcome(&report)
+        };
+        return supervise(work, monitor, &watch, deadline, timeout).await;
+    }
     let work = async move {
         let mut shown: Option<(Phase, ProgressBar)> = None;
         let result = zmtp_file::send_file_with(&socket, &args.file, &options, |p| {
@@ -100,6 +110,85 @@ pub async fn send_file(args: SendFileArgs) -> Result<(), Failure> {
         Ok(())
     };
     supervise(work, monitor, &watch, deadline, timeout).await
+}
+
+/// `send-file` of a directory: one bar for the tree (bytes, and files in its message),
+/// and with `-v` a line per file, per directory and per entry skipped.
+async fn send_tree(
+    socket: &zmtp_tokio::Socket,
+    root: &std::path::Path,
+    options: &SendOptions,
+    multi: Option<MultiProgress>,
+    verbose: bool,
+) -> Result<TreeReport, Failure> {
+    let mut shown: Option<ProgressBar> = None;
+    let say = |shown: &Option<ProgressBar>, line: String| match shown {
+        Some(b) => b.suspend(|| note(&line)),
+        None => note(&line),
+    };
+    let result = zmtp_file::send_tree(socket, root, options, |e| {
+        if let (Some(multi), TreeEvent::Progress(p)) = (&multi, e) {
+            let b = shown.get_or_insert_with(|| bar(multi, p.bytes, String::new()));
+            b.set_length(p.bytes);
+            b.set_position(p.bytes_done);
+            b.set_message(format!("{}/{} files", p.files_done, p.files));
+        }
+        match e {
+            TreeEvent::Skipped(s) if verbose => say(&shown, s.to_string()),
+            TreeEvent::Saved(r) if verbose => {
+                let how = if r.sent == 0 && r.size > 0 {
+                    "already there"
+                } else if r.digest_cached {
+                    "digest from the cache"
+                } else {
+                    "digest computed"
+                };
+                say(
+                    &shown,
+                    format!(
+                        "sent {:?}: {} bytes, {} of them in this transfer, {how}",
+                        r.name, r.size, r.sent
+                    ),
+                );
+            }
+            TreeEvent::Failed { name, reason } => {
+                say(&shown, format!("not saved {name:?}: {reason}"))
+            }
+            TreeEvent::Dir { name, result } => match result {
+                Ok(()) if verbose => say(&shown, format!("directory {name:?} created")),
+                Err(reason) => say(&shown, format!("directory {name:?} refused: {reason}")),
+                _ => {}
+            },
+            _ => {}
+        }
+    })
+    .await;
+    if let Some(b) = shown {
+        b.finish_and_clear();
+    }
+    result.map_err(failure)
+}
+
+/// The exit status of a tree: 0 only if every file and directory was saved.
+fn tree_outcome(report: &TreeReport) -> Result<(), Failure> {
+    if report.all_saved() {
+        return Ok(());
+    }
+    let files = report.saved.len() + report.failed.len();
+    let mut parts = Vec::new();
+    if !report.failed.is_empty() {
+        parts.push(format!(
+            "{} of {files} files were not saved",
+            report.failed.len()
+        ));
+    }
+    if !report.dirs_failed.is_empty() {
+        parts.push(format!(
+            "{} directories were refused",
+            report.dirs_failed.len()
+        ));
+    }
+    Err(Failure::Runtime(parts.join(", ")))
 }
 
 /// A routing id in words.
@@ -173,7 +262,12 @@ pub async fn recv_file(args: RecvFileArgs) -> Result<(), Failure> {
                 }
                 match outcome {
                     Outcome::Saved(s) => {
-                        if verbose {
+                        if verbose && s.unchanged {
+                            note(&format!(
+                                "saved {:?}: {} bytes, there already with the same digest",
+                                s.name, s.size
+                            ));
+                        } else if verbose {
                             note(&format!(
                                 "saved {:?}: {} bytes, {} fetched, resumed at {}",
                                 s.name, s.size, s.fetched, s.resumed_from
@@ -192,6 +286,25 @@ pub async fn recv_file(args: RecvFileArgs) -> Result<(), Failure> {
                     )),
                 }
             }
+            RecvEvent::Tree { peer, files, bytes } => {
+                if verbose {
+                    note(&format!(
+                        "a tree of {files} files ({bytes} bytes) from {}",
+                        peer_text(peer)
+                    ));
+                }
+            }
+            RecvEvent::Dir {
+                peer, path, result, ..
+            } => match result {
+                Ok(()) if verbose => note(&format!("directory {}", path.display())),
+                Err(reason) => note(&format!(
+                    "refused the directory {} from {}: {reason}",
+                    path.display(),
+                    peer_text(peer)
+                )),
+                _ => {}
+            },
             RecvEvent::Stray { peer, reason } => {
                 if verbose {
                     note(&format!(
