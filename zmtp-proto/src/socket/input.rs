@@ -127,16 +127,22 @@ impl Socket {
                         hwm => hwm - p.inq.len(),
                     };
                     let (inq, properties) = (&mut p.inq, p.authenticated.then_some(&p.properties));
-                    let n = stream.conn.poll_messages(room, |body| {
-                        if filter.is_some_and(|f| !f.subscribed(&body)) {
-                            return;
-                        }
+                    let mut queue = |body: Bytes| {
                         let mut msg = Message::from(body);
                         if let Some(props) = properties {
                             msg.set_properties(props.clone());
                         }
                         inq.push_back(msg);
-                    });
+                    };
+                    // Two loops, so that the plain types' loop carries no filter test.
+                    let n = match filter {
+                        None => stream.conn.poll_messages(room, queue),
+                        Some(f) => stream.conn.poll_messages(room, |body| {
+                            if f.subscribed(&body) {
+                                queue(body);
+                            }
+                        }),
+                    };
                     if n > 0 {
                         continue;
                     }
