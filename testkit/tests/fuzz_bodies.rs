@@ -3,8 +3,10 @@
 //! pseudo-random inputs per target (random bytes and mutated seeds), so that
 //! `cargo test -p zmtp-testkit` exercises them without cargo-fuzz.
 //!
-//! The corpus files are the generated seeds; after a change to the seed generator or to
-//! the bytes the core sends, rewrite them with
+//! The corpus files are the generated seeds (named) and what fuzzing campaigns kept
+//! (`bash scripts/fuzz.sh campaign`, named by content): every one of them is replayed here,
+//! so an input a campaign found stays a test. After a change to the seed generator or to
+//! the bytes the core sends, rewrite the seeds with
 //! `cargo test -p zmtp-testkit --test fuzz_bodies -- --ignored write_seed_corpus`.
 #![cfg(feature = "curve")]
 
@@ -105,17 +107,27 @@ fn bodies_pass_on_pseudo_random_inputs() {
     }
 }
 
-/// Rewrites `fuzz/corpus/` from the generated seeds (run on purpose, see the file docs).
+/// Whether a corpus file is one a campaign kept: libFuzzer names those by the SHA-1 of
+/// their content (40 hex digits); seeds have names of their own.
+fn kept_by_campaign(name: &str) -> bool {
+    name.len() == 40 && name.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Rewrites the seeds in `fuzz/corpus/` from the generated ones (run on purpose, see the
+/// file docs), keeping what campaigns added.
 #[test]
 #[ignore]
 fn write_seed_corpus() {
     let root = corpus_dir();
     for (target, _) in TARGETS {
         let dir = root.join(target);
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir).expect("clear a corpus directory");
-        }
         std::fs::create_dir_all(&dir).expect("create a corpus directory");
+        for entry in std::fs::read_dir(&dir).expect("list a corpus directory") {
+            let entry = entry.expect("a corpus directory entry");
+            if !kept_by_campaign(&entry.file_name().to_string_lossy()) {
+                std::fs::remove_file(entry.path()).expect("remove an old seed");
+            }
+        }
     }
     for seed in seed_corpus() {
         let path = root.join(seed.target).join(&seed.name);

@@ -541,6 +541,12 @@ pub fn seed_corpus() -> Vec<Seed> {
         add("datagram", name, data);
     }
 
+    // The file transfer's wire rules: transfers fetched, resumed and PUT, broken ones,
+    // hostile paths, part records.
+    for (name, data) in super::file_wire::seeds() {
+        add("file_wire", name, data);
+    }
+
     // STREAM: raw connections, the application's sends, closes and resets.
     for (name, data) in stream_seeds() {
         add("stream", name, data);

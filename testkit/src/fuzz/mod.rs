@@ -25,6 +25,7 @@
 //! | [`ws_frame`] | `ws` | 3 control bytes, piece sizes, stream | in pieces as whole; limits and the decoding contract hold; frames re-emit to themselves |
 //! | [`stream()`] | `stream` | 1 option byte, then actions | a STREAM socket against a model: notifications once up and at most once down, data only from connections that were up, intact and in order both ways, routing by id, send results as specified, bounded queues |
 //! | [`legacy`] | `legacy` | 2 control bytes, fragment sizes, a 1.0 or 2.0 peer's stream | in fragments as whole, greeting included; the maximum message size holds; our frames read back in the peer's framing |
+//! | [`file_wire`] | `file_wire` | 1 setup byte, then messages with a disk byte each | decode → encode round-trips; taken paths stay under the directory; offers, chunks, PUTs and fetches are taken exactly when the rules say; part records round-trip |
 //! | [`datagram`] | `datagram` | 1 mode byte, then a datagram, a message, a DGRAM address or a udp endpoint | udp limits hold (groups ≤ 127, datagrams ≤ 8192 sent); parse → emit and emit → parse round-trip |
 //!
 //! The bodies drive the core with this crate's harnesses: [`pair::raw`](crate::pair::raw)
@@ -44,6 +45,7 @@ mod connection;
 mod corpus;
 mod curve_traffic;
 mod datagram;
+mod file_wire;
 mod frame_decoder;
 mod input;
 mod legacy;
@@ -59,6 +61,7 @@ pub use self::connection::connection;
 pub use self::corpus::{seed_corpus, Seed};
 pub use self::curve_traffic::curve_traffic;
 pub use self::datagram::datagram;
+pub use self::file_wire::file_wire;
 pub use self::frame_decoder::frame_decoder;
 pub use self::legacy::legacy;
 pub use self::socket::socket;
@@ -84,4 +87,5 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("datagram", datagram),
     ("stream", stream),
     ("legacy", legacy),
+    ("file_wire", file_wire),
 ];

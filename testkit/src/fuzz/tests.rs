@@ -5,6 +5,7 @@ use zmtp_proto::SocketType;
 use super::connection::run_connection;
 use super::curve_traffic::{run_curve_traffic, CURVE_FRAMES};
 use super::datagram::run_datagram;
+use super::file_wire::{run_file_wire, Outcome};
 use super::socket::{act, run_socket, MAGIC};
 use super::stream::run_stream;
 use super::{corpus::socket_seed, seed_corpus, Seed, TARGETS};
@@ -246,4 +247,32 @@ fn stream_random_inputs_agree_with_the_model() {
     }
     std::println!("chunks {chunks}, bytes written {written}, notifications {notes}");
     assert!(chunks > 0 && written > 0 && notes > 0);
+}
+
+#[test]
+fn file_wire_seeds_reach_what_they_are_meant_to() {
+    let outcome = |name: &str| {
+        let seed = seeds_of("file_wire")
+            .into_iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no seed {name}"));
+        run_file_wire(&seed.data)
+    };
+    let o = |taken, chunks, complete, refused| Outcome {
+        taken,
+        chunks,
+        complete,
+        refused,
+    };
+    // Three 1-byte chunks complete the file; the FETCH of all 3 bytes is answered.
+    assert_eq!(outcome("fetched_in_order"), o(1, 3, 1, 0));
+    // Resumed from the part's 2 bytes: the 2 chunks left complete it.
+    assert_eq!(outcome("resumed_part"), o(1, 2, 1, 0));
+    assert_eq!(outcome("put_small"), o(1, 0, 1, 0));
+    // The chunk at 1 answers no fetch (the oldest is at 0).
+    assert_eq!(outcome("chunk_out_of_order"), o(1, 0, 0, 1));
+    // 8 + 4 > 10, and a FETCH of 0 bytes.
+    assert_eq!(outcome("fetch_past_end"), o(1, 0, 0, 2));
+    // Six hostile names and a symbolic link refused; the same file there is compared.
+    assert_eq!(outcome("hostile_paths"), o(0, 0, 0, 7));
 }
