@@ -464,6 +464,10 @@ impl Buffered {
         if self.ws.is_some() {
             self.ping_ws();
         }
+        if !self.conn.control_pending() {
+            // Nothing to write: spare the encode buffer's bookkeeping.
+            return;
+        }
         // Control frames are small; one retry with the exact size always succeeds.
         let _ = self.encode(0, |conn, out| Ok(conn.poll_transmit(out)?));
     }

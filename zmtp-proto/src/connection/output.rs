@@ -64,7 +64,7 @@ impl Connection {
     ///
     /// Fails only when something is pending and not even the first frame fits.
     pub fn poll_transmit(&mut self, out: &mut [u8]) -> Result<usize, InsufficientSize> {
-        if self.error.is_some() {
+        if self.error.is_some() || !self.control_pending() {
             return Ok(0);
         }
         let mut written = 0;
@@ -149,8 +149,10 @@ impl Connection {
         }
     }
 
-    /// Whether any control frame waits (cheaper than [`next_control`](Self::next_control)).
-    fn control_pending(&self) -> bool {
+    /// Whether any control frame waits (cheaper than [`next_control`](Self::next_control));
+    /// when not, [`poll_transmit`](Self::poll_transmit) writes nothing.
+    #[inline]
+    pub(crate) fn control_pending(&self) -> bool {
         let p = &self.pending;
         p.signature
             || p.major
