@@ -115,7 +115,7 @@ impl Socket {
 
     /// `n` bytes of [`poll_transmit`](Self::poll_transmit) (or of the chunks) were written.
     pub fn advance(&mut self, peer: PeerId, n: usize, now: impl Clock) {
-        let mut waiting = VecDeque::new();
+        let mut waiting = None;
         let mut farewell = false;
         if let Some(p) = self.peers.get_mut(&peer) {
             if let Some(s) = p.stream.as_mut() {
@@ -128,13 +128,13 @@ impl Socket {
                     s.encoded_ends.pop_front();
                 }
                 // Messages held back while the stream was busy (CONFLATE) go out now.
-                if s.established && s.encoded_ends.is_empty() {
-                    waiting = core::mem::take(&mut p.out);
+                if s.established && s.encoded_ends.is_empty() && !p.out.is_empty() {
+                    waiting = Some(core::mem::take(&mut p.out));
                 }
                 farewell = s.farewell.is_some();
             }
         }
-        for msg in waiting {
+        for msg in waiting.into_iter().flatten() {
             self.deliver(peer, msg);
         }
         // The time is read only when a farewell or a close may end here.
