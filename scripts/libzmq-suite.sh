@@ -202,6 +202,18 @@ if [ ! -f "$include/zmq.h" ]; then
   echo "$include holds no zmq.h" >&2
   exit 1
 fi
+# The tests will ask the loader for the library's soname (libzmq.so.5): when DIR holds
+# only libzmq.so, the loader would find another libzmq.so.5 (the system's) instead, so the
+# soname is linked to it in a directory of our own.
+soname=$(readelf -d "$link" | sed -n 's/.*(SONAME).*\[\(.*\)\].*/\1/p')
+if [ -n "$soname" ] && [ ! -e "$lib/$soname" ]; then
+  alias_dir=$cache/lib-$(printf '%s' "$link" | sha256sum | cut -c1-16)
+  mkdir -p "$alias_dir"
+  ln -sfn "$(readlink -f "$link")" "$alias_dir/$soname"
+  echo "== $lib has no $soname (the library's soname): linked to it from $alias_dir"
+  lib=$alias_dir
+  link=$alias_dir/$soname
+fi
 
 # What the library says it has, through zmq_has(), and where it really was loaded from.
 mkdir -p "$cache"
@@ -234,6 +246,10 @@ version=$(sed -n 's/^version //p' <<<"$probe")
 loaded=$(sed -n 's/^path //p' <<<"$probe")
 caps=$(sed -n 's/^has \(.*\) 1$/\1/p' <<<"$probe" | tr '\n' ' ')
 echo "== library: $link (zmq_version $version, loaded from ${loaded:-?}); zmq_has: ${caps:-nothing}"
+if [ "$(readlink -f "$loaded")" != "$(readlink -f "$link")" ]; then
+  echo "the library was loaded from '$loaded', not from $link" >&2
+  exit 1
+fi
 echo "== header: $include/zmq.h; draft API: $([ "$draft" = 1 ] && echo yes || echo no)"
 if has draft && [ "$draft" = 0 ]; then
   echo "   (the library has the draft API: --draft would run the draft tests too)"
@@ -260,19 +276,25 @@ $(cat "$suite_dir/platform.hpp")"
 
 # Built by libzmq only with the draft API (Makefile.am's ENABLE_DRAFTS list; test_busy_poll
 # is CMake's, with ZMQ_HAVE_BUSY_POLL, which Linux has).
-draft_only=" test_poller test_client_server test_thread_safe test_timers test_radio_dish
+draft_only=(test_poller test_client_server test_thread_safe test_timers test_radio_dish
   test_scatter_gather test_dgram test_app_meta test_xpub_manual_last_value test_router_notify
   test_peer test_reconnect_options test_msg_init test_hello_msg test_disconnect_msg
   test_channel test_hiccup_msg test_zmq_ppoll_fd test_xsub_verbose test_pubsub_topics_count
-  test_zmq_ppoll_signals test_busy_poll "
+  test_zmq_ppoll_signals test_busy_poll)
 # Built only with ZMQ_HAVE_IPC (CMake's list).
-ipc_only=" test_ipc_wildcard test_pair_ipc test_reqrep_ipc test_rebind_ipc "
+ipc_only=(test_ipc_wildcard test_pair_ipc test_reqrep_ipc test_rebind_ipc)
 # Tests that bind fixed TCP or UDP ports (ENDPOINT_0.. of testutil.hpp, 5555-5569) or a
 # fixed abstract socket name, or connect to fixed ports that another test may be bound
 # to: they run one after another, in one lane, beside the others.
-serial=" test_bind_after_connect_tcp test_dgram test_last_endpoint test_reconnect_options
+serial=(test_bind_after_connect_tcp test_dgram test_last_endpoint test_reconnect_options
   test_req_relaxed test_disconnect_msg test_immediate test_radio_dish test_abstract_ipc
-  test_bind_src_address test_connect_resolve "
+  test_bind_src_address test_connect_resolve)
+# Whether word $1 is one of the words "$2"...
+member() {
+  local x=$1
+  shift
+  [[ " $* " == *" $x "* ]]
+}
 # The longest, started first so that they do not finish last.
 slow_first=(test_heartbeats test_security_zap test_many_sockets test_shutdown_stress
   test_reconnect_ivl test_security_curve test_proxy_hwm test_proxy test_timeo)
@@ -300,9 +322,9 @@ not_applicable() {
   local t=$1
   if listed "$na_file" "$t"; then
     reason_in "$na_file" "$t"
-  elif [ "$draft" = 0 ] && [[ $draft_only == *" $t "* ]]; then
+  elif [ "$draft" = 0 ] && member "$t" "${draft_only[@]}"; then
     echo "libzmq builds it only with the draft API (run with --draft)"
-  elif [[ $ipc_only == *" $t "* ]] && ! has ipc; then
+  elif member "$t" "${ipc_only[@]}" && ! has ipc; then
     echo "needs ipc://, which the library does not report (zmq_has)"
   elif [ "$t" = test_security_curve ] && ! has curve; then
     echo "needs CURVE, which the library does not report (zmq_has)"
@@ -397,10 +419,10 @@ lanes=()
 serial_lane=""
 declare -A queued=()
 for t in "${slow_first[@]}" "${applicable[@]}"; do
-  [[ " ${applicable[*]} " == *" $t "* ]] || continue
+  member "$t" "${applicable[@]}" || continue
   [ -n "${queued[$t]:-}" ] && continue
   queued[$t]=1
-  if [[ $serial == *" $t "* ]]; then
+  if member "$t" "${serial[@]}"; then
     serial_lane+="$t "
   else
     lanes+=("$t")
@@ -438,6 +460,7 @@ echo "== libzmq test suite against $link (zmq_version $version): ${#all[@]} test
 if [ ${#bad[@]} -gt 0 ]; then
   echo "== not passing: ${bad[*]}"
 fi
-echo "libzmq-suite: ${count[PASS]} passed, $((count[FAIL] + count[BUILD-FAIL])) failed," \
-  "${count[TIMEOUT]} timed out, ${count[KNOWN]} known failures"
+echo "== ${count[PASS]} passed, ${count[FAIL]} failed, ${count[TIMEOUT]} timed out," \
+  "${count[BUILD-FAIL]} failed to build, ${count[KNOWN]} known failures"
+echo "libzmq-suite: ${count[PASS]} passed, ${#bad[@]} failed"
 [ ${#bad[@]} -eq 0 ]

@@ -43,5 +43,7 @@
  * poller that libzmq's own build picks on Linux. The tests read none of these. */
 #define ZMQ_IOTHREAD_POLLER_USE_EPOLL
 #define ZMQ_POLL_BASED_ON_POLL
+/* Their zmq_draft.h names sigset_t, which a zmq.h older than 4.3.5's does not bring. */
+#include <signal.h>
 
 #endif
