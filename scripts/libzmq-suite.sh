@@ -76,7 +76,8 @@ run_lane() {
     mkdir -p "$dir"
     start=$(date +%s.%N)
     (cd "$dir" && LD_LIBRARY_PATH="$SUITE_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-      timeout -k 5 "$SUITE_TIMEOUT" "$build/bin/$name") >"$log" 2>&1 </dev/null || rc=$?
+      timeout -k 5 "$SUITE_TIMEOUT" stdbuf -oL "$build/bin/$name") >"$log" 2>&1 </dev/null ||
+      rc=$?
     end=$(date +%s.%N)
     summary=$(grep -E '^[0-9]+ Tests [0-9]+ Failures [0-9]+ Ignored' "$log" | tail -n 1 || true)
     local secs
@@ -88,7 +89,9 @@ run_lane() {
       *) status=FAIL ;;
     esac
     if [ "$status" = FAIL ]; then
-      summary="exit $rc: $(grep -v '^\s*$' "$log" | tail -n 3 | cut -c1-160 | tr '\n' '|')"
+      summary="exit $rc: $(last_lines "$log")"
+    elif [ "$status" = TIMEOUT ]; then
+      summary+="${summary:+; }last: $(last_lines "$log")"
     fi
     if [ "$status" != PASS ] && grep -q "^${name}[[:space:]]" "$SUITE_KNOWN"; then
       summary="$status, known: $(reason_in "$SUITE_KNOWN" "$name")"
@@ -98,6 +101,13 @@ run_lane() {
     print_result "$name"
     rm -rf "$dir"
   done
+}
+
+# The last lines of output $1 worth showing: Unity's results and failures first (a test's
+# own "still waiting" messages repeat by the hundred), joined by |.
+last_lines() {
+  { grep -E ':(FAIL|IGNORE)|^[0-9]+ Tests' "$1" || grep -v '^[[:space:]]*$' "$1"; } |
+    tail -n 3 | cut -c1-200 | tr '\n' '|'
 }
 
 # The reason given for test $2 in list file $1.
