@@ -24,8 +24,9 @@
 #
 # Which tests apply mirrors libzmq's own Linux build (tests/CMakeLists.txt, Makefile.am)
 # and what the library reports through zmq_has(); libzmq/suite/not-applicable.txt lists
-# the tests that cannot apply to a library without their feature, and
-# libzmq/suite/known-failures.txt the ones known to fail, each with its reason.
+# the tests that cannot apply to a library without their feature,
+# libzmq/suite/known-failures.txt the ones known to fail, and libzmq/suite/flaky.txt the
+# ones with a race of their own (run up to three times), each with its reason.
 # Prints one line per test (PASS, FAIL, TIMEOUT, BUILD-FAIL, KNOWN, NOT-APPLICABLE), then
 # the counts. Exits 0 only when every applicable test not listed as a known failure passes.
 #
@@ -62,52 +63,67 @@ compile_test() {
   fi
 }
 
-# Run tests "$@" one after another, each in a scratch directory of its own, and write
-# each result to $SUITE_BUILD/results/NAME and print its line.
+# Run test $1 once in a scratch directory of its own; set status, secs and summary.
+run_once() {
+  local name=$1 build=$SUITE_BUILD
+  local dir="$SUITE_RUNDIR/$name" log="$build/log/$name.out" rc=0 start end
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  start=$(date +%s.%N)
+  (cd "$dir" && LD_LIBRARY_PATH="$SUITE_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    timeout -k 5 "$SUITE_TIMEOUT" stdbuf -oL "$build/bin/$name") >"$log" 2>&1 </dev/null ||
+    rc=$?
+  end=$(date +%s.%N)
+  rm -rf "$dir"
+  secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
+  summary=$(grep -E '^[0-9]+ Tests [0-9]+ Failures [0-9]+ Ignored' "$log" | tail -n 1 || true)
+  case $rc in
+    0) status=PASS ;;
+    124 | 137) status=TIMEOUT summary="last: $(last_lines "$log")" ;;
+    142) status=TIMEOUT summary="stopped itself (SIGALRM); last: $(last_lines "$log")" ;;
+    *) status=FAIL summary="exit $rc: $(last_lines "$log")" ;;
+  esac
+}
+
+# Run tests "$@" one after another, write each result to $SUITE_BUILD/results/NAME and
+# print its line. A test listed in flaky.txt that does not pass is run again, up to three
+# times in all.
 run_lane() {
-  local name build=$SUITE_BUILD
+  local name status secs summary try tries first
   for name in "$@"; do
-    local dir="$SUITE_RUNDIR/$name" log="$build/log/$name.out" rc=0 start end summary status
-    if [ -e "$build/results/$name" ]; then # BUILD-FAIL already
+    if [ -e "$SUITE_BUILD/results/$name" ]; then # BUILD-FAIL already
       print_result "$name"
       continue
     fi
-    rm -rf "$dir"
-    mkdir -p "$dir"
-    start=$(date +%s.%N)
-    (cd "$dir" && LD_LIBRARY_PATH="$SUITE_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-      timeout -k 5 "$SUITE_TIMEOUT" stdbuf -oL "$build/bin/$name") >"$log" 2>&1 </dev/null ||
-      rc=$?
-    end=$(date +%s.%N)
-    summary=$(grep -E '^[0-9]+ Tests [0-9]+ Failures [0-9]+ Ignored' "$log" | tail -n 1 || true)
-    local secs
-    secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
-    case $rc in
-      0) status=PASS ;;
-      124 | 137) status=TIMEOUT ;;
-      142) status=TIMEOUT summary="stopped itself with SIGALRM after its own 60 s" ;;
-      *) status=FAIL ;;
-    esac
-    if [ "$status" = FAIL ]; then
-      summary="exit $rc: $(last_lines "$log")"
-    elif [ "$status" = TIMEOUT ]; then
-      summary+="${summary:+; }last: $(last_lines "$log")"
+    tries=1
+    grep -q "^${name}[[:space:]]" "$SUITE_FLAKY" && tries=3
+    first=""
+    for ((try = 1; try <= tries; try++)); do
+      run_once "$name"
+      [ "$status" = PASS ] && break
+      [ -z "$first" ] && first="$status ($summary)"
+    done
+    if [ "$status" = PASS ] && [ -n "$first" ]; then
+      summary+="; flaky, passed on try $try of $tries; try 1: $first"
+    elif [ "$status" != PASS ] && [ "$tries" -gt 1 ]; then
+      summary+="; failed all $tries tries"
     fi
     if [ "$status" != PASS ] && grep -q "^${name}[[:space:]]" "$SUITE_KNOWN"; then
       summary="$status, known: $(reason_in "$SUITE_KNOWN" "$name")"
       status=KNOWN
     fi
-    printf '%s\t%s s; %s\n' "$status" "$secs" "$summary" >"$build/results/$name"
+    printf '%s\t%s s; %s\n' "$status" "$secs" "$summary" >"$SUITE_BUILD/results/$name"
     print_result "$name"
-    rm -rf "$dir"
   done
 }
 
-# The last lines of output $1 worth showing: Unity's results and failures first (a test's
-# own "still waiting" messages repeat by the hundred), joined by |.
+# The last lines of output $1 worth showing, joined by |: Unity's last two results (of a
+# test killed in a case, the last case that ended) and the last line.
 last_lines() {
-  { grep -E ':(FAIL|IGNORE)|^[0-9]+ Tests' "$1" || grep -v '^[[:space:]]*$' "$1"; } |
-    tail -n 3 | cut -c1-200 | tr '\n' '|'
+  {
+    grep -E ':(PASS|FAIL|IGNORE)(:|$)|^[0-9]+ Tests' "$1" | tail -n 2
+    grep -v '^[[:space:]]*$' "$1" | tail -n 1
+  } | cut -c1-200 | uniq | tr '\n' '|'
 }
 
 # The reason given for test $2 in list file $1.
@@ -364,6 +380,8 @@ if [ "$list" = 1 ]; then
       printf '%-15s %-36s %s\n' NOT-APPLICABLE "$t" "${na_reason[$t]}"
     elif listed "$known_file" "$t"; then
       printf '%-15s %-36s %s\n' KNOWN "$t" "$(reason_in "$known_file" "$t")"
+    elif listed "$suite_dir/flaky.txt" "$t"; then
+      printf '%-15s %-36s %s\n' FLAKY "$t" "$(reason_in "$suite_dir/flaky.txt" "$t" | cut -c1-100)..."
     else
       printf '%-15s %s\n' APPLICABLE "$t"
     fi
@@ -418,6 +436,7 @@ fi
 
 export SUITE_BUILD=$build SUITE_CXXFLAGS=$cxxflags SUITE_LINK=$link SUITE_LIB=$lib
 export SUITE_TIMEOUT=$timeout_s SUITE_RUNDIR=$build/run SUITE_KNOWN=$known_file
+export SUITE_FLAKY=$suite_dir/flaky.txt
 echo "== compiling ${#applicable[@]} tests ($jobs at a time)"
 printf '%s\n' "${applicable[@]}" | nice xargs -P "$jobs" -n 4 bash "$0" __compile
 compile_secs=$((SECONDS - start_all))
@@ -467,6 +486,11 @@ done
 echo "== libzmq test suite against $link (zmq_version $version): ${#all[@]} tests," \
   "${#applicable[@]} applicable, $((${#all[@]} - ${#applicable[@]})) not applicable;" \
   "compiled in $compile_secs s, ran in $run_secs s"
+flaky_passes=$(grep -l 'flaky, passed on try' "$build"/results/* | xargs -r -n1 basename |
+  tr '\n' ' ' || true)
+if [ -n "$flaky_passes" ]; then
+  echo "== passed only on a retry (listed in flaky.txt): $flaky_passes"
+fi
 if [ ${#bad[@]} -gt 0 ]; then
   echo "== not passing: ${bad[*]}"
 fi
