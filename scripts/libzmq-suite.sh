@@ -121,9 +121,9 @@ run_lane() {
 # test killed in a case, the last case that ended) and the last line.
 last_lines() {
   {
-    grep -E ':(PASS|FAIL|IGNORE)(:|$)|^[0-9]+ Tests' "$1" | tail -n 2
-    grep -v '^[[:space:]]*$' "$1" | tail -n 1
-  } | cut -c1-200 | uniq | tr '\n' '|'
+    grep -E ':(PASS|FAIL|IGNORE)(:|$)|^[0-9]+ Tests' "$1" | tail -n 2 || true
+    grep -v '^[[:space:]]*$' "$1" | tail -n 1 || true
+  } | sed 's|^/[^:]*/tests/||' | cut -c1-200 | uniq | tr '\n' '|' || true
 }
 
 # The reason given for test $2 in list file $1.
@@ -460,7 +460,8 @@ done
 [ -n "$serial_lane" ] && lanes=("$serial_lane" "${lanes[@]}")
 run_start=$SECONDS
 if [ ${#lanes[@]} -gt 0 ]; then
-  printf '%s\n' "${lanes[@]}" | xargs -P "$run_jobs" -I{} bash "$0" __run {}
+  printf '%s\n' "${lanes[@]}" | xargs -P "$run_jobs" -I{} bash "$0" __run {} ||
+    echo "== a runner stopped early: the tests it left have no result"
 fi
 run_secs=$((SECONDS - run_start))
 
@@ -471,6 +472,10 @@ done
 declare -A count=([PASS]=0 [FAIL]=0 [TIMEOUT]=0 [BUILD-FAIL]=0 [KNOWN]=0)
 bad=()
 for t in "${applicable[@]}"; do
+  if [ ! -e "$build/results/$t" ]; then
+    printf 'FAIL\tno result: its runner stopped before it ended\n' >"$build/results/$t"
+    SUITE_BUILD=$build print_result "$t"
+  fi
   IFS=$'\t' read -r status _ <"$build/results/$t"
   count[$status]=$((${count[$status]} + 1))
   case $status in
