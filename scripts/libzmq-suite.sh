@@ -81,6 +81,7 @@ run_once() {
     0) status=PASS ;;
     124 | 137) status=TIMEOUT summary="last: $(last_lines "$log")" ;;
     142) status=TIMEOUT summary="stopped itself (SIGALRM); last: $(last_lines "$log")" ;;
+    13[0-9] | 1[4-5][0-9]) status=FAIL summary="killed by SIG$(kill -l $((rc - 128))): $(last_lines "$log")" ;;
     *) status=FAIL summary="exit $rc: $(last_lines "$log")" ;;
   esac
 }
@@ -196,7 +197,9 @@ if [ "$reference" = 1 ]; then
   ref=$cache/reference
   mkdir -p "$ref"
   echo "== building the reference libzmq 4.3.5 from $vendor in $ref"
-  if [ ! -f "$ref/CMakeCache.txt" ]; then
+  if ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$vendor" "$ref/CMakeCache.txt" 2>/dev/null; then
+    rm -rf "$ref"
+    mkdir -p "$ref"
     nice cmake -S "$vendor" -B "$ref" -DCMAKE_BUILD_TYPE=Release -DENABLE_DRAFTS=ON \
       -DWITH_LIBSODIUM=ON -DENABLE_CURVE=ON -DWITH_TLS=OFF -DWITH_LIBBSD=OFF \
       -DBUILD_TESTS=OFF -DBUILD_STATIC=OFF -DWITH_DOCS=OFF -DWITH_DOC=OFF \

@@ -4,7 +4,7 @@
 # the conformance tests run against), libsodium (CURVE in the draft libzmq that
 # zmtp-conformance-draft builds from source), pkg-config, JeroMQ (libjeromq-java) and a JDK
 # (default-jdk-headless, for javac) for the JeroMQ interop tests, chromium and npm for the
-# browser step, and valgrind for the icount step.
+# browser step, valgrind for the icount step, and g++ for the libzmq step.
 #
 #   bash scripts/test.sh            every default step
 #   bash scripts/test.sh STEP...    only these steps (lint, docs, publish, nostd, tests,
@@ -179,8 +179,9 @@ icount() {
 
 # libzmq 4.3.5's own test suite (scripts/libzmq-suite.sh: built from zeromq-src's copy at
 # run time) against our C ABI, zmtp-libzmq's libzmq.so.5 built in release, compiled against
-# our zmq.h with the draft API. About 20 s to compile the tests and a minute to run them on
-# a 2-core machine. Skipped while the workspace has no libzmq/Cargo.toml.
+# our zmq.h with the draft API. On a 2-core machine, besides the library's release build:
+# 10 to 40 s to compile the tests, about a minute to run them (each stopped after 60 s).
+# Skipped while the workspace has no libzmq/Cargo.toml.
 libzmq() {
   if [ ! -f libzmq/Cargo.toml ]; then
     echo "libzmq/Cargo.toml is missing: no C ABI library to test, step skipped"
