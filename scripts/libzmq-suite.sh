@@ -57,8 +57,15 @@ compile_test() {
   # shellcheck disable=SC2086 # SUITE_CXXFLAGS is a list of flags
   if ! g++ $SUITE_CXXFLAGS -o "$bin" "$src" "${extra[@]}" "$build"/obj/*.o "$SUITE_LINK" \
     -Wl,-rpath,"$SUITE_LIB" -pthread >"$log" 2>&1; then
-    printf 'BUILD-FAIL\t%s\n' "$(grep -m 3 -E 'error|undefined' "$log" | cut -c1-200 |
-      tr '\n' ' ')" >"$build/results/$name"
+    local missing
+    missing=$(grep -o "undefined reference to \`[^']*'" "$log" | sed "s/.*\`//; s/'//" |
+      sort -u | tr '\n' ' ' || true)
+    if [ -n "$missing" ]; then
+      printf 'BUILD-FAIL\tthe library lacks: %s\n' "$missing" >"$build/results/$name"
+    else
+      printf 'BUILD-FAIL\t%s\n' "$(grep -m 3 -E 'error' "$log" | sed 's|^/[^:]*/||' |
+        cut -c1-200 | tr '\n' ' ')" >"$build/results/$name"
+    fi
     rm -f "$bin"
   fi
 }
