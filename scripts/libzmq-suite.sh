@@ -19,8 +19,11 @@
 #                   mostly wait, and those bound to fixed ports share one lane)
 #   --timeout S     seconds a test may run before it is killed (default 60; libzmq's tests
 #                   also stop themselves after 60 s with SIGALRM)
-#   --list          print each test's classification and exit, building nothing
+#   --list          print each test's classification and exit, building no test
 #   TEST...         only these tests (test_ prefix optional)
+#
+# zeromq-src is found through `cargo metadata` (the package the workspace depends on);
+# ZEROMQ_SRC_DIR=DIR names another copy of it.
 #
 # Which tests apply mirrors libzmq's own Linux build (tests/CMakeLists.txt, Makefile.am)
 # and what the library reports through zmq_has(); libzmq/suite/not-applicable.txt lists
