@@ -1,0 +1,300 @@
+//! Contexts: `zmq_ctx_*`, `zmq_init`, `zmq_term`.
+
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, RwLock};
+use std::thread::JoinHandle;
+
+use crate::error::{Errno, EMTHREAD, ETERM};
+use crate::{guard, lock};
+
+/// `ZMQ_IO_THREADS`.
+pub(crate) const IO_THREADS: c_int = 1;
+/// `ZMQ_MAX_SOCKETS`.
+pub(crate) const MAX_SOCKETS: c_int = 2;
+/// `ZMQ_SOCKET_LIMIT`.
+pub(crate) const SOCKET_LIMIT: c_int = 3;
+/// `ZMQ_THREAD_PRIORITY`.
+pub(crate) const THREAD_PRIORITY: c_int = 3;
+/// `ZMQ_THREAD_SCHED_POLICY`.
+pub(crate) const THREAD_SCHED_POLICY: c_int = 4;
+/// `ZMQ_MAX_MSGSZ`.
+pub(crate) const MAX_MSGSZ: c_int = 5;
+/// `ZMQ_MSG_T_SIZE`.
+pub(crate) const MSG_T_SIZE: c_int = 6;
+/// `ZMQ_THREAD_NAME_PREFIX`.
+pub(crate) const THREAD_NAME_PREFIX: c_int = 9;
+/// `ZMQ_BLOCKY`.
+pub(crate) const BLOCKY: c_int = 70;
+/// `ZMQ_IPV6`.
+pub(crate) const IPV6: c_int = 42;
+/// `ZMQ_ZERO_COPY_RECV` (draft).
+pub(crate) const ZERO_COPY_RECV: c_int = 10;
+
+/// libzmq's largest socket count (`ZMQ_SOCKET_LIMIT` answers it).
+const CLIPPED_MAXSOCKETS: c_int = 65535;
+
+/// A context behind a `void *` handle.
+pub(crate) struct Ctx {
+    /// The driver's context; taken when the context ends.
+    mio: Mutex<Option<zmtp_mio::Context>>,
+    /// Set by `zmq_ctx_shutdown` or `zmq_ctx_term`: every socket call but `zmq_close`
+    /// then fails with `ETERM`.
+    terminating: AtomicBool,
+    state: Mutex<CtxState>,
+    /// Signalled when a socket is closed.
+    closed: Condvar,
+}
+
+struct CtxState {
+    /// Sockets made and not yet closed.
+    sockets: usize,
+    io_threads: c_int,
+    max_sockets: c_int,
+    max_msgsz: c_int,
+    ipv6: bool,
+    blocky: bool,
+    thread_priority: c_int,
+    thread_sched_policy: c_int,
+    thread_name_prefix: c_int,
+    zero_copy_recv: c_int,
+    /// The thread closing the sockets after a shutdown (their calls return at once).
+    closer: Option<JoinHandle<()>>,
+}
+
+/// The live contexts, by handle: a handle not in here is not a context (`EFAULT`).
+static CONTEXTS: LazyLock<RwLock<HashMap<usize, Arc<Ctx>>>> = LazyLock::new(Default::default);
+
+impl Ctx {
+    /// Whether the context is being terminated.
+    pub(crate) fn terminating(&self) -> bool {
+        self.terminating.load(Ordering::Acquire)
+    }
+
+    fn state(&self) -> MutexGuard<'_, CtxState> {
+        lock(&self.state)
+    }
+
+    /// A socket of type `ty` with `options`, counted against `ZMQ_MAX_SOCKETS`.
+    pub(crate) fn socket(
+        &self,
+        ty: zmtp_mio::SocketType,
+        options: zmtp_mio::Options,
+    ) -> Result<zmtp_mio::Socket, Errno> {
+        let mut st = self.state();
+        if self.terminating() {
+            return Err(ETERM);
+        }
+        if st.sockets >= usize::try_from(st.max_sockets).unwrap_or(0) {
+            return Err(libc::EMFILE);
+        }
+        let ctx = lock(&self.mio);
+        let Some(ctx) = ctx.as_ref() else {
+            return Err(ETERM);
+        };
+        let socket = ctx.socket_with(ty, options).map_err(|_| EMTHREAD)?;
+        st.sockets += 1;
+        Ok(socket)
+    }
+
+    /// The default LINGER of new sockets: forever, or zero when `ZMQ_BLOCKY` is off.
+    pub(crate) fn blocky(&self) -> bool {
+        self.state().blocky
+    }
+
+    /// Whether new sockets use IPv6 (`ZMQ_IPV6` set on the context).
+    pub(crate) fn ipv6(&self) -> bool {
+        self.state().ipv6
+    }
+
+    /// A socket of this context was closed.
+    pub(crate) fn socket_closed(&self) {
+        let mut st = self.state();
+        st.sockets = st.sockets.saturating_sub(1);
+        self.closed.notify_all();
+    }
+
+    /// Mark the context terminating and close its sockets in the background (their
+    /// blocked calls return `ETERM`); once.
+    fn shutdown(&self) {
+        let mut st = self.state();
+        if self.terminating.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if let Some(ctx) = lock(&self.mio).clone() {
+            st.closer = std::thread::Builder::new()
+                .name("zmq-ctx-shutdown".into())
+                .spawn(move || {
+                    ctx.term();
+                })
+                .ok();
+        }
+    }
+}
+
+/// The context behind `handle`, or `EFAULT`.
+pub(crate) fn ctx_of(handle: *mut c_void) -> Result<Arc<Ctx>, Errno> {
+    let map = CONTEXTS.read().unwrap_or_else(|e| e.into_inner());
+    map.get(&(handle as usize)).cloned().ok_or(libc::EFAULT)
+}
+
+fn new_ctx() -> Result<*mut c_void, Errno> {
+    zmtp_mio::set_loss_reports(false);
+    let mio = zmtp_mio::Context::new().map_err(|_| EMTHREAD)?;
+    let ctx = Arc::new(Ctx {
+        mio: Mutex::new(Some(mio)),
+        terminating: AtomicBool::new(false),
+        state: Mutex::new(CtxState {
+            sockets: 0,
+            io_threads: 1,
+            max_sockets: 1023,
+            max_msgsz: c_int::MAX,
+            ipv6: false,
+            blocky: true,
+            thread_priority: -1,
+            thread_sched_policy: -1,
+            thread_name_prefix: -1,
+            zero_copy_recv: 1,
+            closer: None,
+        }),
+        closed: Condvar::new(),
+    });
+    let handle = Arc::as_ptr(&ctx) as *mut c_void;
+    let mut map = CONTEXTS.write().unwrap_or_else(|e| e.into_inner());
+    map.insert(handle as usize, ctx);
+    Ok(handle)
+}
+
+/// `zmq_ctx_new`: a new context, or NULL (`errno` set) if its I/O thread cannot start.
+#[no_mangle]
+pub extern "C" fn zmq_ctx_new() -> *mut c_void {
+    guard(std::ptr::null_mut(), || match new_ctx() {
+        Ok(h) => h,
+        Err(e) => {
+            crate::error::set_errno(e);
+            std::ptr::null_mut()
+        }
+    })
+}
+
+/// `zmq_init`: `zmq_ctx_new` with an I/O thread count (which must not be negative).
+#[no_mangle]
+pub extern "C" fn zmq_init(io_threads: c_int) -> *mut c_void {
+    if io_threads < 0 {
+        crate::error::set_errno(libc::EINVAL);
+        return std::ptr::null_mut();
+    }
+    let handle = zmq_ctx_new();
+    if !handle.is_null() {
+        zmq_ctx_set(handle, IO_THREADS, io_threads);
+    }
+    handle
+}
+
+/// `zmq_ctx_shutdown`: every blocked and later call on the context's sockets (but
+/// `zmq_close`) returns `ETERM`; returns at once.
+#[no_mangle]
+pub extern "C" fn zmq_ctx_shutdown(context: *mut c_void) -> c_int {
+    guard(-1, || {
+        crate::ret(ctx_of(context).map(|ctx| {
+            ctx.shutdown();
+            0
+        }))
+    })
+}
+
+/// `zmq_ctx_term`: shut the context down, wait until every socket is closed with
+/// `zmq_close` and has lingered per `ZMQ_LINGER`, then free it.
+#[no_mangle]
+pub extern "C" fn zmq_ctx_term(context: *mut c_void) -> c_int {
+    guard(-1, || {
+        let ctx = match ctx_of(context) {
+            Ok(ctx) => ctx,
+            Err(e) => return crate::ret::<c_int>(Err(e)),
+        };
+        ctx.shutdown();
+        let closer = {
+            let mut st = ctx.state();
+            while st.sockets > 0 {
+                st = ctx.closed.wait(st).unwrap_or_else(|e| e.into_inner());
+            }
+            st.closer.take()
+        };
+        if let Some(closer) = closer {
+            let _ = closer.join();
+        }
+        // The last handle of the driver's context: dropping it waits for the linger of
+        // the sockets closed before.
+        let mio = lock(&ctx.mio).take();
+        drop(mio);
+        let mut map = CONTEXTS.write().unwrap_or_else(|e| e.into_inner());
+        map.remove(&(context as usize));
+        0
+    })
+}
+
+/// `zmq_term`: `zmq_ctx_term`.
+#[no_mangle]
+pub extern "C" fn zmq_term(context: *mut c_void) -> c_int {
+    zmq_ctx_term(context)
+}
+
+/// `zmq_ctx_destroy`: `zmq_ctx_term`.
+#[no_mangle]
+pub extern "C" fn zmq_ctx_destroy(context: *mut c_void) -> c_int {
+    zmq_ctx_term(context)
+}
+
+/// `zmq_ctx_set`: a context option (`ZMQ_IO_THREADS`, `ZMQ_MAX_SOCKETS`, `ZMQ_IPV6`,
+/// `ZMQ_BLOCKY`, `ZMQ_THREAD_*`, `ZMQ_MAX_MSGSZ`); others fail with `EINVAL`.
+#[no_mangle]
+pub extern "C" fn zmq_ctx_set(context: *mut c_void, option: c_int, optval: c_int) -> c_int {
+    guard(-1, || {
+        crate::ret(ctx_of(context).and_then(|ctx| {
+            let mut st = ctx.state();
+            match option {
+                // One I/O thread serves any count asked for.
+                IO_THREADS if optval >= 0 => st.io_threads = optval,
+                MAX_SOCKETS if optval >= 1 && optval <= CLIPPED_MAXSOCKETS => {
+                    st.max_sockets = optval
+                }
+                THREAD_PRIORITY if optval >= -1 => st.thread_priority = optval,
+                THREAD_SCHED_POLICY if optval >= -1 => st.thread_sched_policy = optval,
+                THREAD_NAME_PREFIX => st.thread_name_prefix = optval,
+                MAX_MSGSZ if optval >= 0 => st.max_msgsz = optval,
+                IPV6 if optval >= 0 => st.ipv6 = optval != 0,
+                BLOCKY if optval >= 0 => st.blocky = optval != 0,
+                ZERO_COPY_RECV if optval >= 0 => st.zero_copy_recv = optval,
+                _ => return Err(libc::EINVAL),
+            }
+            Ok(0)
+        }))
+    })
+}
+
+/// `zmq_ctx_get`: a context option's value; unknown options fail with `EINVAL`.
+#[no_mangle]
+pub extern "C" fn zmq_ctx_get(context: *mut c_void, option: c_int) -> c_int {
+    guard(-1, || {
+        crate::ret(ctx_of(context).and_then(|ctx| {
+            let st = ctx.state();
+            Ok(match option {
+                IO_THREADS => st.io_threads,
+                MAX_SOCKETS => st.max_sockets,
+                // 3 is both SOCKET_LIMIT (read) and THREAD_PRIORITY (written), as in libzmq.
+                SOCKET_LIMIT => CLIPPED_MAXSOCKETS,
+                THREAD_SCHED_POLICY => st.thread_sched_policy,
+                THREAD_NAME_PREFIX => st.thread_name_prefix,
+                MAX_MSGSZ => st.max_msgsz,
+                MSG_T_SIZE => {
+                    c_int::try_from(std::mem::size_of::<crate::msg::zmq_msg_t>()).unwrap_or(64)
+                }
+                IPV6 => c_int::from(st.ipv6),
+                BLOCKY => c_int::from(st.blocky),
+                ZERO_COPY_RECV => st.zero_copy_recv,
+                _ => return Err(libc::EINVAL),
+            })
+        }))
+    })
+}
