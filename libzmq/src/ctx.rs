@@ -256,7 +256,7 @@ pub extern "C" fn zmq_ctx_set(context: *mut c_void, option: c_int, optval: c_int
             match option {
                 // One I/O thread serves any count asked for.
                 IO_THREADS if optval >= 0 => st.io_threads = optval,
-                MAX_SOCKETS if optval >= 1 && optval <= CLIPPED_MAXSOCKETS => {
+                MAX_SOCKETS if (1..=CLIPPED_MAXSOCKETS).contains(&optval) => {
                     st.max_sockets = optval
                 }
                 THREAD_PRIORITY if optval >= -1 => st.thread_priority = optval,

@@ -51,7 +51,7 @@ pub unsafe extern "C" fn zmq_z85_encode(
     size: usize,
 ) -> *mut c_char {
     guard(std::ptr::null_mut(), || {
-        if dest.is_null() || (data.is_null() && size > 0) || size % 4 != 0 {
+        if dest.is_null() || (data.is_null() && size > 0) || !size.is_multiple_of(4) {
             set_errno(libc::EINVAL);
             return std::ptr::null_mut();
         }
@@ -92,7 +92,7 @@ pub unsafe extern "C" fn zmq_z85_decode(dest: *mut u8, string: *const c_char) ->
         }
         // SAFETY: the caller promises a NUL-terminated string, checked non-null.
         let text = unsafe { CStr::from_ptr(string) }.to_bytes();
-        if text.len() % 5 != 0 {
+        if !text.len().is_multiple_of(5) {
             set_errno(libc::EINVAL);
             return std::ptr::null_mut();
         }
