@@ -93,6 +93,7 @@
 pub mod handover;
 mod proxy;
 mod reactor;
+pub mod readiness;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
