@@ -432,11 +432,13 @@ impl Out {
         if self.capacity() < value.len() || (self.optval.is_null() && !value.is_empty()) {
             return Err(libc::EINVAL);
         }
-        if !value.is_empty() {
+        if !self.optval.is_null() {
             // SAFETY: the caller gave `capacity` writable bytes at `optval` (non-null),
-            // at least `value.len()`.
+            // at least `value.len()`; the rest is zeroed, as libzmq does.
             unsafe {
-                std::ptr::copy_nonoverlapping(value.as_ptr(), self.optval.cast::<u8>(), value.len())
+                let out = self.optval.cast::<u8>();
+                std::ptr::copy_nonoverlapping(value.as_ptr(), out, value.len());
+                std::ptr::write_bytes(out.add(value.len()), 0, self.capacity() - value.len());
             };
         }
         // SAFETY: as in `capacity`.
@@ -449,6 +451,12 @@ impl Out {
         if self.capacity() != std::mem::size_of::<c_int>() {
             return Err(libc::EINVAL);
         }
+        self.bytes(&v.to_ne_bytes())
+    }
+
+    /// An `int` answer of the socket's own (`ZMQ_RCVMORE`, `ZMQ_EVENTS`, `ZMQ_FD`): the
+    /// size given may be larger, as libzmq takes it.
+    fn loose_int(&self, v: c_int) -> Result<(), Errno> {
         self.bytes(&v.to_ne_bytes())
     }
 
@@ -470,29 +478,44 @@ impl Out {
     }
 }
 
+/// The types libzmq calls thread-safe (the drafts but DGRAM): they have no `ZMQ_FD`.
+fn thread_safe(ty: SocketType) -> bool {
+    matches!(
+        ty,
+        SocketType::Server
+            | SocketType::Client
+            | SocketType::Radio
+            | SocketType::Dish
+            | SocketType::Scatter
+            | SocketType::Gather
+            | SocketType::Peer
+            | SocketType::Channel
+    )
+}
+
 fn get(s: &CSocket, option: c_int, out: &Out) -> Result<(), Errno> {
     s.alive()?;
     let sock = &s.sock;
     match option {
         TYPE => return out.int(s.ty as c_int),
-        RCVMORE => return out.int(c_int::from(s.state().rcvmore)),
-        EVENTS => return out.int(s.events()),
+        RCVMORE => return out.loose_int(c_int::from(s.state().rcvmore)),
+        EVENTS => {
+            // What fired the descriptor is looked at now: it fires again for what comes
+            // after.
+            sock.clear_readiness();
+            return out.loose_int(s.events());
+        }
+        FD => {
+            if thread_safe(s.ty) {
+                return Err(libc::EINVAL);
+            }
+            let fd = sock.readiness_fd().map_err(|e| s.errno(&e))?;
+            return out.loose_int(std::os::fd::AsRawFd::as_raw_fd(&fd));
+        }
         RCVTIMEO => return out.int(as_millis(sock.rcvtimeo())),
         SNDTIMEO => return out.int(as_millis(sock.sndtimeo())),
         LAST_ENDPOINT => return out.string(s.state().last_endpoint.as_bytes()),
-        THREAD_SAFE => {
-            return out.int(c_int::from(matches!(
-                s.ty,
-                SocketType::Server
-                    | SocketType::Client
-                    | SocketType::Radio
-                    | SocketType::Dish
-                    | SocketType::Scatter
-                    | SocketType::Gather
-                    | SocketType::Peer
-                    | SocketType::Channel
-            )))
-        }
+        THREAD_SAFE => return out.loose_int(c_int::from(thread_safe(s.ty))),
         _ => {}
     }
     {

@@ -1,9 +1,9 @@
 //! `zmq_poll` over sockets and plain file descriptors.
 //!
 //! Sockets alone wait in the driver's own poll (woken by the change itself). Plain file
-//! descriptors alone wait in `poll(2)`. A mix is waited for in slices of a millisecond,
-//! each a driver poll of the sockets and a look at the descriptors, until `ZMQ_FD`-style
-//! descriptors for sockets let one `poll(2)` wait on everything.
+//! descriptors alone wait in `poll(2)`. A mix waits in one `poll(2)` on the descriptors
+//! and the sockets' readiness descriptors (`ZMQ_FD`), each emptied before the sockets are
+//! looked at, so that a change after the look wakes the wait.
 
 use std::ffi::{c_int, c_long, c_short, c_void};
 use std::sync::Arc;
@@ -128,7 +128,22 @@ fn poll(items: &mut [zmq_pollitem_t], timeout: c_long) -> Result<c_int, Errno> {
     let deadline = (timeout >= 0).then(|| Instant::now() + Duration::from_millis(timeout as u64));
     let has_fds = targets.iter().any(|t| matches!(t, Target::Fd(_)));
     let has_sockets = targets.iter().any(|t| matches!(t, Target::Socket(_)));
+    // A mix: the sockets' readiness descriptors join the plain ones in `poll(2)`.
+    let mut readiness: Vec<c_int> = Vec::new();
+    if has_fds && has_sockets {
+        for t in &targets {
+            if let Target::Socket(s) = t {
+                let fd = s.sock.readiness_fd().map_err(|e| s.errno(&e))?;
+                readiness.push(std::os::fd::AsRawFd::as_raw_fd(&fd));
+            }
+        }
+    }
     loop {
+        for t in &targets {
+            if let (Target::Socket(s), false) = (t, readiness.is_empty()) {
+                s.sock.clear_readiness();
+            }
+        }
         let ready = check(items, &targets)?;
         if ready > 0 {
             return Ok(c_int::try_from(ready).unwrap_or(c_int::MAX));
@@ -138,9 +153,16 @@ fn poll(items: &mut [zmq_pollitem_t], timeout: c_long) -> Result<c_int, Errno> {
             return Ok(0);
         }
         let left = deadline.map(|d| d - now);
-        if !has_sockets {
-            // Descriptors only: one wait in the kernel.
-            let mut fds: Vec<libc::pollfd> = Vec::new();
+        if !has_sockets || !readiness.is_empty() {
+            // Descriptors (and readiness descriptors): one wait in the kernel.
+            let mut fds: Vec<libc::pollfd> = readiness
+                .iter()
+                .map(|&fd| libc::pollfd {
+                    fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                })
+                .collect();
             for (item, t) in items.iter().zip(&targets) {
                 if let Target::Fd(fd) = t {
                     let e = c_int::from(item.events);
@@ -167,13 +189,7 @@ fn poll(items: &mut [zmq_pollitem_t], timeout: c_long) -> Result<c_int, Errno> {
             wait_fds(&mut fds, ms)?;
             continue;
         }
-        let wait = if has_fds {
-            Some(left.map_or(Duration::from_millis(1), |l| {
-                l.min(Duration::from_millis(1))
-            }))
-        } else {
-            left
-        };
+        let wait = left;
         let mut wanted: Vec<(&zmtp_mio::Socket, u8)> = Vec::new();
         for (item, t) in items.iter().zip(&targets) {
             if let Target::Socket(s) = t {

@@ -296,3 +296,22 @@ fn soname_and_symbols() {
     let foreign: Vec<&&str> = exported.iter().filter(|n| !n.starts_with("zmq_")).collect();
     assert!(foreign.is_empty(), "exported beyond the C API: {foreign:?}");
 }
+
+/// `ZMQ_FD` in `poll(2)` with `ZMQ_EVENTS`, libzmq's edge-triggered way, on our library
+/// and (for comparison, the same program) on the system's.
+#[test]
+fn fd_and_events_in_an_event_loop() {
+    let dir = library_dir();
+    let mut libs = vec![Lib::Ours];
+    if system_libzmq() {
+        libs.push(Lib::System);
+    }
+    for lib in libs {
+        let program = compile("fd_events.c", lib, &dir);
+        let out = finish(spawn(&program, &["500"]), Duration::from_secs(60));
+        let stdout = stdout_of(&out, "fd_events");
+        println!("{lib:?}: {stdout}");
+        assert!(stdout.starts_with("fd ok 500"), "{stdout}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
