@@ -35,8 +35,13 @@ pub(crate) const ZERO_COPY_RECV: c_int = 10;
 /// libzmq's largest socket count (`ZMQ_SOCKET_LIMIT` answers it).
 const CLIPPED_MAXSOCKETS: c_int = 65535;
 
+/// Numbers the contexts, for the names of their `inproc://` endpoints.
+static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 /// A context behind a `void *` handle.
 pub(crate) struct Ctx {
+    /// This context's number: its `inproc://` names are its own.
+    serial: u64,
     /// The driver's context; taken when the context ends.
     mio: Mutex<Option<zmtp_mio::Context>>,
     /// Set by `zmq_ctx_shutdown` or `zmq_ctx_term`: every socket call but `zmq_close`
@@ -45,6 +50,8 @@ pub(crate) struct Ctx {
     state: Mutex<CtxState>,
     /// Signalled when a socket is closed.
     closed: Condvar,
+    /// The `inproc://` endpoints given to the driver, by the name the driver knows them by.
+    inproc: Mutex<HashMap<String, String>>,
 }
 
 struct CtxState {
@@ -67,6 +74,62 @@ struct CtxState {
 static CONTEXTS: LazyLock<RwLock<HashMap<usize, Arc<Ctx>>>> = LazyLock::new(Default::default);
 
 impl Ctx {
+    /// The endpoint the driver is given for `addr`: the same, but for `inproc://name`,
+    /// which becomes an abstract `ipc://@` name of this process and context (the driver
+    /// has no `inproc://`; an abstract Unix socket is the nearest thing: local, nameless
+    /// on disk, gone with the process).
+    pub(crate) fn endpoint<'a>(&self, addr: &'a str) -> Result<std::borrow::Cow<'a, str>, Errno> {
+        let Some(name) = addr.strip_prefix("inproc://") else {
+            return Ok(std::borrow::Cow::Borrowed(addr));
+        };
+        if name.is_empty() {
+            return Err(libc::EINVAL);
+        }
+        let plain = name.len() <= 64
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+        let name = if plain {
+            name.to_owned()
+        } else {
+            // FNV-1a of the name: any bytes, any length, in a name the driver takes.
+            let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+            });
+            format!("h{hash:016x}-{}", name.len())
+        };
+        let target = format!(
+            "ipc://@zmtp-inproc-{}-{}-{name}",
+            std::process::id(),
+            self.serial
+        );
+        lock(&self.inproc).insert(target.clone(), addr.to_owned());
+        Ok(std::borrow::Cow::Owned(target))
+    }
+
+    /// An endpoint as the application gave it: `inproc://name` for the driver's name of
+    /// it, others as they are.
+    pub(crate) fn app_endpoint(&self, endpoint: &str) -> String {
+        lock(&self.inproc)
+            .get(endpoint)
+            .cloned()
+            .unwrap_or_else(|| endpoint.to_owned())
+    }
+
+    /// A socket of the library's own (a monitor's), not counted as the application's.
+    pub(crate) fn internal_socket(
+        &self,
+        ty: zmtp_mio::SocketType,
+        options: zmtp_mio::Options,
+    ) -> Result<zmtp_mio::Socket, Errno> {
+        if self.terminating() {
+            return Err(ETERM);
+        }
+        let ctx = lock(&self.mio);
+        let ctx = ctx.as_ref().ok_or(ETERM)?;
+        ctx.socket_with(ty, options).map_err(|_| EMTHREAD)
+    }
+
     /// Whether the context is being terminated.
     pub(crate) fn terminating(&self) -> bool {
         self.terminating.load(Ordering::Acquire)
@@ -143,6 +206,7 @@ fn new_ctx() -> Result<*mut c_void, Errno> {
     zmtp_mio::set_loss_reports(false);
     let mio = zmtp_mio::Context::new().map_err(|_| EMTHREAD)?;
     let ctx = Arc::new(Ctx {
+        serial: SERIAL.fetch_add(1, Ordering::Relaxed),
         mio: Mutex::new(Some(mio)),
         terminating: AtomicBool::new(false),
         state: Mutex::new(CtxState {
@@ -159,6 +223,7 @@ fn new_ctx() -> Result<*mut c_void, Errno> {
             closer: None,
         }),
         closed: Condvar::new(),
+        inproc: Mutex::new(HashMap::new()),
     });
     let handle = Arc::as_ptr(&ctx) as *mut c_void;
     let mut map = CONTEXTS.write().unwrap_or_else(|e| e.into_inner());

@@ -35,40 +35,51 @@
 //!   `zmq_sendmsg`, `zmq_recvmsg`, with `ZMQ_DONTWAIT` and `ZMQ_SNDMORE`; REQ and REP
 //!   refuse out-of-turn calls with `EFSM`, types that never send or receive with
 //!   `ENOTSUP`.
-//! - `zmq_poll` over sockets and file descriptors; `ZMQ_EVENTS`.
+//! - `zmq_poll` over sockets and file descriptors; `ZMQ_EVENTS`, and `ZMQ_FD` with
+//!   libzmq's edge-triggered meaning (an `eventfd` that becomes readable when the I/O
+//!   side changed the socket; reading `ZMQ_EVENTS` empties it).
+//! - `zmq_socket_monitor` (v1 format over PAIR) and the draft
+//!   `zmq_socket_monitor_versioned` (v1 or v2, over PAIR, PUB or PUSH).
 //! - `zmq_join`, `zmq_leave`, `zmq_connect_peer` (draft).
 //! - `zmq_z85_encode`, `zmq_z85_decode`, `zmq_curve_keypair`, `zmq_curve_public`,
 //!   `zmq_atomic_counter_*`, `zmq_stopwatch_*`, `zmq_sleep`, `zmq_proxy`,
 //!   `zmq_proxy_steerable`.
 //!
+//! `inproc://` endpoints: the driver has none, so this library gives the driver an
+//! abstract Unix socket name (`ipc://@…`) of its own process and context for each
+//! `inproc://` name: local, never on disk, one namespace per context as in libzmq.
+//! Unlike libzmq's inproc, such a connection makes a ZMTP handshake, and a `connect`
+//! before the `bind` is retried at `ZMQ_RECONNECT_IVL` rather than joined at the bind.
+//!
 //! Socket options: `ZMQ_TYPE`, `LINGER`, `SNDHWM`, `RCVHWM`, `SNDTIMEO`, `RCVTIMEO`,
 //! `ROUTING_ID`, `CONNECT_ROUTING_ID`, `SUBSCRIBE`, `UNSUBSCRIBE` (SUB), `RCVMORE`,
-//! `LAST_ENDPOINT`, `EVENTS`, `IMMEDIATE`, `CONFLATE`, `MAXMSGSIZE`, `RECONNECT_IVL`,
-//! `RECONNECT_IVL_MAX`, `HANDSHAKE_IVL`, `HEARTBEAT_IVL`, `HEARTBEAT_TTL`,
-//! `HEARTBEAT_TIMEOUT`, `ROUTER_MANDATORY`, `ROUTER_HANDOVER`, `PROBE_ROUTER`,
-//! `REQ_CORRELATE`, `REQ_RELAXED`, `XPUB_VERBOSE`, `XPUB_VERBOSER`, `XPUB_NODROP`,
-//! `XPUB_WELCOME_MSG`, `STREAM_NOTIFY`, `MECHANISM`, `PLAIN_SERVER`, `PLAIN_USERNAME`,
-//! `PLAIN_PASSWORD`, `CURVE_SERVER`, `CURVE_PUBLICKEY`, `CURVE_SECRETKEY`,
-//! `CURVE_SERVERKEY`, `ZAP_DOMAIN`, `ZAP_ENFORCE_DOMAIN`, `MULTICAST_HOPS`,
-//! `MULTICAST_LOOP`, `THREAD_SAFE`. Kept and reported back but not applied (the driver
-//! has no such setting yet): `SNDBUF`, `RCVBUF`, `TCP_KEEPALIVE*`, `IPV6` (IPv6 addresses
-//! work whatever it says), `BACKLOG`, `TOS`, `AFFINITY`, `RATE`, `RECOVERY_IVL`,
-//! `CONNECT_TIMEOUT`, `TCP_MAXRT`.
+//! `LAST_ENDPOINT`, `EVENTS`, `FD`, `IMMEDIATE`, `CONFLATE`, `MAXMSGSIZE`,
+//! `RECONNECT_IVL`, `RECONNECT_IVL_MAX`, `HANDSHAKE_IVL`, `HEARTBEAT_IVL`,
+//! `HEARTBEAT_TTL`, `HEARTBEAT_TIMEOUT`, `ROUTER_MANDATORY`, `ROUTER_HANDOVER`,
+//! `PROBE_ROUTER`, `REQ_CORRELATE`, `REQ_RELAXED`, `XPUB_VERBOSE`, `XPUB_VERBOSER`,
+//! `XPUB_NODROP`, `XPUB_WELCOME_MSG`, `STREAM_NOTIFY`, `MECHANISM`, `PLAIN_SERVER`,
+//! `PLAIN_USERNAME`, `PLAIN_PASSWORD`, `CURVE_SERVER`, `CURVE_PUBLICKEY`,
+//! `CURVE_SECRETKEY`, `CURVE_SERVERKEY`, `ZAP_DOMAIN`, `ZAP_ENFORCE_DOMAIN`,
+//! `MULTICAST_HOPS`, `MULTICAST_LOOP`, `THREAD_SAFE`. Kept and reported back but not
+//! applied (the driver has no such setting yet): `SNDBUF`, `RCVBUF`, `TCP_KEEPALIVE*`,
+//! `IPV6` (IPv6 addresses work whatever it says), `BACKLOG`, `TOS`, `AFFINITY`, `RATE`,
+//! `RECOVERY_IVL`, `CONNECT_TIMEOUT`, `TCP_MAXRT`.
 //!
 //! # Not yet
-//! Not exported (a program that needs one fails to link rather than misbehave):
-//! `zmq_socket_monitor` and `zmq_socket_monitor_versioned` (they need `inproc://`),
-//! `zmq_timers_*`, `zmq_poller_*`, `zmq_ppoll`, `zmq_device`, `zmq_threadstart`,
-//! `zmq_threadclose`, `zmq_ctx_set_ext`, `zmq_ctx_get_ext`, `zmq_socket_get_peer_state`,
-//! `zmq_socket_monitor_pipes_stats`. Missing behaviour: `inproc://` endpoints
-//! (`EPROTONOSUPPORT`... the driver refuses them with `ENOTSUP`), `ZMQ_FD` (`EINVAL`),
-//! ZAP handlers over `inproc://zeromq.zap.01`, the options not listed above (`EINVAL`,
-//! e.g. `ZMQ_XPUB_MANUAL`, `ZMQ_ROUTER_RAW`, `ZMQ_INVERT_MATCHING`, `ZMQ_METADATA`),
-//! `zmq_msg_gets` on messages from NULL-mechanism peers (answered only for peers whose
-//! properties the core attaches) and `Peer-Address`. A multipart message is handed to
-//! the driver with its last frame, so `EAGAIN`, `EHOSTUNREACH` and the like come on the
-//! last frame where libzmq returns them on the first (`ZMQ_DONTWAIT` on a first frame
-//! with no room is refused at once, as libzmq does).
+//! Declared in `zmq.h` but not exported yet (a program that needs one fails to link
+//! rather than misbehave): `zmq_timers_*`, `zmq_poller_*`, `zmq_ppoll`, `zmq_device`,
+//! `zmq_sendiov`, `zmq_recviov`, `zmq_threadstart`, `zmq_threadclose`,
+//! `zmq_ctx_set_ext`, `zmq_ctx_get_ext`, `zmq_socket_get_peer_state`,
+//! `zmq_socket_monitor_pipes_stats`. Missing behaviour: ZAP handlers over
+//! `inproc://zeromq.zap.01` (the core's own ZAP client does not see the C handler), the
+//! options not listed above (`EINVAL`, e.g. `ZMQ_XPUB_MANUAL`, `ZMQ_ROUTER_RAW`,
+//! `ZMQ_INVERT_MATCHING`, `ZMQ_METADATA`, `ZMQ_ROUTER_NOTIFY`), `zmq_msg_gets` on
+//! messages from peers whose properties the core does not attach (it answers for
+//! authenticated peers) and `Peer-Address`. A multipart message is handed to the driver
+//! with its last frame, so `EAGAIN`, `EHOSTUNREACH` and the like come on the last frame
+//! where libzmq returns them on the first (`ZMQ_DONTWAIT` on a first frame with no room
+//! is refused at once, as libzmq does). The monitor's PAIR waits for its peer rather
+//! than dropping the events sent before the peer connects.
 #![deny(missing_docs)]
 
 use std::ffi::c_int;
@@ -77,6 +88,7 @@ use std::sync::{Mutex, MutexGuard};
 
 pub mod ctx;
 pub mod error;
+pub mod monitor;
 pub mod msg;
 pub mod options;
 pub mod poll;

@@ -54,6 +54,8 @@ pub(crate) struct State {
     /// Options kept here (values the driver has no field for, the security settings as
     /// libzmq takes them one at a time).
     pub(crate) raw: Raw,
+    /// The socket's monitor, if one runs (`zmq_socket_monitor`).
+    pub(crate) monitor: Option<crate::monitor::Monitor>,
 }
 
 /// The live sockets, by handle: a handle not in here is not a socket (`ENOTSOCK`).
@@ -402,6 +404,11 @@ pub extern "C" fn zmq_close(socket: *mut c_void) -> c_int {
         };
         match removed {
             Some(s) => {
+                // A monitor says it stopped, then ends.
+                let monitor = s.state().monitor.take();
+                if let Some(monitor) = monitor {
+                    monitor.stop();
+                }
                 let ctx = s.ctx.clone();
                 // The driver's socket lingers in the background once the last reference
                 // (this one, unless another thread is in a call on it) is dropped.
@@ -437,8 +444,10 @@ fn with_endpoint(
 #[no_mangle]
 pub unsafe extern "C" fn zmq_bind(socket: *mut c_void, addr: *const c_char) -> c_int {
     with_endpoint(socket, addr, |s, addr| {
-        let resolved = s.sock.bind(addr).map_err(|e| s.errno(&e))?;
-        s.state().last_endpoint = resolved;
+        let target = s.ctx.endpoint(addr)?;
+        let resolved = s.sock.bind(&target).map_err(|e| s.errno(&e))?;
+        let inproc = addr.starts_with("inproc://");
+        s.state().last_endpoint = if inproc { addr.to_owned() } else { resolved };
         Ok(())
     })
 }
@@ -450,7 +459,8 @@ pub unsafe extern "C" fn zmq_bind(socket: *mut c_void, addr: *const c_char) -> c
 #[no_mangle]
 pub unsafe extern "C" fn zmq_connect(socket: *mut c_void, addr: *const c_char) -> c_int {
     with_endpoint(socket, addr, |s, addr| {
-        s.sock.connect(addr).map_err(|e| s.errno(&e))?;
+        let target = s.ctx.endpoint(addr)?;
+        s.sock.connect(&target).map_err(|e| s.errno(&e))?;
         s.state().last_endpoint = addr.to_owned();
         Ok(())
     })
@@ -463,7 +473,8 @@ pub unsafe extern "C" fn zmq_connect(socket: *mut c_void, addr: *const c_char) -
 #[no_mangle]
 pub unsafe extern "C" fn zmq_unbind(socket: *mut c_void, addr: *const c_char) -> c_int {
     with_endpoint(socket, addr, |s, addr| {
-        s.sock.unbind(addr).map_err(|e| s.errno(&e))
+        let target = s.ctx.endpoint(addr)?;
+        s.sock.unbind(&target).map_err(|e| s.errno(&e))
     })
 }
 
@@ -474,7 +485,8 @@ pub unsafe extern "C" fn zmq_unbind(socket: *mut c_void, addr: *const c_char) ->
 #[no_mangle]
 pub unsafe extern "C" fn zmq_disconnect(socket: *mut c_void, addr: *const c_char) -> c_int {
     with_endpoint(socket, addr, |s, addr| {
-        s.sock.disconnect(addr).map_err(|e| s.errno(&e))
+        let target = s.ctx.endpoint(addr)?;
+        s.sock.disconnect(&target).map_err(|e| s.errno(&e))
     })
 }
 
@@ -719,7 +731,8 @@ pub unsafe extern "C" fn zmq_connect_peer(socket: *mut c_void, addr: *const c_ch
             if s.ty != SocketType::Peer {
                 return Err(libc::ENOTSUP);
             }
-            s.sock.connect_peer(addr).map_err(|e| s.errno(&e))
+            let target = s.ctx.endpoint(addr)?;
+            s.sock.connect_peer(&target).map_err(|e| s.errno(&e))
         });
         match got {
             Ok(id) => id,
