@@ -43,7 +43,8 @@
 //! - `zmq_join`, `zmq_leave`, `zmq_connect_peer` (draft).
 //! - `zmq_z85_encode`, `zmq_z85_decode`, `zmq_curve_keypair`, `zmq_curve_public`,
 //!   `zmq_atomic_counter_*`, `zmq_stopwatch_*`, `zmq_sleep`, `zmq_proxy`,
-//!   `zmq_proxy_steerable`.
+//!   `zmq_proxy_steerable`, `zmq_device`, `zmq_timers_*`, `zmq_threadstart`,
+//!   `zmq_threadclose`, `zmq_sendiov`, `zmq_recviov`.
 //!
 //! `inproc://` endpoints: the driver has none, so this library gives the driver an
 //! abstract Unix socket name (`ipc://@…`) of its own process and context for each
@@ -67,9 +68,7 @@
 //!
 //! # Not yet
 //! Declared in `zmq.h` but not exported yet (a program that needs one fails to link
-//! rather than misbehave): `zmq_timers_*`, `zmq_poller_*`, `zmq_ppoll`, `zmq_device`,
-//! `zmq_sendiov`, `zmq_recviov`, `zmq_threadstart`, `zmq_threadclose`,
-//! `zmq_ctx_set_ext`, `zmq_ctx_get_ext`, `zmq_socket_get_peer_state`,
+//! rather than misbehave): `zmq_poller_*`, `zmq_ppoll`, `zmq_ctx_set_ext`, `zmq_ctx_get_ext`, `zmq_socket_get_peer_state`,
 //! `zmq_socket_monitor_pipes_stats`. Missing behaviour: ZAP handlers over
 //! `inproc://zeromq.zap.01` (the core's own ZAP client does not see the C handler), the
 //! options not listed above (`EINVAL`, e.g. `ZMQ_XPUB_MANUAL`, `ZMQ_ROUTER_RAW`,
@@ -93,6 +92,7 @@ pub mod msg;
 pub mod options;
 pub mod poll;
 pub mod socket;
+pub mod timers;
 pub mod util;
 
 pub use msg::zmq_msg_t;

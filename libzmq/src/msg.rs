@@ -1,10 +1,10 @@
 //! Messages: `zmq_msg_t` and the `zmq_msg_*` calls.
 //!
 //! A `zmq_msg_t` is 64 bytes the application owns (libzmq's size, aligned to a pointer).
-//! This library keeps in it a [`Repr`]: a tag saying the message is initialised, its
+//! This library keeps in it a `Repr`: a tag saying the message is initialised, its
 //! flags, its routing id, its body as a [`Bytes`] (so a received frame is handed to the
 //! application without a copy, and a body made with `zmq_msg_init_data` is sent without
-//! one), and an optional shared [`Meta`] (group, the sender's properties). Every access
+//! one), and an optional shared `Meta` (group, the sender's properties). Every access
 //! reads and writes the 64 bytes unaligned, so a caller's misaligned message is no fault.
 //! A zeroed or closed message has no tag: calls on it fail with `EFAULT`, as libzmq's do.
 

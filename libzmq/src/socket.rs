@@ -743,3 +743,108 @@ pub unsafe extern "C" fn zmq_connect_peer(socket: *mut c_void, addr: *const c_ch
         }
     })
 }
+
+/// `zmq_sendiov`: send `count` buffers as frames of one message; `flags` applies to each
+/// (`ZMQ_SNDMORE` on all but the last, which goes without it). Returns the last frame's
+/// size.
+///
+/// # Safety
+/// `iov` must point to `count` `struct iovec`s, each with `iov_len` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn zmq_sendiov(
+    socket: *mut c_void,
+    iov: *mut libc::iovec,
+    count: usize,
+    flags: c_int,
+) -> c_int {
+    guard(-1, || {
+        let s = match sock_of(socket) {
+            Ok(s) => s,
+            Err(e) => return ret::<c_int>(Err(e)),
+        };
+        if count == 0 || iov.is_null() {
+            return ret::<c_int>(Err(libc::EINVAL));
+        }
+        // SAFETY: the caller promises `count` iovecs at `iov` (non-null).
+        let iov = unsafe { std::slice::from_raw_parts(iov, count) };
+        let mut rc = 0;
+        for (i, v) in iov.iter().enumerate() {
+            let body = if v.iov_len == 0 || v.iov_base.is_null() {
+                Bytes::new()
+            } else {
+                // SAFETY: the caller promises `iov_len` readable bytes at `iov_base`.
+                Bytes::copy_from_slice(unsafe {
+                    std::slice::from_raw_parts(v.iov_base.cast::<u8>(), v.iov_len)
+                })
+            };
+            let f = if i == count - 1 {
+                flags & !SNDMORE
+            } else {
+                flags
+            };
+            match s.send_frame(Repr::new(body), f) {
+                Ok(n) => rc = size_ret(n),
+                Err((e, _)) => return ret::<c_int>(Err(e)),
+            }
+        }
+        rc
+    })
+}
+
+/// `zmq_recviov`: receive up to `*count` frames of a message into buffers this call
+/// allocates with `malloc` (the caller frees them); sets `*count` to the frames received
+/// and returns their total size.
+///
+/// # Safety
+/// `count` must point to a writable `size_t` and `iov` to that many writable iovecs.
+#[no_mangle]
+pub unsafe extern "C" fn zmq_recviov(
+    socket: *mut c_void,
+    iov: *mut libc::iovec,
+    count: *mut usize,
+    flags: c_int,
+) -> c_int {
+    guard(-1, || {
+        let s = match sock_of(socket) {
+            Ok(s) => s,
+            Err(e) => return ret::<c_int>(Err(e)),
+        };
+        // SAFETY: the caller promises a readable `size_t` at `count` where non-null.
+        if iov.is_null() || count.is_null() || unsafe { *count } == 0 {
+            return ret::<c_int>(Err(libc::EINVAL));
+        }
+        // SAFETY: as above.
+        let max = unsafe { *count };
+        // SAFETY: the caller promises `max` writable iovecs at `iov` (non-null).
+        let iov = unsafe { std::slice::from_raw_parts_mut(iov, max) };
+        let mut total = 0usize;
+        let mut got = 0;
+        while got < max {
+            let frame = match s.recv_frame(flags) {
+                Ok(f) => f,
+                Err(e) => return ret::<c_int>(Err(e)),
+            };
+            let len = frame.body.len();
+            // SAFETY: `malloc` of the frame's size (at least 1, so never NULL for
+            // success); the caller frees it with `free`.
+            let buf = unsafe { libc::malloc(len.max(1)) };
+            if buf.is_null() {
+                return ret::<c_int>(Err(libc::ENOMEM));
+            }
+            // SAFETY: `buf` has `len` writable bytes; the frame is another allocation.
+            unsafe { std::ptr::copy_nonoverlapping(frame.body.as_ptr(), buf.cast::<u8>(), len) };
+            iov[got] = libc::iovec {
+                iov_base: buf,
+                iov_len: len,
+            };
+            total += len;
+            got += 1;
+            if frame.flags & FLAG_MORE == 0 {
+                break;
+            }
+        }
+        // SAFETY: as above, writable.
+        unsafe { *count = got };
+        size_ret(total)
+    })
+}

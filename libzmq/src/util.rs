@@ -353,3 +353,51 @@ pub extern "C" fn zmq_proxy(
 ) -> c_int {
     zmq_proxy_steerable(frontend, backend, capture, std::ptr::null_mut())
 }
+
+/// `zmq_device`: the old name of `zmq_proxy` (the device type is not looked at).
+#[no_mangle]
+pub extern "C" fn zmq_device(_type: c_int, frontend: *mut c_void, backend: *mut c_void) -> c_int {
+    zmq_proxy(frontend, backend, std::ptr::null_mut())
+}
+
+/// A thread function of `zmq_threadstart`.
+pub type ThreadFn = unsafe extern "C" fn(arg: *mut c_void);
+
+/// `zmq_threadstart`: run `func(arg)` on a new thread; returns a handle for
+/// `zmq_threadclose`, or NULL if no thread could be started.
+#[no_mangle]
+pub extern "C" fn zmq_threadstart(func: Option<ThreadFn>, arg: *mut c_void) -> *mut c_void {
+    guard(std::ptr::null_mut(), || {
+        let Some(func) = func else {
+            set_errno(libc::EINVAL);
+            return std::ptr::null_mut();
+        };
+        let arg = arg as usize;
+        let thread = std::thread::Builder::new().spawn(move || {
+            // SAFETY: the application's thread function with its argument, as
+            // `zmq_threadstart` promises to call it.
+            unsafe { func(arg as *mut c_void) }
+        });
+        match thread {
+            Ok(handle) => Box::into_raw(Box::new(handle)).cast(),
+            Err(_) => {
+                set_errno(crate::error::EMTHREAD);
+                std::ptr::null_mut()
+            }
+        }
+    })
+}
+
+/// `zmq_threadclose`: wait for a thread of `zmq_threadstart` to end, and free it.
+///
+/// # Safety
+/// `thread` must be NULL or a handle from `zmq_threadstart`, not yet closed.
+#[no_mangle]
+pub unsafe extern "C" fn zmq_threadclose(thread: *mut c_void) {
+    if thread.is_null() {
+        return;
+    }
+    // SAFETY: per the caller, the handle came from `Box::into_raw` in `zmq_threadstart`.
+    let handle = unsafe { Box::from_raw(thread.cast::<std::thread::JoinHandle<()>>()) };
+    let _ = handle.join();
+}
