@@ -202,8 +202,28 @@ pub(crate) fn ctx_of(handle: *mut c_void) -> Result<Arc<Ctx>, Errno> {
     map.get(&(handle as usize)).cloned().ok_or(libc::EFAULT)
 }
 
+/// A write to a connection the peer closed must fail with `EPIPE`, not kill the
+/// program: libzmq sends with `MSG_NOSIGNAL`; the driver's `ipc://` writes do not yet, so
+/// the first context sets `SIGPIPE` to be ignored if the program left it at its default
+/// (a handler or an ignore the program installed is left alone).
+fn ignore_sigpipe() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: `sigaction` with a NULL new action only reads the current one into
+        // `old`, a zeroed `sigaction` owned here.
+        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let read = unsafe { libc::sigaction(libc::SIGPIPE, std::ptr::null(), &mut old) };
+        if read == 0 && old.sa_sigaction == libc::SIG_DFL {
+            // SAFETY: replacing the default disposition of SIGPIPE with "ignore".
+            unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+        }
+    });
+}
+
 fn new_ctx() -> Result<*mut c_void, Errno> {
     zmtp_mio::set_loss_reports(false);
+    ignore_sigpipe();
     let mio = zmtp_mio::Context::new().map_err(|_| EMTHREAD)?;
     let ctx = Arc::new(Ctx {
         serial: SERIAL.fetch_add(1, Ordering::Relaxed),

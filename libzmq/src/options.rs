@@ -31,7 +31,7 @@ consts! {
     CONNECT_ROUTING_ID = 61; HANDSHAKE_IVL = 66; XPUB_NODROP = 69; XPUB_WELCOME_MSG = 72;
     STREAM_NOTIFY = 73; HEARTBEAT_IVL = 75; HEARTBEAT_TTL = 76; HEARTBEAT_TIMEOUT = 77;
     XPUB_VERBOSER = 78; CONNECT_TIMEOUT = 79; TCP_MAXRT = 80; THREAD_SAFE = 81;
-    ZAP_ENFORCE_DOMAIN = 93; MULTICAST_LOOP = 96;
+    USE_FD = 89; BINDTODEVICE = 92; ZAP_ENFORCE_DOMAIN = 93; MULTICAST_LOOP = 96;
 }
 
 /// Option values kept by the C layer: tuning values the driver has no field for (kept
@@ -50,6 +50,10 @@ pub(crate) struct Raw {
     pub(crate) tcp_keepalive: [c_int; 4],
     pub(crate) ipv6: bool,
     pub(crate) req_relaxed: bool,
+    /// `ZMQ_USE_FD` (-1: none) and `ZMQ_BINDTODEVICE` (empty: none): kept, and endpoints
+    /// refused with `ENOTSUP` while either is set, as the driver cannot honour them.
+    pub(crate) use_fd: c_int,
+    pub(crate) bind_to_device: Vec<u8>,
     /// `ZMQ_NULL`, `ZMQ_PLAIN` or `ZMQ_CURVE`, and whether we are the server.
     pub(crate) mechanism: c_int,
     pub(crate) as_server: bool,
@@ -75,6 +79,8 @@ impl Default for Raw {
             tcp_keepalive: [-1; 4],
             ipv6: false,
             req_relaxed: false,
+            use_fd: -1,
+            bind_to_device: Vec::new(),
             mechanism: 0,
             as_server: false,
             plain_username: Vec::new(),
@@ -361,6 +367,21 @@ fn set(s: &CSocket, option: c_int, optval: *const c_void, len: usize) -> Result<
             s.state().raw.affinity = v;
             Ok(())
         }
+        USE_FD => {
+            let v = int_min(optval, len, -1)?;
+            s.state().raw.use_fd = v;
+            Ok(())
+        }
+        BINDTODEVICE => {
+            let v = bytes(optval, len)?;
+            // A C string: up to its NUL, at most an interface name's length.
+            let v = &v[..v.iter().position(|&b| b == 0).unwrap_or(v.len())];
+            if v.len() > 15 {
+                return Err(libc::EINVAL);
+            }
+            s.state().raw.bind_to_device = v.to_vec();
+            Ok(())
+        }
         _ => Err(libc::EINVAL),
     }
 }
@@ -535,6 +556,7 @@ fn get(s: &CSocket, option: c_int, out: &Out) -> Result<(), Errno> {
             CONNECT_TIMEOUT => Some(raw.connect_timeout),
             TCP_MAXRT => Some(raw.tcp_maxrt),
             IPV6 => Some(c_int::from(raw.ipv6)),
+            USE_FD => Some(raw.use_fd),
             MECHANISM => Some(raw.mechanism),
             PLAIN_SERVER => Some(c_int::from(raw.as_server && raw.mechanism == 1)),
             CURVE_SERVER => Some(c_int::from(raw.as_server && raw.mechanism == 2)),
@@ -551,6 +573,7 @@ fn get(s: &CSocket, option: c_int, out: &Out) -> Result<(), Errno> {
                 return out.bytes(&raw.affinity.to_ne_bytes());
             }
             PLAIN_USERNAME => return out.string(&raw.plain_username),
+            BINDTODEVICE => return out.string(&raw.bind_to_device),
             PLAIN_PASSWORD => return out.string(&raw.plain_password),
             CURVE_PUBLICKEY => return out.key(&raw.curve_public),
             CURVE_SECRETKEY => return out.key(&raw.curve_secret),

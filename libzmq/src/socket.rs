@@ -432,6 +432,12 @@ fn with_endpoint(
             s.alive()?;
             // SAFETY: `zmq_bind` and its kind take a NUL-terminated endpoint or NULL.
             let addr = unsafe { text(addr) }?;
+            {
+                let st = s.state();
+                if st.raw.use_fd != -1 || !st.raw.bind_to_device.is_empty() {
+                    return Err(libc::ENOTSUP);
+                }
+            }
             f(&s, addr).map(|()| 0)
         }))
     })
@@ -473,6 +479,10 @@ pub unsafe extern "C" fn zmq_connect(socket: *mut c_void, addr: *const c_char) -
 #[no_mangle]
 pub unsafe extern "C" fn zmq_unbind(socket: *mut c_void, addr: *const c_char) -> c_int {
     with_endpoint(socket, addr, |s, addr| {
+        // Only the endpoint as bound (its resolved form): a wildcard names none.
+        if addr.ends_with(":*") || addr == "ipc://*" {
+            return Err(libc::ENOENT);
+        }
         let target = s.ctx.endpoint(addr)?;
         s.sock.unbind(&target).map_err(|e| s.errno(&e))
     })
@@ -793,7 +803,7 @@ pub unsafe extern "C" fn zmq_sendiov(
 
 /// `zmq_recviov`: receive up to `*count` frames of a message into buffers this call
 /// allocates with `malloc` (the caller frees them); sets `*count` to the frames received
-/// and returns their total size.
+/// and returns it too, as libzmq does.
 ///
 /// # Safety
 /// `count` must point to a writable `size_t` and `iov` to that many writable iovecs.
@@ -845,6 +855,9 @@ pub unsafe extern "C" fn zmq_recviov(
         }
         // SAFETY: as above, writable.
         unsafe { *count = got };
-        size_ret(total)
+        // libzmq returns the count of frames received (their total size is in the
+        // iovecs).
+        let _ = total;
+        size_ret(got)
     })
 }
