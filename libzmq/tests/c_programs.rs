@@ -315,3 +315,38 @@ fn fd_and_events_in_an_event_loop() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// cppzmq (Debian's cppzmq-dev), a binding written for libzmq, compiled against our header
+/// and linked to our library.
+#[test]
+fn cppzmq_binding() {
+    if !Path::new("/usr/include/zmq.hpp").exists() {
+        eprintln!("skipped: no cppzmq (/usr/include/zmq.hpp)");
+        return;
+    }
+    let dir = library_dir();
+    let out = dir.join("cppzmq_hello");
+    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
+    let done = Command::new("c++")
+        .arg("-std=c++17")
+        .arg(source("cppzmq_hello.cpp"))
+        .arg("-I")
+        .arg(include)
+        .arg("-L")
+        .arg(&dir)
+        .arg(format!("-Wl,-rpath,{}", dir.display()))
+        .arg("-lzmq")
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .expect("a C++ compiler (c++)");
+    assert!(
+        done.status.success(),
+        "c++: {}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let run = finish(spawn(&out, &[]), Duration::from_secs(30));
+    let stdout = stdout_of(&run, "cppzmq_hello");
+    assert_eq!(stdout.trim(), "World from 4.3.5");
+    let _ = std::fs::remove_dir_all(&dir);
+}
