@@ -41,6 +41,8 @@
 //! - `zmq_socket_monitor` (v1 format over PAIR) and the draft
 //!   `zmq_socket_monitor_versioned` (v1 or v2, over PAIR, PUB or PUSH).
 //! - `zmq_join`, `zmq_leave`, `zmq_connect_peer` (draft).
+//! - The draft poller, `zmq_poller_*` (`zmq_poller_fd` is `EINVAL`: libzmq gives one only
+//!   for thread-safe sockets).
 //! - `zmq_z85_encode`, `zmq_z85_decode`, `zmq_curve_keypair`, `zmq_curve_public`,
 //!   `zmq_atomic_counter_*`, `zmq_stopwatch_*`, `zmq_sleep`, `zmq_proxy`,
 //!   `zmq_proxy_steerable`, `zmq_device`, `zmq_timers_*`, `zmq_threadstart`,
@@ -68,7 +70,7 @@
 //!
 //! # Not yet
 //! Declared in `zmq.h` but not exported yet (a program that needs one fails to link
-//! rather than misbehave): `zmq_poller_*`, `zmq_ppoll`, `zmq_ctx_set_ext`,
+//! rather than misbehave): `zmq_ppoll`, `zmq_ctx_set_ext`,
 //! `zmq_ctx_get_ext`, `zmq_socket_get_peer_state`, `zmq_socket_monitor_pipes_stats`. Missing behaviour: ZAP handlers over
 //! `inproc://zeromq.zap.01` (the core's own ZAP client does not see the C handler), the
 //! options not listed above (`EINVAL`, e.g. `ZMQ_XPUB_MANUAL`, `ZMQ_ROUTER_RAW`,
@@ -104,6 +106,7 @@ pub mod monitor;
 pub mod msg;
 pub mod options;
 pub mod poll;
+pub mod poller;
 pub mod socket;
 pub mod timers;
 pub mod util;

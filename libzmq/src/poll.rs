@@ -116,7 +116,7 @@ fn wait_fds(fds: &mut [libc::pollfd], timeout_ms: c_int) -> Result<usize, Errno>
     Ok(n as usize)
 }
 
-fn poll(items: &mut [zmq_pollitem_t], timeout: c_long) -> Result<c_int, Errno> {
+pub(crate) fn poll(items: &mut [zmq_pollitem_t], timeout: c_long) -> Result<c_int, Errno> {
     let mut targets = Vec::with_capacity(items.len());
     for item in items.iter() {
         if item.socket.is_null() {

@@ -217,3 +217,72 @@ fn router_envelopes_and_pub_sub() {
     assert_eq!(zmq_ctx_term(ctx), 0);
     let _ = null_mut::<c_void>();
 }
+
+#[test]
+fn draft_poller_over_sockets_and_descriptors() {
+    use zmq::poller::*;
+    let ctx = zmq_ctx_new();
+    let pull = zmq_socket(ctx, 7);
+    let push = zmq_socket(ctx, 8);
+    set_int(push, LINGER, 0);
+    unsafe {
+        assert_eq!(zmq_bind(pull, c"inproc://poller".as_ptr()), 0);
+        assert_eq!(zmq_connect(push, c"inproc://poller".as_ptr()), 0);
+    }
+    let poller = zmq_poller_new();
+    let tag = 0x5151usize as *mut c_void;
+    assert_eq!(zmq_poller_add(poller, pull, tag, 1), 0);
+    // Twice is EINVAL, a closed or made-up socket ENOTSOCK, fd -1 EBADF.
+    assert_eq!(zmq_poller_add(poller, pull, tag, 1), -1);
+    assert_eq!(zmq::error::zmq_errno(), libc::EINVAL);
+    assert_eq!(zmq_poller_add(poller, null_mut(), tag, 1), -1);
+    assert_eq!(zmq::error::zmq_errno(), libc::ENOTSOCK);
+    assert_eq!(zmq_poller_add_fd(poller, -1, tag, 1), -1);
+    assert_eq!(zmq::error::zmq_errno(), libc::EBADF);
+    assert_eq!(zmq_poller_size(poller), 1);
+    let mut event = zmq_poller_event_t {
+        socket: null_mut(),
+        fd: 0,
+        user_data: null_mut(),
+        events: 0,
+    };
+    // Nothing yet: EAGAIN at the timeout.
+    assert_eq!(unsafe { zmq_poller_wait(poller, &mut event, 10) }, -1);
+    assert_eq!(zmq::error::zmq_errno(), libc::EAGAIN);
+    send(push, b"ready", 0);
+    assert_eq!(unsafe { zmq_poller_wait(poller, &mut event, 5000) }, 0);
+    assert_eq!(
+        (event.socket, event.user_data, event.events),
+        (pull, tag, 1)
+    );
+    // A pipe with a byte in it, beside the socket.
+    let mut fds = [0; 2];
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    assert_eq!(unsafe { libc::write(fds[1], b"x".as_ptr().cast(), 1) }, 1);
+    assert_eq!(zmq_poller_add_fd(poller, fds[0], null_mut(), 1), 0);
+    let mut events: [zmq_poller_event_t; 4] = std::array::from_fn(|_| zmq_poller_event_t {
+        socket: null_mut(),
+        fd: 0,
+        user_data: null_mut(),
+        events: 0,
+    });
+    assert_eq!(
+        unsafe { zmq_poller_wait_all(poller, events.as_mut_ptr(), 4, 5000) },
+        2
+    );
+    assert_eq!(events[1].fd, fds[0]);
+    assert_eq!(zmq_poller_remove_fd(poller, fds[0]), 0);
+    assert_eq!(zmq_poller_remove(poller, pull), 0);
+    assert_eq!(zmq_poller_remove(poller, pull), -1);
+    let mut handle = poller;
+    assert_eq!(unsafe { zmq_poller_destroy(&mut handle) }, 0);
+    assert!(handle.is_null());
+    assert_eq!(unsafe { zmq_poller_destroy(&mut handle) }, -1);
+    unsafe {
+        libc::close(fds[0]);
+        libc::close(fds[1]);
+    }
+    assert_eq!(zmq_close(pull), 0);
+    assert_eq!(zmq_close(push), 0);
+    assert_eq!(zmq_ctx_term(ctx), 0);
+}
