@@ -97,9 +97,19 @@ pub extern "C" fn zmq_poller_size(poller: *mut c_void) -> c_int {
     })
 }
 
+/// Events other than `ZMQ_POLLIN`, `ZMQ_POLLOUT`, `ZMQ_POLLERR` and `ZMQ_POLLPRI` are
+/// `EINVAL`.
+fn check_events(events: c_short) -> Result<(), Errno> {
+    if c_int::from(events) & !0x0F != 0 {
+        return Err(libc::EINVAL);
+    }
+    Ok(())
+}
+
 fn add(poller: *mut c_void, key: Key, user_data: *mut c_void, events: c_short) -> c_int {
     guard(-1, || {
         ret(poller_of(poller).and_then(|p| {
+            check_events(events)?;
             let mut p = lock(&p);
             if p.entries.iter().any(|e| e.key == key) {
                 return Err(libc::EINVAL);
@@ -117,6 +127,9 @@ fn add(poller: *mut c_void, key: Key, user_data: *mut c_void, events: c_short) -
 fn change(poller: *mut c_void, key: Key, events: Option<c_short>) -> c_int {
     guard(-1, || {
         ret(poller_of(poller).and_then(|p| {
+            if let Some(events) = events {
+                check_events(events)?;
+            }
             let mut p = lock(&p);
             let at = p
                 .entries
@@ -243,12 +256,17 @@ pub unsafe extern "C" fn zmq_poller_wait_all(
             Ok(p) => p,
             Err(e) => return ret::<c_int>(Err(e)),
         };
-        if events.is_null() || n_events < 0 {
+        if events.is_null() {
             return ret::<c_int>(Err(libc::EFAULT));
+        }
+        if n_events < 0 {
+            return ret::<c_int>(Err(libc::EINVAL));
         }
         let (mut items, data): (Vec<zmq_pollitem_t>, Vec<usize>) = lock(&p)
             .entries
             .iter()
+            // Entries waiting for nothing are left out, as libzmq leaves them.
+            .filter(|e| e.events != 0)
             .map(|e| {
                 let (socket, fd) = match e.key {
                     Key::Socket(s) => (s as *mut c_void, -1),
