@@ -64,7 +64,8 @@ struct CtxState {
     blocky: bool,
     thread_priority: c_int,
     thread_sched_policy: c_int,
-    thread_name_prefix: c_int,
+    /// `ZMQ_THREAD_NAME_PREFIX`: text (an `int` set is kept as its decimal text).
+    thread_name_prefix: Vec<u8>,
     zero_copy_recv: c_int,
     /// The thread closing the sockets after a shutdown (their calls return at once).
     closer: Option<JoinHandle<()>>,
@@ -238,7 +239,7 @@ fn new_ctx() -> Result<*mut c_void, Errno> {
             blocky: true,
             thread_priority: -1,
             thread_sched_policy: -1,
-            thread_name_prefix: -1,
+            thread_name_prefix: Vec::new(),
             zero_copy_recv: 1,
             closer: None,
         }),
@@ -346,7 +347,7 @@ pub extern "C" fn zmq_ctx_set(context: *mut c_void, option: c_int, optval: c_int
                 }
                 THREAD_PRIORITY if optval >= -1 => st.thread_priority = optval,
                 THREAD_SCHED_POLICY if optval >= -1 => st.thread_sched_policy = optval,
-                THREAD_NAME_PREFIX => st.thread_name_prefix = optval,
+                THREAD_NAME_PREFIX => st.thread_name_prefix = optval.to_string().into_bytes(),
                 MAX_MSGSZ if optval >= 0 => st.max_msgsz = optval,
                 IPV6 if optval >= 0 => st.ipv6 = optval != 0,
                 BLOCKY if optval >= 0 => st.blocky = optval != 0,
@@ -361,25 +362,117 @@ pub extern "C" fn zmq_ctx_set(context: *mut c_void, option: c_int, optval: c_int
 /// `zmq_ctx_get`: a context option's value; unknown options fail with `EINVAL`.
 #[no_mangle]
 pub extern "C" fn zmq_ctx_get(context: *mut c_void, option: c_int) -> c_int {
+    guard(-1, || crate::ret(ctx_get(context, option)))
+}
+
+/// A context option's value, or why not.
+fn ctx_get(context: *mut c_void, option: c_int) -> Result<c_int, Errno> {
+    let ctx = ctx_of(context)?;
+    let st = ctx.state();
+    Ok(match option {
+        IO_THREADS => st.io_threads,
+        MAX_SOCKETS => st.max_sockets,
+        // 3 is both SOCKET_LIMIT (read) and THREAD_PRIORITY (written), as in libzmq.
+        SOCKET_LIMIT => CLIPPED_MAXSOCKETS,
+        THREAD_SCHED_POLICY => st.thread_sched_policy,
+        // As C's `atoi` reads the text.
+        THREAD_NAME_PREFIX => atoi(&st.thread_name_prefix),
+        MAX_MSGSZ => st.max_msgsz,
+        MSG_T_SIZE => c_int::try_from(std::mem::size_of::<crate::msg::zmq_msg_t>()).unwrap_or(64),
+        IPV6 => c_int::from(st.ipv6),
+        BLOCKY => c_int::from(st.blocky),
+        ZERO_COPY_RECV => st.zero_copy_recv,
+        _ => return Err(libc::EINVAL),
+    })
+}
+
+/// The leading decimal number of `text` (0 if none), as C's `atoi`.
+fn atoi(text: &[u8]) -> c_int {
+    let text = std::str::from_utf8(text).unwrap_or("").trim_start();
+    let end = text
+        .char_indices()
+        .find(|&(i, c)| !(c.is_ascii_digit() || (i == 0 && (c == '-' || c == '+'))))
+        .map_or(text.len(), |(i, _)| i);
+    text[..end].parse().unwrap_or(0)
+}
+
+/// `zmq_ctx_set_ext` (draft): a context option of any size: `ZMQ_THREAD_NAME_PREFIX` as
+/// text (1 to 16 bytes) or an `int`; the others as `int`s, as `zmq_ctx_set`.
+///
+/// # Safety
+/// `optval` must point to `optvallen` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn zmq_ctx_set_ext(
+    context: *mut c_void,
+    option: c_int,
+    optval: *const c_void,
+    optvallen: usize,
+) -> c_int {
     guard(-1, || {
+        if optval.is_null() {
+            return crate::ret::<c_int>(Err(libc::EINVAL));
+        }
+        if optvallen == std::mem::size_of::<c_int>() {
+            // SAFETY: non-null with `sizeof(int)` bytes; unaligned.
+            let v = unsafe { std::ptr::read_unaligned(optval.cast::<c_int>()) };
+            return zmq_ctx_set(context, option, v);
+        }
         crate::ret(ctx_of(context).and_then(|ctx| {
-            let st = ctx.state();
-            Ok(match option {
-                IO_THREADS => st.io_threads,
-                MAX_SOCKETS => st.max_sockets,
-                // 3 is both SOCKET_LIMIT (read) and THREAD_PRIORITY (written), as in libzmq.
-                SOCKET_LIMIT => CLIPPED_MAXSOCKETS,
-                THREAD_SCHED_POLICY => st.thread_sched_policy,
-                THREAD_NAME_PREFIX => st.thread_name_prefix,
-                MAX_MSGSZ => st.max_msgsz,
-                MSG_T_SIZE => {
-                    c_int::try_from(std::mem::size_of::<crate::msg::zmq_msg_t>()).unwrap_or(64)
-                }
-                IPV6 => c_int::from(st.ipv6),
-                BLOCKY => c_int::from(st.blocky),
-                ZERO_COPY_RECV => st.zero_copy_recv,
-                _ => return Err(libc::EINVAL),
-            })
+            if option != THREAD_NAME_PREFIX || optvallen == 0 || optvallen > 16 {
+                return Err(libc::EINVAL);
+            }
+            // SAFETY: non-null with `optvallen` readable bytes, as the caller promises.
+            let text = unsafe { std::slice::from_raw_parts(optval.cast::<u8>(), optvallen) };
+            ctx.state().thread_name_prefix = text.to_vec();
+            Ok(0)
+        }))
+    })
+}
+
+/// `zmq_ctx_get_ext` (draft): a context option into a buffer: `ZMQ_THREAD_NAME_PREFIX` as
+/// text with its NUL (or as an `int` when the buffer is one), the others as `int`s.
+///
+/// # Safety
+/// `optvallen` must point to a writable `size_t`, `optval` to that many writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn zmq_ctx_get_ext(
+    context: *mut c_void,
+    option: c_int,
+    optval: *mut c_void,
+    optvallen: *mut usize,
+) -> c_int {
+    guard(-1, || {
+        if optval.is_null() || optvallen.is_null() {
+            return crate::ret::<c_int>(Err(libc::EFAULT));
+        }
+        // SAFETY: non-null, readable and writable as the caller promises.
+        let capacity = unsafe { *optvallen };
+        let int_size = std::mem::size_of::<c_int>();
+        if option != THREAD_NAME_PREFIX || capacity == int_size {
+            if capacity != int_size {
+                return crate::ret::<c_int>(Err(libc::EINVAL));
+            }
+            let v = match ctx_get(context, option) {
+                Ok(v) => v,
+                Err(e) => return crate::ret::<c_int>(Err(e)),
+            };
+            // SAFETY: `sizeof(int)` writable bytes at `optval` (non-null); unaligned.
+            unsafe { std::ptr::write_unaligned(optval.cast::<c_int>(), v) };
+            return 0;
+        }
+        crate::ret(ctx_of(context).and_then(|ctx| {
+            let text = ctx.state().thread_name_prefix.clone();
+            if capacity < text.len() + 1 {
+                return Err(libc::EINVAL);
+            }
+            // SAFETY: `capacity` writable bytes at `optval` (non-null), enough for the
+            // text and its NUL.
+            unsafe {
+                std::ptr::copy_nonoverlapping(text.as_ptr(), optval.cast::<u8>(), text.len());
+                *optval.cast::<u8>().add(text.len()) = 0;
+                *optvallen = text.len() + 1;
+            }
+            Ok(0)
         }))
     })
 }

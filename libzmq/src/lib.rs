@@ -23,7 +23,8 @@
 //!   `ENOCOMPATPROTO`, `ETERM`, `EMTHREAD`; the system's for the others on Linux),
 //!   `zmq_has`.
 //! - `zmq_ctx_new`, `zmq_ctx_term`, `zmq_ctx_shutdown`, `zmq_ctx_set`, `zmq_ctx_get`,
-//!   `zmq_init`, `zmq_term`, `zmq_ctx_destroy`: terminating a context makes every call on
+//!   `zmq_init`, `zmq_term`, `zmq_ctx_destroy`, the draft `zmq_ctx_set_ext` and
+//!   `zmq_ctx_get_ext`: terminating a context makes every call on
 //!   its sockets but `zmq_close` fail with `ETERM` (blocked ones too), then waits until
 //!   every socket is closed and has lingered.
 //! - `zmq_socket`, `zmq_close`, `zmq_bind`, `zmq_connect`, `zmq_unbind`,
@@ -70,8 +71,8 @@
 //!
 //! # Not yet
 //! Declared in `zmq.h` but not exported yet (a program that needs one fails to link
-//! rather than misbehave): `zmq_ppoll`, `zmq_ctx_set_ext`,
-//! `zmq_ctx_get_ext`, `zmq_socket_get_peer_state`, `zmq_socket_monitor_pipes_stats`. Missing behaviour: ZAP handlers over
+//! rather than misbehave): `zmq_ppoll`, `zmq_socket_get_peer_state`,
+//! `zmq_socket_monitor_pipes_stats`. Missing behaviour: ZAP handlers over
 //! `inproc://zeromq.zap.01` (the core's own ZAP client does not see the C handler), the
 //! options not listed above (`EINVAL`, e.g. `ZMQ_XPUB_MANUAL`, `ZMQ_ROUTER_RAW`,
 //! `ZMQ_INVERT_MATCHING`, `ZMQ_METADATA`, `ZMQ_ROUTER_NOTIFY`), `zmq_msg_gets` on

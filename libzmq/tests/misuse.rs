@@ -496,3 +496,32 @@ fn counters_and_stopwatch() {
         assert!(zmq_stopwatch_stop(w) >= 2000);
     }
 }
+
+#[test]
+fn context_options() {
+    let ctx = zmq_ctx_new();
+    assert_eq!(zmq_ctx_get(ctx, 2), 1023); // ZMQ_MAX_SOCKETS
+    assert_eq!(zmq_ctx_get(ctx, 3), 65535); // ZMQ_SOCKET_LIMIT
+    assert_eq!(zmq_ctx_get(ctx, 6), 64); // ZMQ_MSG_T_SIZE
+    assert_eq!(zmq_ctx_set(ctx, 2, 1), 0);
+    let s = zmq_socket(ctx, 0);
+    assert!(!s.is_null());
+    assert!(zmq_socket(ctx, 0).is_null());
+    assert_eq!(errno(), libc::EMFILE);
+    fails(zmq_ctx_set(ctx, 999, 1), libc::EINVAL);
+    fails(zmq_ctx_get(ctx, 999), libc::EINVAL);
+    let prefix = b"abc";
+    assert_eq!(
+        unsafe { zmq_ctx_set_ext(ctx, 9, prefix.as_ptr().cast(), 3) },
+        0
+    );
+    let mut buf = [0u8; 16];
+    let mut len = buf.len();
+    assert_eq!(
+        unsafe { zmq_ctx_get_ext(ctx, 9, buf.as_mut_ptr().cast(), &mut len) },
+        0
+    );
+    assert_eq!(&buf[..len], b"abc\0");
+    assert_eq!(zmq_close(s), 0);
+    assert_eq!(zmq_ctx_term(ctx), 0);
+}
