@@ -438,6 +438,15 @@ fn with_endpoint(
                     return Err(libc::ENOTSUP);
                 }
             }
+            // `udp://` is for RADIO, DISH and DGRAM only, and DGRAM has nothing else.
+            let udp = addr.starts_with("udp://");
+            let udp_type = matches!(
+                s.ty,
+                SocketType::Radio | SocketType::Dish | SocketType::Dgram
+            );
+            if (udp && !udp_type) || (s.ty == SocketType::Dgram && !udp) {
+                return Err(crate::error::ENOCOMPATPROTO);
+            }
             f(&s, addr).map(|()| 0)
         }))
     })
@@ -465,6 +474,10 @@ pub unsafe extern "C" fn zmq_bind(socket: *mut c_void, addr: *const c_char) -> c
 #[no_mangle]
 pub unsafe extern "C" fn zmq_connect(socket: *mut c_void, addr: *const c_char) -> c_int {
     with_endpoint(socket, addr, |s, addr| {
+        // A DGRAM only binds (and sends to the addresses it hears from).
+        if s.ty == SocketType::Dgram {
+            return Err(crate::error::ENOCOMPATPROTO);
+        }
         let target = s.ctx.endpoint(addr)?;
         s.sock.connect(&target).map_err(|e| s.errno(&e))?;
         s.state().last_endpoint = addr.to_owned();
