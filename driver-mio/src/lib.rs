@@ -94,6 +94,7 @@ pub mod handover;
 mod proxy;
 mod reactor;
 pub mod readiness;
+mod routes;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
