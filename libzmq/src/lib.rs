@@ -80,9 +80,8 @@
 //! authenticated peers) and `Peer-Address`. A multipart message is handed to the driver
 //! with its last frame, so `EAGAIN`, `EHOSTUNREACH` and the like come on the last frame
 //! where libzmq returns them on the first (`ZMQ_DONTWAIT` on a first frame with no room
-//! is refused at once, as libzmq does); in particular a ROUTER with `ZMQ_ROUTER_MANDATORY`
-//! accepts the routing-id frame of an unknown peer and refuses the last frame. The
-//! monitor's PAIR waits for its peer rather than dropping the events sent before the peer
+//! is refused at once, as libzmq does, and so is an unknown peer's routing-id frame on a
+//! ROUTER with `ZMQ_ROUTER_MANDATORY`). The monitor's PAIR waits for its peer rather than dropping the events sent before the peer
 //! connects.
 //!
 //! Known differences seen running libzmq's own tests (to be fixed): an `inproc://`

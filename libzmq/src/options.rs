@@ -50,6 +50,8 @@ pub(crate) struct Raw {
     pub(crate) tcp_keepalive: [c_int; 4],
     pub(crate) ipv6: bool,
     pub(crate) req_relaxed: bool,
+    /// `ZMQ_ROUTER_MANDATORY`, mirrored for the check on a message's first frame.
+    pub(crate) router_mandatory: bool,
     /// `ZMQ_USE_FD` (-1: none) and `ZMQ_BINDTODEVICE` (empty: none): kept, and endpoints
     /// refused with `ENOTSUP` while either is set, as the driver cannot honour them.
     pub(crate) use_fd: c_int,
@@ -79,6 +81,7 @@ impl Default for Raw {
             tcp_keepalive: [-1; 4],
             ipv6: false,
             req_relaxed: false,
+            router_mandatory: false,
             use_fd: -1,
             bind_to_device: Vec::new(),
             mechanism: 0,
@@ -276,7 +279,11 @@ fn set(s: &CSocket, option: c_int, optval: *const c_void, len: usize) -> Result<
         ROUTER_MANDATORY | ROUTER_HANDOVER if ty == SocketType::Router => {
             let on = int_min(optval, len, 0)? != 0;
             match option {
-                ROUTER_MANDATORY => driver(s, sock.set_router_mandatory(on)),
+                ROUTER_MANDATORY => {
+                    driver(s, sock.set_router_mandatory(on))?;
+                    s.state().raw.router_mandatory = on;
+                    Ok(())
+                }
                 _ => driver(s, sock.set_router_handover(on)),
             }
         }

@@ -169,6 +169,14 @@ impl CSocket {
             if more && flags & DONTWAIT != 0 && !self.sock.can_send() {
                 return Err((libc::EAGAIN, repr));
             }
+            // ROUTER_MANDATORY: an unknown peer is refused on the routing-id frame.
+            if more
+                && self.ty == SocketType::Router
+                && st.raw.router_mandatory
+                && !self.sock.routes_to(&repr.body)
+            {
+                return Err((libc::EHOSTUNREACH, repr));
+            }
             st.out_routing_id = repr.routing_id;
             st.out_group = repr.group().map(|g| g.to_bytes().to_vec());
         }
