@@ -446,6 +446,13 @@ fn with_endpoint(
                     return Err(libc::ENOTSUP);
                 }
             }
+            // An `ipc://` path longer than a Unix socket address holds (`sun_path`).
+            if addr
+                .strip_prefix("ipc://")
+                .is_some_and(|path| path.len() >= 108)
+            {
+                return Err(libc::ENAMETOOLONG);
+            }
             // `udp://` is for RADIO, DISH and DGRAM only, and DGRAM has nothing else.
             let udp = addr.starts_with("udp://");
             let udp_type = matches!(
