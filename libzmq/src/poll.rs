@@ -183,9 +183,13 @@ pub(crate) fn poll(items: &mut [zmq_pollitem_t], timeout: c_long) -> Result<c_in
                     });
                 }
             }
-            let ms = left.map_or(-1, |l| {
+            let mut ms = left.map_or(-1, |l| {
                 c_int::try_from(l.as_millis().max(1)).unwrap_or(c_int::MAX)
             });
+            if has_sockets {
+                // The end of a context rings no readiness descriptor: look every 100 ms.
+                ms = if ms < 0 { 100 } else { ms.min(100) };
+            }
             wait_fds(&mut fds, ms)?;
             continue;
         }

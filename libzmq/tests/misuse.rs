@@ -525,3 +525,61 @@ fn context_options() {
     assert_eq!(zmq_close(s), 0);
     assert_eq!(zmq_ctx_term(ctx), 0);
 }
+
+#[test]
+fn term_wakes_a_poll_on_sockets_and_descriptors() {
+    use zmq::poll::*;
+    let ctx = zmq_ctx_new();
+    let pull = zmq_socket(ctx, 7);
+    let handle = pull as usize;
+    let waiter = std::thread::spawn(move || {
+        let pull = handle as *mut c_void;
+        let mut fds = [0; 2];
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        let mut items = [
+            zmq_pollitem_t {
+                socket: pull,
+                fd: 0,
+                events: POLLIN as i16,
+                revents: 0,
+            },
+            zmq_pollitem_t {
+                socket: null_mut(),
+                fd: fds[0],
+                events: POLLIN as i16,
+                revents: 0,
+            },
+        ];
+        let rc = unsafe { zmq_poll(items.as_mut_ptr(), 2, -1) };
+        let e = zmq_errno();
+        assert_eq!(zmq_close(pull), 0);
+        (rc, e)
+    });
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert_eq!(zmq_ctx_term(ctx), 0);
+    assert_eq!(waiter.join().unwrap(), (-1, ETERM));
+}
+
+#[test]
+fn term_wakes_a_poll_on_sockets() {
+    use zmq::poll::*;
+    let ctx = zmq_ctx_new();
+    let pull = zmq_socket(ctx, 7);
+    let handle = pull as usize;
+    let waiter = std::thread::spawn(move || {
+        let pull = handle as *mut c_void;
+        let mut items = [zmq_pollitem_t {
+            socket: pull,
+            fd: 0,
+            events: POLLIN as i16,
+            revents: 0,
+        }];
+        let rc = unsafe { zmq_poll(items.as_mut_ptr(), 1, -1) };
+        let e = zmq_errno();
+        assert_eq!(zmq_close(pull), 0);
+        (rc, e)
+    });
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert_eq!(zmq_ctx_term(ctx), 0);
+    assert_eq!(waiter.join().unwrap(), (-1, ETERM));
+}
