@@ -93,6 +93,8 @@
 pub mod handover;
 mod proxy;
 mod reactor;
+pub mod readiness;
+mod routes;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
@@ -1648,6 +1650,10 @@ pub fn poll(items: &mut [PollItem<'_>], timeout: Option<Duration>) -> Result<usi
             });
             if ready > 0 {
                 return Ok(ready);
+            }
+            // A socket closed under the wait ([`Context::term`]): nothing more will come.
+            if (items.iter()).any(|i| st.sockets.get(&i.socket.id).is_none_or(|s| s.closed)) {
+                return Err(Error::Closed);
             }
             if deadline.is_some_and(|d| StdInstant::now() >= d) {
                 return Ok(0);

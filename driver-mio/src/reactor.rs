@@ -334,6 +334,9 @@ pub(crate) struct Sock {
     pub(crate) tls: Tls,
     /// The TLS side of each `wss://` endpoint listened on or connected to.
     tls_sides: BTreeMap<EndpointId, TlsSide>,
+    /// The readiness descriptor, once asked for ([`crate::readiness`]): counted up when
+    /// the I/O side changes the socket.
+    pub(crate) readiness: Option<Arc<OwnedFd>>,
 }
 
 /// How to wake the threads waiting on a socket: its condition variable, and the event
@@ -651,6 +654,7 @@ impl Shared {
                 lease_started: false,
                 tls: Tls::default(),
                 tls_sides: BTreeMap::new(),
+                readiness: None,
             },
         );
         id

@@ -21,6 +21,8 @@ pub(super) use count::Waiters;
 pub(super) struct Notify {
     signals: Vec<Signal>,
     polled: bool,
+    /// Readiness descriptors to count up ([`crate::readiness`]).
+    readiness: Vec<Arc<std::os::fd::OwnedFd>>,
 }
 
 impl Notify {
@@ -29,6 +31,9 @@ impl Notify {
         if let Some(signal) = st.sockets.get_mut(&id).and_then(Sock::signal) {
             self.signals.push(signal);
         }
+        if let Some(fd) = st.sockets.get(&id).and_then(|s| s.readiness.clone()) {
+            self.readiness.push(fd);
+        }
         self.polled |= st.poll_waiters.take();
     }
 
@@ -36,6 +41,9 @@ impl Notify {
     pub(super) fn signal(&mut self, shared: &Shared) {
         for signal in self.signals.drain(..) {
             signal.send();
+        }
+        for fd in self.readiness.drain(..) {
+            crate::readiness::ring(Some(&fd));
         }
         if std::mem::take(&mut self.polled) {
             shared.polled.notify_all();

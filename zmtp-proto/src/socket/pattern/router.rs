@@ -119,3 +119,13 @@ impl Pattern for Router {
         true
     }
 }
+
+impl Socket {
+    /// ROUTER: whether a peer has routing id `id` now, so that a send to it is not
+    /// dropped as unroutable (what libzmq's `ZMQ_ROUTER_MANDATORY` checks on a message's
+    /// first frame). False on other types.
+    pub fn routes_to(&self, id: &[u8]) -> bool {
+        self.socket_type() == crate::SocketType::Router
+            && self.pattern.router.routes.contains_key(id)
+    }
+}

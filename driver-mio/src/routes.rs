@@ -1,0 +1,31 @@
+//! What a ROUTER can route to, asked before a message is complete (libzmq's
+//! `ZMQ_ROUTER_MANDATORY` refuses an unknown peer on the message's first frame).
+
+use crate::Socket;
+
+impl Socket {
+    /// ROUTER: whether a peer has routing id `id` now (false on other types, or once the
+    /// socket is closed).
+    ///
+    /// ```
+    /// use zmtp_mio::{Context, Options, SocketType};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::new()?;
+    /// let router = ctx.socket(SocketType::Router)?;
+    /// let endpoint = router.bind("tcp://127.0.0.1:*")?;
+    /// assert!(!router.routes_to(b"worker"));
+    /// let dealer = ctx.socket_with(SocketType::Dealer, Options::default().with_routing_id("worker"))?;
+    /// dealer.connect(&endpoint)?;
+    /// dealer.send("ready")?;
+    /// router.recv()?; // the handshake is done: the peer is known
+    /// assert!(router.routes_to(b"worker"));
+    /// # Ok(()) }
+    /// ```
+    pub fn routes_to(&self, id: &[u8]) -> bool {
+        let st = self.shared.lock();
+        st.sockets
+            .get(&self.id)
+            .is_some_and(|s| s.core.routes_to(id))
+    }
+}

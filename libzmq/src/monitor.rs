@@ -1,0 +1,204 @@
+//! `zmq_socket_monitor` and `zmq_socket_monitor_versioned`: a socket's events, sent as
+//! libzmq sends them over a PAIR (or PUB, PUSH) socket bound to an `inproc://` endpoint.
+//!
+//! The driver hands a socket's events to a channel; a thread of the monitor reads it and
+//! sends each event the mask selects, in libzmq's v1 format (frame 1: the event as a
+//! 16-bit number and its value as a 32-bit one, in the host's byte order; frame 2: the
+//! endpoint) or v2 format (frame 1: the event, 64 bits; frame 2: the count of values, 1;
+//! frame 3: the value, 64 bits; frame 4: the local endpoint; frame 5: the remote one).
+//! Stopping the monitor (a NULL endpoint, another monitor, or the socket's close) sends
+//! `ZMQ_EVENT_MONITOR_STOPPED` last.
+
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
+use std::sync::Arc;
+use std::time::Duration;
+
+use zmtp_mio::{Message, MonitorEvent, SocketType};
+
+use crate::ctx::Ctx;
+use crate::error::Errno;
+use crate::socket::{sock_of, text};
+use crate::{guard, ret};
+
+/// `ZMQ_EVENT_MONITOR_STOPPED`.
+const MONITOR_STOPPED: u64 = 0x0400;
+/// `ZMQ_EVENT_ALL` (v1).
+const ALL_V1: u64 = 0xFFFF;
+/// `ZMQ_EVENT_PIPES_STATS` (v2).
+const PIPES_STATS: u64 = 0x10000;
+
+/// A running monitor: set `stop` to end it.
+pub(crate) struct Monitor {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Monitor {
+    /// Stop the monitor (it sends `ZMQ_EVENT_MONITOR_STOPPED` first) and wait for it.
+    pub(crate) fn stop(mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The frames of `event` in `version`'s format.
+fn frames(ctx: &Ctx, event: &MonitorEvent, kind: u64, version: c_int) -> Message {
+    let endpoint = ctx.app_endpoint(&event.endpoint);
+    if version == 1 {
+        let mut first = Vec::with_capacity(6);
+        first.extend_from_slice(&(kind as u16).to_ne_bytes());
+        first.extend_from_slice(&event.value.to_ne_bytes());
+        return Message::from(vec![first, endpoint.into_bytes()]);
+    }
+    let remote = if event.peer_address.is_empty() {
+        String::new()
+    } else {
+        let scheme = endpoint.split("://").next().unwrap_or("tcp");
+        format!("{scheme}://{}", event.peer_address)
+    };
+    Message::from(vec![
+        kind.to_ne_bytes().to_vec(),
+        1u64.to_ne_bytes().to_vec(),
+        u64::from(event.value).to_ne_bytes().to_vec(),
+        endpoint.into_bytes(),
+        remote.into_bytes(),
+    ])
+}
+
+/// Send `msg` on the monitor socket, waiting for a peer while the monitor runs.
+fn deliver(out: &zmtp_mio::Socket, msg: Message, stop: &AtomicBool) -> bool {
+    let mut msg = msg;
+    loop {
+        match out.try_send(msg) {
+            Ok(_) => return true,
+            Err(zmtp_mio::SendError::WouldBlock(m)) => msg = m,
+            Err(_) => return false,
+        }
+        if stop.load(Ordering::Acquire) {
+            return false;
+        }
+        let mut items = [zmtp_mio::PollItem::new(out, zmtp_mio::POLLOUT)];
+        if zmtp_mio::poll(&mut items, Some(Duration::from_millis(50))).is_err() {
+            return false;
+        }
+    }
+}
+
+fn start(
+    socket: *mut c_void,
+    addr: *const c_char,
+    events: u64,
+    version: c_int,
+    ty: c_int,
+) -> Result<(), Errno> {
+    let s = sock_of(socket)?;
+    s.alive()?;
+    if version != 1 && version != 2 {
+        return Err(libc::EINVAL);
+    }
+    if version == 1 && events & !ALL_V1 != 0 {
+        return Err(libc::EINVAL);
+    }
+    if version == 2 && events & !(ALL_V1 | PIPES_STATS) != 0 {
+        return Err(libc::EINVAL);
+    }
+    // Any monitor running stops first.
+    let old = s.state().monitor.take();
+    if let Some(old) = old {
+        old.stop();
+    }
+    if addr.is_null() {
+        return Ok(());
+    }
+    // SAFETY: the caller passes a NUL-terminated endpoint (checked non-null).
+    let addr = unsafe { text(addr) }?;
+    if !addr.starts_with("inproc://") {
+        return Err(libc::EPROTONOSUPPORT);
+    }
+    let ty = match ty {
+        0 => SocketType::Pair,
+        1 => SocketType::Pub,
+        8 => SocketType::Push,
+        _ => return Err(libc::EINVAL),
+    };
+    let options = zmtp_mio::Options::default().with_linger(Some(Duration::from_millis(100)));
+    let out = s.ctx.internal_socket(ty, options)?;
+    let target = s.ctx.endpoint(addr)?;
+    out.bind(&target).map_err(|e| s.errno(&e))?;
+    let events_rx = s.sock.monitor();
+    let stop = Arc::new(AtomicBool::new(false));
+    let ctx = s.ctx.clone();
+    let stopping = stop.clone();
+    let thread = std::thread::Builder::new()
+        .name("zmq-monitor".into())
+        .spawn(move || {
+            loop {
+                if stopping.load(Ordering::Acquire) {
+                    break;
+                }
+                match events_rx.recv_timeout(Duration::from_millis(50)) {
+                    Ok(event) => {
+                        let kind = u64::from(event.kind.value());
+                        if events & kind != 0
+                            && !deliver(&out, frames(&ctx, &event, kind, version), &stopping)
+                        {
+                            return;
+                        }
+                    }
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => break,
+                }
+            }
+            if events & MONITOR_STOPPED != 0 {
+                let stopped =
+                    MonitorEvent::new(zmtp_mio::MonitorEventKind::MonitorStopped, 0, String::new());
+                let msg = frames(&ctx, &stopped, MONITOR_STOPPED, version);
+                let _ = out.try_send(msg);
+            }
+        })
+        .map_err(|_| crate::error::EMTHREAD)?;
+    s.state().monitor = Some(Monitor {
+        stop,
+        thread: Some(thread),
+    });
+    Ok(())
+}
+
+/// `zmq_socket_monitor`: send the socket's `events` (a mask of `ZMQ_EVENT_*`) to a PAIR
+/// socket bound at `addr` (an `inproc://` endpoint), in libzmq's v1 format; a NULL `addr`
+/// stops monitoring.
+///
+/// # Safety
+/// `addr` must be NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn zmq_socket_monitor(
+    socket: *mut c_void,
+    addr: *const c_char,
+    events: c_int,
+) -> c_int {
+    guard(-1, || {
+        ret(start(socket, addr, u64::from(events as u32), 1, 0).map(|()| 0))
+    })
+}
+
+/// `zmq_socket_monitor_versioned` (draft): as `zmq_socket_monitor`, in the v1 or v2
+/// format, over a PAIR, PUB or PUSH socket (`type_`).
+///
+/// # Safety
+/// `addr` must be NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn zmq_socket_monitor_versioned(
+    socket: *mut c_void,
+    addr: *const c_char,
+    events: u64,
+    event_version: c_int,
+    type_: c_int,
+) -> c_int {
+    guard(-1, || {
+        ret(start(socket, addr, events, event_version, type_).map(|()| 0))
+    })
+}

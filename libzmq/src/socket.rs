@@ -1,0 +1,891 @@
+//! Sockets: `zmq_socket`, `zmq_close`, endpoints, and sending and receiving frame by frame.
+//!
+//! The driver sends and receives whole multipart messages; libzmq's calls move one frame
+//! at a time. A socket here keeps the frames sent with `ZMQ_SNDMORE` until the last one,
+//! then hands the whole message to the driver, and keeps the frames of a received message
+//! to hand out one per call (`ZMQ_RCVMORE` says whether more are left).
+
+use std::collections::{HashMap, VecDeque};
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, RwLock};
+use std::time::{Duration, Instant};
+
+use zmtp_mio::{Bytes, Error, Message, SendError, SocketType};
+
+use crate::ctx::{ctx_of, Ctx};
+use crate::error::{errno_of, send_errno, Errno, EFSM, ETERM};
+use crate::msg::{self, zmq_msg_t, Meta, Repr, FLAG_MORE};
+use crate::options::Raw;
+use crate::{guard, lock, ret};
+
+/// `ZMQ_DONTWAIT`.
+pub const DONTWAIT: c_int = 1;
+/// `ZMQ_SNDMORE`.
+pub const SNDMORE: c_int = 2;
+
+/// A socket behind a `void *` handle.
+pub(crate) struct CSocket {
+    pub(crate) ctx: Arc<Ctx>,
+    pub(crate) sock: zmtp_mio::Socket,
+    pub(crate) ty: SocketType,
+    pub(crate) st: Mutex<State>,
+}
+
+/// What the C layer keeps per socket.
+#[derive(Default)]
+pub(crate) struct State {
+    /// Frames sent with `ZMQ_SNDMORE`, waiting for the last one.
+    out: Vec<Bytes>,
+    /// The routing id and group of the message being sent (draft types).
+    out_routing_id: u32,
+    out_group: Option<Vec<u8>>,
+    /// The frames of the received message not yet handed out, and its metadata.
+    inq: VecDeque<Bytes>,
+    in_routing_id: u32,
+    in_meta: Option<Arc<Meta>>,
+    /// Whether the last frame received had more after it (`ZMQ_RCVMORE`).
+    pub(crate) rcvmore: bool,
+    /// REQ: a request is out, its reply not yet received.
+    req_waiting: bool,
+    /// REP: a request is in, its reply not yet sent.
+    rep_replying: bool,
+    /// The last endpoint bound or connected (`ZMQ_LAST_ENDPOINT`).
+    pub(crate) last_endpoint: String,
+    /// Options kept here (values the driver has no field for, the security settings as
+    /// libzmq takes them one at a time).
+    pub(crate) raw: Raw,
+    /// The socket's monitor, if one runs (`zmq_socket_monitor`).
+    pub(crate) monitor: Option<crate::monitor::Monitor>,
+}
+
+/// The live sockets, by handle: a handle not in here is not a socket (`ENOTSOCK`).
+static SOCKETS: LazyLock<RwLock<HashMap<usize, Arc<CSocket>>>> = LazyLock::new(Default::default);
+
+/// The socket behind `handle`, or `ENOTSOCK` (NULL, closed, or never a socket).
+pub(crate) fn sock_of(handle: *mut c_void) -> Result<Arc<CSocket>, Errno> {
+    let map = SOCKETS.read().unwrap_or_else(|e| e.into_inner());
+    map.get(&(handle as usize)).cloned().ok_or(libc::ENOTSOCK)
+}
+
+impl CSocket {
+    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
+        lock(&self.st)
+    }
+
+    /// `ETERM` once the context is being terminated.
+    pub(crate) fn alive(&self) -> Result<(), Errno> {
+        if self.ctx.terminating() {
+            return Err(ETERM);
+        }
+        Ok(())
+    }
+
+    /// The errno of a driver error on this socket.
+    pub(crate) fn errno(&self, e: &Error) -> Errno {
+        errno_of(e, self.ctx.terminating())
+    }
+
+    /// `ZMQ_EVENTS`: `ZMQ_POLLIN` and/or `ZMQ_POLLOUT`, as libzmq reports them (a REQ
+    /// awaiting its reply cannot send, a REP owing a reply cannot receive).
+    pub(crate) fn events(&self) -> c_int {
+        let (pending, req_waiting, rep_replying, relaxed) = {
+            let st = self.state();
+            (
+                !st.inq.is_empty(),
+                st.req_waiting,
+                st.rep_replying,
+                st.raw.req_relaxed,
+            )
+        };
+        let mut events = 0;
+        let can_recv = match self.ty {
+            SocketType::Req => req_waiting && (pending || self.sock.can_recv()),
+            SocketType::Rep => pending || (!rep_replying && self.sock.can_recv()),
+            _ => pending || self.sock.can_recv(),
+        };
+        let can_send = match self.ty {
+            SocketType::Req => (!req_waiting || relaxed) && self.sock.can_send(),
+            SocketType::Rep => rep_replying,
+            _ => self.sock.can_send(),
+        };
+        if can_recv {
+            events |= crate::poll::POLLIN;
+        }
+        if can_send {
+            events |= crate::poll::POLLOUT;
+        }
+        events
+    }
+
+    /// The events to ask the driver's poll for, given what the C layer allows (so that a
+    /// wait does not end on readiness that `events` then masks).
+    pub(crate) fn driver_interest(&self, events: c_int) -> u8 {
+        let st = self.state();
+        let mut wanted = 0u8;
+        let recv_ok = match self.ty {
+            SocketType::Req => st.req_waiting,
+            SocketType::Rep => !st.rep_replying,
+            _ => true,
+        };
+        let send_ok = match self.ty {
+            SocketType::Req => !st.req_waiting || st.raw.req_relaxed,
+            SocketType::Rep => false,
+            _ => true,
+        };
+        if events & crate::poll::POLLIN != 0 && recv_ok {
+            wanted |= zmtp_mio::POLLIN;
+        }
+        if events & crate::poll::POLLOUT != 0 && send_ok {
+            wanted |= zmtp_mio::POLLOUT;
+        }
+        wanted
+    }
+
+    /// Send one frame (`repr`); the message goes to the driver with its last frame. On
+    /// failure the frame is handed back, as libzmq leaves a message it did not send with
+    /// its caller.
+    pub(crate) fn send_frame(&self, repr: Repr, flags: c_int) -> Result<usize, (Errno, Repr)> {
+        if let Err(e) = self.alive() {
+            return Err((e, repr));
+        }
+        if !self.ty.sends() {
+            return Err((libc::ENOTSUP, repr));
+        }
+        let more = flags & SNDMORE != 0;
+        let size = repr.body.len();
+        let mut st = self.state();
+        if st.out.is_empty() {
+            // The first frame of a message: the pattern's state says whether it may go.
+            match self.ty {
+                SocketType::Req if st.req_waiting && !st.raw.req_relaxed => {
+                    return Err((EFSM, repr))
+                }
+                SocketType::Rep if !st.rep_replying => return Err((EFSM, repr)),
+                _ => {}
+            }
+            if more && single_frame_type(self.ty) {
+                return Err((libc::EINVAL, repr));
+            }
+            if more && flags & DONTWAIT != 0 && !self.sock.can_send() {
+                return Err((libc::EAGAIN, repr));
+            }
+            // ROUTER_MANDATORY: an unknown peer is refused on the routing-id frame.
+            if more
+                && self.ty == SocketType::Router
+                && st.raw.router_mandatory
+                && !self.sock.routes_to(&repr.body)
+            {
+                return Err((libc::EHOSTUNREACH, repr));
+            }
+            st.out_routing_id = repr.routing_id;
+            st.out_group = repr.group().map(|g| g.to_bytes().to_vec());
+        }
+        if more {
+            st.out.push(repr.body);
+            return Ok(size);
+        }
+        // The last frame: the whole message goes.
+        let mut frames = std::mem::take(&mut st.out);
+        let had = frames.len();
+        frames.push(repr.body.clone());
+        let routing_id = st.out_routing_id;
+        let group = st.out_group.take();
+        drop(st);
+        let mut message = Message::from(frames);
+        if routing_id != 0 && message.set_routing_id(routing_id).is_err() {
+            return Err((libc::EINVAL, self.restore(message, had, repr)));
+        }
+        if let Some(group) = &group {
+            if message.set_group(group).is_err() {
+                return Err((libc::EINVAL, self.restore(message, had, repr)));
+            }
+        }
+        match self.send_message(message, flags & DONTWAIT != 0) {
+            Ok(()) => {
+                let mut st = self.state();
+                match self.ty {
+                    SocketType::Req => st.req_waiting = true,
+                    SocketType::Rep => st.rep_replying = false,
+                    _ => {}
+                }
+                Ok(size)
+            }
+            Err((e, message)) => {
+                let mut st = self.state();
+                st.out_group = group;
+                drop(st);
+                Err((e, self.restore(message, had, repr)))
+            }
+        }
+    }
+
+    /// After a failed send of the last frame: keep the frames before it for the retry.
+    fn restore(&self, message: Message, had: usize, repr: Repr) -> Repr {
+        let mut frames = message.into_frames();
+        frames.truncate(had);
+        self.state().out = frames;
+        repr
+    }
+
+    /// Hand a whole message to the driver, waiting (at most SNDTIMEO) unless `dontwait`.
+    fn send_message(&self, message: Message, dontwait: bool) -> Result<(), (Errno, Message)> {
+        let deadline = self.sock.sndtimeo().map(|t| Instant::now() + t);
+        let mut message = message;
+        loop {
+            match self.sock.try_send(message) {
+                Ok(_) => return Ok(()),
+                Err(SendError::WouldBlock(m)) => message = m,
+                Err(e) => {
+                    let errno = send_errno(&e, self.ctx.terminating());
+                    return Err((errno, e.into_message()));
+                }
+            }
+            let now = Instant::now();
+            if dontwait || deadline.is_some_and(|d| now >= d) {
+                return Err((libc::EAGAIN, message));
+            }
+            let wait = deadline.map(|d| d - now);
+            let mut items = [zmtp_mio::PollItem::new(&self.sock, zmtp_mio::POLLOUT)];
+            if let Err(e) = zmtp_mio::poll(&mut items, wait) {
+                return Err((self.errno(&e), message));
+            }
+            if self.ctx.terminating() {
+                return Err((ETERM, message));
+            }
+        }
+    }
+
+    /// Receive one frame: the next of the message being handed out, or the first of a
+    /// new one (waiting at most RCVTIMEO unless `ZMQ_DONTWAIT`).
+    pub(crate) fn recv_frame(&self, flags: c_int) -> Result<Repr, Errno> {
+        self.alive()?;
+        if let Some(frame) = self.next_frame() {
+            return Ok(frame);
+        }
+        if !self.ty.receives() {
+            return Err(libc::ENOTSUP);
+        }
+        {
+            let st = self.state();
+            match self.ty {
+                SocketType::Req if !st.req_waiting => return Err(EFSM),
+                SocketType::Rep if st.rep_replying => return Err(EFSM),
+                _ => {}
+            }
+        }
+        let received = if flags & DONTWAIT != 0 {
+            match self.sock.try_recv() {
+                Ok(Some(m)) => Ok(m),
+                Ok(None) => Err(Error::Timeout),
+                Err(e) => Err(e),
+            }
+        } else {
+            self.sock.recv()
+        };
+        let message = received.map_err(|e| self.errno(&e))?;
+        self.alive()?;
+        let routing_id = message.routing_id().unwrap_or(0);
+        let group = message
+            .group()
+            .and_then(|g| std::ffi::CString::new(g.to_vec()).ok());
+        let props = message.properties().is_some().then(|| message.clone());
+        let meta = (group.is_some() || props.is_some()).then(|| Arc::new(Meta::new(group, props)));
+        {
+            let mut st = self.state();
+            st.inq = message.into_frames().into();
+            if st.inq.is_empty() {
+                st.inq.push_back(Bytes::new());
+            }
+            st.in_routing_id = routing_id;
+            st.in_meta = meta;
+        }
+        self.next_frame().ok_or(libc::EAGAIN)
+    }
+
+    /// The next frame of the message being handed out, if any.
+    fn next_frame(&self) -> Option<Repr> {
+        let mut st = self.state();
+        let body = st.inq.pop_front()?;
+        let more = !st.inq.is_empty();
+        st.rcvmore = more;
+        let mut repr = Repr::new(body);
+        repr.routing_id = st.in_routing_id;
+        repr.meta = st.in_meta.clone();
+        if more {
+            repr.flags |= FLAG_MORE;
+        } else {
+            st.in_meta = None;
+            match self.ty {
+                SocketType::Req => st.req_waiting = false,
+                SocketType::Rep => st.rep_replying = true,
+                _ => {}
+            }
+        }
+        Some(repr)
+    }
+}
+
+/// The draft types, whose messages are a single frame (`ZMQ_SNDMORE` is `EINVAL`).
+fn single_frame_type(ty: SocketType) -> bool {
+    !matches!(
+        ty,
+        SocketType::Pair
+            | SocketType::Pub
+            | SocketType::Sub
+            | SocketType::Req
+            | SocketType::Rep
+            | SocketType::Dealer
+            | SocketType::Router
+            | SocketType::Pull
+            | SocketType::Push
+            | SocketType::XPub
+            | SocketType::XSub
+            | SocketType::Stream
+    )
+}
+
+/// A C string argument as UTF-8 text, or `EINVAL`.
+///
+/// # Safety
+/// `text` must be NULL or a NUL-terminated string.
+pub(crate) unsafe fn text<'a>(text: *const c_char) -> Result<&'a str, Errno> {
+    if text.is_null() {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: the caller promises a NUL-terminated string, checked non-null.
+    unsafe { CStr::from_ptr(text) }
+        .to_str()
+        .map_err(|_| libc::EINVAL)
+}
+
+fn new_socket(context: *mut c_void, ty: c_int) -> Result<*mut c_void, Errno> {
+    let ctx = ctx_of(context)?;
+    let ty = u8::try_from(ty)
+        .ok()
+        .and_then(SocketType::from_number)
+        .ok_or(libc::EINVAL)?;
+    let mut options = zmtp_mio::Options::default();
+    if !ctx.blocky() {
+        options = options.with_linger(Some(Duration::ZERO));
+    }
+    let sock = ctx.socket(ty, options)?;
+    let raw = Raw {
+        ipv6: ctx.ipv6(),
+        ..Raw::default()
+    };
+    let s = Arc::new(CSocket {
+        ctx,
+        sock,
+        ty,
+        st: Mutex::new(State {
+            raw,
+            ..State::default()
+        }),
+    });
+    let handle = Arc::as_ptr(&s) as *mut c_void;
+    let mut map = SOCKETS.write().unwrap_or_else(|e| e.into_inner());
+    map.insert(handle as usize, s);
+    Ok(handle)
+}
+
+/// `zmq_socket`: a new socket of type `type_` in the context, or NULL with `errno`
+/// (`EINVAL` for an unknown type, `EFAULT` for a bad context, `ETERM`, `EMFILE`).
+#[no_mangle]
+pub extern "C" fn zmq_socket(context: *mut c_void, type_: c_int) -> *mut c_void {
+    guard(std::ptr::null_mut(), || match new_socket(context, type_) {
+        Ok(h) => h,
+        Err(e) => {
+            crate::error::set_errno(e);
+            std::ptr::null_mut()
+        }
+    })
+}
+
+/// `zmq_close`: close the socket; what it queued is still sent, per `ZMQ_LINGER`, in
+/// the background (the context's termination waits for it).
+#[no_mangle]
+pub extern "C" fn zmq_close(socket: *mut c_void) -> c_int {
+    guard(-1, || {
+        let removed = {
+            let mut map = SOCKETS.write().unwrap_or_else(|e| e.into_inner());
+            map.remove(&(socket as usize))
+        };
+        match removed {
+            Some(s) => {
+                // A monitor says it stopped, then ends.
+                let monitor = s.state().monitor.take();
+                if let Some(monitor) = monitor {
+                    monitor.stop();
+                }
+                let ctx = s.ctx.clone();
+                // The driver's socket lingers in the background once the last reference
+                // (this one, unless another thread is in a call on it) is dropped.
+                drop(s);
+                ctx.socket_closed();
+                0
+            }
+            None => ret::<c_int>(Err(libc::ENOTSOCK)),
+        }
+    })
+}
+
+/// Run `f` on the socket behind `socket` and an endpoint argument.
+fn with_endpoint(
+    socket: *mut c_void,
+    addr: *const c_char,
+    f: impl FnOnce(&CSocket, &str) -> Result<(), Errno>,
+) -> c_int {
+    guard(-1, || {
+        ret(sock_of(socket).and_then(|s| {
+            s.alive()?;
+            // SAFETY: `zmq_bind` and its kind take a NUL-terminated endpoint or NULL.
+            let addr = unsafe { text(addr) }?;
+            {
+                let st = s.state();
+                if st.raw.use_fd != -1 || !st.raw.bind_to_device.is_empty() {
+                    return Err(libc::ENOTSUP);
+                }
+            }
+            // An `ipc://` path longer than a Unix socket address holds (`sun_path`).
+            if addr
+                .strip_prefix("ipc://")
+                .is_some_and(|path| path.len() >= 108)
+            {
+                return Err(libc::ENAMETOOLONG);
+            }
+            // `udp://` is for RADIO, DISH and DGRAM only, and DGRAM has nothing else.
+            let udp = addr.starts_with("udp://");
+            let udp_type = matches!(
+                s.ty,
+                SocketType::Radio | SocketType::Dish | SocketType::Dgram
+            );
+            if (udp && !udp_type) || (s.ty == SocketType::Dgram && !udp) {
+                return Err(crate::error::ENOCOMPATPROTO);
+            }
+            f(&s, addr).map(|()| 0)
+        }))
+    })
+}
+
+/// `zmq_bind`: listen on an endpoint (`tcp://`, `ipc://`, `ws://`, `wss://`, `udp://`).
+///
+/// # Safety
+/// `addr` must be NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn zmq_bind(socket: *mut c_void, addr: *const c_char) -> c_int {
+    with_endpoint(socket, addr, |s, addr| {
+        let target = s.ctx.endpoint(addr)?;
+        let resolved = s.sock.bind(&target).map_err(|e| s.errno(&e))?;
+        let inproc = addr.starts_with("inproc://");
+        s.state().last_endpoint = if inproc { addr.to_owned() } else { resolved };
+        Ok(())
+    })
+}
+
+/// `zmq_connect`: connect to an endpoint (in the background; messages queue meanwhile).
+///
+/// # Safety
+/// `addr` must be NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn zmq_connect(socket: *mut c_void, addr: *const c_char) -> c_int {
+    with_endpoint(socket, addr, |s, addr| {
+        // A DGRAM only binds (and sends to the addresses it hears from).
+        if s.ty == SocketType::Dgram {
+            return Err(crate::error::ENOCOMPATPROTO);
+        }
+        let target = s.ctx.endpoint(addr)?;
+        s.sock.connect(&target).map_err(|e| s.errno(&e))?;
+        s.state().last_endpoint = addr.to_owned();
+        Ok(())
+    })
+}
+
+/// `zmq_unbind`: stop listening on an endpoint bound (`ENOENT` if it is not).
+///
+/// # Safety
+/// `addr` must be NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn zmq_unbind(socket: *mut c_void, addr: *const c_char) -> c_int {
+    with_endpoint(socket, addr, |s, addr| {
+        // Only the endpoint as bound (its resolved form): a wildcard names none.
+        if addr.ends_with(":*") || addr == "ipc://*" {
+            return Err(libc::ENOENT);
+        }
+        let target = s.ctx.endpoint(addr)?;
+        s.sock.unbind(&target).map_err(|e| s.errno(&e))
+    })
+}
+
+/// `zmq_disconnect`: drop a connection made with `zmq_connect` (`ENOENT` if none).
+///
+/// # Safety
+/// `addr` must be NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn zmq_disconnect(socket: *mut c_void, addr: *const c_char) -> c_int {
+    with_endpoint(socket, addr, |s, addr| {
+        let target = s.ctx.endpoint(addr)?;
+        s.sock.disconnect(&target).map_err(|e| s.errno(&e))
+    })
+}
+
+/// A frame's size as the `int` libzmq's send and receive calls return.
+fn size_ret(size: usize) -> c_int {
+    c_int::try_from(size).unwrap_or(c_int::MAX)
+}
+
+/// `zmq_msg_send`: send the message as one frame (`ZMQ_SNDMORE`: more follow); returns
+/// its size. On success the message is emptied; on failure it is left to the caller.
+#[no_mangle]
+pub extern "C" fn zmq_msg_send(msg: *mut zmq_msg_t, socket: *mut c_void, flags: c_int) -> c_int {
+    guard(-1, || {
+        let s = match sock_of(socket) {
+            Ok(s) => s,
+            Err(e) => return ret::<c_int>(Err(e)),
+        };
+        let repr = match msg::take(msg) {
+            Ok(r) => r,
+            Err(e) => return ret::<c_int>(Err(e)),
+        };
+        match s.send_frame(repr, flags) {
+            Ok(size) => {
+                msg::put(msg, Repr::new(Bytes::new()));
+                size_ret(size)
+            }
+            Err((e, repr)) => {
+                msg::put(msg, repr);
+                ret::<c_int>(Err(e))
+            }
+        }
+    })
+}
+
+/// `zmq_sendmsg`: `zmq_msg_send` with the arguments of libzmq 3.
+#[no_mangle]
+pub extern "C" fn zmq_sendmsg(socket: *mut c_void, msg: *mut zmq_msg_t, flags: c_int) -> c_int {
+    zmq_msg_send(msg, socket, flags)
+}
+
+/// `zmq_msg_recv`: receive one frame into the message (whose old content is released);
+/// returns its size.
+#[no_mangle]
+pub extern "C" fn zmq_msg_recv(msg: *mut zmq_msg_t, socket: *mut c_void, flags: c_int) -> c_int {
+    guard(-1, || {
+        let s = match sock_of(socket) {
+            Ok(s) => s,
+            Err(e) => return ret::<c_int>(Err(e)),
+        };
+        // The message must be initialised; its old content goes.
+        let old = match msg::take(msg) {
+            Ok(r) => r,
+            Err(e) => return ret::<c_int>(Err(e)),
+        };
+        match s.recv_frame(flags) {
+            Ok(repr) => {
+                drop(old);
+                let size = repr.body.len();
+                msg::put(msg, repr);
+                size_ret(size)
+            }
+            Err(e) => {
+                msg::put(msg, old);
+                ret::<c_int>(Err(e))
+            }
+        }
+    })
+}
+
+/// `zmq_recvmsg`: `zmq_msg_recv` with the arguments of libzmq 3.
+#[no_mangle]
+pub extern "C" fn zmq_recvmsg(socket: *mut c_void, msg: *mut zmq_msg_t, flags: c_int) -> c_int {
+    zmq_msg_recv(msg, socket, flags)
+}
+
+/// Send `len` bytes at `buf` as one frame, taking them as `body`.
+fn send_body(socket: *mut c_void, body: Bytes, flags: c_int) -> c_int {
+    guard(-1, || {
+        ret(sock_of(socket).and_then(|s| {
+            s.send_frame(Repr::new(body), flags)
+                .map(size_ret)
+                .map_err(|(e, _)| e)
+        }))
+    })
+}
+
+/// `zmq_send`: send a copy of `len` bytes at `buf` as one frame; returns `len`.
+///
+/// # Safety
+/// `buf` must point to `len` readable bytes (or be anything when `len` is 0).
+#[no_mangle]
+pub unsafe extern "C" fn zmq_send(
+    socket: *mut c_void,
+    buf: *const c_void,
+    len: usize,
+    flags: c_int,
+) -> c_int {
+    if buf.is_null() && len > 0 {
+        crate::error::set_errno(libc::EFAULT);
+        return -1;
+    }
+    let body = if len == 0 {
+        Bytes::new()
+    } else {
+        // SAFETY: the caller promises `len` readable bytes at `buf`, checked non-null.
+        Bytes::copy_from_slice(unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) })
+    };
+    send_body(socket, body, flags)
+}
+
+/// Bytes the application keeps valid forever (`zmq_send_const`).
+struct Constant(*const u8, usize);
+
+// SAFETY: `zmq_send_const`'s caller promises the bytes are constant and outlive the
+// library's use of them; they are only read.
+unsafe impl Send for Constant {}
+// SAFETY: as above.
+unsafe impl Sync for Constant {}
+
+impl AsRef<[u8]> for Constant {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: non-null with `len` bytes (checked in `zmq_send_const`), constant.
+        unsafe { std::slice::from_raw_parts(self.0, self.1) }
+    }
+}
+
+/// `zmq_send_const`: send `len` constant bytes at `buf` as one frame, without a copy.
+///
+/// # Safety
+/// `buf` must point to `len` bytes that stay unchanged and valid as long as the library
+/// may send them.
+#[no_mangle]
+pub unsafe extern "C" fn zmq_send_const(
+    socket: *mut c_void,
+    buf: *const c_void,
+    len: usize,
+    flags: c_int,
+) -> c_int {
+    if buf.is_null() && len > 0 {
+        crate::error::set_errno(libc::EFAULT);
+        return -1;
+    }
+    let body = if len == 0 {
+        Bytes::new()
+    } else {
+        Bytes::from_owner(Constant(buf.cast::<u8>(), len))
+    };
+    send_body(socket, body, flags)
+}
+
+/// `zmq_recv`: receive one frame into `buf`, cut to `len` bytes; returns the frame's
+/// whole size (larger than `len` when it was cut).
+///
+/// # Safety
+/// `buf` must point to `len` writable bytes (or be anything when `len` is 0).
+#[no_mangle]
+pub unsafe extern "C" fn zmq_recv(
+    socket: *mut c_void,
+    buf: *mut c_void,
+    len: usize,
+    flags: c_int,
+) -> c_int {
+    guard(-1, || {
+        if buf.is_null() && len > 0 {
+            return ret::<c_int>(Err(libc::EFAULT));
+        }
+        ret(sock_of(socket).and_then(|s| {
+            let frame = s.recv_frame(flags)?;
+            let n = frame.body.len().min(len);
+            if n > 0 {
+                // SAFETY: the caller promises `len` writable bytes at `buf` (non-null),
+                // and `n <= len`; the frame is a separate allocation.
+                unsafe { std::ptr::copy_nonoverlapping(frame.body.as_ptr(), buf.cast::<u8>(), n) };
+            }
+            Ok(size_ret(frame.body.len()))
+        }))
+    })
+}
+
+/// Subscribe or unsubscribe (`ZMQ_SUBSCRIBE`, `ZMQ_UNSUBSCRIBE` on a SUB).
+pub(crate) fn subscription(s: &CSocket, topic: &[u8], on: bool) -> Result<(), Errno> {
+    let done = if on {
+        s.sock.subscribe(topic)
+    } else {
+        s.sock.unsubscribe(topic)
+    };
+    done.map_err(|e| s.errno(&e))
+}
+
+/// `zmq_join` (draft): a DISH joins a group.
+///
+/// # Safety
+/// `group` must be NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn zmq_join(socket: *mut c_void, group: *const c_char) -> c_int {
+    group_call(socket, group, true)
+}
+
+/// `zmq_leave` (draft): a DISH leaves a group.
+///
+/// # Safety
+/// `group` must be NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn zmq_leave(socket: *mut c_void, group: *const c_char) -> c_int {
+    group_call(socket, group, false)
+}
+
+fn group_call(socket: *mut c_void, group: *const c_char, join: bool) -> c_int {
+    guard(-1, || {
+        ret(sock_of(socket).and_then(|s| {
+            s.alive()?;
+            if group.is_null() {
+                return Err(libc::EINVAL);
+            }
+            // SAFETY: `zmq_join`'s caller passes a NUL-terminated string, checked non-null.
+            let group = unsafe { CStr::from_ptr(group) }.to_bytes();
+            let done = if join {
+                s.sock.join(group)
+            } else {
+                s.sock.leave(group)
+            };
+            done.map(|()| 0).map_err(|e| match e {
+                Error::Unsupported => libc::ENOTSUP,
+                e => s.errno(&e),
+            })
+        }))
+    })
+}
+
+/// `zmq_connect_peer` (draft): a PEER connects and learns the routing id of the peer
+/// there; 0 with `errno` on failure.
+///
+/// # Safety
+/// `addr` must be NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn zmq_connect_peer(socket: *mut c_void, addr: *const c_char) -> u32 {
+    guard(0, || {
+        let got = sock_of(socket).and_then(|s| {
+            s.alive()?;
+            // SAFETY: the caller passes a NUL-terminated string or NULL.
+            let addr = unsafe { text(addr) }?;
+            if s.ty != SocketType::Peer {
+                return Err(libc::ENOTSUP);
+            }
+            let target = s.ctx.endpoint(addr)?;
+            s.sock.connect_peer(&target).map_err(|e| s.errno(&e))
+        });
+        match got {
+            Ok(id) => id,
+            Err(e) => {
+                crate::error::set_errno(e);
+                0
+            }
+        }
+    })
+}
+
+/// `zmq_sendiov`: send `count` buffers as frames of one message; `flags` applies to each
+/// (`ZMQ_SNDMORE` on all but the last, which goes without it). Returns the last frame's
+/// size.
+///
+/// # Safety
+/// `iov` must point to `count` `struct iovec`s, each with `iov_len` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn zmq_sendiov(
+    socket: *mut c_void,
+    iov: *mut libc::iovec,
+    count: usize,
+    flags: c_int,
+) -> c_int {
+    guard(-1, || {
+        let s = match sock_of(socket) {
+            Ok(s) => s,
+            Err(e) => return ret::<c_int>(Err(e)),
+        };
+        if count == 0 || iov.is_null() {
+            return ret::<c_int>(Err(libc::EINVAL));
+        }
+        // SAFETY: the caller promises `count` iovecs at `iov` (non-null).
+        let iov = unsafe { std::slice::from_raw_parts(iov, count) };
+        let mut rc = 0;
+        for (i, v) in iov.iter().enumerate() {
+            let body = if v.iov_len == 0 || v.iov_base.is_null() {
+                Bytes::new()
+            } else {
+                // SAFETY: the caller promises `iov_len` readable bytes at `iov_base`.
+                Bytes::copy_from_slice(unsafe {
+                    std::slice::from_raw_parts(v.iov_base.cast::<u8>(), v.iov_len)
+                })
+            };
+            let f = if i == count - 1 {
+                flags & !SNDMORE
+            } else {
+                flags
+            };
+            match s.send_frame(Repr::new(body), f) {
+                Ok(n) => rc = size_ret(n),
+                Err((e, _)) => return ret::<c_int>(Err(e)),
+            }
+        }
+        rc
+    })
+}
+
+/// `zmq_recviov`: receive up to `*count` frames of a message into buffers this call
+/// allocates with `malloc` (the caller frees them); sets `*count` to the frames received
+/// and returns it too, as libzmq does.
+///
+/// # Safety
+/// `count` must point to a writable `size_t` and `iov` to that many writable iovecs.
+#[no_mangle]
+pub unsafe extern "C" fn zmq_recviov(
+    socket: *mut c_void,
+    iov: *mut libc::iovec,
+    count: *mut usize,
+    flags: c_int,
+) -> c_int {
+    guard(-1, || {
+        let s = match sock_of(socket) {
+            Ok(s) => s,
+            Err(e) => return ret::<c_int>(Err(e)),
+        };
+        // SAFETY: the caller promises a readable `size_t` at `count` where non-null.
+        if iov.is_null() || count.is_null() || unsafe { *count } == 0 {
+            return ret::<c_int>(Err(libc::EINVAL));
+        }
+        // SAFETY: as above.
+        let max = unsafe { *count };
+        // SAFETY: the caller promises `max` writable iovecs at `iov` (non-null).
+        let iov = unsafe { std::slice::from_raw_parts_mut(iov, max) };
+        let mut total = 0usize;
+        let mut got = 0;
+        while got < max {
+            let frame = match s.recv_frame(flags) {
+                Ok(f) => f,
+                Err(e) => return ret::<c_int>(Err(e)),
+            };
+            let len = frame.body.len();
+            // SAFETY: `malloc` of the frame's size (at least 1, so never NULL for
+            // success); the caller frees it with `free`.
+            let buf = unsafe { libc::malloc(len.max(1)) };
+            if buf.is_null() {
+                return ret::<c_int>(Err(libc::ENOMEM));
+            }
+            // SAFETY: `buf` has `len` writable bytes; the frame is another allocation.
+            unsafe { std::ptr::copy_nonoverlapping(frame.body.as_ptr(), buf.cast::<u8>(), len) };
+            iov[got] = libc::iovec {
+                iov_base: buf,
+                iov_len: len,
+            };
+            total += len;
+            got += 1;
+            if frame.flags & FLAG_MORE == 0 {
+                break;
+            }
+        }
+        // SAFETY: as above, writable.
+        unsafe { *count = got };
+        // libzmq returns the count of frames received (their total size is in the
+        // iovecs).
+        let _ = total;
+        size_ret(got)
+    })
+}

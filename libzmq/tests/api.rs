@@ -1,0 +1,289 @@
+//! The C API at work through its Rust entry points: `inproc://` endpoints, the socket
+//! monitor, multipart messages, ROUTER envelopes, PUB/SUB, and polling.
+
+use std::ffi::{c_int, c_void, CStr};
+use std::ptr::null_mut;
+
+use zmq::ctx::*;
+use zmq::monitor::*;
+use zmq::msg::*;
+use zmq::options::*;
+use zmq::socket::*;
+
+fn set_int(s: *mut c_void, option: c_int, value: c_int) {
+    let rc = unsafe { zmq_setsockopt(s, option, (&value as *const c_int).cast(), 4) };
+    assert_eq!(
+        rc,
+        0,
+        "setsockopt {option}: errno {}",
+        zmq::error::zmq_errno()
+    );
+}
+
+fn send(s: *mut c_void, body: &[u8], flags: c_int) {
+    let rc = unsafe { zmq_send(s, body.as_ptr().cast(), body.len(), flags) };
+    assert_eq!(
+        rc,
+        body.len() as c_int,
+        "send: errno {}",
+        zmq::error::zmq_errno()
+    );
+}
+
+/// One frame and whether more follow.
+fn recv(s: *mut c_void) -> (Vec<u8>, bool) {
+    let mut msg = std::mem::MaybeUninit::<zmq_msg_t>::zeroed();
+    let m = msg.as_mut_ptr();
+    assert_eq!(zmq_msg_init(m), 0);
+    let n = zmq_msg_recv(m, s, 0);
+    assert!(n >= 0, "recv: errno {}", zmq::error::zmq_errno());
+    let body = unsafe { std::slice::from_raw_parts(zmq_msg_data(m).cast::<u8>(), zmq_msg_size(m)) }
+        .to_vec();
+    let more = zmq_msg_more(m) == 1;
+    assert_eq!(zmq_msg_close(m), 0);
+    (body, more)
+}
+
+fn last_endpoint(s: *mut c_void) -> String {
+    let mut buf = [0u8; 256];
+    let mut len = buf.len();
+    let rc = unsafe { zmq_getsockopt(s, LAST_ENDPOINT, buf.as_mut_ptr().cast(), &mut len) };
+    assert_eq!(rc, 0);
+    CStr::from_bytes_with_nul(&buf[..len])
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn inproc_pair_and_names_per_context() {
+    let ctx = zmq_ctx_new();
+    let other = zmq_ctx_new();
+    let a = zmq_socket(ctx, 0);
+    let b = zmq_socket(ctx, 0);
+    let c = zmq_socket(other, 0);
+    for s in [a, b, c] {
+        set_int(s, RCVTIMEO, 5000);
+        set_int(s, LINGER, 0);
+    }
+    unsafe {
+        assert_eq!(zmq_bind(a, c"inproc://a-pair".as_ptr()), 0);
+        // Another context has its own names.
+        assert_eq!(zmq_bind(c, c"inproc://a-pair".as_ptr()), 0);
+        assert_eq!(zmq_connect(b, c"inproc://a-pair".as_ptr()), 0);
+    }
+    assert_eq!(last_endpoint(a), "inproc://a-pair");
+    send(b, b"one", SNDMORE);
+    send(b, b"two", 0);
+    assert_eq!(recv(a), (b"one".to_vec(), true));
+    assert_eq!(recv(a), (b"two".to_vec(), false));
+    // A name in use is refused; an empty one is invalid.
+    let d = zmq_socket(ctx, 0);
+    assert_eq!(unsafe { zmq_bind(d, c"inproc://a-pair".as_ptr()) }, -1);
+    assert_eq!(zmq::error::zmq_errno(), libc::EADDRINUSE);
+    assert_eq!(unsafe { zmq_bind(d, c"inproc://".as_ptr()) }, -1);
+    assert_eq!(zmq::error::zmq_errno(), libc::EINVAL);
+    for s in [a, b, d] {
+        assert_eq!(zmq_close(s), 0);
+    }
+    assert_eq!(zmq_close(c), 0);
+    assert_eq!(zmq_ctx_term(ctx), 0);
+    assert_eq!(zmq_ctx_term(other), 0);
+}
+
+/// The next v1 monitor event: (event, value, endpoint).
+fn event(mon: *mut c_void) -> (u16, u32, String) {
+    let (first, more) = recv(mon);
+    assert!(more && first.len() == 6, "{first:?}");
+    let (endpoint, more) = recv(mon);
+    assert!(!more);
+    (
+        u16::from_ne_bytes([first[0], first[1]]),
+        u32::from_ne_bytes([first[2], first[3], first[4], first[5]]),
+        String::from_utf8(endpoint).unwrap(),
+    )
+}
+
+#[test]
+fn monitor_events_in_libzmq_format() {
+    let ctx = zmq_ctx_new();
+    let rep = zmq_socket(ctx, 4);
+    let rc = unsafe { zmq_socket_monitor(rep, c"inproc://monitor-rep".as_ptr(), 0xFFFF) };
+    assert_eq!(rc, 0);
+    // Only inproc endpoints.
+    let rc = unsafe { zmq_socket_monitor(rep, c"tcp://127.0.0.1:*".as_ptr(), 0xFFFF) };
+    assert_eq!((rc, zmq::error::zmq_errno()), (-1, libc::EPROTONOSUPPORT));
+    let rc = unsafe { zmq_socket_monitor(rep, c"inproc://monitor-rep".as_ptr(), 0xFFFF) };
+    assert_eq!(rc, 0);
+    let mon = zmq_socket(ctx, 0);
+    set_int(mon, RCVTIMEO, 5000);
+    assert_eq!(
+        unsafe { zmq_connect(mon, c"inproc://monitor-rep".as_ptr()) },
+        0
+    );
+    assert_eq!(unsafe { zmq_bind(rep, c"tcp://127.0.0.1:*".as_ptr()) }, 0);
+    let endpoint = last_endpoint(rep);
+    let (kind, _, at) = event(mon);
+    assert_eq!(
+        (kind, at.as_str()),
+        (0x0008, endpoint.as_str()),
+        "LISTENING first"
+    );
+    let req = zmq_socket(ctx, 3);
+    set_int(req, LINGER, 0);
+    let c_endpoint = std::ffi::CString::new(endpoint.clone()).unwrap();
+    assert_eq!(unsafe { zmq_connect(req, c_endpoint.as_ptr()) }, 0);
+    let mut seen = Vec::new();
+    while !seen.contains(&0x1000) {
+        seen.push(event(mon).0);
+    }
+    assert!(
+        seen.contains(&0x0020),
+        "ACCEPTED before HANDSHAKE_SUCCEEDED: {seen:x?}"
+    );
+    assert_eq!(zmq_close(req), 0);
+    assert_eq!(zmq_close(rep), 0);
+    // The monitored socket's close ends the monitor, which says so last.
+    loop {
+        let (kind, _, _) = event(mon);
+        if kind == 0x0400 {
+            break;
+        }
+    }
+    assert_eq!(zmq_close(mon), 0);
+    assert_eq!(zmq_ctx_term(ctx), 0);
+}
+
+#[test]
+fn router_envelopes_and_pub_sub() {
+    let ctx = zmq_ctx_new();
+    let router = zmq_socket(ctx, 6);
+    let dealer = zmq_socket(ctx, 5);
+    for s in [router, dealer] {
+        set_int(s, RCVTIMEO, 5000);
+        set_int(s, LINGER, 0);
+    }
+    unsafe {
+        assert_eq!(
+            zmq_setsockopt(dealer, ROUTING_ID, b"D1".as_ptr().cast(), 2),
+            0
+        );
+        assert_eq!(zmq_bind(router, c"inproc://router".as_ptr()), 0);
+        assert_eq!(zmq_connect(dealer, c"inproc://router".as_ptr()), 0);
+    }
+    send(dealer, b"job", 0);
+    assert_eq!(recv(router), (b"D1".to_vec(), true));
+    assert_eq!(recv(router), (b"job".to_vec(), false));
+    send(router, b"D1", SNDMORE);
+    send(router, b"done", 0);
+    assert_eq!(recv(dealer), (b"done".to_vec(), false));
+    // ROUTER_MANDATORY: an unknown peer is EHOSTUNREACH on the routing-id frame.
+    set_int(router, ROUTER_MANDATORY, 1);
+    let rc = unsafe { zmq_send(router, b"nobody".as_ptr().cast(), 6, SNDMORE) };
+    assert_eq!((rc, zmq::error::zmq_errno()), (-1, libc::EHOSTUNREACH));
+    send(router, b"D1", SNDMORE);
+    send(router, b"again", 0);
+    assert_eq!(recv(dealer), (b"again".to_vec(), false));
+
+    let publisher = zmq_socket(ctx, 1);
+    let subscriber = zmq_socket(ctx, 2);
+    set_int(subscriber, RCVTIMEO, 5000);
+    set_int(publisher, LINGER, 0);
+    unsafe {
+        assert_eq!(
+            zmq_setsockopt(subscriber, SUBSCRIBE, b"weather".as_ptr().cast(), 7),
+            0
+        );
+        assert_eq!(zmq_bind(publisher, c"inproc://news".as_ptr()), 0);
+        assert_eq!(zmq_connect(subscriber, c"inproc://news".as_ptr()), 0);
+    }
+    // Publish until the subscription has arrived.
+    let mut got = None;
+    for _ in 0..500 {
+        send(publisher, b"news: none", 0);
+        send(publisher, b"weather: rain", 0);
+        let mut buf = [0u8; 32];
+        let n = unsafe { zmq_recv(subscriber, buf.as_mut_ptr().cast(), 32, DONTWAIT) };
+        if n > 0 {
+            got = Some(buf[..n as usize].to_vec());
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(got.as_deref(), Some(&b"weather: rain"[..]));
+    for s in [router, dealer, publisher, subscriber] {
+        assert_eq!(zmq_close(s), 0);
+    }
+    assert_eq!(zmq_ctx_term(ctx), 0);
+    let _ = null_mut::<c_void>();
+}
+
+#[test]
+fn draft_poller_over_sockets_and_descriptors() {
+    use zmq::poller::*;
+    let ctx = zmq_ctx_new();
+    let pull = zmq_socket(ctx, 7);
+    let push = zmq_socket(ctx, 8);
+    set_int(push, LINGER, 0);
+    unsafe {
+        assert_eq!(zmq_bind(pull, c"inproc://poller".as_ptr()), 0);
+        assert_eq!(zmq_connect(push, c"inproc://poller".as_ptr()), 0);
+    }
+    let poller = zmq_poller_new();
+    let tag = 0x5151usize as *mut c_void;
+    assert_eq!(zmq_poller_add(poller, pull, tag, 1), 0);
+    // Twice is EINVAL, a closed or made-up socket ENOTSOCK, fd -1 EBADF.
+    assert_eq!(zmq_poller_add(poller, pull, tag, 1), -1);
+    assert_eq!(zmq::error::zmq_errno(), libc::EINVAL);
+    assert_eq!(zmq_poller_add(poller, null_mut(), tag, 1), -1);
+    assert_eq!(zmq::error::zmq_errno(), libc::ENOTSOCK);
+    assert_eq!(zmq_poller_add_fd(poller, -1, tag, 1), -1);
+    assert_eq!(zmq::error::zmq_errno(), libc::EBADF);
+    assert_eq!(zmq_poller_size(poller), 1);
+    let mut event = zmq_poller_event_t {
+        socket: null_mut(),
+        fd: 0,
+        user_data: null_mut(),
+        events: 0,
+    };
+    // Nothing yet: EAGAIN at the timeout.
+    assert_eq!(unsafe { zmq_poller_wait(poller, &mut event, 10) }, -1);
+    assert_eq!(zmq::error::zmq_errno(), libc::EAGAIN);
+    send(push, b"ready", 0);
+    assert_eq!(unsafe { zmq_poller_wait(poller, &mut event, 5000) }, 0);
+    assert_eq!(
+        (event.socket, event.user_data, event.events),
+        (pull, tag, 1)
+    );
+    // A pipe with a byte in it, beside the socket.
+    let mut fds = [0; 2];
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    assert_eq!(unsafe { libc::write(fds[1], b"x".as_ptr().cast(), 1) }, 1);
+    assert_eq!(zmq_poller_add_fd(poller, fds[0], null_mut(), 1), 0);
+    let mut events: [zmq_poller_event_t; 4] = std::array::from_fn(|_| zmq_poller_event_t {
+        socket: null_mut(),
+        fd: 0,
+        user_data: null_mut(),
+        events: 0,
+    });
+    assert_eq!(
+        unsafe { zmq_poller_wait_all(poller, events.as_mut_ptr(), 4, 5000) },
+        2
+    );
+    assert_eq!(events[1].fd, fds[0]);
+    assert_eq!(zmq_poller_remove_fd(poller, fds[0]), 0);
+    assert_eq!(zmq_poller_remove(poller, pull), 0);
+    assert_eq!(zmq_poller_remove(poller, pull), -1);
+    let mut handle = poller;
+    assert_eq!(unsafe { zmq_poller_destroy(&mut handle) }, 0);
+    assert!(handle.is_null());
+    assert_eq!(unsafe { zmq_poller_destroy(&mut handle) }, -1);
+    unsafe {
+        libc::close(fds[0]);
+        libc::close(fds[1]);
+    }
+    assert_eq!(zmq_close(pull), 0);
+    assert_eq!(zmq_close(push), 0);
+    assert_eq!(zmq_ctx_term(ctx), 0);
+}
