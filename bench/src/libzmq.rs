@@ -16,6 +16,37 @@ fn err(e: ZmqError) -> String {
     format!("libzmq: {e}")
 }
 
+/// The variable naming our C ABI's `libzmq.so` to a `cabi` peer: the parent sets it, with
+/// `LD_LIBRARY_PATH` pointing at a directory where `libzmq.so.5` is that file.
+pub const CABI_LIB_VAR: &str = "ZMTP_BENCH_CABI_LIB";
+
+/// A `cabi` peer's check that the libzmq it runs on is ours: the `libzmq.so.5` mapped into
+/// this process (`/proc/self/maps`) is the file [`CABI_LIB_VAR`] names.
+pub fn check_cabi() -> Result<(), String> {
+    let wanted = std::env::var_os(CABI_LIB_VAR).ok_or(format!("{CABI_LIB_VAR} is not set"))?;
+    let wanted = std::fs::canonicalize(&wanted)
+        .map_err(|e| format!("{}: {e}", std::path::Path::new(&wanted).display()))?;
+    let maps = std::fs::read_to_string("/proc/self/maps")
+        .map_err(|e| format!("cannot read /proc/self/maps: {e}"))?;
+    let mapped: Vec<&str> = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .filter(|path| path.contains("libzmq.so"))
+        .collect();
+    let ours = mapped
+        .iter()
+        .any(|path| std::fs::canonicalize(path).is_ok_and(|p| p == wanted));
+    if ours {
+        Ok(())
+    } else {
+        Err(format!(
+            "the libzmq loaded is {}, not our C ABI ({})",
+            mapped.first().unwrap_or(&"none"),
+            wanted.display()
+        ))
+    }
+}
+
 /// The linked libzmq's version, e.g. `4.3.4`.
 pub fn version() -> String {
     let (major, minor, patch) = ffi::version();

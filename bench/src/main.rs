@@ -70,8 +70,11 @@ options:
                         and gives the share of datagrams lost; ws and udp rows get a
                         third table, against our tcp figure of the same round
   --test LIST           push,pub,reqrep (default: all)
-  --impl LIST           tokio (or ours),smol,mio,uring,libzmq,monocoque,raw[,zmqrs], or all
-                        (default: all; zmqrs only in a build with --features zmqrs)
+  --impl LIST           tokio (or ours),smol,mio,uring,libzmq,cabi,monocoque,raw[,zmqrs], or all
+                        (default: all; zmqrs only in a build with --features zmqrs);
+                        cabi is libzmq's column run on our C ABI (the libzmq peers' code
+                        with zmtp-libzmq's libzmq.so.5 loaded in place of the system's:
+                        cargo build --release -p zmtp-libzmq first)
   --runtime R           the tokio driver's runtime: current, multi, both, hop (current-thread with a
                         channel hop per sent message) or current,hop (default: current)
   --api batch|each      how our drivers' peers send and receive: batch (default)
@@ -431,7 +434,23 @@ impl Peer {
     /// for `GO` there, and a sender that cannot wait for its messages to be written waits for
     /// the input to close.
     fn start(exe: &Path, args: &PeerArgs) -> Result<Peer, String> {
-        let mut child = Command::new(exe)
+        let mut command = Command::new(exe);
+        if args.imp == Impl::Cabi {
+            let lib = cabi_lib(exe)?;
+            let dir = lib.parent().ok_or("no directory")?.join("cabi");
+            std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            let link = dir.join("libzmq.so.5");
+            // Made once: the other peer of the run may be loading it already.
+            if std::fs::read_link(&link).ok().as_deref() != Some(lib.as_path()) {
+                let _ = std::fs::remove_file(&link);
+                std::os::unix::fs::symlink(&lib, &link)
+                    .map_err(|e| format!("{}: {e}", link.display()))?;
+            }
+            command
+                .env("LD_LIBRARY_PATH", &dir)
+                .env(libzmq::CABI_LIB_VAR, &lib);
+        }
+        let mut child = command
             .args(args.to_args())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -505,13 +524,21 @@ fn unsupported(case: Case, variant: Variant) -> Option<&'static str> {
         Transport::Udp if case.size > UDP_BODY_MAX => {
             return Some("a udp datagram holds at most 8,192 bytes, group included")
         }
-        Transport::Ws | Transport::Udp if !variant.imp.is_ours() => {
+        Transport::Ws | Transport::Udp if !variant.imp.is_ours() || variant.imp == Impl::Cabi => {
             return Some(
                 "this build links the system libzmq 4.3.4, without the draft transports \
                  ws:// and udp://; the other anchors have neither",
             )
         }
         _ => {}
+    }
+    if variant.imp == Impl::Cabi
+        && std::env::current_exe().map_or(true, |exe| cabi_lib(&exe).is_err())
+    {
+        return Some(
+            "our C ABI library is not built: cargo build --release -p zmtp-libzmq \
+             (or name it with ZMTP_BENCH_CABI)",
+        );
     }
     let (bind, connect) = case.test.roles();
     let ipc = case.transport == Transport::Ipc;
@@ -521,6 +548,22 @@ fn unsupported(case: Case, variant: Variant) -> Option<&'static str> {
         }
         _ => None,
     }
+}
+
+/// Our C ABI's library for the `cabi` peers: `libzmq.so` beside this executable (where
+/// `cargo build --release -p zmtp-libzmq` leaves it), or the file ZMTP_BENCH_CABI names.
+fn cabi_lib(exe: &Path) -> Result<PathBuf, String> {
+    let lib = match std::env::var_os("ZMTP_BENCH_CABI") {
+        Some(path) => PathBuf::from(path),
+        None => exe.with_file_name("libzmq.so"),
+    };
+    std::fs::canonicalize(&lib).map_err(|e| {
+        format!(
+            "our C ABI library {} is missing ({e}): build it with \
+             cargo build --release -p zmtp-libzmq",
+            lib.display()
+        )
+    })
 }
 
 /// Run one measurement: start both peers, wait for the result, check both ended well.
@@ -715,8 +758,8 @@ struct Pair {
     anchor: usize,
 }
 
-/// The pairs compared: each of ours against each anchor, then smol, mio and uring against
-/// tokio, and uring against mio.
+/// The pairs compared: each of ours against each anchor, then smol, mio, uring and the C
+/// ABI against tokio, and uring and the C ABI against mio (the driver under it).
 fn pairs(variants: &[Variant]) -> Vec<Pair> {
     let ours: Vec<usize> = (0..variants.len())
         .filter(|&i| variants[i].imp.is_ours())
@@ -736,12 +779,14 @@ fn pairs(variants: &[Variant]) -> Vec<Pair> {
         }
     }
     let mio = variants.iter().position(|v| v.imp == Impl::Mio);
-    let uring = variants.iter().position(|v| v.imp == Impl::Uring);
-    if let (Some(mio), Some(uring)) = (mio, uring) {
-        out.push(Pair {
-            ours: uring,
-            anchor: mio,
-        });
+    for other in [Impl::Uring, Impl::Cabi] {
+        let other = variants.iter().position(|v| v.imp == other);
+        if let (Some(mio), Some(other)) = (mio, other) {
+            out.push(Pair {
+                ours: other,
+                anchor: mio,
+            });
+        }
     }
     out
 }

@@ -75,6 +75,9 @@ pub enum Impl {
     Uring,
     /// The system libzmq.
     Libzmq,
+    /// Our C ABI: the libzmq peers' own code, linked at run time to zmtp-libzmq's
+    /// `libzmq.so.5` instead of the system's (see [`CABI_LIB_VAR`]).
+    Cabi,
     /// monocoque-rs on its tokio backend (an anchor: another Rust ZeroMQ).
     Monocoque,
     /// Plain sockets writing ZMTP framing in large batches (an anchor: the floor).
@@ -143,6 +146,7 @@ impl Impl {
             Impl::Mio => "mio",
             Impl::Uring => "uring",
             Impl::Libzmq => "libzmq",
+            Impl::Cabi => "cabi",
             Impl::Monocoque => "monocoque",
             Impl::Raw => "raw",
             #[cfg(feature = "zmqrs")]
@@ -158,6 +162,7 @@ impl Impl {
             Impl::Mio,
             Impl::Uring,
             Impl::Libzmq,
+            Impl::Cabi,
             Impl::Monocoque,
             Impl::Raw,
             #[cfg(feature = "zmqrs")]
@@ -167,7 +172,10 @@ impl Impl {
 
     /// Whether this is one of our drivers (as opposed to an anchor it is compared with).
     pub fn is_ours(self) -> bool {
-        matches!(self, Impl::Tokio | Impl::Smol | Impl::Mio | Impl::Uring)
+        matches!(
+            self,
+            Impl::Tokio | Impl::Smol | Impl::Mio | Impl::Uring | Impl::Cabi
+        )
     }
 }
 
@@ -280,6 +288,7 @@ pub fn main(args: &[String]) -> ExitCode {
         Impl::Tokio | Impl::Smol => ours::run(&args),
         Impl::Mio | Impl::Uring => crate::mio::run(&args),
         Impl::Libzmq => libzmq::run(&args),
+        Impl::Cabi => libzmq::check_cabi().and_then(|()| libzmq::run(&args)),
         Impl::Monocoque => monocoque::run(&args),
         Impl::Raw => raw::run(&args),
         #[cfg(feature = "zmqrs")]
