@@ -72,7 +72,7 @@ struct CtxState {
 }
 
 /// The live contexts, by handle: a handle not in here is not a context (`EFAULT`).
-static CONTEXTS: LazyLock<RwLock<HashMap<usize, Arc<Ctx>>>> = LazyLock::new(Default::default);
+static CONTEXTS: LazyLock<RwLock<crate::util::Handles<Arc<Ctx>>>> = LazyLock::new(Default::default);
 
 impl Ctx {
     /// The endpoint the driver is given for `addr`: the same, but for `inproc://name`,

@@ -1,7 +1,6 @@
 //! The draft `zmq_poller_*`: a set of sockets and file descriptors, each with the events
 //! to wait for and a pointer of the application's, waited on as `zmq_poll` waits.
 
-use std::collections::HashMap;
 use std::ffi::{c_int, c_long, c_short, c_void};
 use std::sync::{Arc, LazyLock, Mutex, RwLock};
 
@@ -43,7 +42,7 @@ struct Poller {
 }
 
 /// The live pollers, by handle.
-static POLLERS: LazyLock<RwLock<HashMap<usize, Arc<Mutex<Poller>>>>> =
+static POLLERS: LazyLock<RwLock<crate::util::Handles<Arc<Mutex<Poller>>>>> =
     LazyLock::new(Default::default);
 
 fn poller_of(handle: *mut c_void) -> Result<Arc<Mutex<Poller>>, Errno> {

@@ -5,7 +5,7 @@
 //! then hands the whole message to the driver, and keeps the frames of a received message
 //! to hand out one per call (`ZMQ_RCVMORE` says whether more are left).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
@@ -59,7 +59,8 @@ pub(crate) struct State {
 }
 
 /// The live sockets, by handle: a handle not in here is not a socket (`ENOTSOCK`).
-static SOCKETS: LazyLock<RwLock<HashMap<usize, Arc<CSocket>>>> = LazyLock::new(Default::default);
+static SOCKETS: LazyLock<RwLock<crate::util::Handles<Arc<CSocket>>>> =
+    LazyLock::new(Default::default);
 
 /// The socket behind `handle`, or `ENOTSOCK` (NULL, closed, or never a socket).
 pub(crate) fn sock_of(handle: *mut c_void) -> Result<Arc<CSocket>, Errno> {
@@ -219,6 +220,39 @@ impl CSocket {
         }
     }
 
+    /// `zmq_send`'s frame, from the caller's buffer. A whole single-frame message of a
+    /// type whose sends the C layer keeps no state for goes to the driver's
+    /// `try_send_slice`, which copies it straight into the peer's output when it can go at
+    /// once (no frame allocated, no message built); anything else goes through
+    /// [`send_frame`](Self::send_frame) with a copy of the bytes.
+    pub(crate) fn send_slice(&self, body: &[u8], flags: c_int) -> Result<usize, Errno> {
+        let plain = flags & SNDMORE == 0
+            && matches!(
+                self.ty,
+                SocketType::Push
+                    | SocketType::Pub
+                    | SocketType::XPub
+                    | SocketType::XSub
+                    | SocketType::Dealer
+                    | SocketType::Pair
+            )
+            && self.state().out.is_empty();
+        if !plain {
+            let repr = Repr::new(Bytes::copy_from_slice(body));
+            return self.send_frame(repr, flags).map_err(|(e, _)| e);
+        }
+        self.alive()?;
+        match self.sock.try_send_slice(body) {
+            Ok(_) => Ok(body.len()),
+            // No room now: wait as any send does, with the copy the driver made.
+            Err(SendError::WouldBlock(message)) => self
+                .send_message(message, flags & DONTWAIT != 0)
+                .map(|()| body.len())
+                .map_err(|(e, _)| e),
+            Err(e) => Err(send_errno(&e, self.ctx.terminating())),
+        }
+    }
+
     /// After a failed send of the last frame: keep the frames before it for the retry.
     fn restore(&self, message: Message, had: usize, repr: Repr) -> Repr {
         let mut frames = message.into_frames();
@@ -290,15 +324,17 @@ impl CSocket {
             .and_then(|g| std::ffi::CString::new(g.to_vec()).ok());
         let props = message.properties().is_some().then(|| message.clone());
         let meta = (group.is_some() || props.is_some()).then(|| Arc::new(Meta::new(group, props)));
-        {
-            let mut st = self.state();
-            st.inq = message.into_frames().into();
-            if st.inq.is_empty() {
-                st.inq.push_back(Bytes::new());
-            }
-            st.in_routing_id = routing_id;
-            st.in_meta = meta;
+        let mut st = self.state();
+        st.in_routing_id = routing_id;
+        st.in_meta = meta;
+        let mut message = message;
+        if message.len() <= 1 {
+            // A single frame is handed out at once, without the queue of frames.
+            let body = message.pop_front().unwrap_or_default();
+            return Ok(self.hand_out(&mut st, body, false));
         }
+        st.inq = message.into_frames().into();
+        drop(st);
         self.next_frame().ok_or(libc::EAGAIN)
     }
 
@@ -307,6 +343,13 @@ impl CSocket {
         let mut st = self.state();
         let body = st.inq.pop_front()?;
         let more = !st.inq.is_empty();
+        Some(self.hand_out(&mut st, body, more))
+    }
+
+    /// A received frame as the application gets it: with the message's routing id and
+    /// metadata, `ZMQ_RCVMORE` set from `more`, and the REQ/REP turn moved at the end of
+    /// the message.
+    fn hand_out(&self, st: &mut State, body: Bytes, more: bool) -> Repr {
         st.rcvmore = more;
         let mut repr = Repr::new(body);
         repr.routing_id = st.in_routing_id;
@@ -321,7 +364,7 @@ impl CSocket {
                 _ => {}
             }
         }
-        Some(repr)
+        repr
     }
 }
 
@@ -626,13 +669,17 @@ pub unsafe extern "C" fn zmq_send(
         crate::error::set_errno(libc::EFAULT);
         return -1;
     }
-    let body = if len == 0 {
-        Bytes::new()
+    let body: &[u8] = if len == 0 {
+        &[]
     } else {
         // SAFETY: the caller promises `len` readable bytes at `buf`, checked non-null.
-        Bytes::copy_from_slice(unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) })
+        unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) }
     };
-    send_body(socket, body, flags)
+    guard(-1, || {
+        ret(sock_of(socket)
+            .and_then(|s| s.send_slice(body, flags))
+            .map(size_ret))
+    })
 }
 
 /// Bytes the application keeps valid forever (`zmq_send_const`).

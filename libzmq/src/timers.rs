@@ -1,7 +1,6 @@
 //! `zmq_timers_*`: timers an application's own loop runs (`zmq_timers_timeout` says how
 //! long to wait, `zmq_timers_execute` calls the handlers that are due).
 
-use std::collections::HashMap;
 use std::ffi::{c_int, c_long, c_void};
 use std::sync::{Arc, LazyLock, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -27,7 +26,7 @@ struct Timers {
 }
 
 /// The live timer sets, by handle.
-static TIMERS: LazyLock<RwLock<HashMap<usize, Arc<Mutex<Timers>>>>> =
+static TIMERS: LazyLock<RwLock<crate::util::Handles<Arc<Mutex<Timers>>>>> =
     LazyLock::new(Default::default);
 
 fn timers_of(handle: *mut c_void) -> Result<Arc<Mutex<Timers>>, Errno> {

@@ -401,3 +401,32 @@ pub unsafe extern "C" fn zmq_threadclose(thread: *mut c_void) {
     let handle = unsafe { Box::from_raw(thread.cast::<std::thread::JoinHandle<()>>()) };
     let _ = handle.join();
 }
+
+/// Hashing for the handle tables (keys are addresses): one multiplication, its high half
+/// folded into the low one (the table indexes by the low bits, which an aligned address
+/// alone would leave zero), where the standard SipHash costs more than the rest of a
+/// per-message call's lookup. Handles are addresses of our own allocations, so nobody
+/// picks the keys.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct AddrHasher(u64);
+
+impl std::hash::Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        let h = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = h ^ (h >> 32);
+    }
+}
+
+/// A handle table: handles (addresses) to what they stand for.
+pub(crate) type Handles<T> =
+    std::collections::HashMap<usize, T, std::hash::BuildHasherDefault<AddrHasher>>;
