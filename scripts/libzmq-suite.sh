@@ -29,7 +29,8 @@
 # and what the library reports through zmq_has(); libzmq/suite/not-applicable.txt lists
 # the tests that cannot apply to a library without their feature,
 # libzmq/suite/known-failures.txt the ones known to fail, and libzmq/suite/flaky.txt the
-# ones with a race of their own (run up to three times), each with its reason. A known
+# ones with a race of their own (run up to three times), each with its reason. Any other
+# test that fails gets a second try, and a pass on it is reported as such. A known
 # failure runs once, killed after LIBZMQ_SUITE_KNOWN_TIMEOUT seconds (default 20).
 # Prints one line per test (PASS, FAIL, TIMEOUT, BUILD-FAIL, KNOWN, NOT-APPLICABLE), then
 # the counts. Exits 0 only when every applicable test not listed as a known failure passes.
@@ -111,7 +112,8 @@ run_lane() {
       print_result "$name"
       continue
     fi
-    tries=1 limit=""
+    # Every test gets a second try (reported when it passes only then), a flaky one three.
+    tries=2 limit=""
     grep -q "^${name}[[:space:]]" "$SUITE_FLAKY" && tries=3
     # A known failure runs once, with a shorter timeout: it is run to notice when it
     # passes, not to wait for it.
