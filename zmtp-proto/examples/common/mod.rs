@@ -44,7 +44,7 @@ impl Stream {
                 // production loop would connect without blocking and poll for POLLOUT.)
                 let mut last = io::Error::new(io::ErrorKind::NotFound, "no address");
                 let mut found = None;
-                for candidate in addr.resolve().expect("an IP address or a name")? {
+                for candidate in resolve(addr)? {
                     match TcpStream::connect_timeout(&candidate, Duration::from_secs(1)) {
                         Ok(s) => {
                             found = Some(s);
@@ -111,7 +111,7 @@ impl Listener {
     fn bind(addr: StreamAddr<'_>) -> io::Result<(Listener, String)> {
         match addr {
             StreamAddr::Ip(_) | StreamAddr::Name { .. } => {
-                let addrs = addr.resolve().expect("an IP address or a name")?;
+                let addrs = resolve(addr)?;
                 let listener = TcpListener::bind(&addrs[..])?;
                 listener.set_nonblocking(true)?;
                 let local = listener.local_addr()?;
@@ -467,5 +467,19 @@ mod sys {
                 e => Err(e),
             },
         }
+    }
+}
+
+/// The addresses to try, in order, for an IP or a name address: name resolution is the
+/// loop's, not the core's (the system's resolver, which blocks).
+fn resolve(addr: StreamAddr<'_>) -> io::Result<Vec<std::net::SocketAddr>> {
+    use std::net::ToSocketAddrs;
+    match addr {
+        StreamAddr::Ip(ip) => Ok(vec![ip]),
+        StreamAddr::Name { host, port } => Ok((host, port).to_socket_addrs()?.collect()),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not an IP address or a name",
+        )),
     }
 }

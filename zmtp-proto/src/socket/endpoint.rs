@@ -509,8 +509,8 @@ pub enum StreamAddr<'a> {
     /// An IP address and port, used as they are. A bind to `*` is the IPv4 wildcard
     /// address, and a bind to port `*` is port 0 (the system picks one).
     Ip(core::net::SocketAddr),
-    /// A host name and port: resolve the name (with std, [`StreamAddr::resolve`]) and try
-    /// each address in turn until one connects, as libzmq does.
+    /// A host name and port: the driver resolves the name and tries each address in turn
+    /// until one connects, as libzmq does.
     Name {
         /// The name, as written in the endpoint.
         host: &'a str,
@@ -525,23 +525,6 @@ pub enum StreamAddr<'a> {
     /// An in-process name (`inproc://name`): no kernel stream; the driver pairs the two
     /// sockets itself.
     Inproc(&'a str),
-}
-
-impl StreamAddr<'_> {
-    /// The addresses to try, in order, for an [`Ip`](StreamAddr::Ip) or
-    /// [`Name`](StreamAddr::Name) address (a name is resolved with the system's resolver,
-    /// which blocks); `None` for the other kinds.
-    #[cfg(feature = "std")]
-    pub fn resolve(&self) -> Option<std::io::Result<alloc::vec::Vec<core::net::SocketAddr>>> {
-        use std::net::ToSocketAddrs;
-        match *self {
-            StreamAddr::Ip(addr) => Some(Ok(alloc::vec![addr])),
-            StreamAddr::Name { host, port } => {
-                Some((host, port).to_socket_addrs().map(Iterator::collect))
-            }
-            _ => None,
-        }
-    }
 }
 
 impl Endpoint {
