@@ -42,13 +42,6 @@ const ZAP_ENDPOINT: &str = "zeromq.zap.01";
 const READS_PER_WAKE: usize = 16;
 /// Most segments gathered into one vectored write.
 const MAX_CHUNKS: usize = 64;
-/// Room made in a peer's read buffer when it runs low.
-const READ_RESERVE: usize = 64 * 1024;
-/// Room made for the next read once a read filled all the room it had: a stream that
-/// keeps up a flood is read in fewer, larger reads.
-const BUSY_READ_RESERVE: usize = 256 * 1024;
-/// Below this much room, a read buffer is grown by `READ_RESERVE` before reading.
-const READ_MIN_SPARE: usize = 2 * 1024;
 
 /// What every task and handle of one socket shares.
 #[derive(Debug)]
@@ -430,20 +423,16 @@ impl<R: Runtime> Inner<R> {
         if let Transport::Inproc(pipe) = stream {
             return self.read_inproc(core, peer, pipe);
         }
-        let mut reserve = READ_RESERVE;
         for _ in 0..READS_PER_WAKE {
             if !core.socket.wants_read(peer) {
                 return false;
             }
+            // The room the state machine asks for: what the next frame still needs (up
+            // to 256 KiB), 4 KiB at least. (Reserving more ahead for every stream would
+            // cost an idle or hostile connection that much.)
             let Some(buf) = core.socket.read_buf(peer) else {
                 return false;
             };
-            // A new stream reads into the small buffer it starts with; busy streams get
-            // large reads, and larger ones while they fill them. (Reserving ahead for every
-            // stream would cost an idle or hostile connection 64 KiB.)
-            if buf.capacity() - buf.len() < READ_MIN_SPARE {
-                buf.reserve(reserve);
-            }
             let spare = buf.capacity() - buf.len();
             match stream.try_read_buf(buf) {
                 Ok(n) if n > 0 && n < spare => {
@@ -463,7 +452,6 @@ impl<R: Runtime> Inner<R> {
                 Ok(_) => {
                     let now = self.now();
                     core.socket.handle_input(peer, now);
-                    reserve = BUSY_READ_RESERVE;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

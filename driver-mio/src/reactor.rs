@@ -970,10 +970,9 @@ impl Shared {
                             r.recvs_asked += 1;
                             self.registrar.recv(stream, token);
                         } else if !r.multishot {
-                            if let Some(mut buf) = s.core.take_read_buf(peer) {
-                                // Room for more than a shared buffer's worth: a stream that
-                                // filled one reads in large pieces.
-                                buf.reserve(OWN_READ_ROOM);
+                            // Room for more than a shared buffer's worth: a stream that
+                            // filled one reads in large pieces.
+                            if let Some(buf) = s.core.take_read_buf(peer, OWN_READ_ROOM) {
                                 r.receiving = true;
                                 self.registrar.recv_into(stream, token, buf);
                             }

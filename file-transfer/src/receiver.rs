@@ -676,7 +676,7 @@ impl Hasher {
             Hasher::Inline(h) => {
                 h.update(&chunk);
             }
-            Hasher::Thread(w) => w.feed(chunk.len()),
+            Hasher::Thread(w) => w.feed(chunk),
         }
     }
 
@@ -690,12 +690,10 @@ impl Hasher {
 }
 
 /// The digest of a file as it arrives, computed on a thread of its own so that hashing
-/// overlaps receiving. It is told the length of each chunk written, in file order, through
-/// a channel of a window's capacity, and reads the bytes back from the part (from the page
-/// cache, into a buffer of its own): holding the chunks themselves would keep the socket's
-/// read buffers from being reused, and each new one costs page faults and zeroing.
+/// overlaps receiving. It is given each chunk written (shared with the socket's read
+/// buffer, not copied), in file order, through a channel of a window's capacity.
 struct HashWorker {
-    chunks: Option<std::sync::mpsc::SyncSender<usize>>,
+    chunks: Option<std::sync::mpsc::SyncSender<Bytes>>,
     done: std::thread::JoinHandle<io::Result<[u8; 32]>>,
 }
 
@@ -703,21 +701,14 @@ impl HashWorker {
     /// A worker that first hashes the `prefix` bytes `file` holds (a resumed part), then
     /// each chunk written after them.
     fn start(file: File, prefix: u64, capacity: usize) -> io::Result<HashWorker> {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<usize>(capacity.max(1));
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Bytes>(capacity.max(1));
         let done = std::thread::Builder::new()
             .name("zmtp-file-blake3".into())
             .spawn(move || {
                 let mut hasher = blake3::Hasher::new();
                 hash_prefix(&file, prefix, &mut hasher)?;
-                let mut at = prefix;
-                let mut buf = Vec::new();
-                for len in rx {
-                    if buf.len() < len {
-                        buf.resize(len, 0);
-                    }
-                    file.read_exact_at(&mut buf[..len], at)?;
-                    hasher.update(&buf[..len]);
-                    at += len as u64;
+                for chunk in rx {
+                    hasher.update(&chunk);
                 }
                 Ok(*hasher.finalize().as_bytes())
             })?;
@@ -727,11 +718,11 @@ impl HashWorker {
         })
     }
 
-    /// Hash the next `len` bytes written (waits while the worker is a window behind).
-    fn feed(&self, len: usize) {
+    /// Hash the next chunk written (waits while the worker is a window behind).
+    fn feed(&self, chunk: Bytes) {
         if let Some(tx) = &self.chunks {
             // The worker only stops early on a read error, which `finish` reports.
-            let _ = tx.send(len);
+            let _ = tx.send(chunk);
         }
     }
 

@@ -89,6 +89,9 @@ impl OwnedKind {
 pub struct Buffered {
     conn: Connection,
     rx: BytesMut,
+    /// The size of the allocation `rx` was made with by [`RxPool::grow`] (0 when made
+    /// otherwise): whether it may go to a pool when replaced.
+    rx_alloc: usize,
     /// Bytes the next item needs beyond those in `rx` (as the last `poll_item` found).
     rx_need: usize,
     tx: VecDeque<Segment>,
@@ -140,6 +143,62 @@ const RX_MIN_ROOM: usize = RX_CHUNK / 2;
 /// Most the receive buffer grows by ahead of data for one incomplete frame.
 const MAX_RESERVE: usize = 256 * 1024;
 
+/// Receive buffers that still hold pooled allocations at most this large.
+const POOL_BUF_MAX: usize = 1 << 20;
+/// Receive buffers a pool keeps.
+const POOL_LEN: usize = 8;
+
+/// Receive buffers given up while frames split off them were still held by the
+/// application, kept so that a connection needing a new buffer can take one whose frames
+/// have all been dropped since, instead of allocating.
+///
+/// A fresh allocation is not free: an allocator that returned the memory of the last one
+/// to the system hands out pages that fault on their first write, which made a bulk
+/// receiver spend twice the system time in some runs. One pool serves all the connections
+/// of a socket ([`Socket`](crate::socket::Socket) keeps one); it holds at most 8 buffers
+/// of at most 1 MiB each.
+#[derive(Debug, Default)]
+pub struct RxPool {
+    /// Buffers (empty, sharing an allocation with frames given out) and their
+    /// allocation's size, oldest first.
+    kept: Vec<(BytesMut, usize)>,
+}
+
+impl RxPool {
+    /// Make `more` bytes of room at the end of `rx` (whose allocation `alloc` says, as
+    /// `Buffered::rx_alloc`): in place if no frame still shares it; else in a kept
+    /// buffer nothing shares any more; else in a new one. A buffer replaced while shared
+    /// is kept (the oldest kept one goes when the pool is full).
+    fn grow(&mut self, rx: &mut BytesMut, alloc: &mut usize, more: usize) {
+        if rx.try_reclaim(more) {
+            return;
+        }
+        let len = rx.len();
+        let reuse = self
+            .kept
+            .iter_mut()
+            .position(|(b, size)| *size >= len + more && b.try_reclaim(len + more));
+        let (mut next, size) = match reuse {
+            Some(i) => self.kept.remove(i),
+            None => {
+                // Doubling, for a frame that arrives in many reads.
+                let size = (len + more).max(2 * len);
+                (BytesMut::with_capacity(size), size)
+            }
+        };
+        next.extend_from_slice(rx);
+        let mut old = core::mem::replace(rx, next);
+        let old_alloc = core::mem::replace(alloc, size);
+        if old_alloc > 0 && old_alloc <= POOL_BUF_MAX {
+            old.clear();
+            if self.kept.len() == POOL_LEN {
+                self.kept.remove(0);
+            }
+            self.kept.push((old, old_alloc));
+        }
+    }
+}
+
 impl Buffered {
     /// A new connection; see [`Connection::new`].
     pub fn new(config: Config, now: Instant) -> Buffered {
@@ -152,6 +211,7 @@ impl Buffered {
         Buffered {
             conn,
             rx: BytesMut::with_capacity(RX_CHUNK),
+            rx_alloc: 0,
             rx_need: 0,
             tx: VecDeque::new(),
             tx_head: 0,
@@ -282,16 +342,24 @@ impl Buffered {
     /// claiming a huge frame gets no memory until it sends the bytes. The room left by
     /// frames already taken (and dropped) is reused rather than allocated again.
     pub fn read_buf(&mut self) -> &mut BytesMut {
+        self.read_buf_pooled(&mut RxPool::default(), 0)
+    }
+
+    /// [`read_buf`](Self::read_buf), with at least `room` bytes free (a driver's larger
+    /// read for a stream that filled its last one), taking a new buffer from `pool` when
+    /// this one is still shared with frames the application holds, and leaving it there.
+    pub fn read_buf_pooled(&mut self, pool: &mut RxPool, room: usize) -> &mut BytesMut {
         if let Some(ws) = self.ws.as_deref_mut() {
             let need = ws.needed();
             let raw = ws.raw();
-            if raw.capacity() - raw.len() < need.max(RX_MIN_ROOM) {
-                raw.reserve(need.clamp(RX_CHUNK, MAX_RESERVE));
+            if raw.capacity() - raw.len() < need.max(RX_MIN_ROOM).max(room) {
+                raw.reserve(need.clamp(RX_CHUNK, MAX_RESERVE).max(room));
             }
             return raw;
         }
-        if self.rx.capacity() - self.rx.len() < self.rx_need.max(RX_MIN_ROOM) {
-            self.rx.reserve(self.rx_need.clamp(RX_CHUNK, MAX_RESERVE));
+        if self.rx.capacity() - self.rx.len() < self.rx_need.max(RX_MIN_ROOM).max(room) {
+            let more = self.rx_need.clamp(RX_CHUNK, MAX_RESERVE).max(room);
+            pool.grow(&mut self.rx, &mut self.rx_alloc, more);
         }
         &mut self.rx
     }
@@ -303,6 +371,12 @@ impl Buffered {
     /// [`restore_read_buf`](Self::restore_read_buf), with the bytes read appended.
     pub fn take_read_buf(&mut self) -> BytesMut {
         core::mem::take(self.read_buf())
+    }
+
+    /// [`take_read_buf`](Self::take_read_buf) with the room and pool of
+    /// [`read_buf_pooled`](Self::read_buf_pooled).
+    pub fn take_read_buf_pooled(&mut self, pool: &mut RxPool, room: usize) -> BytesMut {
+        core::mem::take(self.read_buf_pooled(pool, room))
     }
 
     /// Give back the buffer [`take_read_buf`](Self::take_read_buf) took, with the bytes
@@ -319,6 +393,10 @@ impl Buffered {
             let mut buf = buf;
             buf.extend_from_slice(dst);
             *dst = buf;
+            if self.ws.is_none() {
+                // Perhaps moved by the copy: not an allocation the pool knows.
+                self.rx_alloc = 0;
+            }
         }
     }
 
@@ -428,7 +506,10 @@ impl Buffered {
         if self.rx.is_empty() {
             // A chunk nobody else holds becomes the input buffer as it is.
             match chunk.try_into_mut() {
-                Ok(owned) => self.rx = owned,
+                Ok(owned) => {
+                    self.rx = owned;
+                    self.rx_alloc = 0;
+                }
                 Err(shared) => self.rx.extend_from_slice(&shared),
             }
         } else {
@@ -726,4 +807,78 @@ fn encoded_tail<'a>(
         buf.resize(*used + room, 0);
     }
     Some((buf, used))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Where a buffer's allocation starts (the buffer as given, before any room is used).
+    fn start(b: &BytesMut) -> usize {
+        b.as_ptr() as usize
+    }
+
+    #[test]
+    fn a_buffer_replaced_while_shared_is_read_into_again_once_its_frames_are_dropped() {
+        let mut pool = RxPool::default();
+        let mut alloc = 0;
+        let mut rx = BytesMut::new();
+        pool.grow(&mut rx, &mut alloc, 256 * 1024);
+        let first = start(&rx);
+        rx.extend_from_slice(&[7; 256 * 1024]);
+        // A frame the application holds: the buffer is shared, so room means a new one.
+        let frame = rx.split_to(200 * 1024).freeze();
+        pool.grow(&mut rx, &mut alloc, 256 * 1024);
+        let second = start(&rx);
+        assert_ne!(second, first);
+        assert_eq!(
+            rx.len(),
+            56 * 1024,
+            "the bytes not yet taken moved with the buffer"
+        );
+        assert_eq!(&rx[..], &[7; 56 * 1024][..]);
+        assert_eq!(pool.kept.len(), 1);
+        // The second, filled, is shared too; the first still is: a third allocation.
+        rx.resize(rx.capacity(), 2);
+        let frame2 = rx.split_to(rx.len()).freeze();
+        pool.grow(&mut rx, &mut alloc, 256 * 1024);
+        let third = start(&rx);
+        assert!(third != first && third != second);
+        assert_eq!(pool.kept.len(), 2);
+        // The first one's frame is dropped: it is read into again, not a fresh one.
+        drop(frame);
+        rx.extend_from_slice(&[1; 16]);
+        let frame3 = rx.split_to(16).freeze();
+        pool.grow(&mut rx, &mut alloc, 256 * 1024);
+        assert_eq!(start(&rx), first);
+        assert!(rx.capacity() >= 256 * 1024);
+        // The third (still shared) took its place in the pool.
+        assert_eq!(pool.kept.len(), 2);
+        drop((frame2, frame3));
+    }
+
+    #[test]
+    fn the_pool_is_bounded_in_count_and_keeps_no_large_buffers() {
+        let mut pool = RxPool::default();
+        let mut alloc = 0;
+        let mut rx = BytesMut::new();
+        let mut held = Vec::new();
+        for _ in 0..3 * POOL_LEN {
+            pool.grow(&mut rx, &mut alloc, 64 * 1024);
+            rx.extend_from_slice(&[0; 64 * 1024]);
+            held.push(rx.split_to(64 * 1024).freeze());
+        }
+        assert_eq!(pool.kept.len(), POOL_LEN);
+        // A frame of 4 MiB arriving in pieces: the buffers it grows through are not kept.
+        let mut pool = RxPool::default();
+        let mut alloc = 0;
+        let mut rx = BytesMut::new();
+        while rx.len() < 4 << 20 {
+            pool.grow(&mut rx, &mut alloc, 256 * 1024);
+            let room = rx.capacity() - rx.len();
+            rx.resize(rx.len() + room.min(256 * 1024), 0);
+        }
+        assert!(pool.kept.iter().all(|(_, size)| *size <= POOL_BUF_MAX));
+        assert!(alloc >= 4 << 20);
+    }
 }

@@ -131,7 +131,7 @@ pub mod ws;
 pub mod z85;
 
 #[cfg(feature = "alloc")]
-pub use buffered::{Buffered, OwnedItem, SHARED_BODY_MIN};
+pub use buffered::{Buffered, OwnedItem, RxPool, SHARED_BODY_MIN};
 /// The buffer types of the `alloc` layer, re-exported so users need not depend on `bytes`.
 #[cfg(feature = "alloc")]
 pub use bytes::{Bytes, BytesMut};

@@ -383,14 +383,12 @@ impl Shared {
             }
             io.read_edge = false;
             if !matches!(*io.stream, StdTransport::Tls(_)) {
-                if let Some(mut buf) = s.core.take_read_buf(work.peer) {
-                    // The state machine's room (for what the next item needs, 4 KiB at
-                    // least), or more for a stream whose last read filled it: a stream
-                    // that trickles keeps small buffers, one that carries bulk reads in
-                    // large pieces.
-                    if io.read_full {
-                        buf.reserve(READ_BUF);
-                    }
+                // The state machine's room (for what the next item needs, 4 KiB at
+                // least), or more for a stream whose last read filled it: a stream that
+                // trickles keeps small buffers, one that carries bulk reads in large
+                // pieces.
+                let room = if io.read_full { READ_BUF } else { 0 };
+                if let Some(buf) = s.core.take_read_buf(work.peer, room) {
                     return Some(Job::ReadInto(io.stream.clone(), buf));
                 }
             }

@@ -10,22 +10,25 @@ impl Socket {
     /// The receive buffer of a peer's stream: the driver may read straight into it, then
     /// call [`handle_input`](Self::handle_input).
     pub fn read_buf(&mut self, peer: PeerId) -> Option<&mut BytesMut> {
-        Some(self.peers.get_mut(&peer)?.stream.as_mut()?.conn.read_buf())
+        self.read_buf_room(peer, 0)
     }
 
-    /// The receive buffer of a peer's stream taken out, for a driver whose read completes
-    /// later (see [`Buffered::take_read_buf`](crate::Buffered::take_read_buf)); give it
-    /// back with [`restore_read_buf`](Self::restore_read_buf), then call
+    /// [`read_buf`](Self::read_buf) with at least `room` bytes free (a larger read for a
+    /// stream that filled the last one); see
+    /// [`Buffered::read_buf_pooled`](crate::Buffered::read_buf_pooled).
+    pub fn read_buf_room(&mut self, peer: PeerId, room: usize) -> Option<&mut BytesMut> {
+        let conn = &mut self.peers.get_mut(&peer)?.stream.as_mut()?.conn;
+        Some(conn.read_buf_pooled(&mut self.rx_pool, room))
+    }
+
+    /// The receive buffer of a peer's stream taken out, with at least `room` bytes free,
+    /// for a driver whose read completes later (see
+    /// [`Buffered::take_read_buf`](crate::Buffered::take_read_buf)); give it back with
+    /// [`restore_read_buf`](Self::restore_read_buf), then call
     /// [`handle_input`](Self::handle_input).
-    pub fn take_read_buf(&mut self, peer: PeerId) -> Option<BytesMut> {
-        Some(
-            self.peers
-                .get_mut(&peer)?
-                .stream
-                .as_mut()?
-                .conn
-                .take_read_buf(),
-        )
+    pub fn take_read_buf(&mut self, peer: PeerId, room: usize) -> Option<BytesMut> {
+        let conn = &mut self.peers.get_mut(&peer)?.stream.as_mut()?.conn;
+        Some(conn.take_read_buf_pooled(&mut self.rx_pool, room))
     }
 
     /// Give back a buffer [`take_read_buf`](Self::take_read_buf) took, with the bytes read

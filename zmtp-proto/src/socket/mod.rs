@@ -409,6 +409,8 @@ pub struct Socket {
     opts: Options,
     endpoints: BTreeMap<EndpointId, EndpointState>,
     peers: BTreeMap<PeerId, Peer>,
+    /// Receive buffers the peers' streams gave up while still shared, to read into again.
+    rx_pool: crate::RxPool,
     /// Attached peers in attach order: the ring for load balancing and fair queuing.
     attached: Vec<PeerId>,
     /// Messages of peers that left the pattern, oldest first; never empty entries.
@@ -473,6 +475,7 @@ impl Socket {
             peers: BTreeMap::new(),
             attached: Vec::new(),
             departed: VecDeque::new(),
+            rx_pool: crate::RxPool::default(),
             lb_cursor: 0,
             fq_active: VecDeque::new(),
             next_id: 1,
