@@ -22,7 +22,7 @@ use crate::{Failed, Outcome, RecvEvent, RecvOptions, Saved};
 ///
 /// Each offer is judged by [`wire::judge_offer`] before anything is created, and refused
 /// with `ERROR` when it breaks a rule. An accepted file is written at each CHUNK's offset
-/// into `NAME.part` (next to `NAME.part.offer`, the offer it is for, which lets a later
+/// into `NAME.zmtp-part` (next to `NAME.zmtp-part.offer`, the offer it is for, which lets a later
 /// identical offer resume it), hashed (BLAKE3) as it arrives, and renamed to `NAME` once
 /// whole and its digest matches; then the sender gets `DONE`. A CHUNK that was not asked
 /// for, a digest mismatch or a write error aborts the transfer with `ERROR` and removes
@@ -759,8 +759,8 @@ fn seconds(d: Duration) -> String {
 fn part_paths(dir: &Path, name: &str) -> (PathBuf, PathBuf, PathBuf) {
     (
         dir.join(name),
-        dir.join(format!("{name}.part")),
-        dir.join(format!("{name}.part.offer")),
+        dir.join(format!("{name}{}", wire::PART_SUFFIX)),
+        dir.join(format!("{name}{}", wire::RECORD_SUFFIX)),
     )
 }
 

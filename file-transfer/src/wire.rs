@@ -26,6 +26,15 @@ use zmtp_async::Bytes;
 /// The longest component of a path (a file or directory name), in bytes.
 pub const NAME_MAX: usize = 255;
 
+/// What the receiver appends to a name for the part file it writes first (`NAME.zmtp-part`,
+/// renamed to `NAME` once checked); its resume record is `NAME.zmtp-part.offer`. No
+/// offered name may end in either ([`check_name`]), so a part never has the name of a
+/// file or directory of the tree it belongs to.
+pub const PART_SUFFIX: &str = ".zmtp-part";
+
+/// What the receiver appends to a part's name for its resume record.
+pub const RECORD_SUFFIX: &str = ".zmtp-part.offer";
+
 /// The longest path an `OFFER` or `DIR` may carry, in bytes.
 pub const PATH_MAX: usize = 4096;
 
@@ -302,8 +311,9 @@ pub fn check_put(offer: &Offer, data_len: usize) -> Result<(), String> {
 }
 
 /// Whether `name` may be one component of a path (a file or directory name): 1 to
-/// [`NAME_MAX`] bytes, no `/`, `\`, NUL or other control character, and neither `.` nor
-/// `..`. Names that pass cannot point outside the directory they are in.
+/// [`NAME_MAX`] bytes, no `/`, `\`, NUL or other control character, neither `.` nor
+/// `..`, and not ending in [`PART_SUFFIX`] or [`RECORD_SUFFIX`] (the receiver's own
+/// names). Names that pass cannot point outside the directory they are in.
 pub fn check_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("the file name is empty".into());
@@ -324,6 +334,15 @@ pub fn check_name(name: &str) -> Result<(), String> {
     {
         return Err(format!(
             "the file name {name:?} contains {c:?} (no path separators or control characters)"
+        ));
+    }
+    if let Some(suffix) = [PART_SUFFIX, RECORD_SUFFIX]
+        .into_iter()
+        .find(|s| name.ends_with(s))
+    {
+        return Err(format!(
+            "the file name {name:?} ends in {suffix:?}, which receivers keep for their part \
+             files"
         ));
     }
     Ok(())

@@ -611,11 +611,14 @@ async fn a_cancelled_transfer_resumes_from_its_part() {
         panic!("saved")
     };
     assert!(f.reason.contains("cancelled"), "{}", f.reason);
-    let part_len = std::fs::metadata(dir.inbox().join("big.bin.part"))
+    let part_len = std::fs::metadata(dir.inbox().join("big.bin.zmtp-part"))
         .unwrap()
         .len();
     assert_eq!(part_len as usize, answered);
-    assert_eq!(dir.listing(), ["big.bin.part", "big.bin.part.offer"]);
+    assert_eq!(
+        dir.listing(),
+        ["big.bin.zmtp-part", "big.bin.zmtp-part.offer"]
+    );
     // Then the real sender: only the rest is fetched.
     let sender = Socket::new(SocketType::Dealer).unwrap();
     sender.connect(&ep).unwrap();
@@ -647,9 +650,9 @@ async fn a_different_offer_under_the_same_name_starts_over() {
     let dir = TempDir::new("restart");
     let options = small(&dir.inbox());
     // A part recorded for another digest.
-    std::fs::write(dir.inbox().join("f.bin.part"), vec![0u8; 5000]).unwrap();
+    std::fs::write(dir.inbox().join("f.bin.zmtp-part"), vec![0u8; 5000]).unwrap();
     std::fs::write(
-        dir.inbox().join("f.bin.part.offer"),
+        dir.inbox().join("f.bin.zmtp-part.offer"),
         wire::encode_part_record(20_000, &[1; 32]),
     )
     .unwrap();
@@ -865,8 +868,11 @@ async fn a_silent_sender_times_out_and_its_part_is_kept_for_resume() {
     };
     assert!(f.reason.contains("nothing from the sender"), "{}", f.reason);
     // The part and its record are kept, the part holding what arrived.
-    assert_eq!(dir.listing(), ["quiet.bin.part", "quiet.bin.part.offer"]);
-    let part_len = std::fs::metadata(dir.inbox().join("quiet.bin.part"))
+    assert_eq!(
+        dir.listing(),
+        ["quiet.bin.zmtp-part", "quiet.bin.zmtp-part.offer"]
+    );
+    let part_len = std::fs::metadata(dir.inbox().join("quiet.bin.zmtp-part"))
         .unwrap()
         .len();
     assert_eq!(part_len, answered);
@@ -922,7 +928,10 @@ fn a_silent_sender_times_out_on_the_blocking_receiver_too() {
     };
     assert!(f.reason.contains("nothing from the sender"), "{}", f.reason);
     assert_eq!(sender.join().unwrap(), f.reason);
-    assert_eq!(dir.listing(), ["mute.bin.part", "mute.bin.part.offer"]);
+    assert_eq!(
+        dir.listing(),
+        ["mute.bin.zmtp-part", "mute.bin.zmtp-part.offer"]
+    );
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -933,8 +942,8 @@ async fn a_symlink_planted_as_the_part_is_not_followed() {
     // record of two offered names would go.
     let outside = dir.0.join("outside.txt");
     std::fs::write(&outside, b"not yours").unwrap();
-    std::os::unix::fs::symlink(&outside, dir.inbox().join("a.bin.part")).unwrap();
-    std::os::unix::fs::symlink(&outside, dir.inbox().join("b.bin.part.offer")).unwrap();
+    std::os::unix::fs::symlink(&outside, dir.inbox().join("a.bin.zmtp-part")).unwrap();
+    std::os::unix::fs::symlink(&outside, dir.inbox().join("b.bin.zmtp-part.offer")).unwrap();
     let a = content(70_000, 13);
     let b = content(70_000, 14);
     let outcomes = against(&options, 2, |ep| {
@@ -955,11 +964,11 @@ async fn a_symlink_planted_as_the_part_is_not_followed() {
     assert!(outcomes.iter().all(|o| matches!(o, Outcome::Failed(_))));
     // The file the links point to is untouched, and the links are still links.
     assert_eq!(std::fs::read(&outside).unwrap(), b"not yours");
-    for link in ["a.bin.part", "b.bin.part.offer"] {
+    for link in ["a.bin.zmtp-part", "b.bin.zmtp-part.offer"] {
         let m = std::fs::symlink_metadata(dir.inbox().join(link)).unwrap();
         assert!(m.file_type().is_symlink(), "{link}");
     }
-    assert_eq!(dir.listing(), ["a.bin.part", "b.bin.part.offer"]);
+    assert_eq!(dir.listing(), ["a.bin.zmtp-part", "b.bin.zmtp-part.offer"]);
 }
 
 #[test]

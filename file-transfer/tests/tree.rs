@@ -280,9 +280,9 @@ async fn a_tree_sent_again_sends_only_what_is_missing() {
     let inbox = dir.inbox().join("src");
     std::fs::remove_file(inbox.join("gone.txt")).unwrap();
     std::fs::remove_file(inbox.join("d/big.bin")).unwrap();
-    std::fs::write(inbox.join("d/big.bin.part"), &big[..400_000]).unwrap();
+    std::fs::write(inbox.join("d/big.bin.zmtp-part"), &big[..400_000]).unwrap();
     std::fs::write(
-        inbox.join("d/big.bin.part.offer"),
+        inbox.join("d/big.bin.zmtp-part.offer"),
         wire::encode_part_record(big.len() as u64, &wire::digest(&big)),
     )
     .unwrap();
@@ -329,6 +329,48 @@ async fn a_tree_sent_again_sends_only_what_is_missing() {
     );
 }
 
+/// A tree may hold a file and another named like the first one's part used to be
+/// (`a` and `a.part`): both arrive whole, whatever their order. A file named like a part
+/// now is (`a.zmtp-part`) is reported as not sendable.
+#[tokio::test(flavor = "current_thread")]
+async fn files_named_like_parts_arrive_whole_and_the_reserved_names_are_refused() {
+    let dir = TempDir::new("partnames");
+    let root = dir.0.join("src");
+    std::fs::create_dir_all(&root).unwrap();
+    let a = content(300_000, 5);
+    let a_part = content(200_000, 6);
+    std::fs::write(root.join("a"), &a).unwrap();
+    std::fs::write(root.join("a.part"), &a_part).unwrap();
+    std::fs::write(root.join("a.part.offer"), b"not a record").unwrap();
+    std::fs::write(root.join("a.zmtp-part"), b"reserved").unwrap();
+    let receiver = Socket::new(SocketType::Router).unwrap();
+    let ep = receiver.bind("tcp://127.0.0.1:*").await.unwrap();
+    let options = small(&dir.inbox());
+    let (report, _) = once(&receiver, &ep, &options, &root).await;
+    let inbox = dir.inbox().join("src");
+    assert_eq!(std::fs::read(inbox.join("a")).unwrap(), a);
+    assert_eq!(std::fs::read(inbox.join("a.part")).unwrap(), a_part);
+    assert_eq!(
+        std::fs::read(inbox.join("a.part.offer")).unwrap(),
+        b"not a record"
+    );
+    assert!(!inbox.join("a.zmtp-part").exists());
+    assert_eq!(report.saved.len(), 3, "{report:?}");
+    assert_eq!(report.failed.len(), 1, "{report:?}");
+    assert_eq!(report.failed[0].name, "src/a.zmtp-part");
+    assert!(
+        report.failed[0].error.to_string().contains("part files"),
+        "{}",
+        report.failed[0].error
+    );
+    let mut names: Vec<_> = std::fs::read_dir(&inbox)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["a", "a.part", "a.part.offer"]);
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn an_old_sha256_part_record_starts_over() {
     let dir = TempDir::new("oldrecord");
@@ -336,10 +378,10 @@ async fn an_old_sha256_part_record_starts_over() {
     let source = dir.0.join("f.bin");
     std::fs::write(&source, &data).unwrap();
     // A part and the 40-byte record (size, SHA-256) an earlier version left.
-    std::fs::write(dir.inbox().join("f.bin.part"), &data[..100_000]).unwrap();
+    std::fs::write(dir.inbox().join("f.bin.zmtp-part"), &data[..100_000]).unwrap();
     let mut old = (data.len() as u64).to_be_bytes().to_vec();
     old.extend([0x5a; 32]);
-    std::fs::write(dir.inbox().join("f.bin.part.offer"), &old).unwrap();
+    std::fs::write(dir.inbox().join("f.bin.zmtp-part.offer"), &old).unwrap();
     let receiver = Socket::new(SocketType::Router).unwrap();
     let ep = receiver.bind("tcp://127.0.0.1:*").await.unwrap();
     let sender = Socket::new(SocketType::Dealer).unwrap();
@@ -443,6 +485,9 @@ async fn hostile_tree_paths_are_refused_and_nothing_leaves_the_directory() {
         refused(h.give("plain/x", b"x").await, "not a directory");
         refused(h.give(&long, b"x").await, "256 bytes");
         refused(h.give("t/./x", b"x").await, "\".\"");
+        // The receiver's own names: the part of `t/x`, and a directory named so.
+        refused(h.give("t/x.zmtp-part", b"x").await, "part files");
+        refused(h.give("t/d.zmtp-part.offer/x", b"x").await, "part files");
         // A file offered twice in one tree: the second is refused, the first kept.
         assert_eq!(h.give("t/twice", b"first").await, Command::Done);
         refused(h.give("t/twice", b"first").await, "twice");
@@ -460,7 +505,7 @@ async fn hostile_tree_paths_are_refused_and_nothing_leaves_the_directory() {
         assert_eq!(h.give("t/twice", b"first").await, Command::Done);
     };
     let (outcomes, ()) =
-        within(async { tokio::join!(recv_files(&receiver, &options, Some(12), |_| {}), script) })
+        within(async { tokio::join!(recv_files(&receiver, &options, Some(14), |_| {}), script) })
             .await;
     let outcomes = outcomes.unwrap();
     let saved = outcomes
@@ -581,7 +626,17 @@ fn random_hostile_messages_never_write_outside_the_directory() {
         x ^= x << 17;
         x % n
     };
-    let parts = ["a", "..", ".", "link", "dangling", "", "b", "c.part", "/"];
+    let parts = [
+        "a",
+        "..",
+        ".",
+        "link",
+        "dangling",
+        "",
+        "b",
+        "c.zmtp-part",
+        "/",
+    ];
     let path = |next: &mut dyn FnMut(u64) -> u64| -> String {
         (0..1 + next(4))
             .map(|_| parts[next(parts.len() as u64) as usize])
@@ -647,7 +702,7 @@ async fn a_large_part_is_resumed_and_its_prefix_counts_toward_the_digest() {
     let receiver = Socket::new(SocketType::Router).unwrap();
     let ep = receiver.bind("tcp://127.0.0.1:*").await.unwrap();
     let options = small(&dir.inbox());
-    let part = dir.inbox().join("big.bin.part");
+    let part = dir.inbox().join("big.bin.zmtp-part");
     let record = wire::encode_part_record(data.len() as u64, &wire::digest(&data));
     // First a part whose first byte was damaged: what is fetched matches, the whole does
     // not, and nothing is kept. Then an intact part: the rest is fetched and it is saved.
@@ -657,7 +712,7 @@ async fn a_large_part_is_resumed_and_its_prefix_counts_toward_the_digest() {
             prefix[0] ^= 1;
         }
         std::fs::write(&part, &prefix).unwrap();
-        std::fs::write(dir.inbox().join("big.bin.part.offer"), record).unwrap();
+        std::fs::write(dir.inbox().join("big.bin.zmtp-part.offer"), record).unwrap();
         let sender = Socket::new(SocketType::Dealer).unwrap();
         sender.connect(&ep).unwrap();
         let (sent, received) = within(async {

@@ -199,9 +199,10 @@ transfer, a file cannot be read, authentication refused), 3 --timeout expired.";
 
 /// The text after the options list of `zmtp recv-file --help`.
 const RECV_FILE_AFTER: &str = "\
-Prints the path of each file saved. Files are written to NAME.part (with NAME.part.offer,
-the offer it is for) and renamed to NAME once complete and their BLAKE3 digest matches;
-an identical offer later resumes a part. Names are relative paths (a/b/c.txt, at most 4096
+Prints the path of each file saved. Files are written to NAME.zmtp-part (with
+NAME.zmtp-part.offer, the offer it is for; no offered name may end in either) and
+renamed to NAME once complete and their BLAKE3 digest matches; an identical offer later
+resumes a part. Names are relative paths (a/b/c.txt, at most 4096
 bytes): their directories are created under --dir. Refused, with a message here and to the
 sender, and counted by -n: offers that do not decode (a name that is not UTF-8, a digest
 algorithm other than blake3); absolute paths, components with '\\', NUL or control

@@ -357,7 +357,7 @@ fn a_receiver_killed_halfway_resumes_and_fetches_only_the_rest() {
     let data = content(size, 6);
     let file = PathBuf::from(dir.file("big.bin", &data));
     let inbox = dir.inbox();
-    let part = dir.0.join("in/big.bin.part");
+    let part = dir.0.join("in/big.bin.zmtp-part");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -414,7 +414,10 @@ fn a_receiver_killed_halfway_resumes_and_fetches_only_the_rest() {
         part_len_at_kill >= size as u64 / 4 && part_len_at_kill < size as u64,
         "killed at about half: {part_len_at_kill} of {size}"
     );
-    assert_eq!(dir.listing(), ["big.bin.part", "big.bin.part.offer"]);
+    assert_eq!(
+        dir.listing(),
+        ["big.bin.zmtp-part", "big.bin.zmtp-part.offer"]
+    );
     // Second run: a new receiver resumes from the part; the sender counts what it sends.
     let (sent, out) = rt.block_on(async {
         let sender = Socket::new(SocketType::Dealer).unwrap();
@@ -644,7 +647,10 @@ fn a_silent_sender_is_given_up_after_the_idle_timeout_and_its_part_kept() {
         r.stderr.contains("nothing from the sender for 0.300 s"),
         "{r:?}"
     );
-    assert_eq!(dir.listing(), ["quiet.bin.part", "quiet.bin.part.offer"]);
+    assert_eq!(
+        dir.listing(),
+        ["quiet.bin.zmtp-part", "quiet.bin.zmtp-part.offer"]
+    );
 }
 
 /// A source tree under `dir`: `tree/` with small files at two depths, an empty directory,
@@ -733,7 +739,7 @@ fn a_tree_sent_again_after_the_receiver_was_killed_sends_only_the_rest() {
     let size = 4usize << 20;
     let (root, data) = tree(&dir, size);
     let inbox = dir.inbox();
-    let part = dir.0.join("in/tree/z/big.bin.part");
+    let part = dir.0.join("in/tree/z/big.bin.zmtp-part");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
