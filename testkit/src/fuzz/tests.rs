@@ -132,6 +132,74 @@ fn a_server_reconnected_with_immediate_routes_to_its_peer() {
     assert_eq!((out.received, out.app_delivered), (1, 1), "{out:?}");
 }
 
+/// A deep state the socket body reaches by its actions: a peer's stream reset in the
+/// middle of a multipart message (two of its three frames partly fed), the socket
+/// reconnecting, and a whole message on the new stream. Only that one is received: the
+/// cut one never reaches the application, not even its first frame.
+#[test]
+fn a_multipart_message_cut_by_a_reset_is_dropped_and_the_reconnected_peer_delivers() {
+    let three_frames_of_40 = 2 | 3 << 2;
+    let data = socket_seed(
+        SocketType::Pull,
+        0x0F | 0x20,
+        0,
+        0,
+        &[
+            (act::CONNECTED, 0),
+            (act::SETTLE, 0),
+            (act::MESSAGE, three_frames_of_40),
+            // The first frame (2 + 58 bytes) and 10 bytes of the second.
+            (act::FLUSH, 70),
+            (act::CLOSED, 0),
+            (act::TIMEOUT, 0),
+            (act::CONNECTED, 0),
+            (act::SETTLE, 0),
+            (act::MESSAGE, three_frames_of_40),
+            (act::SETTLE, 0),
+            (act::RECV, 0),
+            (act::RECV, 0),
+        ],
+    );
+    let out = run_socket(&data);
+    assert_eq!(out.received, 1, "{out:?}");
+    // Without the reset, both arrive: the cut is what dropped the first.
+    let mut whole = data.clone();
+    let cut = whole
+        .windows(2)
+        .position(|w| w == [act::CLOSED, 0])
+        .unwrap();
+    whole[cut] = act::SETTLE;
+    assert_eq!(run_socket(&whole).received, 2);
+}
+
+/// Another: PUSH with SNDHWM 1 and two peers, both queues full (the other sends
+/// refused, nothing written yet), one peer leaving with its message queued. The other's
+/// queued message is delivered, and sending goes on to it alone; the body's checks (every
+/// message whole and once per stream, no queue over SNDHWM) hold throughout.
+#[test]
+fn a_peer_leaving_while_the_send_queues_are_full_leaves_sending_to_the_other() {
+    let mut actions = vec![(act::ACCEPT, 0), (act::ACCEPT, 0), (act::SETTLE, 0)];
+    actions.extend([(act::SEND, 0); 6]);
+    actions.extend([(act::CLOSED, 0), (act::SETTLE, 0)]);
+    actions.extend([
+        (act::SEND, 0),
+        (act::SETTLE, 0),
+        (act::SEND, 0),
+        (act::SETTLE, 0),
+    ]);
+    let data = socket_seed(SocketType::Push, 0x03, 0, 0, &actions);
+    // One of the two queued before the leave, then both sent after it.
+    assert_eq!(run_socket(&data).app_delivered, 3);
+    // Without the leave: both queued messages, then the two sent after.
+    let mut stayed = data.clone();
+    let leave = stayed
+        .windows(2)
+        .position(|w| w == [act::CLOSED, 0])
+        .unwrap();
+    stayed[leave] = act::SETTLE;
+    assert_eq!(run_socket(&stayed).app_delivered, 4);
+}
+
 #[test]
 fn ws_seeds_reach_what_they_are_meant_to() {
     use zmtp_proto::codec::Mechanism;
