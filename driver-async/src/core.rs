@@ -40,6 +40,9 @@ const ZAP_ENDPOINT: &str = "zeromq.zap.01";
 
 /// Most reads from one peer per wake-up, so that one busy peer cannot starve the others.
 const READS_PER_WAKE: usize = 16;
+/// Room for the next read once a read filled all the room it had: a stream that keeps up
+/// a flood is read in fewer, larger reads (a trickling one keeps small buffers).
+const BUSY_READ_ROOM: usize = 64 * 1024;
 /// Most segments gathered into one vectored write.
 const MAX_CHUNKS: usize = 64;
 
@@ -423,14 +426,16 @@ impl<R: Runtime> Inner<R> {
         if let Transport::Inproc(pipe) = stream {
             return self.read_inproc(core, peer, pipe);
         }
+        let mut room = 0;
         for _ in 0..READS_PER_WAKE {
             if !core.socket.wants_read(peer) {
                 return false;
             }
-            // The room the state machine asks for: what the next frame still needs (up
-            // to 256 KiB), 4 KiB at least. (Reserving more ahead for every stream would
-            // cost an idle or hostile connection that much.)
-            let Some(buf) = core.socket.read_buf(peer) else {
+            // The room the state machine asks for (what the next frame still needs, up to
+            // 256 KiB, and 4 KiB at least), or more after a read that filled it.
+            // (Reserving more ahead for every stream would cost an idle or hostile
+            // connection that much.)
+            let Some(buf) = core.socket.read_buf_room(peer, room) else {
                 return false;
             };
             let spare = buf.capacity() - buf.len();
@@ -452,6 +457,7 @@ impl<R: Runtime> Inner<R> {
                 Ok(_) => {
                     let now = self.now();
                     core.socket.handle_input(peer, now);
+                    room = BUSY_READ_ROOM;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
