@@ -26,6 +26,7 @@
 //! | [`stream()`] | `stream` | 1 option byte, then actions | a STREAM socket against a model: notifications once up and at most once down, data only from connections that were up, intact and in order both ways, routing by id, send results as specified, bounded queues |
 //! | [`legacy`] | `legacy` | 2 control bytes, fragment sizes, a 1.0 or 2.0 peer's stream | in fragments as whole, greeting included; the maximum message size holds; our frames read back in the peer's framing |
 //! | [`file_wire`] | `file_wire` | 1 setup byte, then messages with a disk byte each | decode → encode round-trips; taken paths stay under the directory; offers, chunks, PUTs and fetches are taken exactly when the rules say; part records round-trip |
+//! | [`cabi`] | `cabi` | operations on contexts, sockets, messages and a poller | every call of the C ABI succeeds or fails with one of libzmq's errnos for it (`ENOTSOCK` for closed and made-up sockets, `EFAULT` for contexts and messages, `ETERM` after a shutdown); no write past a buffer; no panic in the library; every `zmq_msg_init_data` buffer freed once |
 //! | [`datagram`] | `datagram` | 1 mode byte, then a datagram, a message, a DGRAM address or a udp endpoint | udp limits hold (groups ≤ 127, datagrams ≤ 8192 sent); parse → emit and emit → parse round-trip |
 //!
 //! The bodies drive the core with this crate's harnesses: [`pair::raw`](crate::pair::raw)
@@ -40,6 +41,7 @@
 //! [`Command`]: zmtp_proto::codec::Command
 //! [`Metadata`]: zmtp_proto::codec::Metadata
 
+mod cabi;
 mod codec;
 mod connection;
 mod corpus;
@@ -56,6 +58,7 @@ mod stream;
 mod tests;
 mod ws;
 
+pub use self::cabi::cabi;
 pub use self::codec::{command, greeting, metadata, z85};
 pub use self::connection::connection;
 pub use self::corpus::{seed_corpus, Seed};
@@ -88,4 +91,5 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("stream", stream),
     ("legacy", legacy),
     ("file_wire", file_wire),
+    ("cabi", cabi),
 ];
