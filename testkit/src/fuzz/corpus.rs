@@ -549,6 +549,7 @@ pub fn seed_corpus() -> Vec<Seed> {
 
     // The C ABI: round trips over inproc and tcp, closed sockets, NULL and made-up
     // arguments, options, a context's end, the poller and the rest.
+    #[cfg(feature = "cabi")]
     for (name, data) in super::cabi::seeds() {
         add("cabi", name, data);
     }

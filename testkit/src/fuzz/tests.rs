@@ -2,6 +2,7 @@
 
 use zmtp_proto::SocketType;
 
+#[cfg(feature = "cabi")]
 use super::cabi::run_cabi;
 use super::connection::run_connection;
 use super::curve_traffic::{run_curve_traffic, CURVE_FRAMES};
@@ -278,6 +279,7 @@ fn file_wire_seeds_reach_what_they_are_meant_to() {
     assert_eq!(outcome("hostile_paths"), o(0, 0, 0, 7));
 }
 
+#[cfg(feature = "cabi")]
 #[test]
 fn cabi_seeds_reach_what_they_are_meant_to() {
     let outcome = |name: &str| {
