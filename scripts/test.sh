@@ -52,6 +52,7 @@ need_cargo_tool() {
 lint() {
   cargo fmt --all -- --check
   cargo clippy --workspace --all-targets -- -D warnings
+  cargo clippy -p zmtp-testkit --features cabi --all-targets -- -D warnings
   RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -q -p zmtp-proto -p zmtp-driver -p zmtp-async -p zmtp-tokio -p zmtp-smol -p zmtp-mio -p zmtp-uring -p zmtp-file -p zmtp -p zmtp-conformance -p zmtp-conformance-draft
 }
 
@@ -104,10 +105,15 @@ nostd() {
 }
 
 # Every crate's own tests. The workspace build has CURVE on (the tokio driver enables it);
-# the core alone is tested without it too. The two interop suites run in `conformance`.
+# the core alone is tested without it too. The C ABI's fuzz body and its corpus run on
+# their own (feature `cabi` of zmtp-testkit, which links the C ABI: no workspace build may
+# get it, as some of its binaries link the system libzmq). The two interop suites run in
+# `conformance`.
 tests() {
   cargo test --workspace --exclude zmtp-conformance --exclude zmtp-conformance-draft
   cargo test -p zmtp-proto
+  cargo test -p zmtp-testkit --features cabi --lib cabi
+  cargo test -p zmtp-testkit --features cabi --test fuzz_bodies
 }
 
 # The scenario suite against libzmq and between our drivers, and the hostile peers; then

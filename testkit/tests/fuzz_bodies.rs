@@ -1,7 +1,9 @@
 //! Every fuzz target body (`zmtp_testkit::fuzz`) run as a plain test: over the seed
 //! corpus in `fuzz/corpus/`, over the seeds the crate generates, and over a few thousand
 //! pseudo-random inputs per target (random bytes and mutated seeds), so that
-//! `cargo test -p zmtp-testkit` exercises them without cargo-fuzz.
+//! `cargo test -p zmtp-testkit` exercises them without cargo-fuzz. The `cabi` body (the C
+//! ABI) and its corpus run only with the feature that links it: `cargo test -p
+//! zmtp-testkit --features cabi`, which the test command runs too.
 //!
 //! The corpus files are the generated seeds (named) and what fuzzing campaigns kept
 //! (`bash scripts/fuzz.sh campaign`, named by content): every one of them is replayed here,

@@ -547,6 +547,13 @@ pub fn seed_corpus() -> Vec<Seed> {
         add("file_wire", name, data);
     }
 
+    // The C ABI: round trips over inproc and tcp, closed sockets, NULL and made-up
+    // arguments, options, a context's end, the poller and the rest.
+    #[cfg(feature = "cabi")]
+    for (name, data) in super::cabi::seeds() {
+        add("cabi", name, data);
+    }
+
     // STREAM: raw connections, the application's sends, closes and resets.
     for (name, data) in stream_seeds() {
         add("stream", name, data);

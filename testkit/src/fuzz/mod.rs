@@ -11,6 +11,10 @@
 //! exactly and recorded peer bytes stay valid (a CURVE server's WELCOME answers the very
 //! HELLO the connection under test sends again).
 //!
+//! The exception is `cabi` (feature `cabi`, which links the C ABI), which calls the C ABI itself (`zmtp-libzmq`): its contexts
+//! have their I/O threads and real time, so an input may take different paths from run to
+//! run, but every check it makes holds whatever the timing.
+//!
 //! | target | module | input | checks |
 //! |---|---|---|---|
 //! | [`greeting`] | `codec` | raw bytes | [`Greeting`] and signature parsing agree; emit → parse round-trips |
@@ -26,6 +30,7 @@
 //! | [`stream()`] | `stream` | 1 option byte, then actions | a STREAM socket against a model: notifications once up and at most once down, data only from connections that were up, intact and in order both ways, routing by id, send results as specified, bounded queues |
 //! | [`legacy`] | `legacy` | 2 control bytes, fragment sizes, a 1.0 or 2.0 peer's stream | in fragments as whole, greeting included; the maximum message size holds; our frames read back in the peer's framing |
 //! | [`file_wire`] | `file_wire` | 1 setup byte, then messages with a disk byte each | decode → encode round-trips; taken paths stay under the directory; offers, chunks, PUTs and fetches are taken exactly when the rules say; part records round-trip |
+//! | `cabi()` (feature `cabi`) | `cabi` | operations on contexts, sockets, messages and a poller | every call of the C ABI succeeds or fails with one of libzmq's errnos for it (`ENOTSOCK` for closed and made-up sockets, `EFAULT` for contexts and messages, `ETERM` after a shutdown); no write past a buffer; no panic in the library; every `zmq_msg_init_data` buffer freed once |
 //! | [`datagram`] | `datagram` | 1 mode byte, then a datagram, a message, a DGRAM address or a udp endpoint | udp limits hold (groups ≤ 127, datagrams ≤ 8192 sent); parse → emit and emit → parse round-trip |
 //!
 //! The bodies drive the core with this crate's harnesses: [`pair::raw`](crate::pair::raw)
@@ -40,6 +45,8 @@
 //! [`Command`]: zmtp_proto::codec::Command
 //! [`Metadata`]: zmtp_proto::codec::Metadata
 
+#[cfg(feature = "cabi")]
+mod cabi;
 mod codec;
 mod connection;
 mod corpus;
@@ -56,6 +63,8 @@ mod stream;
 mod tests;
 mod ws;
 
+#[cfg(feature = "cabi")]
+pub use self::cabi::cabi;
 pub use self::codec::{command, greeting, metadata, z85};
 pub use self::connection::connection;
 pub use self::corpus::{seed_corpus, Seed};
@@ -71,21 +80,35 @@ pub use self::ws::{ws_frame, ws_upgrade};
 /// The body of a fuzz target.
 pub type Body = fn(&[u8]);
 
+/// The targets' table, with `$extra` entries at its end.
+macro_rules! targets {
+    ($($extra:tt)*) => {
+        &[
+            ("greeting", greeting),
+            ("frame_decoder", frame_decoder),
+            ("command", command),
+            ("metadata", metadata),
+            ("z85", z85),
+            ("connection", connection),
+            ("curve_traffic", curve_traffic),
+            ("socket", socket),
+            ("ws_upgrade", ws_upgrade),
+            ("ws_frame", ws_frame),
+            ("datagram", datagram),
+            ("stream", stream),
+            ("legacy", legacy),
+            ("file_wire", file_wire),
+            $($extra)*
+        ]
+    };
+}
+
 /// Every fuzz target: its name (the file name in `fuzz/fuzz_targets/` and the folder in
-/// `fuzz/corpus/`) and its body.
-pub const TARGETS: &[(&str, Body)] = &[
-    ("greeting", greeting),
-    ("frame_decoder", frame_decoder),
-    ("command", command),
-    ("metadata", metadata),
-    ("z85", z85),
-    ("connection", connection),
-    ("curve_traffic", curve_traffic),
-    ("socket", socket),
-    ("ws_upgrade", ws_upgrade),
-    ("ws_frame", ws_frame),
-    ("datagram", datagram),
-    ("stream", stream),
-    ("legacy", legacy),
-    ("file_wire", file_wire),
-];
+/// `fuzz/corpus/`) and its body; `cabi` only with the feature `cabi`.
+#[cfg(feature = "cabi")]
+pub const TARGETS: &[(&str, Body)] = targets!(("cabi", cabi));
+
+/// Every fuzz target: its name (the file name in `fuzz/fuzz_targets/` and the folder in
+/// `fuzz/corpus/`) and its body; `cabi` only with the feature `cabi`.
+#[cfg(not(feature = "cabi"))]
+pub const TARGETS: &[(&str, Body)] = targets!();

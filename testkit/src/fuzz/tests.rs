@@ -2,6 +2,8 @@
 
 use zmtp_proto::SocketType;
 
+#[cfg(feature = "cabi")]
+use super::cabi::run_cabi;
 use super::connection::run_connection;
 use super::curve_traffic::{run_curve_traffic, CURVE_FRAMES};
 use super::datagram::run_datagram;
@@ -343,4 +345,45 @@ fn file_wire_seeds_reach_what_they_are_meant_to() {
     assert_eq!(outcome("fetch_past_end"), o(1, 0, 0, 2));
     // Six hostile names and a symbolic link refused; the same file there is compared.
     assert_eq!(outcome("hostile_paths"), o(0, 0, 0, 7));
+}
+
+#[cfg(feature = "cabi")]
+#[test]
+fn cabi_seeds_reach_what_they_are_meant_to() {
+    let outcome = |name: &str| {
+        let seed = seeds_of("cabi")
+            .into_iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no seed {name}"));
+        run_cabi(&seed.data)
+    };
+    // A frame sent with zmq_send over inproc comes back whole from zmq_recv; over tcp
+    // too; and a zmq_msg_t sent and received, then copied, moved and closed (twice).
+    for name in ["inproc_round_trip", "tcp_round_trip", "msg_round_trip"] {
+        let o = outcome(name);
+        assert_eq!(
+            (o.sockets, o.sent, o.round_trips),
+            (2, 1, 1),
+            "{name}: {o:?}"
+        );
+    }
+    assert_eq!(
+        outcome("msg_round_trip").efault,
+        1,
+        "the second zmq_msg_close"
+    );
+    // Every call on a closed socket: ENOTSOCK (zmq_close twice, options, endpoints,
+    // send, receive, zmq_msg_send, zmq_poll, zmq_join).
+    let o = outcome("closed_socket");
+    assert_eq!((o.sockets, o.enotsock), (1, 10), "{o:?}");
+    // A shut down context: ETERM on its sockets (send, receive, poll, a new socket);
+    // terminated: EFAULT (term, socket, get, shutdown).
+    let o = outcome("context_shutdown_and_term");
+    assert_eq!((o.eterm, o.efault), (4, 4), "{o:?}");
+    let o = outcome("null_and_bad_arguments");
+    assert!(o.efault >= 8 && o.einval >= 8 && o.enotsock >= 1, "{o:?}");
+    // Every seed stays within the operation limit.
+    for seed in seeds_of("cabi") {
+        assert!(run_cabi(&seed.data).ops <= super::cabi::MAX_OPS as u32);
+    }
 }
