@@ -36,9 +36,11 @@
 //!   `zmq_sendmsg`, `zmq_recvmsg`, with `ZMQ_DONTWAIT` and `ZMQ_SNDMORE`; REQ and REP
 //!   refuse out-of-turn calls with `EFSM`, types that never send or receive with
 //!   `ENOTSUP`.
-//! - `zmq_poll` over sockets and file descriptors; `ZMQ_EVENTS`, and `ZMQ_FD` with
-//!   libzmq's edge-triggered meaning (an `eventfd` that becomes readable when the I/O
-//!   side changed the socket; reading `ZMQ_EVENTS` empties it).
+//! - `zmq_poll` over sockets and file descriptors, and the draft `zmq_ppoll` (the same
+//!   with a signal mask during the wait, `EINTR` when a signal it lets in is caught);
+//!   `ZMQ_EVENTS`, and `ZMQ_FD` with libzmq's edge-triggered meaning (an `eventfd` that
+//!   becomes readable when the I/O side changed the socket; reading `ZMQ_EVENTS` empties
+//!   it).
 //! - `zmq_socket_monitor` (v1 format over PAIR) and the draft
 //!   `zmq_socket_monitor_versioned` (v1 or v2, over PAIR, PUB or PUSH).
 //! - `zmq_join`, `zmq_leave`, `zmq_connect_peer` (draft).
@@ -71,7 +73,7 @@
 //!
 //! # Not yet
 //! Declared in `zmq.h` but not exported yet (a program that needs one fails to link
-//! rather than misbehave): `zmq_ppoll`, `zmq_socket_get_peer_state`,
+//! rather than misbehave): `zmq_socket_get_peer_state`,
 //! `zmq_socket_monitor_pipes_stats`. Missing behaviour: ZAP handlers over
 //! `inproc://zeromq.zap.01` (the core's own ZAP client does not see the C handler), the
 //! options not listed above (`EINVAL`, e.g. `ZMQ_XPUB_MANUAL`, `ZMQ_ROUTER_RAW`,

@@ -76,7 +76,7 @@ fn check(items: &mut [zmq_pollitem_t], targets: &[Target]) -> Result<usize, Errn
         }
     }
     if !fds.is_empty() {
-        wait_fds(&mut fds, 0)?;
+        wait_fds(&mut fds, 0, None)?;
         let mut next = fds.iter();
         for (item, target) in items.iter_mut().zip(targets) {
             if let Target::Fd(_) = target {
@@ -102,10 +102,35 @@ fn check(items: &mut [zmq_pollitem_t], targets: &[Target]) -> Result<usize, Errn
     Ok(ready)
 }
 
-/// `poll(2)` on `fds` for at most `timeout_ms` (-1: forever).
-fn wait_fds(fds: &mut [libc::pollfd], timeout_ms: c_int) -> Result<usize, Errno> {
-    // SAFETY: `fds` is a valid slice of `pollfd`s, its length passed with it.
-    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+/// `poll(2)` on `fds` for at most `timeout_ms` (-1: forever); with `sigmask`, `ppoll(2)`
+/// with that signal mask in place during the wait, and a signal caught then is `EINTR`.
+fn wait_fds(
+    fds: &mut [libc::pollfd],
+    timeout_ms: c_int,
+    sigmask: Option<&libc::sigset_t>,
+) -> Result<usize, Errno> {
+    let n = match sigmask {
+        None => {
+            // SAFETY: `fds` is a valid slice of `pollfd`s, its length passed with it.
+            unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) }
+        }
+        Some(mask) => {
+            let ts = (timeout_ms >= 0).then(|| libc::timespec {
+                tv_sec: libc::time_t::from(timeout_ms / 1000),
+                tv_nsec: libc::c_long::from(timeout_ms % 1000) * 1_000_000,
+            });
+            let ts_ptr = ts.as_ref().map_or(std::ptr::null(), |t| t as *const _);
+            // SAFETY: `fds` is a valid slice of `pollfd`s, its length passed with it;
+            // `ts_ptr` is NULL or points to `ts`, and `mask` is a valid `sigset_t`, both
+            // alive for the call.
+            let n =
+                unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ts_ptr, mask) };
+            if n < 0 {
+                return Err(crate::error::errno());
+            }
+            n
+        }
+    };
     if n < 0 {
         let e = crate::error::errno();
         if e == libc::EINTR {
@@ -117,6 +142,17 @@ fn wait_fds(fds: &mut [libc::pollfd], timeout_ms: c_int) -> Result<usize, Errno>
 }
 
 pub(crate) fn poll(items: &mut [zmq_pollitem_t], timeout: c_long) -> Result<c_int, Errno> {
+    poll_masked(items, timeout, None)
+}
+
+/// [`poll`], and with `sigmask`, `zmq_ppoll`: every wait is one `ppoll(2)` with that mask
+/// (sockets by their readiness descriptors), so that a signal it unblocks ends the call
+/// with `EINTR` instead of being caught between two waits.
+fn poll_masked(
+    items: &mut [zmq_pollitem_t],
+    timeout: c_long,
+    sigmask: Option<&libc::sigset_t>,
+) -> Result<c_int, Errno> {
     let mut targets = Vec::with_capacity(items.len());
     for item in items.iter() {
         if item.socket.is_null() {
@@ -128,9 +164,10 @@ pub(crate) fn poll(items: &mut [zmq_pollitem_t], timeout: c_long) -> Result<c_in
     let deadline = (timeout >= 0).then(|| Instant::now() + Duration::from_millis(timeout as u64));
     let has_fds = targets.iter().any(|t| matches!(t, Target::Fd(_)));
     let has_sockets = targets.iter().any(|t| matches!(t, Target::Socket(_)));
-    // A mix: the sockets' readiness descriptors join the plain ones in `poll(2)`.
+    // A mix (or a signal mask to wait with): the sockets' readiness descriptors join the
+    // plain ones in `poll(2)`.
     let mut readiness: Vec<c_int> = Vec::new();
-    if has_fds && has_sockets {
+    if (has_fds || sigmask.is_some()) && has_sockets {
         for t in &targets {
             if let Target::Socket(s) = t {
                 let fd = s.sock.readiness_fd().map_err(|e| s.errno(&e))?;
@@ -190,7 +227,7 @@ pub(crate) fn poll(items: &mut [zmq_pollitem_t], timeout: c_long) -> Result<c_in
                 // The end of a context rings no readiness descriptor: look every 100 ms.
                 ms = if ms < 0 { 100 } else { ms.min(100) };
             }
-            wait_fds(&mut fds, ms)?;
+            wait_fds(&mut fds, ms, sigmask)?;
             continue;
         }
         let wait = left;
@@ -253,5 +290,42 @@ pub unsafe extern "C" fn zmq_poll(
         // `items` (checked non-null), not used elsewhere during the call.
         let items = unsafe { std::slice::from_raw_parts_mut(items, nitems as usize) };
         ret(poll(items, timeout))
+    })
+}
+
+/// `zmq_ppoll`: [`zmq_poll`] with the signal mask `sigmask` in place while it waits (NULL:
+/// the thread's own, as `zmq_poll`), set and restored atomically with the wait as
+/// `ppoll(2)` does; a signal caught during the wait ends it with `EINTR`.
+///
+/// # Safety
+/// `items` must point to `nitems` writable `zmq_pollitem_t`s; `sigmask` must be NULL or
+/// point to a valid `sigset_t`.
+#[no_mangle]
+pub unsafe extern "C" fn zmq_ppoll(
+    items: *mut zmq_pollitem_t,
+    nitems: c_int,
+    timeout: c_long,
+    sigmask: *const libc::sigset_t,
+) -> c_int {
+    guard(-1, || {
+        if nitems < 0 {
+            return ret::<c_int>(Err(libc::EINVAL));
+        }
+        if items.is_null() && nitems > 0 {
+            return ret::<c_int>(Err(libc::EFAULT));
+        }
+        if nitems == 0 {
+            // As `zmq_poll`.
+            if timeout > 0 {
+                std::thread::sleep(Duration::from_millis(timeout as u64));
+            }
+            return 0;
+        }
+        // SAFETY: the caller promises a valid `sigset_t` at `sigmask` when it is not NULL.
+        let mask = unsafe { sigmask.as_ref() };
+        // SAFETY: the caller promises `nitems` (checked positive) writable items at
+        // `items` (checked non-null), not used elsewhere during the call.
+        let items = unsafe { std::slice::from_raw_parts_mut(items, nitems as usize) };
+        ret(poll_masked(items, timeout, mask))
     })
 }

@@ -23,8 +23,9 @@ pub unsafe extern "C" fn zmq_version(major: *mut c_int, minor: *mut c_int, patch
     }
 }
 
-/// `zmq_has`: 1 for what this library has (`ipc`, `curve`, `ws`, `wss`), 0 otherwise
-/// (`pgm`, `tipc`, `norm`, `gssapi`, `vmci`, `draft`).
+/// `zmq_has`: 1 for what this library has (`ipc`, `curve`, `ws`, `wss`, and `draft`: the
+/// draft API, which it always exports), 0 otherwise (`pgm`, `tipc`, `norm`, `gssapi`,
+/// `vmci`).
 ///
 /// # Safety
 /// `capability` must be NULL or a NUL-terminated string.
@@ -35,7 +36,10 @@ pub unsafe extern "C" fn zmq_has(capability: *const c_char) -> c_int {
     }
     // SAFETY: the caller promises a NUL-terminated string, checked non-null.
     let name = unsafe { CStr::from_ptr(capability) }.to_bytes();
-    c_int::from(matches!(name, b"ipc" | b"curve" | b"ws" | b"wss"))
+    c_int::from(matches!(
+        name,
+        b"ipc" | b"curve" | b"ws" | b"wss" | b"draft"
+    ))
 }
 
 /// `zmq_z85_encode`: write the Z85 text of `size` bytes at `data` (a multiple of 4) to

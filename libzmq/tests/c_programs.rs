@@ -270,6 +270,7 @@ fn soname_and_symbols() {
         "zmq_sendmsg",
         "zmq_recvmsg",
         "zmq_poll",
+        "zmq_ppoll",
         "zmq_proxy",
         "zmq_proxy_steerable",
         "zmq_z85_encode",

@@ -68,7 +68,71 @@ fn errno_values_and_texts() {
     unsafe { zmq_version(null_mut(), null_mut(), null_mut()) };
     assert_eq!(unsafe { zmq_has(c"curve".as_ptr()) }, 1);
     assert_eq!(unsafe { zmq_has(c"pgm".as_ptr()) }, 0);
+    // The draft API is always there.
+    assert_eq!(unsafe { zmq_has(c"draft".as_ptr()) }, 1);
     assert_eq!(unsafe { zmq_has(null()) }, 0);
+}
+
+/// `zmq_ppoll`: misuse fails as `zmq_poll`'s does; a descriptor that is ready is reported
+/// with a mask given or not; a signal the mask lets in ends the wait with `EINTR`.
+#[test]
+fn ppoll_waits_with_the_mask_given() {
+    fails(
+        unsafe { zmq_ppoll(null_mut(), -1, 0, null()) },
+        libc::EINVAL,
+    );
+    fails(unsafe { zmq_ppoll(null_mut(), 1, 0, null()) }, libc::EFAULT);
+    assert_eq!(unsafe { zmq_ppoll(null_mut(), 0, 0, null()) }, 0);
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe(2) writes.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let mut items = [zmq_pollitem_t {
+        socket: null_mut(),
+        fd: fds[0],
+        events: POLLIN as i16,
+        revents: 0,
+    }];
+    // SAFETY: an empty set, filled by sigemptyset before use.
+    let mut none: libc::sigset_t = unsafe { std::mem::zeroed() };
+    unsafe { libc::sigemptyset(&mut none) };
+    assert_eq!(unsafe { zmq_ppoll(items.as_mut_ptr(), 1, 0, &none) }, 0);
+    // SAFETY: one byte from a valid buffer to the pipe's write end.
+    assert_eq!(unsafe { libc::write(fds[1], b"x".as_ptr().cast(), 1) }, 1);
+    assert_eq!(unsafe { zmq_ppoll(items.as_mut_ptr(), 1, 1000, &none) }, 1);
+    assert_eq!(c_int::from(items[0].revents), POLLIN);
+    assert_eq!(unsafe { zmq_ppoll(items.as_mut_ptr(), 1, 0, null()) }, 1);
+    // SIGUSR2 blocked in this thread, let in by the mask during the wait, and sent to
+    // this thread by another while it waits on a pipe that never becomes ready.
+    extern "C" fn on_usr2(_: c_int) {}
+    // SAFETY: a handler that does nothing, installed for SIGUSR2 only.
+    unsafe { libc::signal(libc::SIGUSR2, on_usr2 as *const () as libc::sighandler_t) };
+    let mut blocked: libc::sigset_t = unsafe { std::mem::zeroed() };
+    unsafe {
+        libc::sigemptyset(&mut blocked);
+        libc::sigaddset(&mut blocked, libc::SIGUSR2);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &blocked, null_mut());
+    }
+    let mut quiet = [0; 2];
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::pipe(quiet.as_mut_ptr()) }, 0);
+    items[0].fd = quiet[0];
+    let me = unsafe { libc::pthread_self() };
+    let kicker = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        // SAFETY: `me` is the test's thread, alive until it joins this one.
+        unsafe { libc::pthread_kill(me, libc::SIGUSR2) };
+    });
+    let start = std::time::Instant::now();
+    fails(
+        unsafe { zmq_ppoll(items.as_mut_ptr(), 1, 5000, &none) },
+        libc::EINTR,
+    );
+    assert!(start.elapsed() < std::time::Duration::from_secs(4));
+    kicker.join().unwrap();
+    for fd in fds.into_iter().chain(quiet) {
+        // SAFETY: descriptors this test opened, closed once.
+        unsafe { libc::close(fd) };
+    }
 }
 
 #[test]
