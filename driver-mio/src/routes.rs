@@ -28,4 +28,12 @@ impl Socket {
             .get(&self.id)
             .is_some_and(|s| s.core.routes_to(id))
     }
+
+    /// ROUTER: whether the peer with routing id `id` has room for a message now (below
+    /// SNDHWM); `None` when no peer has that id, on other types, or once the socket is
+    /// closed.
+    pub fn route_has_room(&self, id: &[u8]) -> Option<bool> {
+        let st = self.shared.lock();
+        st.sockets.get(&self.id)?.core.route_has_room(id)
+    }
 }

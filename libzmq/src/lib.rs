@@ -72,10 +72,9 @@
 //! `RECOVERY_IVL`, `CONNECT_TIMEOUT`, `TCP_MAXRT`.
 //!
 //! # Not yet
-//! Declared in `zmq.h` but not exported yet (a program that needs one fails to link
-//! rather than misbehave): `zmq_socket_get_peer_state`,
-//! `zmq_socket_monitor_pipes_stats`. Missing behaviour: ZAP handlers over
-//! `inproc://zeromq.zap.01` (the core's own ZAP client does not see the C handler), the
+//! Declared in `zmq.h` but not exported yet (a program that needs it fails to link
+//! rather than misbehave): `zmq_socket_monitor_pipes_stats`. Missing behaviour: ZAP
+//! handlers over `inproc://zeromq.zap.01` (the core's own ZAP client does not see the C handler), the
 //! options not listed above (`EINVAL`, e.g. `ZMQ_XPUB_MANUAL`, `ZMQ_ROUTER_RAW`,
 //! `ZMQ_INVERT_MATCHING`, `ZMQ_METADATA`, `ZMQ_ROUTER_NOTIFY`), `zmq_msg_gets` on
 //! messages from peers whose properties the core does not attach (it answers for

@@ -571,6 +571,43 @@ pub unsafe extern "C" fn zmq_disconnect(socket: *mut c_void, addr: *const c_char
     })
 }
 
+/// The draft `zmq_socket_get_peer_state`: on a ROUTER, `ZMQ_POLLOUT` when the peer with
+/// routing id `routing_id` (`size` bytes) has room for a message now (below SNDHWM), 0
+/// when it is full; `EHOSTUNREACH` when no peer has that id, `ENOTSUP` on other types.
+///
+/// # Safety
+/// `routing_id` must point to `size` readable bytes (NULL only with `size` 0).
+#[no_mangle]
+pub unsafe extern "C" fn zmq_socket_get_peer_state(
+    socket: *mut c_void,
+    routing_id: *const c_void,
+    size: usize,
+) -> c_int {
+    guard(-1, || {
+        let s = match sock_of(socket) {
+            Ok(s) => s,
+            Err(e) => return ret::<c_int>(Err(e)),
+        };
+        if let Err(e) = s.alive() {
+            return ret::<c_int>(Err(e));
+        }
+        if s.ty != SocketType::Router {
+            return ret::<c_int>(Err(libc::ENOTSUP));
+        }
+        let id: &[u8] = match (routing_id.is_null(), size) {
+            (_, 0) => &[],
+            (true, _) => return ret::<c_int>(Err(libc::EFAULT)),
+            // SAFETY: the caller promises `size` readable bytes at `routing_id` (non-null).
+            (false, _) => unsafe { std::slice::from_raw_parts(routing_id.cast::<u8>(), size) },
+        };
+        match s.sock.route_has_room(id) {
+            Some(true) => crate::poll::POLLOUT,
+            Some(false) => 0,
+            None => ret::<c_int>(Err(libc::EHOSTUNREACH)),
+        }
+    })
+}
+
 /// A frame's size as the `int` libzmq's send and receive calls return.
 fn size_ret(size: usize) -> c_int {
     c_int::try_from(size).unwrap_or(c_int::MAX)

@@ -271,6 +271,7 @@ fn soname_and_symbols() {
         "zmq_recvmsg",
         "zmq_poll",
         "zmq_ppoll",
+        "zmq_socket_get_peer_state",
         "zmq_proxy",
         "zmq_proxy_steerable",
         "zmq_z85_encode",

@@ -194,6 +194,18 @@ fn closed_sockets_and_bad_arguments() {
     assert_eq!(errno(), libc::EINVAL);
     let s = zmq_socket(ctx, 7); // PULL
     assert!(!s.is_null());
+    // A peer's state is a ROUTER's to tell, of a routing id it has.
+    let id = b"nobody";
+    let state = |s| unsafe { zmq_socket_get_peer_state(s, id.as_ptr().cast(), id.len()) };
+    fails(state(s), libc::ENOTSUP);
+    let router = zmq_socket(ctx, 6);
+    fails(state(router), libc::EHOSTUNREACH);
+    fails(
+        unsafe { zmq_socket_get_peer_state(router, null(), 3) },
+        libc::EFAULT,
+    );
+    assert_eq!(zmq_close(router), 0);
+    fails(state(router), libc::ENOTSOCK);
     assert_eq!(zmq_close(s), 0);
     // Closed: every call says ENOTSOCK, a second close too.
     fails(zmq_close(s), libc::ENOTSOCK);

@@ -125,7 +125,17 @@ impl Socket {
     /// dropped as unroutable (what libzmq's `ZMQ_ROUTER_MANDATORY` checks on a message's
     /// first frame). False on other types.
     pub fn routes_to(&self, id: &[u8]) -> bool {
-        self.socket_type() == crate::SocketType::Router
-            && self.pattern.router.routes.contains_key(id)
+        self.route_has_room(id).is_some()
+    }
+
+    /// ROUTER: whether the peer with routing id `id` has room for a message now (below
+    /// SNDHWM, what libzmq's `zmq_socket_get_peer_state` reports as `ZMQ_POLLOUT`); `None`
+    /// when no peer has that id, or on other types.
+    pub fn route_has_room(&self, id: &[u8]) -> Option<bool> {
+        if self.socket_type() != crate::SocketType::Router {
+            return None;
+        }
+        let peer = *self.pattern.router.routes.get(id)?;
+        Some(self.has_room(peer))
     }
 }
