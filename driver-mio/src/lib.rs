@@ -473,6 +473,13 @@ impl Socket {
             .unwrap_or(SocketType::Pair)
     }
 
+    /// How many distinct topics are subscribed (see
+    /// [`zmtp_proto::socket::Socket::topics_count`]): a SUB's or XSUB's own, a PUB's or
+    /// XPUB's peers' together.
+    pub fn topics_count(&self) -> usize {
+        self.with(false, |s| s.core.topics_count()).unwrap_or(0)
+    }
+
     /// The options in force.
     pub fn options(&self) -> Options {
         self.with(false, |s| s.core.options().clone())

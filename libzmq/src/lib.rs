@@ -66,10 +66,10 @@
 //! `XPUB_NODROP`, `XPUB_WELCOME_MSG`, `STREAM_NOTIFY`, `MECHANISM`, `PLAIN_SERVER`,
 //! `PLAIN_USERNAME`, `PLAIN_PASSWORD`, `CURVE_SERVER`, `CURVE_PUBLICKEY`,
 //! `CURVE_SECRETKEY`, `CURVE_SERVERKEY`, `ZAP_DOMAIN`, `ZAP_ENFORCE_DOMAIN`,
-//! `MULTICAST_HOPS`, `MULTICAST_LOOP`, `THREAD_SAFE`. Kept and reported back but not
-//! applied (the driver has no such setting yet): `SNDBUF`, `RCVBUF`, `TCP_KEEPALIVE*`,
-//! `IPV6` (IPv6 addresses work whatever it says), `BACKLOG`, `TOS`, `AFFINITY`, `RATE`,
-//! `RECOVERY_IVL`, `CONNECT_TIMEOUT`, `TCP_MAXRT`.
+//! `MULTICAST_HOPS`, `MULTICAST_LOOP`, `THREAD_SAFE`, the draft `TOPICS_COUNT`. Kept
+//! and reported back but not applied (the driver has no such setting yet): `SNDBUF`,
+//! `RCVBUF`, `TCP_KEEPALIVE*`, `IPV6` (IPv6 addresses work whatever it says), `BACKLOG`,
+//! `TOS`, `AFFINITY`, `RATE`, `RECOVERY_IVL`, `CONNECT_TIMEOUT`, `TCP_MAXRT`.
 //!
 //! # Not yet
 //! Declared in `zmq.h` but not exported yet (a program that needs it fails to link

@@ -32,6 +32,7 @@ consts! {
     STREAM_NOTIFY = 73; HEARTBEAT_IVL = 75; HEARTBEAT_TTL = 76; HEARTBEAT_TIMEOUT = 77;
     XPUB_VERBOSER = 78; CONNECT_TIMEOUT = 79; TCP_MAXRT = 80; THREAD_SAFE = 81;
     USE_FD = 89; BINDTODEVICE = 92; ZAP_ENFORCE_DOMAIN = 93; MULTICAST_LOOP = 96;
+    TOPICS_COUNT = 116;
 }
 
 /// Option values kept by the C layer: tuning values the driver has no field for (kept
@@ -544,6 +545,13 @@ fn get(s: &CSocket, option: c_int, out: &Out) -> Result<(), Errno> {
         SNDTIMEO => return out.int(as_millis(sock.sndtimeo())),
         LAST_ENDPOINT => return out.string(s.state().last_endpoint.as_bytes()),
         THREAD_SAFE => return out.loose_int(c_int::from(thread_safe(s.ty))),
+        TOPICS_COUNT => {
+            use SocketType::{Pub, Sub, XPub, XSub};
+            if !matches!(s.ty, Pub | Sub | XPub | XSub) {
+                return Err(libc::EINVAL);
+            }
+            return out.int(c_int::try_from(sock.topics_count()).unwrap_or(c_int::MAX));
+        }
         _ => {}
     }
     {

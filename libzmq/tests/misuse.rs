@@ -198,6 +198,21 @@ fn closed_sockets_and_bad_arguments() {
     let id = b"nobody";
     let state = |s| unsafe { zmq_socket_get_peer_state(s, id.as_ptr().cast(), id.len()) };
     fails(state(s), libc::ENOTSUP);
+    // ZMQ_TOPICS_COUNT is for the publish-subscribe types; a SUB counts its own topics.
+    let (mut v, mut len) = (0 as c_int, std::mem::size_of::<c_int>());
+    let count = |s, v: &mut c_int, len: &mut usize| unsafe {
+        zmq_getsockopt(s, TOPICS_COUNT, (v as *mut c_int).cast(), len)
+    };
+    fails(count(s, &mut v, &mut len), libc::EINVAL);
+    let sub = zmq_socket(ctx, 2);
+    for topic in [&b"a"[..], b"ab", b"a"] {
+        assert_eq!(
+            unsafe { zmq_setsockopt(sub, SUBSCRIBE, topic.as_ptr().cast(), topic.len()) },
+            0
+        );
+    }
+    assert_eq!(get_int(sub, TOPICS_COUNT), 2);
+    assert_eq!(zmq_close(sub), 0);
     let router = zmq_socket(ctx, 6);
     fails(state(router), libc::EHOSTUNREACH);
     fails(

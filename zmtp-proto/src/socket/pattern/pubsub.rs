@@ -289,3 +289,16 @@ fn send_xsub(s: &mut Socket, msg: Message) -> Result<Sent, SendError> {
     }
     Ok(if any { Sent::Queued } else { Sent::Dropped })
 }
+
+impl Socket {
+    /// How many distinct topics are subscribed: on SUB and XSUB its own subscriptions, on
+    /// PUB and XPUB those of all its peers together (libzmq's `ZMQ_TOPICS_COUNT`); 0 on
+    /// other types.
+    pub fn topics_count(&self) -> usize {
+        match self.ty {
+            SocketType::Sub | SocketType::XSub => self.pattern.pubsub.local_subs.len(),
+            SocketType::Pub | SocketType::XPub => self.pattern.pubsub.topic_peers.len(),
+            _ => 0,
+        }
+    }
+}
