@@ -307,6 +307,16 @@ pub unsafe extern "C" fn zmq_poller_wait_all(
                     };
                     n += 1;
                 }
+                // The entries not filled are cleared, as libzmq clears them: a caller that
+                // walks all `n_events` sees no event twice.
+                for e in &mut out[n..] {
+                    *e = zmq_poller_event_t {
+                        socket: std::ptr::null_mut(),
+                        fd: -1,
+                        user_data: std::ptr::null_mut(),
+                        events: 0,
+                    };
+                }
                 c_int::try_from(n).unwrap_or(c_int::MAX)
             }
             Err(e) => ret::<c_int>(Err(e)),

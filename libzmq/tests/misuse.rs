@@ -10,6 +10,7 @@ use zmq::error::*;
 use zmq::msg::*;
 use zmq::options::*;
 use zmq::poll::*;
+use zmq::poller::*;
 use zmq::socket::*;
 use zmq::util::*;
 
@@ -101,6 +102,32 @@ fn ppoll_waits_with_the_mask_given() {
     assert_eq!(unsafe { zmq_ppoll(items.as_mut_ptr(), 1, 1000, &none) }, 1);
     assert_eq!(c_int::from(items[0].revents), POLLIN);
     assert_eq!(unsafe { zmq_ppoll(items.as_mut_ptr(), 1, 0, null()) }, 1);
+    // The draft poller: one event of two asked for, the other entry cleared (a caller
+    // that walks both must not see a stale one).
+    let poller = zmq_poller_new();
+    assert_eq!(
+        zmq_poller_add_fd(poller, fds[0], null_mut(), POLLIN as i16),
+        0
+    );
+    let stale = || zmq_poller_event_t {
+        socket: 1 as *mut c_void,
+        fd: 99,
+        user_data: 1 as *mut c_void,
+        events: POLLIN as i16,
+    };
+    let mut events = [stale(), stale()];
+    assert_eq!(
+        unsafe { zmq_poller_wait_all(poller, events.as_mut_ptr(), 2, 0) },
+        1
+    );
+    assert_eq!(
+        (events[0].fd, c_int::from(events[0].events)),
+        (fds[0], POLLIN)
+    );
+    assert!(events[1].socket.is_null() && events[1].user_data.is_null());
+    assert_eq!((events[1].fd, events[1].events), (-1, 0));
+    let mut poller = poller;
+    assert_eq!(unsafe { zmq_poller_destroy(&mut poller) }, 0);
     // SIGUSR2 blocked in this thread, let in by the mask during the wait, and sent to
     // this thread by another while it waits on a pipe that never becomes ready.
     extern "C" fn on_usr2(_: c_int) {}
