@@ -110,9 +110,9 @@ fn ppoll_waits_with_the_mask_given() {
         0
     );
     let stale = || zmq_poller_event_t {
-        socket: 1 as *mut c_void,
+        socket: std::ptr::dangling_mut::<c_void>(),
         fd: 99,
-        user_data: 1 as *mut c_void,
+        user_data: std::ptr::dangling_mut::<c_void>(),
         events: POLLIN as i16,
     };
     let mut events = [stale(), stale()];
