@@ -345,8 +345,8 @@ pub extern "C" fn zmq_ctx_set(context: *mut c_void, option: c_int, optval: c_int
                 MAX_SOCKETS if (1..=CLIPPED_MAXSOCKETS).contains(&optval) => {
                     st.max_sockets = optval
                 }
-                THREAD_PRIORITY if optval >= -1 => st.thread_priority = optval,
-                THREAD_SCHED_POLICY if optval >= -1 => st.thread_sched_policy = optval,
+                THREAD_PRIORITY if optval >= 0 => st.thread_priority = optval,
+                THREAD_SCHED_POLICY if optval >= 0 => st.thread_sched_policy = optval,
                 THREAD_NAME_PREFIX => st.thread_name_prefix = optval.to_string().into_bytes(),
                 MAX_MSGSZ if optval >= 0 => st.max_msgsz = optval,
                 IPV6 if optval >= 0 => st.ipv6 = optval != 0,

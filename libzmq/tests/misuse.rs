@@ -628,6 +628,11 @@ fn context_options() {
     assert_eq!(errno(), libc::EMFILE);
     fails(zmq_ctx_set(ctx, 999, 1), libc::EINVAL);
     fails(zmq_ctx_get(ctx, 999), libc::EINVAL);
+    // ZMQ_THREAD_PRIORITY and ZMQ_THREAD_SCHED_POLICY: their defaults (-1) cannot be set.
+    fails(zmq_ctx_set(ctx, 3, -1), libc::EINVAL);
+    fails(zmq_ctx_set(ctx, 4, -1), libc::EINVAL);
+    assert_eq!(zmq_ctx_set(ctx, 4, 0), 0);
+    assert_eq!(zmq_ctx_get(ctx, 4), 0);
     let prefix = b"abc";
     assert_eq!(
         unsafe { zmq_ctx_set_ext(ctx, 9, prefix.as_ptr().cast(), 3) },
