@@ -10,6 +10,7 @@
 //! | [`message`] | short ways to build and compare socket messages and options |
 //! | [`rng`] | the one deterministic PRNG of the tests |
 //! | [`wire`] | bytes seen on the wire from libzmq, for wire tests and seeds |
+//! | [`raw_peer`] | a ZMTP peer written by hand over a `TcpStream` for the hostile-peer suites, and the process's resident memory and open descriptors |
 //! | [`fuzz`] | (feature `curve`, on by default) the body of every cargo-fuzz target in `fuzz/`, and their seed corpus |
 //!
 //! Every harness starts its clock at [`START`].
@@ -25,6 +26,7 @@ pub mod message;
 pub mod pair;
 #[cfg(feature = "programs")]
 pub mod programs;
+pub mod raw_peer;
 pub mod rng;
 pub mod tls;
 pub mod wire;
