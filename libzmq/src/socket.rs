@@ -368,7 +368,8 @@ impl CSocket {
     }
 }
 
-/// The draft types, whose messages are a single frame (`ZMQ_SNDMORE` is `EINVAL`).
+/// The draft types whose messages are a single frame (`ZMQ_SNDMORE` is `EINVAL`): all but
+/// DGRAM, whose messages are an address and a body.
 fn single_frame_type(ty: SocketType) -> bool {
     !matches!(
         ty,
@@ -384,6 +385,7 @@ fn single_frame_type(ty: SocketType) -> bool {
             | SocketType::XPub
             | SocketType::XSub
             | SocketType::Stream
+            | SocketType::Dgram
     )
 }
 

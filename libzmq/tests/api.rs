@@ -287,3 +287,41 @@ fn draft_poller_over_sockets_and_descriptors() {
     assert_eq!(zmq_close(push), 0);
     assert_eq!(zmq_ctx_term(ctx), 0);
 }
+
+/// DGRAM: a message is the peer's address and a body, both ways.
+#[test]
+fn dgram_round_trip_with_addresses() {
+    let ctx = zmq_ctx_new();
+    let a = zmq_socket(ctx, 18);
+    let b = zmq_socket(ctx, 18);
+    for s in [a, b] {
+        set_int(s, RCVTIMEO, 5000);
+        assert_eq!(unsafe { zmq_bind(s, c"udp://127.0.0.1:*".as_ptr()) }, 0);
+    }
+    let port = |s| last_endpoint(s).rsplit(':').next().unwrap().to_owned();
+    let (a_addr, b_addr) = (
+        format!("127.0.0.1:{}", port(a)),
+        format!("127.0.0.1:{}", port(b)),
+    );
+    send(b, a_addr.as_bytes(), SNDMORE);
+    send(b, b"question", 0);
+    let (from, more) = recv(a);
+    assert!(more);
+    assert_eq!(
+        CStr::from_bytes_until_nul(&from).map_or(&from[..], |c| c.to_bytes()),
+        b_addr.as_bytes()
+    );
+    assert_eq!(recv(a), (b"question".to_vec(), false));
+    send(a, b_addr.as_bytes(), SNDMORE);
+    send(a, b"answer", 0);
+    let (from, _) = recv(b);
+    assert_eq!(
+        CStr::from_bytes_until_nul(&from).map_or(&from[..], |c| c.to_bytes()),
+        a_addr.as_bytes()
+    );
+    assert_eq!(recv(b), (b"answer".to_vec(), false));
+    for s in [a, b] {
+        assert_eq!(zmq_close(s), 0);
+    }
+    assert_eq!(zmq_ctx_term(ctx), 0);
+}
