@@ -73,8 +73,18 @@ docs() {
 # graph's licences, duplicates and sources checked against deny.toml.
 publish() {
   need_cargo_tool cargo-deny cargo-deny 0.20.2
-  cargo package --quiet --allow-dirty -p zmtp-proto -p zmtp-driver -p zmtp-async -p zmtp-tokio \
-    -p zmtp-smol -p zmtp-mio -p zmtp-uring -p zmtp-file -p zmtp -p zmtp-cli
+  # `cargo package` verifies each crate against the others packaged beside it, through a
+  # local registry whose sources it unpacks under CARGO_HOME once per path and version, and
+  # builds them as registry crates, whose sources cargo takes as immutable: what an earlier
+  # run unpacked and built of the same version would be used instead of today's. Our crates
+  # are on no other registry, so every unpacked copy of them is such a leftover; their
+  # builds are kept apart (their own target directory) and removed.
+  local verify=target/package-verify
+  rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/zmtp-* "$verify"/debug/.fingerprint/zmtp* \
+    "$verify"/debug/deps/libzmtp_* "$verify"/debug/deps/zmtp_*
+  CARGO_TARGET_DIR="$verify" cargo package --quiet --allow-dirty -p zmtp-proto -p zmtp-driver \
+    -p zmtp-async -p zmtp-tokio -p zmtp-smol -p zmtp-mio -p zmtp-uring -p zmtp-file -p zmtp \
+    -p zmtp-cli
   cargo deny --log-level error check licenses bans sources
   # A project outside the workspace that depends on zmtp by path, as a user's would on the
   # published crate, builds and runs the README's tokio quick start.
