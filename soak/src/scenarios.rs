@@ -694,6 +694,8 @@ fn churn_subscribers(run: &Run) -> Res<Vec<Check>> {
     let errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let churned = AtomicU64::new(0);
     let churners_done = AtomicBool::new(false);
+    // Set once the publisher has sent its last message (it finishes a batch after `stop`).
+    let publisher_done = AtomicBool::new(false);
     let churn_gaps = AtomicU64::new(0);
     let churn_silent = AtomicU64::new(0);
     let (mut first, mut last, mut count, mut gaps, mut backwards) = (None, 0u64, 0u64, 0u64, 0u64);
@@ -715,6 +717,7 @@ fn churn_subscribers(run: &Run) -> Res<Vec<Check>> {
                 }
                 std::thread::sleep(Duration::from_millis(2));
             }
+            publisher_done.store(true, Ordering::SeqCst);
         });
         let churners: Vec<_> = (0..4)
             .map(|_| {
@@ -770,7 +773,9 @@ fn churn_subscribers(run: &Run) -> Res<Vec<Check>> {
                 stopped_at = Some(Instant::now());
             }
             if let Some(s) = stopped_at {
-                let all_in = first.is_some() && last == published.load(Ordering::SeqCst);
+                let all_in = first.is_some()
+                    && publisher_done.load(Ordering::SeqCst)
+                    && last == published.load(Ordering::SeqCst);
                 if all_in || s.elapsed() > Duration::from_secs(5) {
                     break;
                 }
