@@ -76,6 +76,11 @@ fn versions() -> &'static [&'static SupportedProtocolVersion] {
     rustls::DEFAULT_VERSIONS
 }
 
+/// The *ring* provider. rustls 0.23.48 deprecates its constructor because *ring* has no
+/// post-quantum key exchange; its replacement (aws-lc-rs) needs a C toolchain and cmake to
+/// build, which this crate does not ask of its users, so the classic groups (X25519, P-256,
+/// P-384) are what TLS endpoints offer until rustls gives *ring* a hybrid group.
+#[allow(deprecated)]
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
