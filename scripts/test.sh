@@ -53,7 +53,7 @@ lint() {
   cargo fmt --all -- --check
   cargo clippy --workspace --all-targets -- -D warnings
   cargo clippy -p zmtp-testkit --features cabi --all-targets -- -D warnings
-  RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -q -p zmtp-proto -p zmtp-driver -p zmtp-async -p zmtp-tokio -p zmtp-smol -p zmtp-mio -p zmtp-uring -p zmtp-file -p zmtp -p zmtp-conformance -p zmtp-conformance-draft
+  RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -q -p zmtp-proto -p zmtp-driver -p zmtp-async -p zmtp-tokio -p zmtp-smol -p zmtp-mio -p zmtp-uring -p zmtp-file -p zmtp -p zmtp-conformance -p zmtp-conformance-draft -p zmtp-testkit -p zmtp-libzmq
 }
 
 # The book (docs/, mdBook): built, every internal link checked against the pages and

@@ -4,7 +4,7 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | [`programs`] | (feature `programs`) the example programs of a crate, found and run by its tests as processes |
+//! | `programs` | (feature `programs`) the example programs of a crate, found and run by its tests as processes |
 //! | [`pair`] | two [`Connection`](zmtp_proto::Connection)s joined in memory ([`pair::Pair`]), and a bare connection driven by hand with its calling contract checked ([`pair::raw`]) |
 //! | [`cluster`] | a seeded network of [`Socket`](zmtp_proto::socket::Socket)s with virtual time, bounded links and random read sizes; streams can also end at the test itself ([`cluster::Remote`]), where a bare connection can play the peer ([`cluster::RawPeer`]) |
 //! | [`message`] | short ways to build and compare socket messages and options |

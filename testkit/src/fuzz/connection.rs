@@ -252,7 +252,7 @@ impl Driven {
 /// Checked: no panic; the input contract (an item only with consumed bytes, progress
 /// whenever `needed` bytes are there, payload ranges that locate payloads); every error is sticky (the same error
 /// from every later call, nothing more transmitted, no timer, not established); sends fail
-/// with exactly [`SendError::Closed`] of that error after a failure; the handshake is
+/// with exactly [`EncodeError::Closed`] of that error after a failure; the handshake is
 /// reported once.
 pub fn connection(data: &[u8]) {
     run_connection(data);
