@@ -296,7 +296,61 @@ fn ipc_stale_file_wildcard_and_cleanup() {
     assert!(!std::path::Path::new(&made_up["ipc://".len()..]).exists());
 }
 
+/// `tcp://source;destination` either way: the connecting side binds the source port
+/// first, and the listening side's ACCEPTED (ours) names it.
+fn source_address_connects(dir: Direction) {
+    let ctx = Ctx::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let source = format!("127.0.0.1:{port}");
+    let mut options = Options::default();
+    options.routing_id = zmtp_proto::Bytes::from_static(b"ours");
+    let (mut ours, theirs) = match dir {
+        Direction::WeConnect => {
+            let ours = SocketDriver::new(SocketType::Dealer, options);
+            (ours, ctx.socket(ZMQ_ROUTER).expect("router"))
+        }
+        Direction::LibzmqConnects => {
+            let ours = SocketDriver::new(SocketType::Router, options);
+            (ours, ctx.socket(ZMQ_DEALER).expect("dealer"))
+        }
+    };
+    match dir {
+        Direction::WeConnect => {
+            theirs.bind("tcp://127.0.0.1:*").expect("zmq_bind");
+            let ep = theirs.last_endpoint().expect("ZMQ_LAST_ENDPOINT");
+            ours.connect(&format!("tcp://{source};{}", &ep["tcp://".len()..]));
+            ours.send(Message::from([&b""[..], b"from a source"]), TIMEOUT)
+                .expect("send");
+            assert_eq!(
+                zrecv(&mut ours, &theirs),
+                vec![b"ours".to_vec(), vec![], b"from a source".to_vec()]
+            );
+        }
+        Direction::LibzmqConnects => {
+            let ep = ours.bind("tcp://127.0.0.1:*");
+            theirs
+                .connect(&format!("tcp://{source};{}", &ep["tcp://".len()..]))
+                .expect("zmq_connect");
+            theirs
+                .send_multipart(&[b"", b"from a source"])
+                .expect("send");
+            let got = ours.recv(TIMEOUT).expect("message");
+            assert_eq!(&frames(&got)[1..], [vec![], b"from a source".to_vec()]);
+            let accepted = ours
+                .monitor_events()
+                .iter()
+                .find(|e| e.kind == MonitorEventKind::Accepted)
+                .map(|e| e.peer_address.clone());
+            assert_eq!(accepted, Some(source));
+        }
+    }
+}
+
 both_directions! {
+    source_address_connects => source_address_we_connect, source_address_libzmq_connects;
     our_router_libzmq_dealers => router_dealers_we_connect, router_dealers_libzmq_connects;
     our_dealer_libzmq_router => dealer_router_we_connect, dealer_router_libzmq_connects;
     our_pub_libzmq_sub => pub_sub_we_connect, pub_sub_libzmq_connects;

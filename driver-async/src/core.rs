@@ -893,7 +893,14 @@ async fn connect<R: Runtime>(runtime: &R, addr: &Endpoint) -> io::Result<Transpo
             };
             let mut attempts = Attempts::new(addrs);
             while let Some(a) = attempts.next() {
-                match runtime.tcp_connect(a).await {
+                let connected = match &tcp.source {
+                    None => runtime.tcp_connect(a).await,
+                    Some(source) => match zmtp_driver::start_connect_from(a, source) {
+                        Ok(stream) => runtime.tcp_connecting(stream).await,
+                        Err(e) => Err(e),
+                    },
+                };
+                match connected {
                     Ok(stream) => match zmtp_driver::tcp_connected(&stream) {
                         Ok(()) => return Ok(Transport::Tcp(stream)),
                         Err(e) => attempts.failed(e),

@@ -105,6 +105,12 @@ pub trait Runtime: Clone + Send + Sync + Debug + 'static {
         &self,
         addr: SocketAddr,
     ) -> impl Future<Output = io::Result<Self::Tcp>> + Send + 'static;
+    /// Finish a TCP connect started without blocking on `stream` (bound to a source address
+    /// first: `tcp://source;destination`): the stream once it is connected.
+    fn tcp_connecting(
+        &self,
+        stream: std::net::TcpStream,
+    ) -> impl Future<Output = io::Result<Self::Tcp>> + Send + 'static;
     /// Open a Unix-domain connection to the socket file at `path`.
     fn unix_connect(
         &self,

@@ -524,6 +524,46 @@ fn next_of(
     }
 }
 
+/// `tcp://source;destination`: the stream is bound to the source before it connects (the
+/// listener's ACCEPTED names the source port); two connects to different listeners share
+/// one source port; a name as the source fails the connect, not the call; a bind with a
+/// source is refused.
+#[test]
+fn tcp_source_addresses_are_bound_before_connecting() {
+    use zmtp_mio::MonitorEventKind::Accepted;
+    let ctx = Context::new().unwrap();
+    // A port free a moment ago, for the source.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let source = format!("127.0.0.1:{port}");
+    let push = ctx.socket(SocketType::Push).unwrap();
+    let mut kept = Vec::new();
+    for round in 0..2 {
+        let pull = ctx.socket(SocketType::Pull).unwrap();
+        let monitor = pull.monitor();
+        let ep = pull.bind("tcp://127.0.0.1:*").unwrap();
+        let from = format!("tcp://{source};{}", ep.strip_prefix("tcp://").unwrap());
+        push.connect(&from).unwrap();
+        assert_eq!(next_of(&monitor, Accepted).peer_address, source, "{round}");
+        if round == 0 {
+            push.send("from the source").unwrap();
+            assert_eq!(
+                pull.recv_timeout(T).unwrap().to_str(),
+                Ok("from the source")
+            );
+        }
+        kept.push((pull, from));
+    }
+    for (_, from) in &kept {
+        push.disconnect(from).unwrap();
+    }
+    // libzmq's test connects from an interface name: accepted, and tried (and retried).
+    push.connect("tcp://lo:5555;localhost:1235").unwrap();
+    assert!(push.bind(&format!("tcp://{source};127.0.0.1:*")).is_err());
+}
+
 #[test]
 fn monitor_events_name_the_peer() {
     use zmtp_mio::MonitorEventKind::{Accepted, Connected, Disconnected, HandshakeSucceeded};

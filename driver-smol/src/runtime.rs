@@ -261,6 +261,22 @@ impl Runtime for Smol {
         async move { Async::<TcpStream>::connect(addr).await.map(SmolStream) }
     }
 
+    #[allow(clippy::manual_async_fn)]
+    fn tcp_connecting(
+        &self,
+        stream: TcpStream,
+    ) -> impl Future<Output = io::Result<SmolTcp>> + Send + 'static {
+        async move {
+            let stream = Async::new(stream)?;
+            // The connect ends (either way) when the stream turns writable.
+            stream.writable().await?;
+            match stream.get_ref().take_error()? {
+                Some(e) => Err(e),
+                None => Ok(SmolStream(stream)),
+            }
+        }
+    }
+
     fn unix_connect(
         &self,
         path: &Path,

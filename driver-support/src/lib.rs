@@ -50,7 +50,10 @@ pub use entropy::{new_socket, Entropy};
 pub use error::Error;
 pub use loss::{report_loss, set_loss_reports};
 pub use proxy::{Proxy, ProxySocket, ProxyStats};
-pub use resolve::{lookup, resolve_blocking, Attempts, TcpAddrs};
+pub use resolve::{
+    connect_from_blocking, lookup, resolve_blocking, source_addr, start_connect_from, Attempts,
+    TcpAddrs,
+};
 pub use tls::{Tls, TlsSide, TlsStream};
 pub use transport::{
     listen_ipc, listen_tcp, peer_address, tcp_accepted, tcp_connected, Listening, SocketFile,

@@ -8,10 +8,12 @@
 //! does.
 
 use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
+use std::time::Duration;
 use std::vec;
 
-use zmtp_proto::socket::endpoint::{Host, TcpEndpoint};
+use socket2::{Domain, Protocol, Socket, Type};
+use zmtp_proto::socket::endpoint::{Host, TcpEndpoint, TcpSource};
 
 /// What a `tcp://` endpoint needs before a bind or a connect.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,6 +70,79 @@ pub fn resolve_blocking(tcp: &TcpEndpoint) -> io::Result<Vec<SocketAddr>> {
     }
 }
 
+/// The local address a connect to `dest` binds for `source` (`tcp://source;destination`):
+/// `*` is the unspecified address of `dest`'s family; a literal must be of that family.
+/// A name is refused (`Unsupported`): libzmq takes only literals and interface names
+/// there, never looking a name up, and interface names are not supported.
+pub fn source_addr(source: &TcpSource, dest: SocketAddr) -> io::Result<SocketAddr> {
+    let ip = match &source.host {
+        Host::Any if dest.is_ipv4() => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        Host::Any => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+        Host::Ipv4(a) => IpAddr::V4(*a),
+        Host::Ipv6(a) => IpAddr::V6(*a),
+        Host::Name(name) => {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!(
+                    "source address {name:?}: give an address literal or *; names and \
+                     interface names are not supported as sources"
+                ),
+            ))
+        }
+    };
+    if ip.is_ipv4() != dest.is_ipv4() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("source address {ip} is not of the family of {dest}"),
+        ));
+    }
+    Ok(SocketAddr::new(ip, source.port))
+}
+
+/// A TCP socket for a connect to `dest` from `source`, bound with `SO_REUSEADDR` set (so
+/// that connects to different destinations may share a source port, as libzmq's do).
+fn bound_socket(dest: SocketAddr, source: &TcpSource) -> io::Result<Socket> {
+    let from = source_addr(source, dest)?;
+    let socket = Socket::new(Domain::for_address(dest), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&from.into())?;
+    Ok(socket)
+}
+
+/// Start a non-blocking connect to `dest` from `source` (see [`TcpSource`]): the stream
+/// comes back while the connect is in progress; it completes (or fails) when the stream
+/// turns writable, and `take_error` then tells which.
+pub fn start_connect_from(dest: SocketAddr, source: &TcpSource) -> io::Result<std::net::TcpStream> {
+    let socket = bound_socket(dest, source)?;
+    socket.set_nonblocking(true)?;
+    match socket.connect(&dest.into()) {
+        Ok(()) => {}
+        Err(e) if in_progress(&e) => {}
+        Err(e) => return Err(e),
+    }
+    Ok(socket.into())
+}
+
+/// A non-blocking connect's "under way" (`EINPROGRESS`; Windows says `WouldBlock`).
+fn in_progress(e: &io::Error) -> bool {
+    #[cfg(unix)]
+    if e.raw_os_error() == Some(libc::EINPROGRESS) {
+        return true;
+    }
+    e.kind() == io::ErrorKind::WouldBlock
+}
+
+/// Connect to `dest` from `source`, waiting at most `timeout`.
+pub fn connect_from_blocking(
+    dest: SocketAddr,
+    source: &TcpSource,
+    timeout: Duration,
+) -> io::Result<std::net::TcpStream> {
+    let socket = bound_socket(dest, source)?;
+    socket.connect_timeout(&dest.into(), timeout)?;
+    Ok(socket.into())
+}
+
 /// The addresses to connect to, in order, and why the ones tried failed: connect to
 /// [`next`](Attempts::next) until one connects, report each failure with
 /// [`failed`](Attempts::failed), and when none is left the connect fails with
@@ -75,6 +150,7 @@ pub fn resolve_blocking(tcp: &TcpEndpoint) -> io::Result<Vec<SocketAddr>> {
 #[derive(Debug)]
 pub struct Attempts {
     addrs: vec::IntoIter<SocketAddr>,
+    source: Option<TcpSource>,
     last: Option<io::Error>,
 }
 
@@ -83,8 +159,20 @@ impl Attempts {
     pub fn new(addrs: Vec<SocketAddr>) -> Attempts {
         Attempts {
             addrs: addrs.into_iter(),
+            source: None,
             last: None,
         }
+    }
+
+    /// Connect from `source` (`tcp://source;destination`; see [`start_connect_from`]).
+    pub fn from_source(mut self, source: Option<TcpSource>) -> Attempts {
+        self.source = source;
+        self
+    }
+
+    /// The source address every attempt binds, if the endpoint gave one.
+    pub fn source(&self) -> Option<&TcpSource> {
+        self.source.as_ref()
     }
 
     /// The next address to try; `None` when every one failed.

@@ -308,7 +308,10 @@ impl StdTransport {
             Endpoint::Tcp(_) | Endpoint::Ws(_) => {
                 let tcp = addr.tcp().ok_or(io::ErrorKind::Unsupported)?;
                 let stream = Attempts::new(resolve_blocking(tcp)?).connect_each(|a| {
-                    let stream = TcpStream::connect_timeout(&a, timeout)?;
+                    let stream = match &tcp.source {
+                        None => TcpStream::connect_timeout(&a, timeout)?,
+                        Some(source) => crate::connect_from_blocking(a, source, timeout)?,
+                    };
                     tcp_connected(&stream)?;
                     Ok(stream)
                 })?;

@@ -197,6 +197,26 @@ impl Runtime for Tokio {
         async move { tokio::net::TcpStream::connect(addr).await.map(TokioTcp) }
     }
 
+    #[allow(clippy::manual_async_fn)]
+    fn tcp_connecting(
+        &self,
+        stream: std::net::TcpStream,
+    ) -> impl Future<Output = io::Result<TokioTcp>> + Send + 'static {
+        let registered = {
+            let _guard = self.handle.enter();
+            tokio::net::TcpStream::from_std(stream)
+        };
+        async move {
+            let stream = registered?;
+            // The connect ends (either way) when the stream turns writable.
+            stream.writable().await?;
+            match stream.take_error()? {
+                Some(e) => Err(e),
+                None => Ok(TokioTcp(stream)),
+            }
+        }
+    }
+
     fn unix_connect(
         &self,
         path: &Path,

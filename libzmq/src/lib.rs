@@ -90,7 +90,8 @@
 //! PULL) and joins only after its handshake, so HWM counts right after a bind differ;
 //! `zmq_unbind` leaves the connections accepted on the endpoint up (libzmq drops them);
 //! binding an `ipc://` path a closed socket used fails with `EADDRINUSE` (libzmq removes
-//! the stale file); `tcp://source;destination` endpoints are `EINVAL`; `ZMQ_SRCFD` is -1.
+//! the stale file); `ZMQ_SRCFD` is -1. `tcp://source;destination` connects bind an address
+//! literal or `*` as the source, not an interface name (such a connect is retried).
 //!
 //! `SIGPIPE`: the driver's `ipc://` writes do not yet use `MSG_NOSIGNAL`, so the first
 //! context sets `SIGPIPE` to be ignored when the program left it at its default.

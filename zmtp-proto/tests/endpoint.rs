@@ -5,7 +5,11 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use zmtp_proto::socket::endpoint::*;
 
 fn tcp(host: Host, port: Option<u16>) -> Endpoint {
-    Endpoint::Tcp(TcpEndpoint { host, port })
+    Endpoint::Tcp(TcpEndpoint {
+        host,
+        port,
+        source: None,
+    })
 }
 
 fn name(n: &str) -> Host {
@@ -160,11 +164,11 @@ fn invalid_endpoints_name_the_mistake() {
         ("tcp://::1:5555", E::UnbracketedIpv6(s("::1:5555"))),
         ("tcp://::1", E::UnbracketedIpv6(s("::1"))),
         ("tcp://a:b:5555", E::UnbracketedIpv6(s("a:b:5555"))),
-        (
-            "tcp://10.0.0.1:0;10.0.0.2:5555",
-            E::UnsupportedSourceAddress,
-        ),
-        ("tcp://eth0;10.0.0.2:5555", E::UnsupportedSourceAddress),
+        // A source needs its port, as libzmq's does.
+        ("tcp://eth0;10.0.0.2:5555", E::MissingPort),
+        ("tcp://10.0.0.1:x;10.0.0.2:5555", E::BadPort(s("x"))),
+        ("tcp://10.0.0.1:1;10.0.0.2", E::MissingPort),
+        ("ws://10.0.0.1:1;10.0.0.2:5555", E::UnsupportedSourceAddress),
         ("ipc://", E::EmptyPath),
         ("ipc://@", E::EmptyAbstractName),
         ("inproc://", E::EmptyName),
@@ -194,6 +198,22 @@ fn bind_and_connect_checks() {
         ("ipc://@name", Ok(()), Ok(())),
         ("inproc://name", Ok(()), Ok(())),
         ("inproc://*", Ok(()), Ok(())),
+        // A source address is for connecting.
+        (
+            "tcp://127.0.0.1:5564;127.0.0.1:5555",
+            Err(E::UnsupportedSourceAddress),
+            Ok(()),
+        ),
+        (
+            "tcp://*:*;localhost:5555",
+            Err(E::UnsupportedSourceAddress),
+            Ok(()),
+        ),
+        (
+            "tcp://127.0.0.1:0;127.0.0.1:*",
+            Err(E::UnsupportedSourceAddress),
+            Err(E::WildcardPortOnConnect),
+        ),
     ];
     for (input, bind, connect) in cases {
         let e = Endpoint::parse(input).unwrap_or_else(|e| panic!("{input}: {e}"));
@@ -229,6 +249,56 @@ fn hand_built_endpoints_are_checked_like_parsed_ones() {
 }
 
 #[test]
+fn tcp_source_addresses_parse_and_round_trip() {
+    // (input, source host, source port, destination, canonical display)
+    let cases = [
+        (
+            "tcp://127.0.0.1:5564;127.0.0.1:5555",
+            Host::Ipv4(Ipv4Addr::LOCALHOST),
+            5564,
+            tcp(Host::Ipv4(Ipv4Addr::LOCALHOST), Some(5555)),
+            "tcp://127.0.0.1:5564;127.0.0.1:5555",
+        ),
+        (
+            "tcp://[::1]:*;[::1]:7",
+            Host::Ipv6(Ipv6Addr::LOCALHOST),
+            0,
+            tcp(Host::Ipv6(Ipv6Addr::LOCALHOST), Some(7)),
+            "tcp://[::1]:0;[::1]:7",
+        ),
+        (
+            "tcp://lo:5555;localhost:1235",
+            name("lo"),
+            5555,
+            tcp(name("localhost"), Some(1235)),
+            "tcp://lo:5555;localhost:1235",
+        ),
+        // The source ends at the last `;`.
+        (
+            "tcp://*:0;example.org:1",
+            Host::Any,
+            0,
+            tcp(name("example.org"), Some(1)),
+            "tcp://*:0;example.org:1",
+        ),
+    ];
+    for (input, host, port, destination, canonical) in cases {
+        let parsed = Endpoint::parse(input).unwrap_or_else(|e| panic!("{input}: {e}"));
+        let Endpoint::Tcp(tcp) = &parsed else {
+            panic!("{input}: {parsed:?}");
+        };
+        let Endpoint::Tcp(want) = destination else {
+            unreachable!()
+        };
+        assert_eq!((&tcp.host, tcp.port), (&want.host, want.port), "{input}");
+        assert_eq!(tcp.source, Some(TcpSource { host, port }), "{input}");
+        assert_eq!(parsed.to_string(), canonical, "{input}");
+        assert_eq!(Endpoint::parse(canonical), Ok(parsed.clone()), "{input}");
+        assert_eq!(parsed.check_connect(), Ok(()), "{input}");
+    }
+}
+
+#[test]
 fn transport_names() {
     for (input, transport) in [
         ("tcp://*:*", "tcp"),
@@ -250,7 +320,8 @@ proptest::proptest! {
     ) {
         if let Ok(e) = Endpoint::parse(&input) {
             proptest::prop_assert_eq!(Endpoint::parse(&e.to_string()), Ok(e.clone()));
-            proptest::prop_assert_eq!(e.check_bind(), Ok(()));
+            let sourced = e.tcp().is_some_and(|t| t.source.is_some());
+            proptest::prop_assert_eq!(e.check_bind().is_ok(), !sourced);
         }
     }
 }

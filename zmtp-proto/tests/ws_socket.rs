@@ -477,14 +477,22 @@ fn ws_endpoints_parse_check_and_display() {
     use zmtp_proto::socket::EndpointError as E;
     let ws = |host: Host, port: Option<u16>, path: &str| {
         Endpoint::Ws(WsEndpoint {
-            tcp: TcpEndpoint { host, port },
+            tcp: TcpEndpoint {
+                host,
+                port,
+                source: None,
+            },
             path: path.to_string(),
             tls: false,
         })
     };
     let wss = |host: Host, port: Option<u16>, path: &str| {
         Endpoint::Ws(WsEndpoint {
-            tcp: TcpEndpoint { host, port },
+            tcp: TcpEndpoint {
+                host,
+                port,
+                source: None,
+            },
             path: path.to_string(),
             tls: true,
         })

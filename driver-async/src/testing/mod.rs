@@ -53,6 +53,7 @@ macro_rules! driver_tests {
             send_slice_copies_and_waits,
             monitor_stream_reports_connection_events,
             monitor_events_name_the_peer,
+            tcp_source_addresses_are_bound_before_connecting,
             close_lingers_until_messages_are_written,
             close_reports_what_linger_cut_off,
             poll_wakes_for_whichever_socket_gets_a_message,

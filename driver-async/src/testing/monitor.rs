@@ -62,3 +62,40 @@ pub async fn monitor_events_name_the_peer<R: Runtime>() {
     let connected = next_of::<R>(&mut client_monitor, Connected).await;
     assert_eq!(connected.peer_address, "");
 }
+
+/// `tcp://source;destination`: the stream is bound to the source before it connects, so
+/// the listener's ACCEPTED names the source port; two connects (to different listeners)
+/// may share one source port; a bind with a source is refused.
+pub async fn tcp_source_addresses_are_bound_before_connecting<R: Runtime>() {
+    use MonitorEventKind::Accepted;
+    // A port free a moment ago, for the source.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let source = format!("127.0.0.1:{port}");
+    let push = Socket::<R>::new(SocketType::Push).unwrap();
+    let mut kept = Vec::new();
+    for round in 0..2 {
+        let pull = Socket::<R>::new(SocketType::Pull).unwrap();
+        let mut monitor = pull.monitor();
+        let ep = pull.bind("tcp://127.0.0.1:*").await.unwrap();
+        let from = format!("tcp://{source};{}", ep.strip_prefix("tcp://").unwrap());
+        push.connect(&from).unwrap();
+        // The second connect shares the first one's source port, both connected.
+        let accepted = next_of::<R>(&mut monitor, Accepted).await;
+        assert_eq!(accepted.peer_address, source, "connect {round}");
+        if round == 0 {
+            push.send(format!("from {source}")).await.unwrap();
+            let got = within::<R, _>(pull.recv()).await.unwrap();
+            assert_eq!(got.to_str(), Ok(format!("from {source}").as_str()));
+        }
+        kept.push((pull, from));
+    }
+    // Each is disconnected by the text it was connected with.
+    for (_, from) in &kept {
+        push.disconnect(from).unwrap();
+    }
+    let refused = within::<R, _>(push.bind(&format!("tcp://{source};127.0.0.1:*"))).await;
+    assert!(refused.is_err(), "{refused:?}");
+}

@@ -7,14 +7,14 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
-use zmtp_proto::socket::endpoint::WsEndpoint;
+use zmtp_proto::socket::endpoint::{TcpSource, WsEndpoint};
 
 use mio::net::TcpStream;
 use mio::{Interest, Token};
 use zmtp_driver::transport::connect_ipc;
 use zmtp_driver::{
-    listen_ipc, listen_tcp, open_udp, tcp_connected, Attempts, CommandHandler, Listening,
-    StdTransport, TcpAddrs, TlsSide, UdpOpen,
+    listen_ipc, listen_tcp, open_udp, start_connect_from, tcp_connected, Attempts, CommandHandler,
+    Listening, StdTransport, TcpAddrs, TlsSide, UdpOpen,
 };
 use zmtp_proto::socket::{
     AuthReply, Endpoint, EndpointId, MonitorEvent, PeerId, Socket as ProtoSocket, ZapRequest,
@@ -26,10 +26,11 @@ use super::work::queue;
 use super::{Connecting, Io, Listener, PeerIo, RingRead, Shared, State, UdpIo};
 
 /// What a host name is looked up for.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 enum Lookup {
     Listen,
-    Connect,
+    /// With the source address to connect from, if any.
+    Connect(Option<TcpSource>),
 }
 
 impl Shared {
@@ -178,7 +179,11 @@ impl Shared {
         now: Instant,
     ) {
         while let Some(addr) = attempts.next() {
-            let started = TcpStream::connect(addr).and_then(|stream| {
+            let started = match attempts.source() {
+                None => TcpStream::connect(addr),
+                Some(source) => start_connect_from(addr, source).map(TcpStream::from_std),
+            };
+            let started = started.and_then(|stream| {
                 // Completion (or failure) shows as writability.
                 let both = Interest::READABLE | Interest::WRITABLE;
                 let fd = stream.as_raw_fd();
@@ -266,12 +271,13 @@ impl Shared {
             s.resolving.insert(endpoint);
         }
         let me = self.me.clone();
+        let on_thread = what.clone();
         let spawned = std::thread::Builder::new()
             .name("zmtp-mio-lookup".into())
             .spawn(move || {
                 let addrs = zmtp_driver::lookup(&host, port);
                 if let Some(shared) = me.upgrade() {
-                    shared.resolved(id, endpoint, what, addrs);
+                    shared.resolved(id, endpoint, on_thread, addrs);
                 }
             });
         if let Err(e) = spawned {
@@ -325,10 +331,11 @@ impl Shared {
             (Lookup::Listen, addrs) => {
                 self.listen_at(st, id, endpoint, addrs.and_then(|a| listen_tcp(&a)))
             }
-            (Lookup::Connect, Ok(addrs)) => {
-                self.connect_each(st, id, endpoint, Attempts::new(addrs), now)
+            (Lookup::Connect(source), Ok(addrs)) => {
+                let attempts = Attempts::new(addrs).from_source(source);
+                self.connect_each(st, id, endpoint, attempts, now)
             }
-            (Lookup::Connect, Err(_)) => self.connected(st, id, endpoint, None, now),
+            (Lookup::Connect(_), Err(_)) => self.connected(st, id, endpoint, None, now),
         }
     }
 
@@ -465,10 +472,12 @@ impl CommandHandler for Commands<'_> {
         match &addr {
             Endpoint::Tcp(tcp) | Endpoint::Ws(WsEndpoint { tcp, .. }) => match TcpAddrs::of(tcp) {
                 TcpAddrs::Known(a) => {
-                    shared.connect_each(self.st, id, endpoint, Attempts::new(vec![a]), now)
+                    let attempts = Attempts::new(vec![a]).from_source(tcp.source.clone());
+                    shared.connect_each(self.st, id, endpoint, attempts, now)
                 }
                 TcpAddrs::Lookup { host, port } => {
-                    shared.lookup(self.st, id, endpoint, host, port, Lookup::Connect)
+                    let what = Lookup::Connect(tcp.source.clone());
+                    shared.lookup(self.st, id, endpoint, host, port, what)
                 }
             },
             Endpoint::Ipc(ipc) => {

@@ -59,7 +59,7 @@ pub struct WsEndpoint {
     pub tls: bool,
 }
 
-/// The host and port of a `tcp://` endpoint.
+/// The host and port of a `tcp://` endpoint, and the source address of a connect.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TcpEndpoint {
     /// The host: a wildcard, an address literal, or a name to resolve.
@@ -67,6 +67,30 @@ pub struct TcpEndpoint {
     /// The port; `None` is the `*` wildcard (an ephemeral port, bind only). Port 0 also asks
     /// for an ephemeral port on bind.
     pub port: Option<u16>,
+    /// `tcp://source;host:port` (connect only): the local address the connecting stream
+    /// binds before it connects, as libzmq's source addresses do.
+    pub source: Option<TcpSource>,
+}
+
+/// The source of a `tcp://source;destination` connect: `host:port`, where the host is `*`
+/// (any local address of the destination's family) or an address literal, and the port is
+/// `*` or 0 (an ephemeral one) or a number. The driver binds it with `SO_REUSEADDR` set, so
+/// that several connects to different destinations may share one source port, as libzmq's
+/// do. A name here is never looked up: libzmq takes only literals and interface names,
+/// and interface names are not supported, so a connect from one fails when it is tried
+/// (and is retried, as any failed connect is).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TcpSource {
+    /// The local host.
+    pub host: Host,
+    /// The local port; 0 for an ephemeral one.
+    pub port: u16,
+}
+
+impl fmt::Display for TcpSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.host, self.port)
+    }
 }
 
 /// The host part of a `tcp://` or `udp://` endpoint, or the interface of a `udp://` one.
@@ -163,7 +187,8 @@ pub enum EndpointError {
     /// The host contains `:` without brackets: IPv6 literals are written `[addr]:port`.
     /// Holds everything after `tcp://`.
     UnbracketedIpv6(String),
-    /// libzmq's `tcp://source;destination` form, which is not supported.
+    /// libzmq's `tcp://source;destination` form where it has no meaning: on a bind, or
+    /// over `ws://` and `wss://`.
     UnsupportedSourceAddress,
     /// `ipc://` with an empty path.
     EmptyPath,
@@ -242,7 +267,7 @@ impl fmt::Display for EndpointError {
                 "host contains ':' in {a:?}: write IPv6 addresses as [addr]:port"
             ),
             EndpointError::UnsupportedSourceAddress => {
-                f.write_str("tcp source addresses (source;destination) are not supported")
+                f.write_str("a source address (source;destination) is only for connecting tcp://")
             }
             EndpointError::EmptyPath => f.write_str("ipc endpoint has an empty path"),
             EndpointError::EmptyAbstractName => {
@@ -311,7 +336,10 @@ impl Endpoint {
     /// `:`, except that an IPv6 literal is written in brackets (`[::1]:5555`); the port is
     /// `*` or decimal `0..=65535`; the host is `*`, an IPv4 or bracketed IPv6 literal, or a
     /// name. `ipc://@name` is an abstract socket, any other `ipc://` target a path. Names and
-    /// paths must not be empty. `udp://` takes the host and port of `tcp://`, optionally
+    /// paths must not be empty. A `tcp://` endpoint may start with a source address and a
+    /// `;` (`tcp://127.0.0.1:5564;server:5555`, split at the last `;`, as libzmq does): its
+    /// `host:port` is parsed as the destination's and kept in [`TcpEndpoint::source`],
+    /// for connects only. `udp://` takes the host and port of `tcp://`, optionally
     /// after an interface and a `;` (split at the last `;`, as libzmq does), which requires
     /// a multicast literal for the host; see [`UdpEndpoint`].
     pub fn parse(s: &str) -> Result<Endpoint, EndpointError> {
@@ -330,10 +358,18 @@ impl Endpoint {
     }
 
     /// Checks that the endpoint can be bound: every parsed endpoint can (`tcp://*:*` binds
-    /// every interface on an ephemeral port). A hand-built endpoint is also checked for what
-    /// [`Endpoint::parse`] would reject, such as an empty name.
+    /// every interface on an ephemeral port) but one with a source address
+    /// ([`EndpointError::UnsupportedSourceAddress`]: a source is for connecting). A
+    /// hand-built endpoint is also checked for what [`Endpoint::parse`] would reject, such
+    /// as an empty name.
     pub fn check_bind(&self) -> Result<(), EndpointError> {
-        self.check_form()
+        self.check_form()?;
+        match self {
+            Endpoint::Tcp(TcpEndpoint {
+                source: Some(_), ..
+            }) => Err(EndpointError::UnsupportedSourceAddress),
+            _ => Ok(()),
+        }
     }
 
     /// Checks that the endpoint can be connected to: in addition to
@@ -458,11 +494,22 @@ impl Endpoint {
     /// The invariants [`Endpoint::parse`] guarantees, for endpoints built by hand.
     fn check_form(&self) -> Result<(), EndpointError> {
         match self {
-            Endpoint::Tcp(TcpEndpoint {
-                host: Host::Name(name),
-                ..
-            }) => check_name(name, name),
-            Endpoint::Tcp(_) => Ok(()),
+            Endpoint::Tcp(tcp) => {
+                if let Some(TcpSource {
+                    host: Host::Name(name),
+                    ..
+                }) = &tcp.source
+                {
+                    check_name(name, name)?;
+                }
+                match &tcp.host {
+                    Host::Name(name) => check_name(name, name),
+                    _ => Ok(()),
+                }
+            }
+            Endpoint::Ws(ws) if ws.tcp.source.is_some() => {
+                Err(EndpointError::UnsupportedSourceAddress)
+            }
             Endpoint::Ws(ws) => {
                 if let Host::Name(name) = &ws.tcp.host {
                     check_name(name, name)?;
@@ -561,8 +608,12 @@ impl FromStr for Endpoint {
 impl fmt::Display for Endpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Endpoint::Tcp(TcpEndpoint { host, port }) => {
-                write!(f, "tcp://{host}:")?;
+            Endpoint::Tcp(TcpEndpoint { host, port, source }) => {
+                f.write_str("tcp://")?;
+                if let Some(source) = source {
+                    write!(f, "{source};")?;
+                }
+                write!(f, "{host}:")?;
                 match port {
                     Some(p) => write!(f, "{p}"),
                     None => f.write_str("*"),
@@ -611,12 +662,31 @@ impl fmt::Display for Host {
 }
 
 /// `rest` is everything after `tcp://`.
+/// `source;destination`: the source split off at the last `;`, as libzmq does.
 fn parse_tcp(rest: &str) -> Result<TcpEndpoint, EndpointError> {
+    let Some((source, destination)) = rest.rsplit_once(';') else {
+        return parse_tcp_destination(rest);
+    };
+    let (host, port) = parse_host_port(source)?;
+    let mut tcp = parse_tcp_destination(destination)?;
+    tcp.source = Some(TcpSource {
+        host,
+        port: port.unwrap_or(0),
+    });
+    Ok(tcp)
+}
+
+/// `host:port`, with no source address.
+fn parse_tcp_destination(rest: &str) -> Result<TcpEndpoint, EndpointError> {
     if rest.contains(';') {
         return Err(EndpointError::UnsupportedSourceAddress);
     }
     let (host, port) = parse_host_port(rest)?;
-    Ok(TcpEndpoint { host, port })
+    Ok(TcpEndpoint {
+        host,
+        port,
+        source: None,
+    })
 }
 
 /// `rest` is everything after `ws://` or `wss://` (`tls`): `host:port`, then the path from
@@ -626,7 +696,7 @@ fn parse_ws(rest: &str, tls: bool) -> Result<WsEndpoint, EndpointError> {
         Some(i) => rest.split_at(i),
         None => (rest, ""),
     };
-    let tcp = parse_tcp(authority)?;
+    let tcp = parse_tcp_destination(authority)?;
     check_ws_path(path)?;
     Ok(WsEndpoint {
         tcp,
