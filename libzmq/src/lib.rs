@@ -44,8 +44,9 @@
 //! - `zmq_socket_monitor` (v1 format over PAIR) and the draft
 //!   `zmq_socket_monitor_versioned` (v1 or v2, over PAIR, PUB or PUSH).
 //! - `zmq_join`, `zmq_leave`, `zmq_connect_peer` (draft).
-//! - The draft poller, `zmq_poller_*` (`zmq_poller_fd` is `EINVAL`: libzmq gives one only
-//!   for thread-safe sockets).
+//! - The draft poller, `zmq_poller_*`; `zmq_poller_fd` gives a descriptor (an epoll set of
+//!   the sockets' readiness descriptors) once the poller holds a thread-safe socket, and is
+//!   `EINVAL` before, as libzmq's.
 //! - `zmq_z85_encode`, `zmq_z85_decode`, `zmq_curve_keypair`, `zmq_curve_public`,
 //!   `zmq_atomic_counter_*`, `zmq_stopwatch_*`, `zmq_sleep`, `zmq_proxy`,
 //!   `zmq_proxy_steerable`, `zmq_device`, `zmq_timers_*`, `zmq_threadstart`,

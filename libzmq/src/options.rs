@@ -508,7 +508,7 @@ impl Out {
 }
 
 /// The types libzmq calls thread-safe (the drafts but DGRAM): they have no `ZMQ_FD`.
-fn thread_safe(ty: SocketType) -> bool {
+pub(crate) fn thread_safe(ty: SocketType) -> bool {
     matches!(
         ty,
         SocketType::Server

@@ -2,6 +2,7 @@
 //! to wait for and a pointer of the application's, waited on as `zmq_poll` waits.
 
 use std::ffi::{c_int, c_long, c_short, c_void};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::{Arc, LazyLock, Mutex, RwLock};
 
 use crate::error::Errno;
@@ -39,6 +40,69 @@ struct Entry {
 #[derive(Default)]
 struct Poller {
     entries: Vec<Entry>,
+    /// What `zmq_poller_fd` gave: an epoll instance holding the readiness descriptors of
+    /// the poller's thread-safe sockets, so readable when one of them changed. Made on the
+    /// first call, kept up to date as sockets are added and removed, closed with the poller.
+    signal: Option<OwnedFd>,
+}
+
+impl Poller {
+    /// The thread-safe sockets among the entries.
+    fn thread_safe_sockets(&self) -> impl Iterator<Item = Arc<crate::socket::CSocket>> + '_ {
+        self.entries.iter().filter_map(|e| match e.key {
+            Key::Socket(handle) => sock_of(handle as *mut c_void)
+                .ok()
+                .filter(|s| crate::options::thread_safe(s.ty)),
+            Key::Fd(_) => None,
+        })
+    }
+
+    /// Add (`true`) or remove a socket's readiness descriptor to or from the descriptor
+    /// `zmq_poller_fd` gave, if it gave one and the socket is thread-safe.
+    fn follow(&self, socket: usize, add: bool) -> Result<(), Errno> {
+        let Some(epoll) = &self.signal else {
+            return Ok(());
+        };
+        let Ok(s) = sock_of(socket as *mut c_void) else {
+            return Ok(());
+        };
+        if !crate::options::thread_safe(s.ty) {
+            return Ok(());
+        }
+        match s.sock.readiness_fd() {
+            Ok(fd) => epoll_ctl(epoll, fd.as_raw_fd(), add),
+            // A closed socket's descriptor left the epoll set when it was closed.
+            Err(_) if !add => Ok(()),
+            Err(e) => Err(s.errno(&e)),
+        }
+    }
+}
+
+/// Add `fd` to (or remove it from) the epoll instance `epoll`, waiting for input.
+fn epoll_ctl(epoll: &OwnedFd, fd: c_int, add: bool) -> Result<(), Errno> {
+    let mut event = libc::epoll_event {
+        events: libc::EPOLLIN as u32,
+        u64: fd as u64,
+    };
+    let op = if add {
+        libc::EPOLL_CTL_ADD
+    } else {
+        libc::EPOLL_CTL_DEL
+    };
+    // SAFETY: `epoll` is an open epoll descriptor we own, `fd` an open descriptor of a live
+    // socket's (or, for a removal, one being removed), and `event` a valid event for the
+    // duration of the call.
+    let rc = unsafe { libc::epoll_ctl(epoll.as_raw_fd(), op, fd, &raw mut event) };
+    if rc == 0 {
+        return Ok(());
+    }
+    match std::io::Error::last_os_error().raw_os_error() {
+        // Already there, or already gone: what was asked for holds.
+        Some(libc::EEXIST) if add => Ok(()),
+        Some(libc::ENOENT) if !add => Ok(()),
+        Some(e) => Err(e),
+        None => Err(libc::EINVAL),
+    }
 }
 
 /// The live pollers, by handle.
@@ -118,6 +182,12 @@ fn add(poller: *mut c_void, key: Key, user_data: *mut c_void, events: c_short) -
                 user_data: user_data as usize,
                 events,
             });
+            if let Key::Socket(socket) = key {
+                if let Err(e) = p.follow(socket, true) {
+                    p.entries.pop();
+                    return Err(e);
+                }
+            }
             Ok(0)
         }))
     })
@@ -139,6 +209,9 @@ fn change(poller: *mut c_void, key: Key, events: Option<c_short>) -> c_int {
                 Some(events) => p.entries[at].events = events,
                 None => {
                     p.entries.remove(at);
+                    if let Key::Socket(socket) = key {
+                        p.follow(socket, false)?;
+                    }
                 }
             }
             Ok(0)
@@ -227,13 +300,58 @@ pub extern "C" fn zmq_poller_remove_fd(poller: *mut c_void, fd: c_int) -> c_int 
     }
 }
 
-/// `zmq_poller_fd`: libzmq gives a descriptor only for pollers of thread-safe sockets;
-/// here none (`EINVAL`).
+/// `zmq_poller_fd`: a descriptor that turns readable when one of the poller's thread-safe
+/// sockets (CLIENT, SERVER, RADIO, DISH, SCATTER, GATHER, PEER, CHANNEL) may have
+/// something; `EINVAL` while it has none, as in libzmq, where only those have the signal.
+/// Then call `zmq_poller_wait` (with a zero timeout) until it says `EAGAIN`: a wait
+/// resets the descriptor, which fires again only for a later change. It stays the
+/// poller's: the caller does not close it.
+///
+/// # Safety
+/// `fd` must be NULL or point to a writable `int`.
 #[no_mangle]
-pub extern "C" fn zmq_poller_fd(poller: *mut c_void, _fd: *mut c_int) -> c_int {
+pub unsafe extern "C" fn zmq_poller_fd(poller: *mut c_void, fd: *mut c_int) -> c_int {
     guard(-1, || {
-        let checked = poller_of(poller).map(|_| ());
-        ret(checked.and(Err::<c_int, _>(libc::EINVAL)))
+        let p = match poller_of(poller) {
+            Ok(p) => p,
+            Err(e) => return ret::<c_int>(Err(e)),
+        };
+        if fd.is_null() {
+            return ret::<c_int>(Err(libc::EFAULT));
+        }
+        let mut p = lock(&p);
+        if p.thread_safe_sockets().next().is_none() {
+            return ret::<c_int>(Err(libc::EINVAL));
+        }
+        if p.signal.is_none() {
+            // SAFETY: a plain system call; a non-negative result is a new descriptor, which
+            // the `OwnedFd` then owns alone.
+            let raw = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+            if raw < 0 {
+                let e = std::io::Error::last_os_error().raw_os_error();
+                return ret::<c_int>(Err(e.unwrap_or(libc::EMFILE)));
+            }
+            // SAFETY: `raw` was just returned by epoll_create1 and is owned by no one else.
+            p.signal = Some(unsafe { OwnedFd::from_raw_fd(raw) });
+            let sockets: Vec<usize> = p
+                .entries
+                .iter()
+                .filter_map(|e| match e.key {
+                    Key::Socket(s) => Some(s),
+                    Key::Fd(_) => None,
+                })
+                .collect();
+            for socket in sockets {
+                if let Err(e) = p.follow(socket, true) {
+                    p.signal = None;
+                    return ret::<c_int>(Err(e));
+                }
+            }
+        }
+        let raw = p.signal.as_ref().map_or(-1, |s| s.as_raw_fd());
+        // SAFETY: the caller promises a writable `int` at `fd` (non-null).
+        unsafe { *fd = raw };
+        0
     })
 }
 
@@ -261,7 +379,15 @@ pub unsafe extern "C" fn zmq_poller_wait_all(
         if n_events < 0 {
             return ret::<c_int>(Err(libc::EINVAL));
         }
-        let (mut items, data): (Vec<zmq_pollitem_t>, Vec<usize>) = lock(&p)
+        let p = lock(&p);
+        if p.signal.is_some() {
+            // The descriptor `zmq_poller_fd` gave is reset by a wait, as libzmq's is: what
+            // is ready now is reported below; it fires again for what comes later.
+            for s in p.thread_safe_sockets() {
+                s.sock.clear_readiness();
+            }
+        }
+        let (mut items, data): (Vec<zmq_pollitem_t>, Vec<usize>) = p
             .entries
             .iter()
             // Entries waiting for nothing are left out, as libzmq leaves them.

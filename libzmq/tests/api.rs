@@ -325,3 +325,98 @@ fn dgram_round_trip_with_addresses() {
     }
     assert_eq!(zmq_ctx_term(ctx), 0);
 }
+
+/// Whether `fd` is readable within `ms` milliseconds.
+fn readable(fd: c_int, ms: c_int) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    (unsafe { libc::poll(&mut p, 1, ms) }) == 1 && p.revents & libc::POLLIN != 0
+}
+
+/// `zmq_poller_fd`: `EINVAL` without a thread-safe socket; with one, a descriptor that
+/// turns readable when it gets a message and is reset by a wait; it follows the sockets
+/// added and removed, and NULL is `EFAULT`.
+#[test]
+fn draft_poller_fd_signals_thread_safe_sockets() {
+    use zmq::poller::*;
+    const SERVER: c_int = 12;
+    const CLIENT: c_int = 13;
+    let ctx = zmq_ctx_new();
+    let server = zmq_socket(ctx, SERVER);
+    let client = zmq_socket(ctx, CLIENT);
+    let pull = zmq_socket(ctx, 7);
+    set_int(client, LINGER, 0);
+    unsafe {
+        assert_eq!(zmq_bind(server, c"tcp://127.0.0.1:*".as_ptr()), 0);
+    }
+    let mut endpoint = [0u8; 64];
+    let mut len = endpoint.len();
+    let rc = unsafe {
+        zmq_getsockopt(
+            server,
+            LAST_ENDPOINT,
+            endpoint.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    assert_eq!(rc, 0);
+    unsafe {
+        assert_eq!(zmq_connect(client, endpoint.as_ptr().cast()), 0);
+    }
+    let poller = zmq_poller_new();
+    let mut fd: c_int = -1;
+    // No socket, then only a socket that is not thread-safe: EINVAL, as in libzmq.
+    assert_eq!(unsafe { zmq_poller_fd(poller, &mut fd) }, -1);
+    assert_eq!(zmq::error::zmq_errno(), libc::EINVAL);
+    assert_eq!(zmq_poller_add(poller, pull, null_mut(), 1), 0);
+    assert_eq!(unsafe { zmq_poller_fd(poller, &mut fd) }, -1);
+    assert_eq!(zmq::error::zmq_errno(), libc::EINVAL);
+    assert_eq!(unsafe { zmq_poller_fd(poller, null_mut()) }, -1);
+    assert_eq!(zmq::error::zmq_errno(), libc::EFAULT);
+    assert_eq!(unsafe { zmq_poller_fd(null_mut(), &mut fd) }, -1);
+    assert_eq!(zmq::error::zmq_errno(), libc::EFAULT);
+
+    let tag = 0x7777usize as *mut c_void;
+    assert_eq!(zmq_poller_add(poller, server, tag, 1), 0);
+    assert_eq!(unsafe { zmq_poller_fd(poller, &mut fd) }, 0);
+    assert!(fd >= 0);
+    let mut again = -1;
+    assert_eq!(unsafe { zmq_poller_fd(poller, &mut again) }, 0);
+    assert_eq!(again, fd, "the same descriptor each time");
+    let mut event = zmq_poller_event_t {
+        socket: null_mut(),
+        fd: 0,
+        user_data: null_mut(),
+        events: 0,
+    };
+    // Connected and handshaken (a message through), then whatever fired the descriptor
+    // so far is reset by a wait that finds nothing.
+    send(client, b"warm-up", 0);
+    assert_eq!(recv(server).0, b"warm-up");
+    assert_eq!(unsafe { zmq_poller_wait(poller, &mut event, 0) }, -1);
+    assert!(!readable(fd, 50), "quiet until something happens");
+    send(client, b"hello", 0);
+    assert!(readable(fd, 5000), "readable once the server has a message");
+    assert_eq!(unsafe { zmq_poller_wait(poller, &mut event, 0) }, 0);
+    assert_eq!(
+        (event.socket, event.user_data, event.events),
+        (server, tag, 1)
+    );
+    assert_eq!(recv(server).0, b"hello");
+    assert_eq!(unsafe { zmq_poller_wait(poller, &mut event, 0) }, -1);
+    assert!(!readable(fd, 50), "reset by the wait");
+
+    // A removed socket is no longer followed.
+    assert_eq!(zmq_poller_remove(poller, server), 0);
+    send(client, b"again", 0);
+    assert!(!readable(fd, 200), "the server is not followed any more");
+    let mut handle = poller;
+    assert_eq!(unsafe { zmq_poller_destroy(&mut handle) }, 0);
+    for s in [server, client, pull] {
+        assert_eq!(zmq_close(s), 0);
+    }
+    assert_eq!(zmq_ctx_term(ctx), 0);
+}
