@@ -113,6 +113,10 @@ pub use zmtp_driver::proxy::{ProxyStats, Traffic};
 pub use zmtp_driver::set_loss_reports;
 /// The TLS settings of `wss://` endpoints, and the rustls they are made with.
 pub use zmtp_driver::tls::{rustls, Tls};
+/// The `inproc://` name at which libzmq's ZAP handlers bind (`zeromq.zap.01`, RFC 27):
+/// a program offering `inproc://` (libzmq's C interface) maps it to the endpoint it gives
+/// [`Context::set_zap_endpoint`].
+pub use zmtp_driver::zap::HANDLER_NAME as ZAP_HANDLER_NAME;
 /// Why an operation failed: the error type shared by every driver's sockets.
 pub use zmtp_driver::Error;
 pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey, SecretKey};
@@ -123,10 +127,6 @@ pub use zmtp_proto::socket::{
     ZapRequest, GROUP_MAX_LEN,
 };
 pub use zmtp_proto::{z85, Bytes, SocketType};
-/// The `inproc://` name at which libzmq's ZAP handlers bind (`zeromq.zap.01`, RFC 27):
-/// a program offering `inproc://` (libzmq's C interface) maps it to the endpoint it gives
-/// [`Context::set_zap_endpoint`].
-pub use zmtp_driver::zap::HANDLER_NAME as ZAP_HANDLER_NAME;
 
 /// A context: the I/O thread its sockets share. Cheap to clone.
 ///

@@ -80,9 +80,7 @@ pub fn read_reply(frames: &[Bytes], request_id: &[u8]) -> AuthReply {
         };
     }
     match frames.split_first() {
-        Some((delimiter, rest)) if delimiter.is_empty() => {
-            AuthReply::from_frames(rest, request_id)
-        }
+        Some((delimiter, rest)) if delimiter.is_empty() => AuthReply::from_frames(rest, request_id),
         _ => AuthReply::Invalid {
             code: protocol_error::ZAP_UNSPECIFIED,
         },
@@ -157,7 +155,10 @@ mod tests {
         let m = request_message(&request, b"42");
         let f = m.frames();
         assert_eq!(f.len(), 8);
-        assert_eq!(&f[..7], &frames(&["", "1.0", "42", "dom", "127.0.0.1", "IDENT", "CURVE"])[..]);
+        assert_eq!(
+            &f[..7],
+            &frames(&["", "1.0", "42", "dom", "127.0.0.1", "IDENT", "CURVE"])[..]
+        );
         assert_eq!(&f[7][..], &[7u8; 32][..]);
         assert_eq!(reply_request_id(f).map(|b| &b[..]), Some(&b"42"[..]));
         assert_eq!(reply_request_id(&f[1..]), None);

@@ -149,7 +149,10 @@ impl core::fmt::Display for Error {
             }
             Error::UnexpectedVerdict => f.write_str("authentication verdict without a request"),
             Error::ZapReplyInvalid { code } => {
-                write!(f, "invalid reply from the ZAP handler (protocol error {code:#x})")
+                write!(
+                    f,
+                    "invalid reply from the ZAP handler (protocol error {code:#x})"
+                )
             }
             Error::NoZapHandler => f.write_str("no ZAP handler to authenticate the peer"),
             Error::GroupTooLong { len } => {
