@@ -343,7 +343,7 @@ impl Socket {
             Security::PlainServer => false,
             // CURVE lets every client in unless a domain is enforced.
             #[cfg(feature = "curve")]
-            Security::CurveServer { .. } => !(enforced && !self.opts.zap_domain.is_empty()),
+            Security::CurveServer { .. } => !enforced || self.opts.zap_domain.is_empty(),
             // NULL asks only with a domain, and lets the peer in unless it is enforced.
             _ => !enforced,
         }
@@ -609,7 +609,7 @@ mod tests {
     fn status(reply: &AuthReply) -> u16 {
         match reply {
             AuthReply::Verdict { status, .. } => *status,
-            AuthReply::NoHandler => 0,
+            AuthReply::NoHandler | AuthReply::Invalid { .. } => 0,
         }
     }
 
