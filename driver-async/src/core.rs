@@ -36,7 +36,7 @@ use crate::transport::{
 };
 
 /// Where libzmq-style ZAP handlers listen (RFC 27).
-const ZAP_ENDPOINT: &str = "zeromq.zap.01";
+const ZAP_ENDPOINT: &str = zmtp_driver::zap::HANDLER_NAME;
 
 /// Most reads from one peer per wake-up, so that one busy peer cannot starve the others.
 const READS_PER_WAKE: usize = 16;
@@ -1116,18 +1116,11 @@ async fn zap_task<R: Runtime>(
         )
         .ok()?;
         zap.connect(&format!("inproc://{ZAP_ENDPOINT}")).ok()?;
-        let mut frames = vec![zmtp_proto::Bytes::new()];
-        frames.extend(request.to_frames(REQUEST_ID));
-        zap.send(zmtp_proto::socket::Message::from(frames))
+        zap.send(zmtp_driver::zap::request_message(&request, REQUEST_ID))
             .await
             .ok()?;
         let reply = zap.recv().await.ok()?;
-        // The empty delimiter a REP handler puts in front.
-        let frames = match reply.frames() {
-            [delimiter, rest @ ..] if delimiter.is_empty() => rest,
-            frames => frames,
-        };
-        Some(AuthReply::from_frames(frames, REQUEST_ID))
+        Some(zmtp_driver::zap::read_reply(reply.frames(), REQUEST_ID))
     };
     let limit = timeout.unwrap_or(std::time::Duration::from_secs(30));
     let deadline = inner.runtime.sleep_until(StdInstant::now() + limit);

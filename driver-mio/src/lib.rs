@@ -113,6 +113,10 @@ pub use zmtp_driver::proxy::{ProxyStats, Traffic};
 pub use zmtp_driver::set_loss_reports;
 /// The TLS settings of `wss://` endpoints, and the rustls they are made with.
 pub use zmtp_driver::tls::{rustls, Tls};
+/// The `inproc://` name at which libzmq's ZAP handlers bind (`zeromq.zap.01`, RFC 27):
+/// a program offering `inproc://` (libzmq's C interface) maps it to the endpoint it gives
+/// [`Context::set_zap_endpoint`].
+pub use zmtp_driver::zap::HANDLER_NAME as ZAP_HANDLER_NAME;
 /// Why an operation failed: the error type shared by every driver's sockets.
 pub use zmtp_driver::Error;
 pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey, SecretKey};
@@ -338,6 +342,63 @@ impl Context {
         self.shared.linger_orphans();
         let mut st = self.shared.lock();
         report.merged(std::mem::take(&mut st.orphans_report))
+    }
+
+    /// Where this context's ZAP handler binds (RFC 27): libzmq's
+    /// `inproc://zeromq.zap.01`, here any endpoint this driver binds (an abstract
+    /// `ipc://@name` is the nearest to inproc). `None`, the default: no handler is looked
+    /// for.
+    ///
+    /// A socket that must authenticate a peer (a PLAIN or CURVE server, or NULL with a
+    /// `ZAP_DOMAIN`) and has no [`Authenticator`] of its own
+    /// ([`Socket::set_authenticator`]) asks the socket of this context bound at
+    /// `endpoint`, if there is one, with an RFC 27 request; its reply (a REP or ROUTER
+    /// handler's, as for libzmq) is the verdict: 200 lets the peer in, with the reply's
+    /// user id (`User-Id`) and properties on each message the peer sends; 300 closes the
+    /// connection silently; 400 and 500 send the peer an ERROR with the status and close
+    /// it (monitor event HANDSHAKE_FAILED_AUTH with the status). A reply that breaks
+    /// RFC 27 closes it without an ERROR (HANDSHAKE_FAILED_PROTOCOL with libzmq's
+    /// `ZMQ_PROTOCOL_ERROR_ZAP_*` code). The request waits in the I/O thread's
+    /// background for as long as the peer's handshake may last (`HANDSHAKE_IVL`); a
+    /// handler that never answers leaves it waiting until then, as in libzmq. With no
+    /// socket bound at `endpoint`, libzmq's rules without a handler apply (see
+    /// [`Socket::set_authenticator`]).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zmtp_mio::{Context, Options, Security, SocketType};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::new()?;
+    /// let zap = format!("ipc://@zap-doc-{}", std::process::id());
+    /// ctx.set_zap_endpoint(Some(&zap));
+    /// let handler = ctx.socket(SocketType::Rep)?;
+    /// handler.bind(&zap)?;
+    ///
+    /// let server = ctx.socket_with(SocketType::Pull, Options::default().with_security(Security::plain_server()))?;
+    /// let endpoint = server.bind("tcp://127.0.0.1:*")?;
+    /// let client_security = Security::plain_client("admin", "secret")?;
+    /// let client = ctx.socket_with(SocketType::Push, Options::default().with_security(client_security))?;
+    /// client.connect(&endpoint)?;
+    /// client.send("hello")?;
+    ///
+    /// // The handler gets the request: version, id, domain, address, identity,
+    /// // mechanism, user name, password.
+    /// handler.set_rcvtimeo(Some(Duration::from_secs(5)));
+    /// let request = handler.recv()?;
+    /// let frames = request.frames();
+    /// assert_eq!(&frames[5][..], b"PLAIN");
+    /// assert_eq!((&frames[6][..], &frames[7][..]), (&b"admin"[..], &b"secret"[..]));
+    /// handler.send(zmtp_mio::Message::from(
+    ///     [&b"1.0"[..], &frames[1], b"200", b"OK", b"admin", b""].map(zmtp_mio::Bytes::copy_from_slice).to_vec(),
+    /// ))?;
+    ///
+    /// let msg = server.recv_timeout(Some(Duration::from_secs(5)))?;
+    /// assert_eq!(msg.property("User-Id"), Some(&b"admin"[..]));
+    /// # Ok(()) }
+    /// ```
+    pub fn set_zap_endpoint(&self, endpoint: Option<&str>) {
+        self.shared.lock().zap.endpoint = endpoint.map(str::to_owned);
     }
 
     /// A socket of type `ty` with libzmq's default options.
@@ -600,8 +661,15 @@ impl Socket {
         self.sndtimeo.get()
     }
 
-    /// Decide authentication requests (ZAP) in code; `None`: libzmq's rules without a
-    /// handler (PLAIN servers refuse, CURVE and NULL accept).
+    /// Decide authentication requests (ZAP) in code, for every peer of this socket that
+    /// must be authenticated (a PLAIN or CURVE server, or NULL with a `ZAP_DOMAIN`).
+    ///
+    /// `None` (the default): the context's ZAP handler is asked, when a socket of the
+    /// context is bound at its ZAP endpoint ([`Context::set_zap_endpoint`]). Without
+    /// one, libzmq's rules apply: a NULL peer is let in unless `ZAP_ENFORCE_DOMAIN` is
+    /// set; a CURVE client is let in unless `ZAP_ENFORCE_DOMAIN` is set with a
+    /// `ZAP_DOMAIN`; a PLAIN client is refused. A refused peer's connection is closed
+    /// without an ERROR, with monitor event HANDSHAKE_FAILED_NO_DETAIL carrying `EFAULT`.
     ///
     /// A PLAIN server that lets one user in; the user id it gives is on every message that
     /// user sends:

@@ -69,6 +69,7 @@ mod registry;
 mod ring_io;
 mod waiters;
 mod work;
+mod zap;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io;
@@ -239,6 +240,9 @@ enum Io {
 
 /// A listening endpoint.
 struct Listener {
+    /// The endpoint as the socket names it once bound (`ipc://@name`,
+    /// `tcp://127.0.0.1:5555`).
+    address: String,
     listener: StdListener,
     token: Token,
     /// The socket file of an `ipc://` path, removed when listening stops.
@@ -551,9 +555,51 @@ pub(crate) struct State {
     /// What LINGER cut off in sockets dropped and forgotten since the last
     /// [`Context::term`](crate::Context::term).
     pub(crate) orphans_report: CloseReport,
+    /// The ZAP handler of the context, and the requests sent to it.
+    pub(crate) zap: zap::Zap,
 }
 
 impl State {
+    /// Add a socket; returns its id.
+    pub(crate) fn insert(&mut self, core: ProtoSocket, ready: Arc<Ready>) -> usize {
+        let id = self.next_socket;
+        self.next_socket += 1;
+        self.sockets.insert(
+            id,
+            Sock {
+                core,
+                peers: BTreeMap::new(),
+                listeners: BTreeMap::new(),
+                connecting: BTreeMap::new(),
+                udp: BTreeMap::new(),
+                resolving: BTreeSet::new(),
+                monitors: Vec::new(),
+                bound: BTreeMap::new(),
+                closed: false,
+                orphaned: false,
+                ready,
+                waiters: Waiters::default(),
+                waiting_other: false,
+                #[cfg(test)]
+                signals: 0,
+                #[cfg(test)]
+                inline_writes: 0,
+                cond: Arc::new(Condvar::new()),
+                waited: true,
+                idle_send: Instant::ZERO,
+                read_turn: None,
+                fd_waiting: false,
+                wake_fd: None,
+                lease_until: None,
+                lease_started: false,
+                tls: Tls::default(),
+                tls_sides: BTreeMap::new(),
+                readiness: None,
+            },
+        );
+        id
+    }
+
     /// Forget a closed socket whose handle was dropped; `report`: count what LINGER cut
     /// off in it for [`Context::term`](crate::Context::term). Whoever still waits on it
     /// (a `term`) is woken to see it gone.
@@ -585,6 +631,7 @@ impl Shared {
                 parked: false,
                 poll_waiters: Waiters::default(),
                 orphans_report: CloseReport::default(),
+                zap: zap::Zap::default(),
             }),
             polled: Condvar::new(),
             registrar,
@@ -621,43 +668,7 @@ impl Shared {
 
     /// [`add`](Self::add) with the batch the handle's `recv` hands out from.
     pub(crate) fn add_with(&self, core: ProtoSocket, ready: Arc<Ready>) -> usize {
-        let mut st = self.lock();
-        let id = st.next_socket;
-        st.next_socket += 1;
-        st.sockets.insert(
-            id,
-            Sock {
-                core,
-                peers: BTreeMap::new(),
-                listeners: BTreeMap::new(),
-                connecting: BTreeMap::new(),
-                udp: BTreeMap::new(),
-                resolving: BTreeSet::new(),
-                monitors: Vec::new(),
-                bound: BTreeMap::new(),
-                closed: false,
-                orphaned: false,
-                ready,
-                waiters: Waiters::default(),
-                waiting_other: false,
-                #[cfg(test)]
-                signals: 0,
-                #[cfg(test)]
-                inline_writes: 0,
-                cond: Arc::new(Condvar::new()),
-                waited: true,
-                idle_send: Instant::ZERO,
-                read_turn: None,
-                fd_waiting: false,
-                wake_fd: None,
-                lease_until: None,
-                lease_started: false,
-                tls: Tls::default(),
-                tls_sides: BTreeMap::new(),
-                readiness: None,
-            },
-        );
-        id
+        self.lock().insert(core, ready)
     }
 
     /// Run `f` on a socket from an application thread, then carry out what it caused:
@@ -1113,6 +1124,9 @@ impl Shared {
             if !st.sockets.get_mut(&id).is_some_and(Sock::send_datagrams) {
                 break;
             }
+        }
+        if st.zap.is_client(id) {
+            self.zap_replies(st, id);
         }
     }
 }

@@ -21,6 +21,8 @@
 //! - [`entropy`]: a socket's seed and CURVE entropy from the operating system;
 //! - [`commands`]: the command loop: [`run_commands`] drains a socket's monitor events and
 //!   commands into the driver's [`CommandHandler`];
+//! - [`zap`]: ZAP requests to a handler socket and the checks on its replies, as libzmq
+//!   makes them (for the handler a program binds at `inproc://zeromq.zap.01`);
 //! - [`setters`]: [`option_setters!`] writes a driver socket's `set_sndhwm`, `set_linger`,
 //!   … (one per option) from the core's table of options.
 //!
@@ -42,6 +44,7 @@ pub mod setters;
 pub mod tls;
 pub mod transport;
 pub mod udp;
+pub mod zap;
 
 pub use commands::{run_commands, CommandHandler};
 #[cfg(feature = "curve")]

@@ -246,6 +246,13 @@ fn new_ctx() -> Result<*mut c_void, Errno> {
         closed: Condvar::new(),
         inproc: Mutex::new(HashMap::new()),
     });
+    // ZAP handlers bind at `inproc://zeromq.zap.01`: the driver asks the socket of this
+    // context bound at its name for that endpoint.
+    let zap_name = format!("inproc://{}", zmtp_mio::ZAP_HANDLER_NAME);
+    let zap = ctx.endpoint(&zap_name)?;
+    if let Some(mio) = lock(&ctx.mio).as_ref() {
+        mio.set_zap_endpoint(Some(&zap));
+    }
     let handle = Arc::as_ptr(&ctx) as *mut c_void;
     let mut map = CONTEXTS.write().unwrap_or_else(|e| e.into_inner());
     map.insert(handle as usize, ctx);

@@ -58,6 +58,17 @@
 //! Unlike libzmq's inproc, such a connection makes a ZMTP handshake, and a `connect`
 //! before the `bind` is retried at `ZMQ_RECONNECT_IVL` rather than joined at the bind.
 //!
+//! ZAP (RFC 27): a handler bound at `inproc://zeromq.zap.01` (a REP or ROUTER socket of
+//! the same context) is asked about the peers of every PLAIN, CURVE, or NULL-with-
+//! `ZMQ_ZAP_DOMAIN` server of the context, as in libzmq: the driver is told that
+//! endpoint's name (`Context::set_zap_endpoint`) and sends the requests from its I/O
+//! thread. Its reply decides (User-Id and metadata on the peer's messages; 300, 400, 500
+//! refuse with `ZMQ_EVENT_HANDSHAKE_FAILED_AUTH`; a malformed reply fails with
+//! `ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL` and a `ZMQ_PROTOCOL_ERROR_ZAP_*` code). Without
+//! a handler, libzmq's rules apply: PLAIN refuses, and so do NULL with
+//! `ZMQ_ZAP_ENFORCE_DOMAIN` and CURVE with it and a `ZMQ_ZAP_DOMAIN`
+//! (`ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL`, `EFAULT`).
+//!
 //! Socket options: `ZMQ_TYPE`, `LINGER`, `SNDHWM`, `RCVHWM`, `SNDTIMEO`, `RCVTIMEO`,
 //! `ROUTING_ID`, `CONNECT_ROUTING_ID`, `SUBSCRIBE`, `UNSUBSCRIBE` (SUB), `RCVMORE`,
 //! `LAST_ENDPOINT`, `EVENTS`, `FD`, `IMMEDIATE`, `CONFLATE`, `MAXMSGSIZE`,
@@ -74,8 +85,7 @@
 //!
 //! # Not yet
 //! Declared in `zmq.h` but not exported yet (a program that needs it fails to link
-//! rather than misbehave): `zmq_socket_monitor_pipes_stats`. Missing behaviour: ZAP
-//! handlers over `inproc://zeromq.zap.01` (the core's own ZAP client does not see the C handler), the
+//! rather than misbehave): `zmq_socket_monitor_pipes_stats`. Missing behaviour: the
 //! options not listed above (`EINVAL`, e.g. `ZMQ_XPUB_MANUAL`, `ZMQ_ROUTER_RAW`,
 //! `ZMQ_INVERT_MATCHING`, `ZMQ_METADATA`, `ZMQ_ROUTER_NOTIFY`), `zmq_msg_gets` on
 //! messages from peers whose properties the core does not attach (it answers for

@@ -329,7 +329,8 @@ fn set(s: &CSocket, option: c_int, optval: *const c_void, len: usize) -> Result<
             }
             driver(s, sock.set_zap_domain(Bytes::copy_from_slice(v)))
         }
-        ZAP_ENFORCE_DOMAIN => driver(s, sock.set_zap_enforce_domain(strict_bool(optval, len)?)),
+        // Any non-zero int is on (libzmq's relaxed boolean).
+        ZAP_ENFORCE_DOMAIN => driver(s, sock.set_zap_enforce_domain(int(optval, len)? != 0)),
         PLAIN_SERVER | PLAIN_USERNAME | PLAIN_PASSWORD | CURVE_SERVER | CURVE_PUBLICKEY
         | CURVE_SECRETKEY | CURVE_SERVERKEY => security(s, option, optval, len),
         SNDBUF | RCVBUF | TCP_KEEPALIVE | TCP_KEEPALIVE_CNT | TCP_KEEPALIVE_IDLE

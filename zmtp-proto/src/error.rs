@@ -74,6 +74,18 @@ pub enum Error {
     },
     /// A verdict was given while none was asked for.
     UnexpectedVerdict,
+    /// The ZAP handler's reply to our request broke RFC 27 (malformed, wrong version or
+    /// request id, an unknown status code, invalid metadata): the peer is refused without
+    /// an ERROR, as libzmq does.
+    ZapReplyInvalid {
+        /// libzmq's `ZMQ_PROTOCOL_ERROR_ZAP_*` code for what was wrong
+        /// ([`protocol_error`](crate::socket::monitor::protocol_error)).
+        code: u32,
+    },
+    /// The peer needed a ZAP verdict and no ZAP handler was there to give it (a PLAIN
+    /// server, or an enforced `ZAP_DOMAIN`): the peer is refused without an ERROR, as
+    /// libzmq does.
+    NoZapHandler,
     /// A RADIO's peer joined or left a group longer than 255 bytes.
     GroupTooLong {
         /// The group's length.
@@ -136,6 +148,13 @@ impl core::fmt::Display for Error {
                 write!(f, "peer refused by authentication ({status})")
             }
             Error::UnexpectedVerdict => f.write_str("authentication verdict without a request"),
+            Error::ZapReplyInvalid { code } => {
+                write!(
+                    f,
+                    "invalid reply from the ZAP handler (protocol error {code:#x})"
+                )
+            }
+            Error::NoZapHandler => f.write_str("no ZAP handler to authenticate the peer"),
             Error::GroupTooLong { len } => {
                 write!(f, "peer named a group of {len} bytes (at most 255)")
             }

@@ -17,7 +17,7 @@ use zmtp_driver::{
     Listening, StdTransport, TcpAddrs, TlsSide, UdpOpen,
 };
 use zmtp_proto::socket::{
-    AuthReply, Endpoint, EndpointId, MonitorEvent, PeerId, Socket as ProtoSocket, ZapRequest,
+    Endpoint, EndpointId, MonitorEvent, PeerId, Socket as ProtoSocket, ZapRequest,
 };
 use zmtp_proto::Instant;
 
@@ -150,6 +150,7 @@ impl Shared {
             Ok((l, token)) => {
                 s.core.handle_listening(endpoint, &l.endpoint);
                 let listener = Listener {
+                    address: l.endpoint.clone(),
                     listener: l.listener,
                     token,
                     _socket_file: l.socket_file,
@@ -561,12 +562,16 @@ impl CommandHandler for Commands<'_> {
         queue(self.st, self.id, peer, false);
     }
 
-    /// An installed authenticator is applied by the socket itself; this driver has no ZAP
-    /// handler to ask.
-    fn authenticate(&mut self, peer: PeerId, _: ZapRequest) {
-        let now = self.now();
+    /// An installed authenticator is applied by the socket itself; otherwise the
+    /// context's ZAP handler, if a socket of the context is bound at its ZAP endpoint, is
+    /// asked (`zap`), and answers later.
+    fn authenticate(&mut self, peer: PeerId, request: ZapRequest) {
+        let (shared, id, now) = (self.shared, self.id, self.now());
+        let Some(answer) = shared.zap_ask(self.st, id, peer, &request, now) else {
+            return;
+        };
         if let Some(s) = self.socket() {
-            s.handle_auth(peer, now, AuthReply::NoHandler);
+            s.handle_auth(peer, now, answer);
         }
     }
 

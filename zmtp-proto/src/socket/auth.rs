@@ -106,27 +106,72 @@ pub enum AuthReply {
         /// empty).
         metadata: Bytes,
     },
-    /// No handler is there: libzmq's rules apply (NULL and CURVE accept, PLAIN closes).
+    /// No handler is there: libzmq's rules apply. NULL accepts unless `ZAP_ENFORCE_DOMAIN`
+    /// is set; CURVE accepts unless `ZAP_ENFORCE_DOMAIN` is set with a `ZAP_DOMAIN`;
+    /// PLAIN refuses. A refusal closes the stream without an ERROR, with monitor event
+    /// HANDSHAKE_FAILED_NO_DETAIL carrying `EFAULT` ([`Error::NoZapHandler`]).
     NoHandler,
+    /// The handler's reply broke RFC 27 ([`from_frames`](Self::from_frames) says how):
+    /// the stream is closed without an ERROR, with monitor event
+    /// HANDSHAKE_FAILED_PROTOCOL carrying `code`, one of libzmq's
+    /// `ZMQ_PROTOCOL_ERROR_ZAP_*` codes ([`protocol_error`](super::monitor::protocol_error)).
+    Invalid {
+        /// What was wrong with the reply.
+        code: u32,
+    },
 }
 
 impl AuthReply {
     /// Read a ZAP reply (RFC 27, after the empty delimiter): version "1.0", the request id
     /// sent, a status code 200/300/400/500, status text, user id, metadata. A reply that
-    /// breaks any of these rules (libzmq checks the same) refuses the peer with 500.
+    /// breaks these rules is [`AuthReply::Invalid`], with the code libzmq reports for the
+    /// first rule broken, checked in libzmq's order: not six frames
+    /// (`ZAP_MALFORMED_REPLY`), the version (`ZAP_BAD_VERSION`), the request id
+    /// (`ZAP_BAD_REQUEST_ID`), the status (`ZAP_INVALID_STATUS_CODE`), the metadata
+    /// (`ZAP_INVALID_METADATA`).
+    ///
+    /// ```
+    /// use zmtp_proto::socket::monitor::protocol_error;
+    /// use zmtp_proto::socket::AuthReply;
+    /// use zmtp_proto::Bytes;
+    ///
+    /// let reply = |frames: &[&'static str]| -> Vec<Bytes> {
+    ///     frames.iter().map(|f| Bytes::from_static(f.as_bytes())).collect()
+    /// };
+    /// let ok = reply(&["1.0", "7", "200", "OK", "alice", ""]);
+    /// assert_eq!(
+    ///     AuthReply::from_frames(&ok, b"7"),
+    ///     AuthReply::Verdict { status: 200, user_id: Bytes::from_static(b"alice"), metadata: Bytes::new() }
+    /// );
+    /// let wrong_id = AuthReply::from_frames(&ok, b"8");
+    /// assert_eq!(wrong_id, AuthReply::Invalid { code: protocol_error::ZAP_BAD_REQUEST_ID });
+    /// let unknown = reply(&["1.0", "7", "201", "", "", ""]);
+    /// assert_eq!(
+    ///     AuthReply::from_frames(&unknown, b"7"),
+    ///     AuthReply::Invalid { code: protocol_error::ZAP_INVALID_STATUS_CODE }
+    /// );
+    /// ```
     pub fn from_frames(frames: &[Bytes], request_id: &[u8]) -> AuthReply {
+        use super::monitor::protocol_error as p;
+        let invalid = |code| AuthReply::Invalid { code };
         let [version, id, status, _text, user_id, metadata] = frames else {
-            return AuthReply::status(500);
+            return invalid(p::ZAP_MALFORMED_REPLY);
         };
+        if &version[..] != b"1.0" {
+            return invalid(p::ZAP_BAD_VERSION);
+        }
+        if &id[..] != request_id {
+            return invalid(p::ZAP_BAD_REQUEST_ID);
+        }
         let status = match &status[..] {
             b"200" => 200,
             b"300" => 300,
             b"400" => 400,
             b"500" => 500,
-            _ => return AuthReply::status(500),
+            _ => return invalid(p::ZAP_INVALID_STATUS_CODE),
         };
-        if &version[..] != b"1.0" || &id[..] != request_id || Metadata::parse(metadata).is_err() {
-            return AuthReply::status(500);
+        if Metadata::parse(metadata).is_err() {
+            return invalid(p::ZAP_INVALID_METADATA);
         }
         AuthReply::Verdict {
             status,
@@ -249,7 +294,11 @@ impl Socket {
                 user_id,
                 metadata,
             } => (status, user_id, metadata),
-            AuthReply::NoHandler => (self.no_handler_status(), Bytes::new(), Bytes::new()),
+            AuthReply::NoHandler if self.no_handler_accepts() => (200, Bytes::new(), Bytes::new()),
+            AuthReply::NoHandler => return self.refuse_quietly(peer, Error::NoZapHandler, now),
+            AuthReply::Invalid { code } => {
+                return self.refuse_quietly(peer, Error::ZapReplyInvalid { code }, now)
+            }
         };
         let Some(p) = self.peers.get_mut(&peer) else {
             return;
@@ -286,19 +335,28 @@ impl Socket {
         self.rearm(peer);
     }
 
-    /// libzmq's verdict when no ZAP handler is there.
-    fn no_handler_status(&self) -> u16 {
+    /// libzmq's verdict when no ZAP handler is there: whether the peer is let in.
+    fn no_handler_accepts(&self) -> bool {
+        let enforced = self.opts.zap_enforce_domain;
         match &self.opts.security {
-            // PLAIN servers close the connection after HELLO.
-            Security::PlainServer => 300,
-            // CURVE servers let every client in unless a domain is enforced.
+            // A PLAIN server has no one to check the password.
+            Security::PlainServer => false,
+            // CURVE lets every client in unless a domain is enforced.
             #[cfg(feature = "curve")]
-            Security::CurveServer { .. }
-                if self.opts.zap_enforce_domain && !self.opts.zap_domain.is_empty() =>
-            {
-                300
-            }
-            _ => 200,
+            Security::CurveServer { .. } => !enforced || self.opts.zap_domain.is_empty(),
+            // NULL asks only with a domain, and lets the peer in unless it is enforced.
+            _ => !enforced,
+        }
+    }
+
+    /// Refuse a peer waiting for its verdict without a word to it: its stream is closed
+    /// and its handshake fails with `error`.
+    fn refuse_quietly(&mut self, peer: PeerId, error: Error, now: Instant) {
+        let waiting = self
+            .connection(peer)
+            .is_some_and(|c| c.auth_request().is_some());
+        if waiting {
+            self.end_stream(peer, Ending::Failed(error), now);
         }
     }
 
@@ -369,7 +427,7 @@ pub(super) fn ending_of(conn_error: Option<&Error>) -> Ending {
 /// };
 /// let status = |reply: AuthReply| match reply {
 ///     AuthReply::Verdict { status, .. } => status,
-///     AuthReply::NoHandler => 0,
+///     _ => 0,
 /// };
 ///
 /// // A PLAIN user with the right password is let in, with the user name as user id.
@@ -551,7 +609,7 @@ mod tests {
     fn status(reply: &AuthReply) -> u16 {
         match reply {
             AuthReply::Verdict { status, .. } => *status,
-            AuthReply::NoHandler => 0,
+            AuthReply::NoHandler | AuthReply::Invalid { .. } => 0,
         }
     }
 

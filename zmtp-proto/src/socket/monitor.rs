@@ -122,6 +122,14 @@ impl fmt::Display for MonitorEventKind {
 /// `ZMQ_EVENT_ALL`: the event mask that selects every event.
 pub const EVENT_ALL: u32 = 0xFFFF;
 
+/// `EPIPE`: the value of a HANDSHAKE_FAILED_NO_DETAIL event for a stream that the peer
+/// closed before the handshake completed (as libzmq reports it).
+pub const EPIPE: u32 = 32;
+
+/// `EFAULT`: the value of a HANDSHAKE_FAILED_NO_DETAIL event for a peer refused because
+/// no ZAP handler was there to authenticate it ([`Error::NoZapHandler`]).
+pub const EFAULT: u32 = 14;
+
 /// The values of a [`MonitorEventKind::HandshakeFailedProtocol`] event: libzmq's
 /// `ZMQ_PROTOCOL_ERROR_*` codes, named without that prefix.
 pub mod protocol_error {
@@ -295,7 +303,9 @@ pub fn protocol_error_code(e: &Error) -> Option<u32> {
             _ => p::ZMTP_CRYPTOGRAPHIC,
         },
         Error::UnexpectedVerdict => p::ZMTP_UNSPECIFIED,
-        Error::PeerError(_)
+        Error::ZapReplyInvalid { code } => *code,
+        Error::NoZapHandler
+        | Error::PeerError(_)
         | Error::AuthRejected { .. }
         | Error::HandshakeTimeout
         | Error::HeartbeatTimeout

@@ -136,14 +136,21 @@ impl Socket {
                     ),
                     None => self.monitor_peer_error(
                         MonitorEventKind::HandshakeFailedNoDetail,
-                        0,
+                        // libzmq's errno for a missing ZAP handler.
+                        if matches!(e, Error::NoZapHandler) {
+                            monitor::EFAULT
+                        } else {
+                            0
+                        },
                         peer,
                         error,
                     ),
                 },
+                // The peer closed its end mid-handshake: libzmq reports the end of the
+                // stream as EPIPE.
                 Ending::Closed => self.monitor_peer_error(
                     MonitorEventKind::HandshakeFailedNoDetail,
-                    0,
+                    monitor::EPIPE,
                     peer,
                     error,
                 ),
