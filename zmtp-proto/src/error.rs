@@ -178,11 +178,17 @@ impl std::error::Error for Error {}
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CurveError {
-    /// A HELLO of the wrong size or version, or whose box does not open with our key.
+    /// A HELLO of the wrong size or version (libzmq's
+    /// `ZMQ_PROTOCOL_ERROR_ZMTP_MALFORMED_COMMAND_HELLO`).
+    MalformedHello,
+    /// A HELLO whose box does not open with our key.
     BadHello,
-    /// A WELCOME of the wrong size, or whose box does not open (wrong server key).
+    /// A WELCOME of the wrong size, or whose box does not open (wrong server key); libzmq
+    /// reports both as cryptographic.
     BadWelcome,
-    /// An INITIATE too short, with a cookie that is not ours, or whose box does not open.
+    /// An INITIATE too short (`ZMQ_PROTOCOL_ERROR_ZMTP_MALFORMED_COMMAND_INITIATE`).
+    MalformedInitiate,
+    /// An INITIATE with a cookie that is not ours, or whose box does not open.
     BadInitiate,
     /// The vouch inside INITIATE does not open or does not name the client's short-term key.
     BadVouch,
@@ -203,6 +209,8 @@ pub enum CurveError {
 impl core::fmt::Display for CurveError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str(match self {
+            CurveError::MalformedHello => "malformed CURVE HELLO (wrong size or version)",
+            CurveError::MalformedInitiate => "malformed CURVE INITIATE (too short)",
             CurveError::BadHello => "invalid CURVE HELLO",
             CurveError::BadWelcome => "invalid CURVE WELCOME (wrong server key?)",
             CurveError::BadInitiate => "invalid CURVE INITIATE",

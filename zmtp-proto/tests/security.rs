@@ -1578,12 +1578,18 @@ mod curve {
         // (direction, frame index, body offset, expected error, what)
         let cases: Vec<(Dir, usize, usize, Error, &str)> = vec![
             (Dir::AtoB, 0, 1, Error::UnexpectedCommand, "HELLO name"),
-            (Dir::AtoB, 0, 6, Error::Curve(BadHello), "HELLO version"),
+            (
+                Dir::AtoB,
+                0,
+                6,
+                Error::Curve(MalformedHello),
+                "HELLO version",
+            ),
             (
                 Dir::AtoB,
                 0,
                 7,
-                Error::Curve(BadHello),
+                Error::Curve(MalformedHello),
                 "HELLO minor version",
             ),
             (Dir::AtoB, 0, 80, Error::Curve(BadHello), "HELLO C'"),
@@ -1769,7 +1775,7 @@ mod curve {
                 Dir::AtoB,
                 0,
                 vec![6, 8, 80, 120, 136, 199],
-                Error::Curve(BadHello),
+                Error::Curve(MalformedHello),
                 "HELLO",
             ),
             (Dir::BtoA, 0, vec![0, 7], short_name.clone(), "WELCOME"),
@@ -1784,7 +1790,14 @@ mod curve {
             (
                 Dir::AtoB,
                 1,
-                vec![9, 105, 113, 129, 200, 256, 257, 291],
+                vec![9, 105, 113, 129, 200, 256],
+                Error::Curve(MalformedInitiate),
+                "INITIATE",
+            ),
+            (
+                Dir::AtoB,
+                1,
+                vec![257, 291],
                 Error::Curve(BadInitiate),
                 "INITIATE",
             ),
@@ -1821,7 +1834,7 @@ mod curve {
         }
         // One byte too many is no better.
         for (dir, index, expected) in [
-            (Dir::AtoB, 0, BadHello),
+            (Dir::AtoB, 0, MalformedHello),
             (Dir::BtoA, 0, BadWelcome),
             (Dir::AtoB, 1, BadInitiate),
             (Dir::BtoA, 1, BadReady),

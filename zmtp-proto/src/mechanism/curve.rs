@@ -434,7 +434,7 @@ impl Curve {
     fn on_hello(&mut self, body: &mut [u8]) -> Result<(), Error> {
         let bad = CurveError::BadHello;
         if body.len() != HELLO_LEN || body.get(6..8) != Some(&[1, 0]) {
-            return Err(bad.into());
+            return Err(CurveError::MalformedHello.into());
         }
         let client_short = PublicKey(take(body, 80).ok_or(bad)?);
         let n: [u8; 8] = take(body, 112).ok_or(bad)?;
@@ -485,7 +485,7 @@ impl Curve {
     fn on_initiate<'a>(&mut self, body: &'a mut [u8]) -> Result<Metadata<'a>, Error> {
         let bad = CurveError::BadInitiate;
         if body.len() < INITIATE_MIN {
-            return Err(bad.into());
+            return Err(CurveError::MalformedInitiate.into());
         }
         let short = self.short_keys()?;
         let Role::Server {

@@ -298,6 +298,8 @@ pub fn protocol_error_code(e: &Error) -> Option<u32> {
         #[cfg(feature = "curve")]
         Error::Curve(c) => match c {
             crate::mechanism::CurveError::InvalidSequence => p::ZMTP_INVALID_SEQUENCE,
+            crate::mechanism::CurveError::MalformedHello => p::ZMTP_MALFORMED_COMMAND_HELLO,
+            crate::mechanism::CurveError::MalformedInitiate => p::ZMTP_MALFORMED_COMMAND_INITIATE,
             crate::mechanism::CurveError::NoEntropy
             | crate::mechanism::CurveError::NoncesExhausted => p::ZMTP_UNSPECIFIED,
             _ => p::ZMTP_CRYPTOGRAPHIC,
