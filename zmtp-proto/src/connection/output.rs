@@ -39,9 +39,15 @@ pub(super) struct Pending {
     greeting_rest: bool,
     legacy_hello: Option<Legacy>,
     ping: bool,
-    /// The context of the PONG to send (the PING's, cut to [`MAX_PING_CONTEXT`]).
-    pong: Option<heapless::Vec<u8, MAX_PING_CONTEXT>>,
+    /// The contexts of the PONGs to send (each PING's, cut to [`MAX_PING_CONTEXT`]), in
+    /// order: every PING gets its PONG, as from libzmq, up to [`MAX_PONGS`] waiting; past
+    /// that, a PING replaces the newest waiting one (so a peer that sends PINGs without
+    /// reading cannot make us hold more).
+    pongs: heapless::Deque<heapless::Vec<u8, MAX_PING_CONTEXT>, MAX_PONGS>,
 }
+
+/// Most PONGs waiting to be written.
+const MAX_PONGS: usize = 8;
 
 impl Pending {
     /// A new connection's: the first greeting stage goes out at once.
@@ -123,7 +129,15 @@ impl Connection {
     pub(super) fn queue_pong(&mut self, context: &[u8]) {
         let context = context.get(..MAX_PING_CONTEXT).unwrap_or(context);
         // Cannot fail: cut to the capacity just above.
-        self.pending.pong = heapless::Vec::from_slice(context).ok();
+        let Ok(context) = heapless::Vec::from_slice(context) else {
+            return;
+        };
+        let pongs = &mut self.pending.pongs;
+        if pongs.is_full() {
+            pongs.pop_back();
+        }
+        // Cannot fail: room was made just above.
+        let _ = pongs.push_back(context);
     }
 
     fn next_control(&self) -> Option<Control> {
@@ -140,7 +154,7 @@ impl Connection {
             Some(Control::Handshake)
         } else if self.out_mid_message {
             None
-        } else if p.pong.is_some() {
+        } else if !p.pongs.is_empty() {
             Some(Control::Pong)
         } else if p.ping {
             Some(Control::Ping)
@@ -159,7 +173,7 @@ impl Connection {
             || p.greeting_rest
             || p.legacy_hello.is_some()
             || p.ping
-            || p.pong.is_some()
+            || !p.pongs.is_empty()
             || self.mechanism.has_pending()
     }
 
@@ -176,11 +190,15 @@ impl Connection {
                 self.mechanism.pending_len(&self.config).is_some(),
                 Control::Handshake,
             ),
-            (p.pong.is_some() && !self.out_mid_message, Control::Pong),
             (p.ping && !self.out_mid_message, Control::Ping),
         ] {
             if set {
                 len += self.control_len(c);
+            }
+        }
+        if !self.out_mid_message {
+            for context in &p.pongs {
+                len += self.frame_len(true, Command::Pong { context }.body_len());
             }
         }
         len
@@ -207,7 +225,7 @@ impl Connection {
 
     fn pong_command(&self) -> Command<'_> {
         Command::Pong {
-            context: self.pending.pong.as_deref().unwrap_or_default(),
+            context: self.pending.pongs.front().map_or(&[], |c| c.as_slice()),
         }
     }
 
@@ -247,7 +265,7 @@ impl Connection {
                 }
             },
             Control::Pong => {
-                let pending = self.pending.pong.clone().unwrap_or_default();
+                let pending = self.pending.pongs.front().cloned().unwrap_or_default();
                 let cmd = Command::Pong { context: &pending };
                 self.emit_frame(true, false, cmd.body_len(), out, |w| {
                     w.emit(|out| cmd.emit_body(out))
@@ -266,7 +284,9 @@ impl Connection {
             Control::GreetingRest => self.pending.greeting_rest = false,
             Control::LegacyHello => self.pending.legacy_hello = None,
             Control::Handshake => {}
-            Control::Pong => self.pending.pong = None,
+            Control::Pong => {
+                self.pending.pongs.pop_front();
+            }
             Control::Ping => self.pending.ping = false,
         }
         Ok(n)
