@@ -1492,8 +1492,15 @@ impl World {
             }
             9 => {
                 let mut fd_out: c_int = -7;
-                let rc = zmq_poller_fd(handle, &raw mut fd_out);
+                // SAFETY: `fd_out` is a writable int for the duration of the call.
+                let rc = unsafe { zmq_poller_fd(handle, &raw mut fd_out) };
                 self.poller_result("zmq_poller_fd", rc, live, bad_poller, &[libc::EINVAL]);
+                // A descriptor given is open (the poller's own, left to it).
+                if rc == 0 {
+                    // SAFETY: fcntl on any int is defined; it only reads the flags.
+                    let open = unsafe { libc::fcntl(fd_out, libc::F_GETFD) } != -1;
+                    assert!(open, "zmq_poller_fd gave {fd_out}, not an open descriptor");
+                }
             }
             k => {
                 let mut out: Vec<zmq_poller_event_t> = (0..4)
