@@ -406,7 +406,8 @@ impl<R: Runtime> Socket<R> {
     /// # Ok(()) }
     /// ```
     pub fn unbind(&self, endpoint: &str) -> Result<(), Error> {
-        if self.inner.with_timers(|core| core.socket.unbind(endpoint)) {
+        let now = self.inner.now();
+        if self.inner.with_timers(|core| core.socket.unbind(endpoint, now)) {
             Ok(())
         } else {
             Err(Error::NotFound)

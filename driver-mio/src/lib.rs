@@ -783,7 +783,8 @@ impl Socket {
     /// # Ok(()) }
     /// ```
     pub fn unbind(&self, endpoint: &str) -> Result<(), Error> {
-        let unbound = self.with(true, |s| s.core.unbind(endpoint))?;
+        let now = self.shared.now();
+        let unbound = self.with(true, |s| s.core.unbind(endpoint, now))?;
         self.shared.let_go_of_listeners();
         match unbound {
             true => Ok(()),

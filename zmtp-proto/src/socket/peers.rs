@@ -163,6 +163,13 @@ impl Socket {
                 e.dead = true;
             }
             self.remove_peer(peer);
+        } else if self.opts.reconnect_ivl.is_none() && self.closing.is_none() {
+            // libzmq: a connection that will not be made again takes its endpoint with it,
+            // as a disconnect would (what was queued for it is discarded; what it sent
+            // stays readable), so that the endpoint may be connected anew.
+            self.remove_peer(peer);
+            self.set_retry(endpoint, None);
+            self.endpoints.remove(&endpoint);
         } else {
             if self.opts.immediate || self.rules.routes_by_id {
                 self.detach(peer);
