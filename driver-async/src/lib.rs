@@ -407,7 +407,10 @@ impl<R: Runtime> Socket<R> {
     /// ```
     pub fn unbind(&self, endpoint: &str) -> Result<(), Error> {
         let now = self.inner.now();
-        if self.inner.with_timers(|core| core.socket.unbind(endpoint, now)) {
+        if self
+            .inner
+            .with_timers(|core| core.socket.unbind(endpoint, now))
+        {
             Ok(())
         } else {
             Err(Error::NotFound)

@@ -605,3 +605,72 @@ fn a_failed_tls_handshake_carries_its_reason_to_the_monitor() {
         Some("TLS: invalid peer certificate: UnknownIssuer")
     );
 }
+
+/// Polls `done` every millisecond until it holds or five seconds pass.
+fn eventually(mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    done()
+}
+
+#[test]
+fn unbind_closes_the_connections_accepted_on_the_endpoint() {
+    let abstract_name = format!("ipc://@zmtp-mio-unbind-{}", std::process::id());
+    for endpoint in ["tcp://127.0.0.1:*", "ipc://*", &abstract_name] {
+        let ctx = Context::new().unwrap();
+        let push = ctx.socket(SocketType::Push).unwrap();
+        let ep = push.bind(endpoint).unwrap();
+        let pull = ctx.socket(SocketType::Pull).unwrap();
+        pull.connect(&ep).unwrap();
+        push.send("ABC").unwrap();
+        assert_eq!(&pull.recv_timeout(T).unwrap().frames()[0][..], b"ABC");
+        push.unbind(&ep).unwrap();
+        // No peer left: a send would block (libzmq's test_term_endpoint).
+        assert!(
+            eventually(|| matches!(
+                push.try_send("ABC"),
+                Err(zmtp_mio::SendError::WouldBlock(_))
+            )),
+            "{endpoint}: the accepted connection is still up"
+        );
+    }
+}
+
+/// libzmq's test_reconnect_ivl: with reconnecting off, the PAIR that lost its connection
+/// to an unbind can connect to the endpoint again (its old connect endpoint is gone).
+#[test]
+fn a_pair_that_will_not_reconnect_can_connect_again_after_an_unbind() {
+    let ctx = Context::new().unwrap();
+    let sb = ctx.socket(SocketType::Pair).unwrap();
+    let ep = sb.bind("tcp://127.0.0.1:*").unwrap();
+    let sc = ctx.socket(SocketType::Pair).unwrap();
+    sc.set_reconnect_ivl(None).unwrap();
+    let monitor = sc.monitor();
+    sc.connect(&ep).unwrap();
+    sc.send("one").unwrap();
+    assert_eq!(&sb.recv_timeout(T).unwrap().frames()[0][..], b"one");
+    sb.unbind(&ep).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let event = monitor.recv_timeout(left).expect("no DISCONNECTED");
+        if event.kind == zmtp_mio::MonitorEventKind::Disconnected {
+            break;
+        }
+    }
+    assert!(
+        matches!(sc.disconnect(&ep), Err(Error::NotFound)),
+        "the connect endpoint outlived its connection"
+    );
+    sb.bind(&ep).unwrap();
+    sc.connect(&ep).unwrap();
+    sc.send("two").unwrap();
+    assert_eq!(&sb.recv_timeout(T).unwrap().frames()[0][..], b"two");
+    sb.send("back").unwrap();
+    assert_eq!(&sc.recv_timeout(T).unwrap().frames()[0][..], b"back");
+}

@@ -325,3 +325,57 @@ fn dgram_round_trip_with_addresses() {
     }
     assert_eq!(zmq_ctx_term(ctx), 0);
 }
+
+/// `zmq_send`'s errno after a failed send.
+fn send_errno(s: *mut c_void, body: &[u8], flags: c_int) -> c_int {
+    let rc = unsafe { zmq_send(s, body.as_ptr().cast(), body.len(), flags) };
+    assert_eq!(rc, -1, "the send went through");
+    zmq::error::zmq_errno()
+}
+
+/// As libzmq: unbinding closes the connections accepted on the endpoint, and a message's
+/// first frame waits (SNDTIMEO) for a peer instead of being kept for one that is gone.
+#[test]
+fn unbind_leaves_a_bound_push_without_peers() {
+    let ctx = zmq_ctx_new();
+    let push = zmq_socket(ctx, 8);
+    let pull = zmq_socket(ctx, 7);
+    for s in [push, pull] {
+        set_int(s, RCVTIMEO, 5000);
+        set_int(s, LINGER, 0);
+    }
+    set_int(push, SNDTIMEO, 50);
+    unsafe {
+        assert_eq!(zmq_bind(push, c"tcp://127.0.0.1:*".as_ptr()), 0);
+    }
+    let ep = std::ffi::CString::new(last_endpoint(push)).unwrap();
+    assert_eq!(unsafe { zmq_connect(pull, ep.as_ptr()) }, 0);
+    send(push, b"ABC", 0);
+    assert_eq!(recv(pull), (b"ABC".to_vec(), false));
+
+    assert_eq!(unsafe { zmq_unbind(push, ep.as_ptr()) }, 0);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let rc = unsafe { zmq_send(push, b"x".as_ptr().cast(), 1, DONTWAIT) };
+        if rc == -1 {
+            assert_eq!(zmq::error::zmq_errno(), libc::EAGAIN);
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "still connected");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // The first frame of a multipart message finds no peer: EAGAIN after SNDTIMEO, and
+    // nothing is kept to go out with the next message.
+    assert_eq!(send_errno(push, b"first", SNDMORE), libc::EAGAIN);
+    assert_eq!(send_errno(push, b"last", 0), libc::EAGAIN);
+    assert_eq!(unsafe { zmq_bind(push, ep.as_ptr()) }, 0);
+    set_int(push, SNDTIMEO, 5000);
+    send(push, b"one", SNDMORE);
+    send(push, b"two", 0);
+    assert_eq!(recv(pull), (b"one".to_vec(), true));
+    assert_eq!(recv(pull), (b"two".to_vec(), false));
+    for s in [push, pull] {
+        assert_eq!(zmq_close(s), 0);
+    }
+    assert_eq!(zmq_ctx_term(ctx), 0);
+}

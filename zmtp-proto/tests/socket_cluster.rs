@@ -552,7 +552,11 @@ fn unbind_closes_the_connections_accepted_on_that_endpoint_only() {
     assert!(c.socket(pull).unbind(&first, now));
     c.run_until_idle();
     assert_eq!(c.links_between(a, pull), 0, "a's connection was closed");
-    assert_eq!(c.links_between(b, pull), 1, "b came through another endpoint");
+    assert_eq!(
+        c.links_between(b, pull),
+        1,
+        "b came through another endpoint"
+    );
     assert_eq!(c.socket(pull).peers().count(), 1);
     assert_eq!(count(&c.take_monitor(a), MonitorEventKind::Disconnected), 1);
     assert_eq!(recv_texts(&mut c, pull), ["late"]);
