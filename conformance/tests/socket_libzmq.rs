@@ -296,7 +296,30 @@ fn ipc_stale_file_wildcard_and_cleanup() {
     assert!(!std::path::Path::new(&made_up["ipc://".len()..]).exists());
 }
 
+/// ROUTER_NOTIFY: our ROUTER announces a libzmq DEALER's arrival (after its handshake)
+/// and its departure (it closed its socket) as `[routing id][empty]`.
+fn our_router_notify_sees_a_libzmq_dealer_come_and_go(dir: Direction) {
+    let ctx = Ctx::new();
+    let options = Options::default().with_router_notify(zmtp_proto::socket::RouterNotify::BOTH);
+    let mut router = SocketDriver::new(SocketType::Router, options);
+    let dealer = ctx.socket(ZMQ_DEALER).expect("dealer");
+    dealer.set_bytes(ZMQ_ROUTING_ID, b"X").expect("routing id");
+    dealer.set_int(ffi::ZMQ_LINGER, 0).expect("linger");
+    link(dir, &mut router, &dealer);
+    let arrival = router.recv(TIMEOUT).expect("the arrival notice");
+    assert_eq!(frames(&arrival), vec![b"X".to_vec(), vec![]]);
+    dealer.send_multipart(&[b"Hello"]).expect("send");
+    let hello = router.recv(TIMEOUT).expect("the dealer's message");
+    assert_eq!(frames(&hello), vec![b"X".to_vec(), b"Hello".to_vec()]);
+    drop(dealer);
+    let departure = router.recv(TIMEOUT).expect("the departure notice");
+    assert_eq!(frames(&departure), vec![b"X".to_vec(), vec![]]);
+    assert!(router.recv(Duration::from_millis(100)).is_none());
+}
+
 both_directions! {
+    our_router_notify_sees_a_libzmq_dealer_come_and_go
+        => router_notify_we_connect, router_notify_libzmq_connects;
     our_router_libzmq_dealers => router_dealers_we_connect, router_dealers_libzmq_connects;
     our_dealer_libzmq_router => dealer_router_we_connect, dealer_router_libzmq_connects;
     our_pub_libzmq_sub => pub_sub_we_connect, pub_sub_libzmq_connects;

@@ -674,3 +674,38 @@ fn a_pair_that_will_not_reconnect_can_connect_again_after_an_unbind() {
     sb.send("back").unwrap();
     assert_eq!(&sc.recv_timeout(T).unwrap().frames()[0][..], b"back");
 }
+
+/// ROUTER_NOTIFY: a DEALER's arrival and departure reach the ROUTER as
+/// `[routing id][empty]`, around its own messages.
+#[test]
+fn router_notify_announces_a_dealer_coming_and_going() {
+    let ctx = Context::new().unwrap();
+    let router = ctx.socket(SocketType::Router).unwrap();
+    router
+        .set_router_notify(zmtp_mio::RouterNotify::BOTH)
+        .unwrap();
+    assert_eq!(router.options().router_notify, zmtp_mio::RouterNotify::BOTH);
+    let ep = router.bind("tcp://127.0.0.1:*").unwrap();
+    let dealer = ctx.socket(SocketType::Dealer).unwrap();
+    dealer.set_routing_id("X").unwrap();
+    dealer.connect(&ep).unwrap();
+    let frames = |m: Message| -> Vec<Vec<u8>> { m.frames().iter().map(|f| f.to_vec()).collect() };
+    assert_eq!(
+        frames(router.recv_timeout(T).unwrap()),
+        [b"X".to_vec(), vec![]]
+    );
+    dealer.send("Hello").unwrap();
+    assert_eq!(
+        frames(router.recv_timeout(T).unwrap()),
+        [b"X".to_vec(), b"Hello".to_vec()]
+    );
+    drop(dealer);
+    assert_eq!(
+        frames(router.recv_timeout(T).unwrap()),
+        [b"X".to_vec(), vec![]]
+    );
+    assert!(matches!(
+        router.recv_timeout(Some(Duration::from_millis(100))),
+        Err(Error::Timeout)
+    ));
+}

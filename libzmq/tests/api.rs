@@ -379,3 +379,69 @@ fn unbind_leaves_a_bound_push_without_peers() {
     }
     assert_eq!(zmq_ctx_term(ctx), 0);
 }
+
+fn get_int(s: *mut c_void, option: c_int) -> c_int {
+    let mut v: c_int = -7;
+    let mut len = std::mem::size_of::<c_int>();
+    let rc = unsafe { zmq_getsockopt(s, option, (&mut v as *mut c_int).cast(), &mut len) };
+    assert_eq!(
+        rc,
+        0,
+        "getsockopt {option}: errno {}",
+        zmq::error::zmq_errno()
+    );
+    v
+}
+
+fn set_int_errno(s: *mut c_void, option: c_int, value: c_int) -> c_int {
+    let rc = unsafe { zmq_setsockopt(s, option, (&value as *const c_int).cast(), 4) };
+    assert_eq!(rc, -1, "setsockopt {option} = {value} was taken");
+    zmq::error::zmq_errno()
+}
+
+/// `ZMQ_ROUTER_NOTIFY` (97): ROUTER only, 0 to 3, read back as set (0 on other types);
+/// the notices arrive as `[routing id][empty]`.
+#[test]
+fn router_notify_option_and_notices() {
+    let ctx = zmq_ctx_new();
+    let router = zmq_socket(ctx, 6);
+    let dealer = zmq_socket(ctx, 5);
+    for s in [router, dealer] {
+        set_int(s, RCVTIMEO, 5000);
+        set_int(s, LINGER, 0);
+    }
+    assert_eq!(get_int(router, ROUTER_NOTIFY), 0, "off by default");
+    for v in [1, 2, 0, 3] {
+        set_int(router, ROUTER_NOTIFY, v);
+        assert_eq!(get_int(router, ROUTER_NOTIFY), v);
+    }
+    assert_eq!(set_int_errno(router, ROUTER_NOTIFY, -1), libc::EINVAL);
+    assert_eq!(set_int_errno(router, ROUTER_NOTIFY, 4), libc::EINVAL);
+    assert_eq!(
+        get_int(router, ROUTER_NOTIFY),
+        3,
+        "a refused value changes nothing"
+    );
+    assert_eq!(set_int_errno(dealer, ROUTER_NOTIFY, 1), libc::EINVAL);
+    assert_eq!(get_int(dealer, ROUTER_NOTIFY), 0);
+
+    unsafe {
+        assert_eq!(zmq_bind(router, c"tcp://127.0.0.1:*".as_ptr()), 0);
+    }
+    let ep = std::ffi::CString::new(last_endpoint(router)).unwrap();
+    let rc = unsafe { zmq_setsockopt(dealer, ROUTING_ID, b"X".as_ptr().cast(), 1) };
+    assert_eq!(rc, 0);
+    assert_eq!(unsafe { zmq_connect(dealer, ep.as_ptr()) }, 0);
+    assert_eq!(recv(router), (b"X".to_vec(), true));
+    assert_eq!(recv(router), (b"".to_vec(), false));
+    send(dealer, b"Hello", 0);
+    assert_eq!(recv(router), (b"X".to_vec(), true));
+    assert_eq!(recv(router), (b"Hello".to_vec(), false));
+    assert_eq!(unsafe { zmq_disconnect(dealer, ep.as_ptr()) }, 0);
+    assert_eq!(recv(router), (b"X".to_vec(), true));
+    assert_eq!(recv(router), (b"".to_vec(), false));
+    for s in [router, dealer] {
+        assert_eq!(zmq_close(s), 0);
+    }
+    assert_eq!(zmq_ctx_term(ctx), 0);
+}

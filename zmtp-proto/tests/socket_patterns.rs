@@ -1193,6 +1193,97 @@ fn req_survives_a_peer_failing_while_its_queue_is_drained() {
 }
 
 #[test]
+fn router_notify_announces_peers_coming_and_going() {
+    use zmtp_proto::socket::RouterNotify;
+    for notify in [
+        RouterNotify::NONE,
+        RouterNotify::CONNECT,
+        RouterNotify::DISCONNECT,
+        RouterNotify::BOTH,
+    ] {
+        let mut c = Cluster::new(46);
+        let router = c.add(Router, opts(|o| o.router_notify = notify));
+        let ep = c.bind(router, ANY);
+        let dealer = c.add(Dealer, opts(|o| o.routing_id = "X".into()));
+        c.connect(dealer, &ep);
+        c.run_until_idle();
+        let arrival: &[&str] = if notify.connect { &["X|"] } else { &[] };
+        assert_eq!(recv_texts(&mut c, router), arrival, "{notify:?}");
+        c.send(dealer, m(&["Hello"])).unwrap();
+        c.run_until_idle();
+        // The peer closes its side after one more message: it comes before the notice.
+        c.send(dealer, m(&["last"])).unwrap();
+        let now = c.now();
+        c.socket(dealer).close(now);
+        c.run_until_idle();
+        let mut expected = vec!["X|Hello", "X|last"];
+        if notify.disconnect {
+            expected.push("X|");
+        }
+        assert_eq!(recv_texts(&mut c, router), expected, "{notify:?}");
+    }
+}
+
+#[test]
+fn router_notify_is_silent_for_failed_handshakes_and_our_own_drops() {
+    let mut c = Cluster::new(47);
+    let router = c.add(
+        Router,
+        opts(|o| o.router_notify = zmtp_proto::socket::RouterNotify::BOTH),
+    );
+    let ep = c.bind(router, ANY);
+    // A peer that never completes its handshake: no arrival, no departure.
+    let stranger = c.add_default(Dealer);
+    c.silence(stranger);
+    c.connect(stranger, &ep);
+    c.run_until_idle();
+    let peer = c.peer_between(router, stranger).unwrap();
+    let now = c.now();
+    c.socket(router).handle_received(peer, now, &[0u8; 10]);
+    c.run_until_idle();
+    assert_eq!(c.links_between(router, stranger), 0);
+    assert_eq!(recv_texts(&mut c, router), Vec::<String>::new());
+    // A peer whose connection we close by unbinding: its arrival only.
+    let dealer = c.add(Dealer, opts(|o| o.routing_id = "D".into()));
+    c.connect(dealer, &ep);
+    c.run_until_idle();
+    assert_eq!(recv_texts(&mut c, router), ["D|"]);
+    let now = c.now();
+    assert!(c.socket(router).unbind(&ep, now));
+    c.run_until_idle();
+    assert_eq!(c.links_between(router, dealer), 0);
+    assert_eq!(recv_texts(&mut c, router), Vec::<String>::new());
+}
+
+/// libzmq's test_error_during_multipart: a peer that fails in the middle of a message
+/// loses that message, and the notice comes alone.
+#[test]
+fn router_notify_drops_the_unfinished_message_of_a_failed_peer() {
+    let mut c = Cluster::new(48);
+    let router = c.add(
+        Router,
+        opts(|o| {
+            o.router_notify = zmtp_proto::socket::RouterNotify::DISCONNECT;
+            o.maxmsgsize = Some(64);
+        }),
+    );
+    let ep = c.bind(router, ANY);
+    let dealer = c.add(
+        Dealer,
+        opts(|o| {
+            o.routing_id = "X".into();
+            o.reconnect_ivl = None;
+        }),
+    );
+    c.connect(dealer, &ep);
+    c.run_until_idle();
+    c.send(dealer, m(&["Hello2", &"*".repeat(127)])).unwrap();
+    c.run_until_idle();
+    assert_eq!(c.links_between(router, dealer), 0);
+    assert_eq!(recv_texts(&mut c, router), ["X|"]);
+}
+
+#[test]
 fn router_delivers_the_last_message_of_a_peer_that_fails_behind_it() {
     let mut c = Cluster::new(45);
     let router = c.add(Router, opts(|o| o.rcvhwm = 1));

@@ -80,6 +80,10 @@ pub struct Options {
     /// `ZMQ_STREAM_NOTIFY` (STREAM): announce each connection coming up and going away
     /// as `[routing id][empty]`. Default true.
     pub stream_notify: bool,
+    /// `ZMQ_ROUTER_NOTIFY` (ROUTER, a draft option): announce each peer whose handshake
+    /// completed, and each such peer whose connection was lost (closed by the peer or
+    /// failed, not dropped by us), as a message `[routing id][empty]`. Default: neither.
+    pub router_notify: RouterNotify,
     /// `ZMQ_REQ_CORRELATE`: prefix requests with an id and accept only the matching reply.
     pub req_correlate: bool,
     /// `ZMQ_REQ_RELAXED`: allow a new request before the reply to the last one.
@@ -114,6 +118,67 @@ pub struct Options {
     pub legacy_peers: bool,
 }
 
+/// `ZMQ_ROUTER_NOTIFY`'s value: which of its peers' arrivals and departures a ROUTER
+/// announces. Each announcement is a message of two frames, the peer's routing id and an
+/// empty frame, received among the peer's messages: on arrival, once the handshake is done,
+/// before anything the peer sends; on departure (the peer closed the connection, or it
+/// failed after the handshake), after everything the peer sent whole. A connection we
+/// close ourselves (`disconnect`, `unbind`, a handover, closing the socket) is not
+/// announced, as in libzmq.
+///
+/// ```
+/// use zmtp_proto::socket::RouterNotify;
+///
+/// assert_eq!(RouterNotify::from_bits(3), Some(RouterNotify::BOTH));
+/// assert_eq!(RouterNotify::BOTH.bits(), 3); // ZMQ_NOTIFY_CONNECT | ZMQ_NOTIFY_DISCONNECT
+/// assert!(RouterNotify::from_bits(4).is_none());
+/// assert!(RouterNotify::CONNECT.connect && !RouterNotify::CONNECT.disconnect);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct RouterNotify {
+    /// `ZMQ_NOTIFY_CONNECT` (1): announce a peer whose handshake completed.
+    pub connect: bool,
+    /// `ZMQ_NOTIFY_DISCONNECT` (2): announce a peer whose connection was lost.
+    pub disconnect: bool,
+}
+
+impl RouterNotify {
+    /// No announcement (the default; libzmq's 0).
+    pub const NONE: RouterNotify = RouterNotify {
+        connect: false,
+        disconnect: false,
+    };
+    /// Arrivals only (`ZMQ_NOTIFY_CONNECT`).
+    pub const CONNECT: RouterNotify = RouterNotify {
+        connect: true,
+        disconnect: false,
+    };
+    /// Departures only (`ZMQ_NOTIFY_DISCONNECT`).
+    pub const DISCONNECT: RouterNotify = RouterNotify {
+        connect: false,
+        disconnect: true,
+    };
+    /// Both.
+    pub const BOTH: RouterNotify = RouterNotify {
+        connect: true,
+        disconnect: true,
+    };
+
+    /// From libzmq's bit set (`ZMQ_NOTIFY_CONNECT` 1, `ZMQ_NOTIFY_DISCONNECT` 2); `None`
+    /// for any other bit.
+    pub fn from_bits(bits: u32) -> Option<RouterNotify> {
+        (bits <= 3).then_some(RouterNotify {
+            connect: bits & 1 != 0,
+            disconnect: bits & 2 != 0,
+        })
+    }
+
+    /// libzmq's bit set.
+    pub fn bits(self) -> u32 {
+        u32::from(self.connect) | u32::from(self.disconnect) << 1
+    }
+}
+
 impl Default for Options {
     fn default() -> Options {
         Options {
@@ -136,6 +201,7 @@ impl Default for Options {
             router_handover: false,
             probe_router: false,
             stream_notify: true,
+            router_notify: RouterNotify::NONE,
             legacy_peers: true,
             req_correlate: false,
             req_relaxed: false,
@@ -244,6 +310,11 @@ macro_rules! __options_table {
             /// away as `[routing id][empty]`. Default true.
             stream_notify, with_stream_notify, set_stream_notify, (on: bool) => on,
                 "at once";
+            /// `ZMQ_ROUTER_NOTIFY` (ROUTER): announce peers connecting (after their
+            /// handshake) and disconnecting as `[routing id][empty]`. Default: neither.
+            router_notify, with_router_notify, set_router_notify,
+                (notify: $crate::socket::RouterNotify) => notify,
+                "to connections that complete their handshake or are lost afterwards";
             /// Accept peers that speak ZMTP 1.0 or 2.0 (not a libzmq option: libzmq
             /// always does). Default true; never with a security mechanism or ZAP domain.
             legacy_peers, with_legacy_peers, set_legacy_peers, (on: bool) => on,

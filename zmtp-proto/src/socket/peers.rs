@@ -4,7 +4,10 @@ use super::timers::TimerKey;
 use super::{
     auth, monitor, Command, Departed, Ending, MonitorEventKind, PeerId, PeerStats, Socket,
 };
-use crate::{Connection, Error, Instant};
+use bytes::Bytes;
+
+use super::Message;
+use crate::{Connection, Error, Instant, SocketType};
 
 impl Socket {
     /// The connection of a peer's current stream (peer identity, socket type, version).
@@ -88,6 +91,16 @@ impl Socket {
             .reset(TimerKey::Peer(peer), stream.deadline, None);
         let endpoint = p.endpoint;
         let outbound = p.outbound;
+        // ROUTER_NOTIFY: a lost connection of a routable peer is announced after what it
+        // sent whole (a message it had not finished went with its stream).
+        if self.opts.router_notify.disconnect
+            && self.ty == SocketType::Router
+            && stream.established
+            && p.attached
+            && !matches!(ending, Ending::Dropped)
+        {
+            p.inq.push_back(Message::from(Bytes::new()));
+        }
         let protocol_error = match &ending {
             Ending::Failed(e) => !matches!(
                 e,
