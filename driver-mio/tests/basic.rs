@@ -709,3 +709,40 @@ fn router_notify_announces_a_dealer_coming_and_going() {
         Err(Error::Timeout)
     ));
 }
+
+/// INVERT_MATCHING on a PUB and its SUBs: each message reaches the subscribers whose
+/// prefixes do not match it.
+#[test]
+fn invert_matching_reaches_the_subscribers_that_do_not_match() {
+    let ctx = Context::new().unwrap();
+    let publ = ctx.socket(SocketType::Pub).unwrap();
+    publ.set_invert_matching(true).unwrap();
+    assert!(publ.options().invert_matching);
+    let ep = publ.bind("tcp://127.0.0.1:*").unwrap();
+    let subs: Vec<_> = ["prefix1", "p2"]
+        .iter()
+        .map(|topic| {
+            let sub = ctx.socket(SocketType::Sub).unwrap();
+            sub.set_invert_matching(true).unwrap();
+            sub.subscribe(*topic).unwrap();
+            sub.connect(&ep).unwrap();
+            sub
+        })
+        .collect();
+    // Both subscriptions must have arrived: until then "x" goes to a SUB with none.
+    assert!(eventually(|| publ.topics_count() == 2));
+    for topic in ["prefix1", "p2", "x"] {
+        publ.send(topic).unwrap();
+    }
+    let text = |m: Message| String::from_utf8(m.frames()[0].to_vec()).unwrap();
+    assert_eq!(text(subs[0].recv_timeout(T).unwrap()), "p2");
+    assert_eq!(text(subs[0].recv_timeout(T).unwrap()), "x");
+    assert_eq!(text(subs[1].recv_timeout(T).unwrap()), "prefix1");
+    assert_eq!(text(subs[1].recv_timeout(T).unwrap()), "x");
+    for sub in &subs {
+        assert!(matches!(
+            sub.recv_timeout(Some(Duration::from_millis(100))),
+            Err(Error::Timeout)
+        ));
+    }
+}

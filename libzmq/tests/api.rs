@@ -445,3 +445,51 @@ fn router_notify_option_and_notices() {
     }
     assert_eq!(zmq_ctx_term(ctx), 0);
 }
+
+/// `ZMQ_INVERT_MATCHING` (74): taken by every type (any non-zero value is on) and read
+/// back; a PUB and a SUB that both invert pass what the subscription does not match.
+#[test]
+fn invert_matching_option_and_effect() {
+    let ctx = zmq_ctx_new();
+    let publ = zmq_socket(ctx, 1);
+    let sub = zmq_socket(ctx, 2);
+    let dealer = zmq_socket(ctx, 5);
+    for s in [publ, sub, dealer] {
+        set_int(s, RCVTIMEO, 5000);
+        set_int(s, LINGER, 0);
+        assert_eq!(get_int(s, INVERT_MATCHING), 0, "off by default");
+    }
+    set_int(dealer, INVERT_MATCHING, -3);
+    assert_eq!(get_int(dealer, INVERT_MATCHING), 1);
+    set_int(dealer, INVERT_MATCHING, 0);
+    assert_eq!(get_int(dealer, INVERT_MATCHING), 0);
+    set_int(publ, INVERT_MATCHING, 1);
+    set_int(sub, INVERT_MATCHING, 1);
+    assert_eq!(get_int(publ, INVERT_MATCHING), 1);
+    let rc = unsafe { zmq_setsockopt(sub, SUBSCRIBE, b"a".as_ptr().cast(), 1) };
+    assert_eq!(rc, 0);
+    unsafe {
+        assert_eq!(zmq_bind(publ, c"tcp://127.0.0.1:*".as_ptr()), 0);
+    }
+    let ep = std::ffi::CString::new(last_endpoint(publ)).unwrap();
+    assert_eq!(unsafe { zmq_connect(sub, ep.as_ptr()) }, 0);
+    // Until the subscription arrives, the SUB counts as subscribed to nothing and gets
+    // everything: send until "b" arrives, then check "a" is kept from it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while get_int(publ, TOPICS_COUNT) != 1 {
+        assert!(std::time::Instant::now() < deadline, "no subscription");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    send(publ, b"a-kept-back", 0);
+    send(publ, b"b-passed", 0);
+    assert_eq!(recv(sub), (b"b-passed".to_vec(), false));
+    set_int(sub, RCVTIMEO, 100);
+    let mut buf = [0u8; 16];
+    let rc = unsafe { zmq_recv(sub, buf.as_mut_ptr().cast(), buf.len(), 0) };
+    assert_eq!(rc, -1);
+    assert_eq!(zmq::error::zmq_errno(), libc::EAGAIN);
+    for s in [publ, sub, dealer] {
+        assert_eq!(zmq_close(s), 0);
+    }
+    assert_eq!(zmq_ctx_term(ctx), 0);
+}

@@ -96,6 +96,10 @@ pub struct Options {
     pub xpub_nodrop: bool,
     /// `ZMQ_XPUB_WELCOME_MSG`: a message sent to each new subscriber.
     pub xpub_welcome_msg: Option<Bytes>,
+    /// `ZMQ_INVERT_MATCHING`: PUB and XPUB send each message to the peers whose
+    /// subscriptions do not match it (a peer that subscribed to nothing among them), and
+    /// SUB keeps the messages that match none of its subscriptions. Default false.
+    pub invert_matching: bool,
     /// The security mechanism and our role in it: `ZMQ_PLAIN_SERVER`,
     /// `ZMQ_PLAIN_USERNAME`/`ZMQ_PLAIN_PASSWORD`, `ZMQ_CURVE_SERVER`,
     /// `ZMQ_CURVE_PUBLICKEY`/`ZMQ_CURVE_SECRETKEY`/`ZMQ_CURVE_SERVERKEY`. Default NULL.
@@ -209,6 +213,7 @@ impl Default for Options {
             xpub_verboser: false,
             xpub_nodrop: false,
             xpub_welcome_msg: None,
+            invert_matching: false,
             security: Security::Null,
             zap_domain: Bytes::new(),
             zap_enforce_domain: false,
@@ -344,6 +349,11 @@ macro_rules! __options_table {
                     (!msg.is_empty()).then_some(msg)
                 },
                 "to subscribers that connect afterwards";
+            /// `ZMQ_INVERT_MATCHING`: PUB and XPUB send each message to the peers whose
+            /// subscriptions do not match it; SUB keeps the messages that match none of
+            /// its own. Default false.
+            invert_matching, with_invert_matching, set_invert_matching, (on: bool) => on,
+                "at once";
             /// The security mechanism and our role in it (`ZMQ_PLAIN_SERVER`,
             /// `ZMQ_PLAIN_USERNAME`, `ZMQ_CURVE_SERVER`, `ZMQ_CURVE_SERVERKEY`, …, as one
             /// value). Default NULL.

@@ -31,13 +31,15 @@ impl Socket {
     }
 
     /// How many peers a message could reach now, before its topic or group is looked at:
-    /// for an XPUB, its subscribers that subscribed to anything; for a RADIO, its dishes
+    /// for an XPUB, its subscribers that subscribed to anything (with `INVERT_MATCHING`,
+    /// every routable peer); for a RADIO, its dishes
     /// that joined any group; for every other type (a PUB among them), its routable
     /// (connected, handshake done) peers. A PUB's [`Sent::Dropped`](super::Sent::Dropped)
     /// with an audience is a message no subscriber's topic matched; without one, a
     /// message nobody could have had.
     pub fn audience(&self) -> usize {
         match self.ty {
+            crate::SocketType::XPub if self.opts.invert_matching => self.attached.len(),
             crate::SocketType::XPub | crate::SocketType::Radio => self
                 .attached
                 .iter()
