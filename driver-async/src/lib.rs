@@ -391,8 +391,10 @@ impl<R: Runtime> Socket<R> {
         })
     }
 
-    /// Stop listening on an endpoint given to `bind` (or the resolved form). Returns at
-    /// once (not `async`); [`Error::NotFound`] if no such endpoint is bound.
+    /// Stop listening on an endpoint given to `bind` (or the resolved form), and close the
+    /// connections accepted on it, as libzmq does (what was queued for them is discarded;
+    /// what they sent stays readable). Returns at once (not `async`); [`Error::NotFound`]
+    /// if no such endpoint is bound.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]

@@ -769,7 +769,9 @@ impl Socket {
         Ok(self.with(false, |s| s.core.leave(group.as_ref()))??)
     }
 
-    /// Stop listening on an endpoint given to `bind` (or its resolved form).
+    /// Stop listening on an endpoint given to `bind` (or its resolved form), and close the
+    /// connections accepted on it, as libzmq does (what was queued for them is discarded;
+    /// what they sent stays readable).
     ///
     /// ```
     /// use zmtp_mio::{Context, Error, SocketType};

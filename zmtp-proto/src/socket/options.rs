@@ -47,7 +47,8 @@ pub struct Options {
     pub routing_id: Bytes,
     /// `ZMQ_CONNECT_ROUTING_ID` (ROUTER): the id given to the peer of the next `connect`.
     pub connect_routing_id: Option<Bytes>,
-    /// `ZMQ_RECONNECT_IVL`: wait before reconnecting; `None` = never reconnect. Default 100 ms.
+    /// `ZMQ_RECONNECT_IVL`: wait before reconnecting; `None` = never reconnect (then a lost
+    /// connection takes its connect endpoint with it, as in libzmq). Default 100 ms.
     pub reconnect_ivl: Option<Duration>,
     /// `ZMQ_RECONNECT_IVL_MAX`: when above `reconnect_ivl`, each failed attempt doubles the
     /// wait up to this (exponential backoff). Default zero: no backoff.

@@ -243,15 +243,14 @@ fn subscribed(s: &Socket, peer: PeerId, first: &[u8]) -> bool {
 /// have room). A borrowed body (`send_slice`) is copied into each peer's output, so that a
 /// small message is never allocated.
 pub(in crate::socket) fn send_pub(s: &mut Socket, out: Outgoing<'_>) -> Result<Sent, SendError> {
-    if s.opts.invert_matching {
-        return send_pub_inverted(s, out);
-    }
     let first = out.first();
+    // INVERT_MATCHING: the peers whose subscriptions do not match take the message.
+    let invert = s.opts.invert_matching;
     if s.ty == SocketType::XPub && s.opts.xpub_nodrop {
         let blocked = s
             .attached
             .iter()
-            .any(|&p| subscribed(s, p, first) && !s.has_room(p));
+            .any(|&p| subscribed(s, p, first) != invert && !s.has_room(p));
         if blocked {
             return Err(SendError::WouldBlock(out.into_message()));
         }
@@ -259,31 +258,7 @@ pub(in crate::socket) fn send_pub(s: &mut Socket, out: Outgoing<'_>) -> Result<S
     let mut any = false;
     for i in 0..s.attached.len() {
         let peer = s.attached[i];
-        if subscribed(s, peer, first) && s.has_room(peer) {
-            s.deliver(peer, out.share());
-            any = true;
-        }
-    }
-    Ok(if any { Sent::Queued } else { Sent::Dropped })
-}
-
-/// [`send_pub`] with `INVERT_MATCHING`: the peers whose subscriptions do not match the
-/// message take it (kept apart so that the usual path tests nothing more per peer).
-fn send_pub_inverted(s: &mut Socket, out: Outgoing<'_>) -> Result<Sent, SendError> {
-    let first = out.first();
-    if s.ty == SocketType::XPub && s.opts.xpub_nodrop {
-        let blocked = s
-            .attached
-            .iter()
-            .any(|&p| !subscribed(s, p, first) && !s.has_room(p));
-        if blocked {
-            return Err(SendError::WouldBlock(out.into_message()));
-        }
-    }
-    let mut any = false;
-    for i in 0..s.attached.len() {
-        let peer = s.attached[i];
-        if !subscribed(s, peer, first) && s.has_room(peer) {
+        if subscribed(s, peer, first) != invert && s.has_room(peer) {
             s.deliver(peer, out.share());
             any = true;
         }
