@@ -67,23 +67,23 @@
 //! `PLAIN_USERNAME`, `PLAIN_PASSWORD`, `CURVE_SERVER`, `CURVE_PUBLICKEY`,
 //! `CURVE_SECRETKEY`, `CURVE_SERVERKEY`, `ZAP_DOMAIN`, `ZAP_ENFORCE_DOMAIN`,
 //! `MULTICAST_HOPS`, `MULTICAST_LOOP`, `THREAD_SAFE`, `INVERT_MATCHING`, the draft
-//! `TOPICS_COUNT` and `ROUTER_NOTIFY`. Kept
-//! and reported back but not applied (the driver has no such setting yet): `SNDBUF`,
-//! `RCVBUF`, `TCP_KEEPALIVE*`, `IPV6` (IPv6 addresses work whatever it says), `BACKLOG`,
-//! `TOS`, `AFFINITY`, `RATE`, `RECOVERY_IVL`, `CONNECT_TIMEOUT`, `TCP_MAXRT`.
+//! `TOPICS_COUNT` and `ROUTER_NOTIFY`. Kept and reported back but not applied (the
+//! driver has no such setting yet): `SNDBUF`, `RCVBUF`, `TCP_KEEPALIVE*`, `IPV6` (IPv6
+//! addresses work whatever it says), `BACKLOG`, `TOS`, `AFFINITY`, `RATE`,
+//! `RECOVERY_IVL`, `CONNECT_TIMEOUT`, `TCP_MAXRT`.
 //!
 //! # Not yet
 //! Declared in `zmq.h` but not exported yet (a program that needs it fails to link
 //! rather than misbehave): `zmq_socket_monitor_pipes_stats`. Missing behaviour: ZAP
 //! handlers over `inproc://zeromq.zap.01` (the core's own ZAP client does not see the C handler), the
 //! options not listed above (`EINVAL`, e.g. `ZMQ_XPUB_MANUAL`, `ZMQ_ROUTER_RAW`,
-//! `ZMQ_METADATA`), `zmq_msg_gets` on
-//! messages from peers whose properties the core does not attach (it answers for
-//! authenticated peers) and `Peer-Address`. A multipart message is handed to the driver
-//! with its last frame, so `EAGAIN`, `EHOSTUNREACH` and the like come on the last frame
+//! `ZMQ_METADATA`), `zmq_msg_gets` on messages from peers whose properties the core does
+//! not attach (it answers for authenticated peers) and `Peer-Address`. A multipart
+//! message is handed to the driver with its last frame, so `EAGAIN`, `EHOSTUNREACH` and the like come on the last frame
 //! where libzmq returns them on the first (a first frame with no room waits up to
 //! `ZMQ_SNDTIMEO` and is then refused, at once with `ZMQ_DONTWAIT`, as libzmq does, and so
-//! is an unknown peer's routing-id frame on a ROUTER with `ZMQ_ROUTER_MANDATORY`). The monitor's PAIR waits for its peer rather than dropping the events sent before the peer
+//! is an unknown peer's routing-id frame on a ROUTER with `ZMQ_ROUTER_MANDATORY`). The
+//! monitor's PAIR waits for its peer rather than dropping the events sent before the peer
 //! connects.
 //!
 //! Known differences seen running libzmq's own tests (to be fixed): an `inproc://`

@@ -270,7 +270,6 @@ impl CSocket {
         repr
     }
 
-    /// Hand a whole message to the driver, waiting (at most SNDTIMEO) unless `dontwait`.
     /// Wait until the socket can send, at most SNDTIMEO (`EAGAIN` then).
     fn wait_writable(&self) -> Result<(), Errno> {
         let deadline = self.sock.sndtimeo().map(|t| Instant::now() + t);
@@ -289,6 +288,7 @@ impl CSocket {
         Ok(())
     }
 
+    /// Hand a whole message to the driver, waiting (at most SNDTIMEO) unless `dontwait`.
     fn send_message(&self, message: Message, dontwait: bool) -> Result<(), (Errno, Message)> {
         let deadline = self.sock.sndtimeo().map(|t| Instant::now() + t);
         let mut message = message;
