@@ -96,6 +96,8 @@ pub const ZMQ_ZAP_DOMAIN: c_int = 55;
 pub const ZMQ_CONNECT_ROUTING_ID: c_int = 61;
 /// Option `ZMQ_STREAM_NOTIFY` (int, STREAM: announce connections coming and going).
 pub const ZMQ_STREAM_NOTIFY: c_int = 73;
+/// Option `ZMQ_INVERT_MATCHING` (int, boolean).
+pub const ZMQ_INVERT_MATCHING: c_int = 74;
 /// Option `ZMQ_HEARTBEAT_IVL` (int, milliseconds between PINGs).
 pub const ZMQ_HEARTBEAT_IVL: c_int = 75;
 /// Option `ZMQ_HEARTBEAT_TTL` (int, milliseconds announced in PINGs, sent in deciseconds).

@@ -349,8 +349,96 @@ fn source_address_connects(dir: Direction) {
     }
 }
 
+/// ROUTER_NOTIFY: our ROUTER announces a libzmq DEALER's arrival (after its handshake)
+/// and its departure (it closed its socket) as `[routing id][empty]`.
+fn our_router_notify_sees_a_libzmq_dealer_come_and_go(dir: Direction) {
+    let ctx = Ctx::new();
+    let options = Options::default().with_router_notify(zmtp_proto::socket::RouterNotify::BOTH);
+    let mut router = SocketDriver::new(SocketType::Router, options);
+    let dealer = ctx.socket(ZMQ_DEALER).expect("dealer");
+    dealer.set_bytes(ZMQ_ROUTING_ID, b"X").expect("routing id");
+    dealer.set_int(ffi::ZMQ_LINGER, 0).expect("linger");
+    link(dir, &mut router, &dealer);
+    let arrival = router.recv(TIMEOUT).expect("the arrival notice");
+    assert_eq!(frames(&arrival), vec![b"X".to_vec(), vec![]]);
+    dealer.send_multipart(&[b"Hello"]).expect("send");
+    let hello = router.recv(TIMEOUT).expect("the dealer's message");
+    assert_eq!(frames(&hello), vec![b"X".to_vec(), b"Hello".to_vec()]);
+    drop(dealer);
+    let departure = router.recv(TIMEOUT).expect("the departure notice");
+    assert_eq!(frames(&departure), vec![b"X".to_vec(), vec![]]);
+    assert!(router.recv(Duration::from_millis(100)).is_none());
+}
+
+/// INVERT_MATCHING: our PUB sends a libzmq SUB (inverting too) the messages its
+/// subscription does not match.
+fn our_inverted_pub_libzmq_sub(dir: Direction) {
+    let ctx = Ctx::new();
+    let options = Options::default().with_invert_matching(true);
+    let mut publisher = SocketDriver::new(SocketType::Pub, options);
+    let sub = ctx.socket(ZMQ_SUB).expect("sub");
+    sub.set_int(ffi::ZMQ_INVERT_MATCHING, 1).expect("invert");
+    sub.subscribe(b"A").expect("subscribe");
+    link(dir, &mut publisher, &sub);
+    // Until the subscription arrives, "A" messages reach the SUB (it subscribed to
+    // nothing as far as the PUB knows) and the SUB drops them: wait for it. A bound
+    // libzmq socket takes its connections in when it is called: poke it meanwhile.
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    while publisher.socket().topics_count() != 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the subscription never arrived"
+        );
+        assert!(sub.try_recv_multipart().is_err(), "nothing was sent yet");
+        publisher.pump_for(Duration::from_millis(1));
+    }
+    for i in 0..20u8 {
+        publisher
+            .send(Message::from(vec![b'A', i]), TIMEOUT)
+            .expect("send");
+        publisher
+            .send(Message::from(vec![b'B', i]), TIMEOUT)
+            .expect("send");
+    }
+    let got: Vec<Vec<Vec<u8>>> = (0..20).map(|_| zrecv(&mut publisher, &sub)).collect();
+    let expected: Vec<Vec<Vec<u8>>> = (0..20u8).map(|i| vec![vec![b'B', i]]).collect();
+    assert_eq!(got, expected, "only what the subscription does not match");
+}
+
+/// INVERT_MATCHING: our SUB keeps what its subscription does not match from a libzmq PUB
+/// that inverts too.
+fn our_inverted_sub_libzmq_pub(dir: Direction) {
+    let ctx = Ctx::new();
+    let options = Options::default().with_invert_matching(true);
+    let mut sub = SocketDriver::new(SocketType::Sub, options);
+    assert!(sub.socket().subscribe(b"A"));
+    let publisher = ctx.socket(ZMQ_PUB).expect("pub");
+    publisher
+        .set_int(ffi::ZMQ_INVERT_MATCHING, 1)
+        .expect("invert");
+    link(dir, &mut sub, &publisher);
+    // Until the subscription arrives, libzmq sends everything and our SUB drops the "A"
+    // messages itself: the result is the same either way.
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    let mut got = Vec::new();
+    while got.len() < 10 {
+        assert!(std::time::Instant::now() < deadline, "got {got:?}");
+        publisher.send_multipart(&[b"A-no"]).expect("send");
+        publisher.send_multipart(&[b"B-yes"]).expect("send");
+        sub.pump_for(Duration::from_millis(2));
+        while let Some(m) = sub.recv(Duration::ZERO) {
+            got.push(frames(&m));
+        }
+    }
+    assert!(got.iter().all(|m| m == &vec![b"B-yes".to_vec()]), "{got:?}");
+}
+
 both_directions! {
     source_address_connects => source_address_we_connect, source_address_libzmq_connects;
+    our_inverted_pub_libzmq_sub => inverted_pub_we_connect, inverted_pub_libzmq_connects;
+    our_inverted_sub_libzmq_pub => inverted_sub_we_connect, inverted_sub_libzmq_connects;
+    our_router_notify_sees_a_libzmq_dealer_come_and_go
+        => router_notify_we_connect, router_notify_libzmq_connects;
     our_router_libzmq_dealers => router_dealers_we_connect, router_dealers_libzmq_connects;
     our_dealer_libzmq_router => dealer_router_we_connect, dealer_router_libzmq_connects;
     our_pub_libzmq_sub => pub_sub_we_connect, pub_sub_libzmq_connects;

@@ -63,8 +63,8 @@ pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey, SecretKey};
 pub use zmtp_proto::mechanism::Security;
 pub use zmtp_proto::socket::{
     AuthReply, Authenticator, CloseReport, EndpointError, GroupError, Message, MetadataError,
-    MonitorEvent, MonitorEventKind, Options, PeerProperties, SendError, Sent, TextError,
-    ZapRequest, GROUP_MAX_LEN,
+    MonitorEvent, MonitorEventKind, Options, PeerProperties, RouterNotify, SendError, Sent,
+    TextError, ZapRequest, GROUP_MAX_LEN,
 };
 pub use zmtp_proto::{z85, Bytes, SocketType};
 /// The traits of [`MessageStream`] and [`Monitor`], re-exported so that naming them needs
@@ -391,8 +391,10 @@ impl<R: Runtime> Socket<R> {
         })
     }
 
-    /// Stop listening on an endpoint given to `bind` (or the resolved form). Returns at
-    /// once (not `async`); [`Error::NotFound`] if no such endpoint is bound.
+    /// Stop listening on an endpoint given to `bind` (or the resolved form), and close the
+    /// connections accepted on it, as libzmq does (what was queued for them is discarded;
+    /// what they sent stays readable). Returns at once (not `async`); [`Error::NotFound`]
+    /// if no such endpoint is bound.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -406,7 +408,11 @@ impl<R: Runtime> Socket<R> {
     /// # Ok(()) }
     /// ```
     pub fn unbind(&self, endpoint: &str) -> Result<(), Error> {
-        if self.inner.with_timers(|core| core.socket.unbind(endpoint)) {
+        let now = self.inner.now();
+        if self
+            .inner
+            .with_timers(|core| core.socket.unbind(endpoint, now))
+        {
             Ok(())
         } else {
             Err(Error::NotFound)

@@ -123,8 +123,8 @@ pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey, SecretKey};
 pub use zmtp_proto::mechanism::Security;
 pub use zmtp_proto::socket::{
     AuthReply, Authenticator, CloseReport, EndpointError, GroupError, Message, MetadataError,
-    MonitorEvent, MonitorEventKind, Options, PeerProperties, SendError, Sent, TextError,
-    ZapRequest, GROUP_MAX_LEN,
+    MonitorEvent, MonitorEventKind, Options, PeerProperties, RouterNotify, SendError, Sent,
+    TextError, ZapRequest, GROUP_MAX_LEN,
 };
 pub use zmtp_proto::{z85, Bytes, SocketType};
 
@@ -837,7 +837,9 @@ impl Socket {
         Ok(self.with(false, |s| s.core.leave(group.as_ref()))??)
     }
 
-    /// Stop listening on an endpoint given to `bind` (or its resolved form).
+    /// Stop listening on an endpoint given to `bind` (or its resolved form), and close the
+    /// connections accepted on it, as libzmq does (what was queued for them is discarded;
+    /// what they sent stays readable).
     ///
     /// ```
     /// use zmtp_mio::{Context, Error, SocketType};
@@ -851,7 +853,8 @@ impl Socket {
     /// # Ok(()) }
     /// ```
     pub fn unbind(&self, endpoint: &str) -> Result<(), Error> {
-        let unbound = self.with(true, |s| s.core.unbind(endpoint))?;
+        let now = self.shared.now();
+        let unbound = self.with(true, |s| s.core.unbind(endpoint, now))?;
         self.shared.let_go_of_listeners();
         match unbound {
             true => Ok(()),

@@ -645,3 +645,144 @@ fn a_failed_tls_handshake_carries_its_reason_to_the_monitor() {
         Some("TLS: invalid peer certificate: UnknownIssuer")
     );
 }
+
+/// Polls `done` every millisecond until it holds or five seconds pass.
+fn eventually(mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    done()
+}
+
+#[test]
+fn unbind_closes_the_connections_accepted_on_the_endpoint() {
+    let abstract_name = format!("ipc://@zmtp-mio-unbind-{}", std::process::id());
+    for endpoint in ["tcp://127.0.0.1:*", "ipc://*", &abstract_name] {
+        let ctx = Context::new().unwrap();
+        let push = ctx.socket(SocketType::Push).unwrap();
+        let ep = push.bind(endpoint).unwrap();
+        let pull = ctx.socket(SocketType::Pull).unwrap();
+        pull.connect(&ep).unwrap();
+        push.send("ABC").unwrap();
+        assert_eq!(&pull.recv_timeout(T).unwrap().frames()[0][..], b"ABC");
+        push.unbind(&ep).unwrap();
+        // No peer left: a send would block (libzmq's test_term_endpoint).
+        assert!(
+            eventually(|| matches!(
+                push.try_send("ABC"),
+                Err(zmtp_mio::SendError::WouldBlock(_))
+            )),
+            "{endpoint}: the accepted connection is still up"
+        );
+    }
+}
+
+/// libzmq's test_reconnect_ivl: with reconnecting off, the PAIR that lost its connection
+/// to an unbind can connect to the endpoint again (its old connect endpoint is gone).
+#[test]
+fn a_pair_that_will_not_reconnect_can_connect_again_after_an_unbind() {
+    let ctx = Context::new().unwrap();
+    let sb = ctx.socket(SocketType::Pair).unwrap();
+    let ep = sb.bind("tcp://127.0.0.1:*").unwrap();
+    let sc = ctx.socket(SocketType::Pair).unwrap();
+    sc.set_reconnect_ivl(None).unwrap();
+    let monitor = sc.monitor();
+    sc.connect(&ep).unwrap();
+    sc.send("one").unwrap();
+    assert_eq!(&sb.recv_timeout(T).unwrap().frames()[0][..], b"one");
+    sb.unbind(&ep).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let event = monitor.recv_timeout(left).expect("no DISCONNECTED");
+        if event.kind == zmtp_mio::MonitorEventKind::Disconnected {
+            break;
+        }
+    }
+    assert!(
+        matches!(sc.disconnect(&ep), Err(Error::NotFound)),
+        "the connect endpoint outlived its connection"
+    );
+    sb.bind(&ep).unwrap();
+    sc.connect(&ep).unwrap();
+    sc.send("two").unwrap();
+    assert_eq!(&sb.recv_timeout(T).unwrap().frames()[0][..], b"two");
+    sb.send("back").unwrap();
+    assert_eq!(&sc.recv_timeout(T).unwrap().frames()[0][..], b"back");
+}
+
+/// ROUTER_NOTIFY: a DEALER's arrival and departure reach the ROUTER as
+/// `[routing id][empty]`, around its own messages.
+#[test]
+fn router_notify_announces_a_dealer_coming_and_going() {
+    let ctx = Context::new().unwrap();
+    let router = ctx.socket(SocketType::Router).unwrap();
+    router
+        .set_router_notify(zmtp_mio::RouterNotify::BOTH)
+        .unwrap();
+    assert_eq!(router.options().router_notify, zmtp_mio::RouterNotify::BOTH);
+    let ep = router.bind("tcp://127.0.0.1:*").unwrap();
+    let dealer = ctx.socket(SocketType::Dealer).unwrap();
+    dealer.set_routing_id("X").unwrap();
+    dealer.connect(&ep).unwrap();
+    let frames = |m: Message| -> Vec<Vec<u8>> { m.frames().iter().map(|f| f.to_vec()).collect() };
+    assert_eq!(
+        frames(router.recv_timeout(T).unwrap()),
+        [b"X".to_vec(), vec![]]
+    );
+    dealer.send("Hello").unwrap();
+    assert_eq!(
+        frames(router.recv_timeout(T).unwrap()),
+        [b"X".to_vec(), b"Hello".to_vec()]
+    );
+    drop(dealer);
+    assert_eq!(
+        frames(router.recv_timeout(T).unwrap()),
+        [b"X".to_vec(), vec![]]
+    );
+    assert!(matches!(
+        router.recv_timeout(Some(Duration::from_millis(100))),
+        Err(Error::Timeout)
+    ));
+}
+
+/// INVERT_MATCHING on a PUB and its SUBs: each message reaches the subscribers whose
+/// prefixes do not match it.
+#[test]
+fn invert_matching_reaches_the_subscribers_that_do_not_match() {
+    let ctx = Context::new().unwrap();
+    let publ = ctx.socket(SocketType::Pub).unwrap();
+    publ.set_invert_matching(true).unwrap();
+    assert!(publ.options().invert_matching);
+    let ep = publ.bind("tcp://127.0.0.1:*").unwrap();
+    let subs: Vec<_> = ["prefix1", "p2"]
+        .iter()
+        .map(|topic| {
+            let sub = ctx.socket(SocketType::Sub).unwrap();
+            sub.set_invert_matching(true).unwrap();
+            sub.subscribe(*topic).unwrap();
+            sub.connect(&ep).unwrap();
+            sub
+        })
+        .collect();
+    // Both subscriptions must have arrived: until then "x" goes to a SUB with none.
+    assert!(eventually(|| publ.topics_count() == 2));
+    for topic in ["prefix1", "p2", "x"] {
+        publ.send(topic).unwrap();
+    }
+    let text = |m: Message| String::from_utf8(m.frames()[0].to_vec()).unwrap();
+    assert_eq!(text(subs[0].recv_timeout(T).unwrap()), "p2");
+    assert_eq!(text(subs[0].recv_timeout(T).unwrap()), "x");
+    assert_eq!(text(subs[1].recv_timeout(T).unwrap()), "prefix1");
+    assert_eq!(text(subs[1].recv_timeout(T).unwrap()), "x");
+    for sub in &subs {
+        assert!(matches!(
+            sub.recv_timeout(Some(Duration::from_millis(100))),
+            Err(Error::Timeout)
+        ));
+    }
+}

@@ -257,8 +257,8 @@ pub use zmtp_async::rustls;
 pub use zmtp_async::{
     curve_keypair, linger_all, set_loss_reports, z85, AuthReply, Authenticator, Bytes, CloseReport,
     EndpointError, Error, GroupError, KeyPair, Message, MetadataError, Monitor, MonitorEvent,
-    MonitorEventKind, Options, PeerProperties, PublicKey, SecretKey, Security, SendError, Sent,
-    SocketType, TextError, Tls, ZapRequest,
+    MonitorEventKind, Options, PeerProperties, PublicKey, RouterNotify, SecretKey, Security,
+    SendError, Sent, SocketType, TextError, Tls, ZapRequest,
 };
 
 #[doc = include_str!("socket.md")]

@@ -78,22 +78,23 @@
 //! `XPUB_NODROP`, `XPUB_WELCOME_MSG`, `STREAM_NOTIFY`, `MECHANISM`, `PLAIN_SERVER`,
 //! `PLAIN_USERNAME`, `PLAIN_PASSWORD`, `CURVE_SERVER`, `CURVE_PUBLICKEY`,
 //! `CURVE_SECRETKEY`, `CURVE_SERVERKEY`, `ZAP_DOMAIN`, `ZAP_ENFORCE_DOMAIN`,
-//! `MULTICAST_HOPS`, `MULTICAST_LOOP`, `THREAD_SAFE`, the draft `TOPICS_COUNT`. Kept
-//! and reported back but not applied (the driver has no such setting yet): `SNDBUF`,
-//! `RCVBUF`, `TCP_KEEPALIVE*`, `IPV6` (IPv6 addresses work whatever it says), `BACKLOG`,
-//! `TOS`, `AFFINITY`, `RATE`, `RECOVERY_IVL`, `CONNECT_TIMEOUT`, `TCP_MAXRT`.
+//! `MULTICAST_HOPS`, `MULTICAST_LOOP`, `THREAD_SAFE`, `INVERT_MATCHING`, the draft
+//! `TOPICS_COUNT` and `ROUTER_NOTIFY`. Kept and reported back but not applied (the
+//! driver has no such setting yet): `SNDBUF`, `RCVBUF`, `TCP_KEEPALIVE*`, `IPV6` (IPv6
+//! addresses work whatever it says), `BACKLOG`, `TOS`, `AFFINITY`, `RATE`,
+//! `RECOVERY_IVL`, `CONNECT_TIMEOUT`, `TCP_MAXRT`.
 //!
 //! # Not yet
 //! Declared in `zmq.h` but not exported yet (a program that needs it fails to link
 //! rather than misbehave): `zmq_socket_monitor_pipes_stats`. Missing behaviour: the
 //! options not listed above (`EINVAL`, e.g. `ZMQ_XPUB_MANUAL`, `ZMQ_ROUTER_RAW`,
-//! `ZMQ_INVERT_MATCHING`, `ZMQ_METADATA`, `ZMQ_ROUTER_NOTIFY`), `zmq_msg_gets` on
-//! messages from peers whose properties the core does not attach (it answers for
-//! authenticated peers) and `Peer-Address`. A multipart message is handed to the driver
-//! with its last frame, so `EAGAIN`, `EHOSTUNREACH` and the like come on the last frame
-//! where libzmq returns them on the first (`ZMQ_DONTWAIT` on a first frame with no room
-//! is refused at once, as libzmq does, and so is an unknown peer's routing-id frame on a
-//! ROUTER with `ZMQ_ROUTER_MANDATORY`). The monitor's PAIR waits for its peer rather than dropping the events sent before the peer
+//! `ZMQ_METADATA`), `zmq_msg_gets` on messages from peers whose properties the core does
+//! not attach (it answers for authenticated peers) and `Peer-Address`. A multipart
+//! message is handed to the driver with its last frame, so `EAGAIN`, `EHOSTUNREACH` and the like come on the last frame
+//! where libzmq returns them on the first (a first frame with no room waits up to
+//! `ZMQ_SNDTIMEO` and is then refused, at once with `ZMQ_DONTWAIT`, as libzmq does, and so
+//! is an unknown peer's routing-id frame on a ROUTER with `ZMQ_ROUTER_MANDATORY`). The
+//! monitor's PAIR waits for its peer rather than dropping the events sent before the peer
 //! connects.
 //!
 //! Known differences seen running libzmq's own tests (to be fixed): an `inproc://`

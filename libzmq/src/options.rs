@@ -29,10 +29,10 @@ consts! {
     CURVE_SECRETKEY = 49; CURVE_SERVERKEY = 50; PROBE_ROUTER = 51; REQ_CORRELATE = 52;
     REQ_RELAXED = 53; CONFLATE = 54; ZAP_DOMAIN = 55; ROUTER_HANDOVER = 56; TOS = 57;
     CONNECT_ROUTING_ID = 61; HANDSHAKE_IVL = 66; XPUB_NODROP = 69; XPUB_WELCOME_MSG = 72;
-    STREAM_NOTIFY = 73; HEARTBEAT_IVL = 75; HEARTBEAT_TTL = 76; HEARTBEAT_TIMEOUT = 77;
-    XPUB_VERBOSER = 78; CONNECT_TIMEOUT = 79; TCP_MAXRT = 80; THREAD_SAFE = 81;
+    STREAM_NOTIFY = 73; INVERT_MATCHING = 74; HEARTBEAT_IVL = 75; HEARTBEAT_TTL = 76;
+    HEARTBEAT_TIMEOUT = 77; XPUB_VERBOSER = 78; CONNECT_TIMEOUT = 79; TCP_MAXRT = 80; THREAD_SAFE = 81;
     USE_FD = 89; BINDTODEVICE = 92; ZAP_ENFORCE_DOMAIN = 93; MULTICAST_LOOP = 96;
-    TOPICS_COUNT = 116;
+    ROUTER_NOTIFY = 97; TOPICS_COUNT = 116;
 }
 
 /// Option values kept by the C layer: tuning values the driver has no field for (kept
@@ -287,6 +287,17 @@ fn set(s: &CSocket, option: c_int, optval: *const c_void, len: usize) -> Result<
                 }
                 _ => driver(s, sock.set_router_handover(on)),
             }
+        }
+        // Taken by every type, as in libzmq (it acts on PUB, XPUB and SUB); any
+        // non-zero value is true.
+        INVERT_MATCHING => driver(s, sock.set_invert_matching(int(optval, len)? != 0)),
+        ROUTER_NOTIFY if ty == SocketType::Router => {
+            let v = int(optval, len)?;
+            let notify = u32::try_from(v)
+                .ok()
+                .and_then(zmtp_mio::RouterNotify::from_bits)
+                .ok_or(libc::EINVAL)?;
+            driver(s, sock.set_router_notify(notify))
         }
         PROBE_ROUTER
             if matches!(
@@ -623,6 +634,8 @@ fn get(s: &CSocket, option: c_int, out: &Out) -> Result<(), Errno> {
         HEARTBEAT_TIMEOUT => out.int(as_millis(o.heartbeat_timeout)),
         MULTICAST_HOPS => out.int(c_int::try_from(o.multicast_hops).unwrap_or(c_int::MAX)),
         MULTICAST_LOOP => out.int(c_int::from(o.multicast_loop)),
+        INVERT_MATCHING => out.int(c_int::from(o.invert_matching)),
+        ROUTER_NOTIFY => out.int(c_int::try_from(o.router_notify.bits()).unwrap_or(0)),
         ZAP_DOMAIN => out.string(&o.zap_domain),
         ZAP_ENFORCE_DOMAIN => out.int(c_int::from(o.zap_enforce_domain)),
         _ => Err(libc::EINVAL),

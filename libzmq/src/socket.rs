@@ -167,8 +167,17 @@ impl CSocket {
             if more && single_frame_type(self.ty) {
                 return Err((libc::EINVAL, repr));
             }
-            if more && flags & DONTWAIT != 0 && !self.sock.can_send() {
-                return Err((libc::EAGAIN, repr));
+            // As in libzmq, a message's first frame waits (up to SNDTIMEO) for a peer to
+            // take it: the frames kept here never wait for a peer that is not there.
+            if more && !self.sock.can_send() {
+                if flags & DONTWAIT != 0 {
+                    return Err((libc::EAGAIN, repr));
+                }
+                drop(st);
+                if let Err(e) = self.wait_writable() {
+                    return Err((e, repr));
+                }
+                st = self.state();
             }
             // ROUTER_MANDATORY: an unknown peer is refused on the routing-id frame.
             if more
@@ -259,6 +268,24 @@ impl CSocket {
         frames.truncate(had);
         self.state().out = frames;
         repr
+    }
+
+    /// Wait until the socket can send, at most SNDTIMEO (`EAGAIN` then).
+    fn wait_writable(&self) -> Result<(), Errno> {
+        let deadline = self.sock.sndtimeo().map(|t| Instant::now() + t);
+        while !self.sock.can_send() {
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return Err(libc::EAGAIN);
+            }
+            let wait = deadline.map(|d| d - now);
+            let mut items = [zmtp_mio::PollItem::new(&self.sock, zmtp_mio::POLLOUT)];
+            zmtp_mio::poll(&mut items, wait).map_err(|e| self.errno(&e))?;
+            if self.ctx.terminating() {
+                return Err(ETERM);
+            }
+        }
+        Ok(())
     }
 
     /// Hand a whole message to the driver, waiting (at most SNDTIMEO) unless `dontwait`.

@@ -326,6 +326,174 @@ fn dgram_round_trip_with_addresses() {
     assert_eq!(zmq_ctx_term(ctx), 0);
 }
 
+/// `zmq_send`'s errno after a failed send.
+fn send_errno(s: *mut c_void, body: &[u8], flags: c_int) -> c_int {
+    let rc = unsafe { zmq_send(s, body.as_ptr().cast(), body.len(), flags) };
+    assert_eq!(rc, -1, "the send went through");
+    zmq::error::zmq_errno()
+}
+
+/// As libzmq: unbinding closes the connections accepted on the endpoint, and a message's
+/// first frame waits (SNDTIMEO) for a peer instead of being kept for one that is gone.
+#[test]
+fn unbind_leaves_a_bound_push_without_peers() {
+    let ctx = zmq_ctx_new();
+    let push = zmq_socket(ctx, 8);
+    let pull = zmq_socket(ctx, 7);
+    for s in [push, pull] {
+        set_int(s, RCVTIMEO, 5000);
+        set_int(s, LINGER, 0);
+    }
+    set_int(push, SNDTIMEO, 50);
+    unsafe {
+        assert_eq!(zmq_bind(push, c"tcp://127.0.0.1:*".as_ptr()), 0);
+    }
+    let ep = std::ffi::CString::new(last_endpoint(push)).unwrap();
+    assert_eq!(unsafe { zmq_connect(pull, ep.as_ptr()) }, 0);
+    send(push, b"ABC", 0);
+    assert_eq!(recv(pull), (b"ABC".to_vec(), false));
+
+    assert_eq!(unsafe { zmq_unbind(push, ep.as_ptr()) }, 0);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let rc = unsafe { zmq_send(push, b"x".as_ptr().cast(), 1, DONTWAIT) };
+        if rc == -1 {
+            assert_eq!(zmq::error::zmq_errno(), libc::EAGAIN);
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "still connected");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // The first frame of a multipart message finds no peer: EAGAIN after SNDTIMEO, and
+    // nothing is kept to go out with the next message.
+    assert_eq!(send_errno(push, b"first", SNDMORE), libc::EAGAIN);
+    assert_eq!(send_errno(push, b"last", 0), libc::EAGAIN);
+    assert_eq!(unsafe { zmq_bind(push, ep.as_ptr()) }, 0);
+    set_int(push, SNDTIMEO, 5000);
+    send(push, b"one", SNDMORE);
+    send(push, b"two", 0);
+    assert_eq!(recv(pull), (b"one".to_vec(), true));
+    assert_eq!(recv(pull), (b"two".to_vec(), false));
+    for s in [push, pull] {
+        assert_eq!(zmq_close(s), 0);
+    }
+    assert_eq!(zmq_ctx_term(ctx), 0);
+}
+
+fn get_int(s: *mut c_void, option: c_int) -> c_int {
+    let mut v: c_int = -7;
+    let mut len = std::mem::size_of::<c_int>();
+    let rc = unsafe { zmq_getsockopt(s, option, (&mut v as *mut c_int).cast(), &mut len) };
+    assert_eq!(
+        rc,
+        0,
+        "getsockopt {option}: errno {}",
+        zmq::error::zmq_errno()
+    );
+    v
+}
+
+fn set_int_errno(s: *mut c_void, option: c_int, value: c_int) -> c_int {
+    let rc = unsafe { zmq_setsockopt(s, option, (&value as *const c_int).cast(), 4) };
+    assert_eq!(rc, -1, "setsockopt {option} = {value} was taken");
+    zmq::error::zmq_errno()
+}
+
+/// `ZMQ_ROUTER_NOTIFY` (97): ROUTER only, 0 to 3, read back as set (0 on other types);
+/// the notices arrive as `[routing id][empty]`.
+#[test]
+fn router_notify_option_and_notices() {
+    let ctx = zmq_ctx_new();
+    let router = zmq_socket(ctx, 6);
+    let dealer = zmq_socket(ctx, 5);
+    for s in [router, dealer] {
+        set_int(s, RCVTIMEO, 5000);
+        set_int(s, LINGER, 0);
+    }
+    assert_eq!(get_int(router, ROUTER_NOTIFY), 0, "off by default");
+    for v in [1, 2, 0, 3] {
+        set_int(router, ROUTER_NOTIFY, v);
+        assert_eq!(get_int(router, ROUTER_NOTIFY), v);
+    }
+    assert_eq!(set_int_errno(router, ROUTER_NOTIFY, -1), libc::EINVAL);
+    assert_eq!(set_int_errno(router, ROUTER_NOTIFY, 4), libc::EINVAL);
+    assert_eq!(
+        get_int(router, ROUTER_NOTIFY),
+        3,
+        "a refused value changes nothing"
+    );
+    assert_eq!(set_int_errno(dealer, ROUTER_NOTIFY, 1), libc::EINVAL);
+    assert_eq!(get_int(dealer, ROUTER_NOTIFY), 0);
+
+    unsafe {
+        assert_eq!(zmq_bind(router, c"tcp://127.0.0.1:*".as_ptr()), 0);
+    }
+    let ep = std::ffi::CString::new(last_endpoint(router)).unwrap();
+    let rc = unsafe { zmq_setsockopt(dealer, ROUTING_ID, b"X".as_ptr().cast(), 1) };
+    assert_eq!(rc, 0);
+    assert_eq!(unsafe { zmq_connect(dealer, ep.as_ptr()) }, 0);
+    assert_eq!(recv(router), (b"X".to_vec(), true));
+    assert_eq!(recv(router), (b"".to_vec(), false));
+    send(dealer, b"Hello", 0);
+    assert_eq!(recv(router), (b"X".to_vec(), true));
+    assert_eq!(recv(router), (b"Hello".to_vec(), false));
+    assert_eq!(unsafe { zmq_disconnect(dealer, ep.as_ptr()) }, 0);
+    assert_eq!(recv(router), (b"X".to_vec(), true));
+    assert_eq!(recv(router), (b"".to_vec(), false));
+    for s in [router, dealer] {
+        assert_eq!(zmq_close(s), 0);
+    }
+    assert_eq!(zmq_ctx_term(ctx), 0);
+}
+
+/// `ZMQ_INVERT_MATCHING` (74): taken by every type (any non-zero value is on) and read
+/// back; a PUB and a SUB that both invert pass what the subscription does not match.
+#[test]
+fn invert_matching_option_and_effect() {
+    let ctx = zmq_ctx_new();
+    let publ = zmq_socket(ctx, 1);
+    let sub = zmq_socket(ctx, 2);
+    let dealer = zmq_socket(ctx, 5);
+    for s in [publ, sub, dealer] {
+        set_int(s, RCVTIMEO, 5000);
+        set_int(s, LINGER, 0);
+        assert_eq!(get_int(s, INVERT_MATCHING), 0, "off by default");
+    }
+    set_int(dealer, INVERT_MATCHING, -3);
+    assert_eq!(get_int(dealer, INVERT_MATCHING), 1);
+    set_int(dealer, INVERT_MATCHING, 0);
+    assert_eq!(get_int(dealer, INVERT_MATCHING), 0);
+    set_int(publ, INVERT_MATCHING, 1);
+    set_int(sub, INVERT_MATCHING, 1);
+    assert_eq!(get_int(publ, INVERT_MATCHING), 1);
+    let rc = unsafe { zmq_setsockopt(sub, SUBSCRIBE, b"a".as_ptr().cast(), 1) };
+    assert_eq!(rc, 0);
+    unsafe {
+        assert_eq!(zmq_bind(publ, c"tcp://127.0.0.1:*".as_ptr()), 0);
+    }
+    let ep = std::ffi::CString::new(last_endpoint(publ)).unwrap();
+    assert_eq!(unsafe { zmq_connect(sub, ep.as_ptr()) }, 0);
+    // Until the subscription arrives, the SUB counts as subscribed to nothing and gets
+    // everything: send until "b" arrives, then check "a" is kept from it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while get_int(publ, TOPICS_COUNT) != 1 {
+        assert!(std::time::Instant::now() < deadline, "no subscription");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    send(publ, b"a-kept-back", 0);
+    send(publ, b"b-passed", 0);
+    assert_eq!(recv(sub), (b"b-passed".to_vec(), false));
+    set_int(sub, RCVTIMEO, 100);
+    let mut buf = [0u8; 16];
+    let rc = unsafe { zmq_recv(sub, buf.as_mut_ptr().cast(), buf.len(), 0) };
+    assert_eq!(rc, -1);
+    assert_eq!(zmq::error::zmq_errno(), libc::EAGAIN);
+    for s in [publ, sub, dealer] {
+        assert_eq!(zmq_close(s), 0);
+    }
+    assert_eq!(zmq_ctx_term(ctx), 0);
+}
+
 /// Whether `fd` is readable within `ms` milliseconds.
 fn readable(fd: c_int, ms: c_int) -> bool {
     let mut p = libc::pollfd {

@@ -526,6 +526,129 @@ fn messages_received_before_a_peer_closes_are_still_delivered() {
     assert!(!c.socket(req).can_recv());
 }
 
+// ----- unbind ---------------------------------------------------------------------------
+
+#[test]
+fn unbind_closes_the_connections_accepted_on_that_endpoint_only() {
+    let mut c = Cluster::new(120);
+    let pull = c.add_default(Pull);
+    let first = c.bind(pull, "tcp://127.0.0.1:7020");
+    let second = c.bind(pull, "tcp://127.0.0.1:7021");
+    let (a, b) = (c.add_default(Push), c.add_default(Push));
+    c.monitor_all(a);
+    c.connect(a, &first);
+    c.connect(b, &second);
+    c.run_until_idle();
+    c.send(a, m(&["from a"])).unwrap();
+    c.send(b, m(&["from b"])).unwrap();
+    c.run_until_idle();
+    assert_eq!(recv_texts(&mut c, pull), ["from a", "from b"]);
+    c.take_monitor(a);
+
+    // A message from a received but unread when the endpoint goes stays readable.
+    c.send(a, m(&["late"])).unwrap();
+    c.run_until_idle();
+    let now = c.now();
+    assert!(c.socket(pull).unbind(&first, now));
+    c.run_until_idle();
+    assert_eq!(c.links_between(a, pull), 0, "a's connection was closed");
+    assert_eq!(
+        c.links_between(b, pull),
+        1,
+        "b came through another endpoint"
+    );
+    assert_eq!(c.socket(pull).peers().count(), 1);
+    assert_eq!(count(&c.take_monitor(a), MonitorEventKind::Disconnected), 1);
+    assert_eq!(recv_texts(&mut c, pull), ["late"]);
+
+    // a keeps trying to reconnect, in vain: nothing listens there any more.
+    c.run_for(ms(500));
+    assert_eq!(c.links_between(a, pull), 0);
+    assert!(!retried(&c.take_monitor(a)).is_empty());
+    c.send(b, m(&["still"])).unwrap();
+    c.run_until_idle();
+    assert_eq!(recv_texts(&mut c, pull), ["still"]);
+    assert!(!c.socket(pull).unbind(&first, now), "unbound already");
+}
+
+#[test]
+fn a_bound_push_has_nobody_to_send_to_after_unbind() {
+    let mut c = Cluster::new(121);
+    let push = c.add_default(Push);
+    let ep = c.bind(push, ANY);
+    let pull = c.add_default(Pull);
+    c.connect(pull, &ep);
+    c.run_until_idle();
+    c.send(push, m(&["ABC"])).unwrap();
+    c.run_until_idle();
+    assert_eq!(recv_texts(&mut c, pull), ["ABC"]);
+    // Queued for the peer, not yet written, when the endpoint goes: discarded.
+    c.send(push, m(&["lost"])).unwrap();
+    let now = c.now();
+    assert!(c.socket(push).unbind(&ep, now));
+    c.run_until_idle();
+    assert!(matches!(
+        c.send(push, m(&["ABC"])),
+        Err(SendError::WouldBlock(_))
+    ));
+    assert_eq!(c.socket(push).peers().count(), 0);
+    assert!(recv_texts(&mut c, pull).is_empty());
+}
+
+/// As libzmq: a connection lost with reconnecting off (RECONNECT_IVL -1) takes its connect
+/// endpoint with it, so the same endpoint can be connected again.
+#[test]
+fn a_lost_connection_that_will_not_reconnect_ends_its_endpoint() {
+    let mut c = Cluster::new(122);
+    let ep = "tcp://127.0.0.1:7022";
+    let sb = c.add_default(Pair);
+    c.bind(sb, ep);
+    let sc = c.add(Pair, opts(|o| o.reconnect_ivl = None));
+    c.connect(sc, ep);
+    c.run_until_idle();
+    c.send(sc, m(&["ping"])).unwrap();
+    c.run_until_idle();
+    assert_eq!(recv_texts(&mut c, sb), ["ping"]);
+
+    let now = c.now();
+    assert!(c.socket(sb).unbind(ep, now));
+    c.run_until_idle();
+    assert_eq!(c.socket(sc).peers().count(), 0, "the peer went with it");
+    let now = c.now();
+    assert!(
+        !c.socket(sc).disconnect(ep, now),
+        "the connect endpoint is gone"
+    );
+    // Bound again: sc does not come back by itself.
+    c.bind(sb, ep);
+    c.run_for(ms(500));
+    assert_eq!(c.links_between(sb, sc), 0);
+    assert!(c.send(sb, m(&["lost"])).is_err(), "sb has no peer");
+    // Connected anew, the PAIR takes the new connection.
+    c.connect(sc, ep);
+    c.run_until_idle();
+    c.send(sb, m(&["pong"])).unwrap();
+    c.send(sc, m(&["ping"])).unwrap();
+    c.run_until_idle();
+    assert_eq!(recv_texts(&mut c, sc), ["pong"]);
+    assert_eq!(recv_texts(&mut c, sb), ["ping"]);
+
+    // With reconnecting on, the endpoint stays and is retried.
+    let ep = "tcp://127.0.0.1:7023";
+    let sb = c.add_default(Pair);
+    c.bind(sb, ep);
+    let sc = c.add_default(Pair);
+    c.connect(sc, ep);
+    c.run_until_idle();
+    let now = c.now();
+    assert!(c.socket(sb).unbind(ep, now));
+    c.run_until_idle();
+    assert_eq!(c.socket(sc).peers().count(), 1, "its queue waits");
+    c.bind(sb, ep);
+    c.run_for(ms(500));
+    assert_eq!(c.links_between(sb, sc), 1, "reconnected");
+}
+
 // ----- monitor events -------------------------------------------------------------------
 
 #[test]

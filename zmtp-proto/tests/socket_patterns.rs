@@ -315,6 +315,83 @@ fn pub_drops_at_sndhwm() {
     assert_eq!(recv_texts(&mut c, sub), ["0", "1"]);
 }
 
+fn set_invert(c: &mut Cluster, n: Node, on: bool) {
+    let options = c.socket(n).options().clone().with_invert_matching(on);
+    c.socket(n).set_options(options).unwrap();
+}
+
+/// libzmq's test_pub_invert_matching: with INVERT_MATCHING on both sides, each message
+/// goes to the subscribers whose prefixes do not match it.
+#[test]
+fn invert_matching_sends_to_the_subscribers_that_do_not_match() {
+    for ty in [Pub, XPub] {
+        let mut c = Cluster::new(22);
+        let publ = c.add_default(ty);
+        let ep = c.bind(publ, ANY);
+        let (sub1, sub2) = (c.add_default(Sub), c.add_default(Sub));
+        c.socket(sub1).subscribe(b"prefix1");
+        c.socket(sub2).subscribe(b"p2");
+        // A peer with no subscription at all, for the inverted case.
+        let idle = c.add(Sub, opts(|o| o.invert_matching = true));
+        for s in [sub1, sub2, idle] {
+            c.connect(s, &ep);
+        }
+        c.run_until_idle();
+        for topic in ["prefix1", "p2"] {
+            c.send(publ, m(&[topic])).unwrap();
+        }
+        c.run_until_idle();
+        assert_eq!(recv_texts(&mut c, sub1), ["prefix1"], "{ty:?}");
+        assert_eq!(recv_texts(&mut c, sub2), ["p2"], "{ty:?}");
+        assert_eq!(recv_texts(&mut c, idle), Vec::<String>::new(), "{ty:?}");
+
+        set_invert(&mut c, publ, true);
+        // The SUBs invert too, or they would filter out what now reaches them.
+        for s in [sub1, sub2] {
+            set_invert(&mut c, s, true);
+        }
+        for topic in ["prefix1", "p2", "other"] {
+            assert_eq!(c.send(publ, m(&[topic])).unwrap(), Sent::Queued);
+        }
+        c.run_until_idle();
+        assert_eq!(recv_texts(&mut c, sub1), ["p2", "other"], "{ty:?}");
+        assert_eq!(recv_texts(&mut c, sub2), ["prefix1", "other"], "{ty:?}");
+        assert_eq!(
+            recv_texts(&mut c, idle),
+            ["prefix1", "p2", "other"],
+            "{ty:?}: no subscription matches anything"
+        );
+    }
+}
+
+/// A SUB that inverts but whose publisher does not drops everything it receives, as in
+/// libzmq; one whose publisher inverts but that does not also drops it all.
+#[test]
+fn invert_matching_on_one_side_only_delivers_nothing() {
+    let mut c = Cluster::new(23);
+    let publ = c.add_default(Pub);
+    let ep = c.bind(publ, ANY);
+    let sub = c.add(Sub, opts(|o| o.invert_matching = true));
+    c.socket(sub).subscribe(b"a");
+    c.connect(sub, &ep);
+    c.run_until_idle();
+    c.send(publ, m(&["a1"])).unwrap();
+    c.send(publ, m(&["b1"])).unwrap();
+    c.run_until_idle();
+    assert_eq!(recv_texts(&mut c, sub), Vec::<String>::new());
+    set_invert(&mut c, publ, true);
+    set_invert(&mut c, sub, false);
+    c.send(publ, m(&["a2"])).unwrap();
+    c.send(publ, m(&["b2"])).unwrap();
+    c.run_until_idle();
+    assert_eq!(recv_texts(&mut c, sub), Vec::<String>::new());
+    set_invert(&mut c, sub, true);
+    c.send(publ, m(&["a3"])).unwrap();
+    c.send(publ, m(&["b3"])).unwrap();
+    c.run_until_idle();
+    assert_eq!(recv_texts(&mut c, sub), ["b3"]);
+}
+
 #[test]
 fn router_drops_or_fails_per_router_mandatory() {
     let mut c = Cluster::new(21);
@@ -1190,6 +1267,97 @@ fn req_survives_a_peer_failing_while_its_queue_is_drained() {
     c.send(routers[0], m(&["q", "", "answer"])).unwrap();
     c.run_until_idle();
     assert_eq!(recv_texts(&mut c, req), ["answer"]);
+}
+
+#[test]
+fn router_notify_announces_peers_coming_and_going() {
+    use zmtp_proto::socket::RouterNotify;
+    for notify in [
+        RouterNotify::NONE,
+        RouterNotify::CONNECT,
+        RouterNotify::DISCONNECT,
+        RouterNotify::BOTH,
+    ] {
+        let mut c = Cluster::new(46);
+        let router = c.add(Router, opts(|o| o.router_notify = notify));
+        let ep = c.bind(router, ANY);
+        let dealer = c.add(Dealer, opts(|o| o.routing_id = "X".into()));
+        c.connect(dealer, &ep);
+        c.run_until_idle();
+        let arrival: &[&str] = if notify.connect { &["X|"] } else { &[] };
+        assert_eq!(recv_texts(&mut c, router), arrival, "{notify:?}");
+        c.send(dealer, m(&["Hello"])).unwrap();
+        c.run_until_idle();
+        // The peer closes its side after one more message: it comes before the notice.
+        c.send(dealer, m(&["last"])).unwrap();
+        let now = c.now();
+        c.socket(dealer).close(now);
+        c.run_until_idle();
+        let mut expected = vec!["X|Hello", "X|last"];
+        if notify.disconnect {
+            expected.push("X|");
+        }
+        assert_eq!(recv_texts(&mut c, router), expected, "{notify:?}");
+    }
+}
+
+#[test]
+fn router_notify_is_silent_for_failed_handshakes_and_our_own_drops() {
+    let mut c = Cluster::new(47);
+    let router = c.add(
+        Router,
+        opts(|o| o.router_notify = zmtp_proto::socket::RouterNotify::BOTH),
+    );
+    let ep = c.bind(router, ANY);
+    // A peer that never completes its handshake: no arrival, no departure.
+    let stranger = c.add_default(Dealer);
+    c.silence(stranger);
+    c.connect(stranger, &ep);
+    c.run_until_idle();
+    let peer = c.peer_between(router, stranger).unwrap();
+    let now = c.now();
+    c.socket(router).handle_received(peer, now, &[0u8; 10]);
+    c.run_until_idle();
+    assert_eq!(c.links_between(router, stranger), 0);
+    assert_eq!(recv_texts(&mut c, router), Vec::<String>::new());
+    // A peer whose connection we close by unbinding: its arrival only.
+    let dealer = c.add(Dealer, opts(|o| o.routing_id = "D".into()));
+    c.connect(dealer, &ep);
+    c.run_until_idle();
+    assert_eq!(recv_texts(&mut c, router), ["D|"]);
+    let now = c.now();
+    assert!(c.socket(router).unbind(&ep, now));
+    c.run_until_idle();
+    assert_eq!(c.links_between(router, dealer), 0);
+    assert_eq!(recv_texts(&mut c, router), Vec::<String>::new());
+}
+
+/// libzmq's test_error_during_multipart: a peer that fails in the middle of a message
+/// loses that message, and the notice comes alone.
+#[test]
+fn router_notify_drops_the_unfinished_message_of_a_failed_peer() {
+    let mut c = Cluster::new(48);
+    let router = c.add(
+        Router,
+        opts(|o| {
+            o.router_notify = zmtp_proto::socket::RouterNotify::DISCONNECT;
+            o.maxmsgsize = Some(64);
+        }),
+    );
+    let ep = c.bind(router, ANY);
+    let dealer = c.add(
+        Dealer,
+        opts(|o| {
+            o.routing_id = "X".into();
+            o.reconnect_ivl = None;
+        }),
+    );
+    c.connect(dealer, &ep);
+    c.run_until_idle();
+    c.send(dealer, m(&["Hello2", &"*".repeat(127)])).unwrap();
+    c.run_until_idle();
+    assert_eq!(c.links_between(router, dealer), 0);
+    assert_eq!(recv_texts(&mut c, router), ["X|"]);
 }
 
 #[test]

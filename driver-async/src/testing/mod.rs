@@ -45,6 +45,8 @@ macro_rules! driver_tests {
             host_names_are_resolved_for_bind_and_connect,
             ipc_wildcard_binds_a_fresh_file_removed_on_unbind,
             push_pull_inproc_bind_first_and_connect_first,
+            unbind_closes_the_connections_accepted_on_the_endpoint,
+            a_pair_that_will_not_reconnect_can_connect_again_after_an_unbind,
             req_rep_round_trips,
             question_mark_across_send_and_recv,
             pub_sub_filters_by_prefix,
@@ -205,6 +207,59 @@ pub async fn ipc_wildcard_binds_a_fresh_file_removed_on_unbind<R: Runtime>() {
     );
     pull.unbind(&a).unwrap();
     assert!(!path.exists());
+}
+
+/// Unbinding closes the connections accepted on the endpoint, as libzmq does: a bound
+/// PUSH has nobody left to send to (libzmq's test_term_endpoint).
+pub async fn unbind_closes_the_connections_accepted_on_the_endpoint<R: Runtime>() {
+    let inproc = format!("inproc://{}", unique("unbind"));
+    for endpoint in ["tcp://127.0.0.1:*", "ipc://*", &inproc] {
+        let push = Socket::<R>::new(SocketType::Push).unwrap();
+        let ep = push.bind(endpoint).await.unwrap();
+        let pull = Socket::<R>::new(SocketType::Pull).unwrap();
+        pull.connect(&ep).unwrap();
+        push.send("ABC").await.unwrap();
+        assert_eq!(text(&within::<R, _>(pull.recv()).await.unwrap()), ["ABC"]);
+        push.unbind(&ep).unwrap();
+        let blocked = within::<R, _>(async {
+            loop {
+                match push.try_send("ABC") {
+                    Err(SendError::WouldBlock(_)) => break,
+                    _ => {
+                        let _ =
+                            timeout::<R, _>(Duration::from_millis(2), std::future::pending::<()>())
+                                .await;
+                    }
+                }
+            }
+        });
+        blocked.await;
+    }
+}
+
+/// libzmq's test_reconnect_ivl: with reconnecting off, a PAIR whose connection an unbind
+/// closed loses its connect endpoint with it, and can connect to the endpoint again.
+pub async fn a_pair_that_will_not_reconnect_can_connect_again_after_an_unbind<R: Runtime>() {
+    let sb = Socket::<R>::new(SocketType::Pair).unwrap();
+    let ep = sb.bind("tcp://127.0.0.1:*").await.unwrap();
+    let sc = Socket::<R>::new(SocketType::Pair).unwrap();
+    sc.set_reconnect_ivl(None).unwrap();
+    let mut monitor = sc.monitor();
+    sc.connect(&ep).unwrap();
+    sc.send("one").await.unwrap();
+    assert_eq!(text(&within::<R, _>(sb.recv()).await.unwrap()), ["one"]);
+    sb.unbind(&ep).unwrap();
+    monitor::next_of::<R>(&mut monitor, MonitorEventKind::Disconnected).await;
+    assert!(
+        matches!(sc.disconnect(&ep), Err(crate::Error::NotFound)),
+        "the connect endpoint outlived its connection"
+    );
+    sb.bind(&ep).await.unwrap();
+    sc.connect(&ep).unwrap();
+    sc.send("two").await.unwrap();
+    assert_eq!(text(&within::<R, _>(sb.recv()).await.unwrap()), ["two"]);
+    sb.send("back").await.unwrap();
+    assert_eq!(text(&within::<R, _>(sc.recv()).await.unwrap()), ["back"]);
 }
 
 /// The same in process, binding first and connecting first.

@@ -4,7 +4,10 @@ use super::{unique, within};
 use crate::{Monitor, MonitorEvent, MonitorEventKind, Runtime, Socket, SocketType};
 
 /// The next event of `kind`, skipping the others.
-async fn next_of<R: Runtime>(monitor: &mut Monitor, kind: MonitorEventKind) -> MonitorEvent {
+pub(super) async fn next_of<R: Runtime>(
+    monitor: &mut Monitor,
+    kind: MonitorEventKind,
+) -> MonitorEvent {
     loop {
         let event = within::<R, _>(monitor.next()).await.expect("monitor open");
         if event.kind == kind {

@@ -111,13 +111,26 @@ impl Socket {
             .map(|(id, _)| *id)
     }
 
-    /// Stop listening on an endpoint given to `bind` (or its resolved form). Peers accepted
-    /// on it stay connected, as in libzmq. Returns false if no such endpoint is bound.
-    pub fn unbind(&mut self, endpoint: &str) -> bool {
+    /// Stop listening on an endpoint given to `bind` (or its resolved form), and close the
+    /// connections accepted on it, as libzmq does: their queued outbound messages are
+    /// discarded, the messages already received from them stay readable. Returns false if
+    /// no such endpoint is bound.
+    pub fn unbind(&mut self, endpoint: &str, now: Instant) -> bool {
         let Some(id) = self.find_endpoint(endpoint, EndpointKind::Bind) else {
             return false;
         };
         self.monitor(MonitorEventKind::Closed, 0, id);
+        let accepted: Vec<PeerId> = self
+            .peers
+            .iter()
+            .filter(|(_, p)| p.endpoint == id && !p.outbound)
+            .map(|(peer, _)| *peer)
+            .collect();
+        for peer in accepted {
+            self.end_stream(peer, Ending::Dropped, now);
+            // A peer without a stream (none is kept, but nothing may outlive its endpoint).
+            self.remove_peer(peer);
+        }
         self.endpoints.remove(&id);
         self.forget_udp(id);
         self.commands

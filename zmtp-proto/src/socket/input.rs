@@ -106,6 +106,8 @@ impl Socket {
         // filters them on the general path).
         let sub = !self.conflate() && self.ty == crate::SocketType::Sub;
         let bulk = plain || sub;
+        // INVERT_MATCHING: SUB keeps what matches none of its subscriptions.
+        let invert = self.opts.invert_matching;
         loop {
             let filter = sub.then_some(&self.pattern.pubsub);
             let Some(p) = self.peers.get_mut(&peer) else {
@@ -140,8 +142,13 @@ impl Socket {
                     // Two loops, so that the plain types' loop carries no filter test.
                     let n = match filter {
                         None => stream.conn.poll_messages(room, queue),
-                        Some(f) => stream.conn.poll_messages(room, |body| {
+                        Some(f) if !invert => stream.conn.poll_messages(room, |body| {
                             if f.subscribed(&body) {
+                                queue(body);
+                            }
+                        }),
+                        Some(f) => stream.conn.poll_messages(room, |body| {
+                            if !f.subscribed(&body) {
                                 queue(body);
                             }
                         }),
@@ -154,7 +161,7 @@ impl Socket {
                     Ok(Some(OwnedItem::Frame { body, more: false }))
                         if bulk && p.attached && stream.partial.is_empty() =>
                     {
-                        if filter.is_some_and(|f| !f.subscribed(&body)) {
+                        if filter.is_some_and(|f| f.subscribed(&body) == invert) {
                             continue;
                         }
                         let mut msg = Message::from(body);

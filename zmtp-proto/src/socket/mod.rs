@@ -67,7 +67,7 @@ pub use close::{CloseReport, Loss};
 pub use endpoint::{Endpoint, EndpointError, StreamAddr};
 pub use message::{Message, MetadataError, TextError, GROUP_MAX_LEN};
 pub use monitor::{MonitorEvent, MonitorEventKind};
-pub use options::Options;
+pub use options::{Options, RouterNotify};
 pub use pattern::radio::GroupError;
 pub use udp::DatagramOut;
 

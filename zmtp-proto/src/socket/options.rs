@@ -47,7 +47,8 @@ pub struct Options {
     pub routing_id: Bytes,
     /// `ZMQ_CONNECT_ROUTING_ID` (ROUTER): the id given to the peer of the next `connect`.
     pub connect_routing_id: Option<Bytes>,
-    /// `ZMQ_RECONNECT_IVL`: wait before reconnecting; `None` = never reconnect. Default 100 ms.
+    /// `ZMQ_RECONNECT_IVL`: wait before reconnecting; `None` = never reconnect (then a lost
+    /// connection takes its connect endpoint with it, as in libzmq). Default 100 ms.
     pub reconnect_ivl: Option<Duration>,
     /// `ZMQ_RECONNECT_IVL_MAX`: when above `reconnect_ivl`, each failed attempt doubles the
     /// wait up to this (exponential backoff). Default zero: no backoff.
@@ -80,6 +81,10 @@ pub struct Options {
     /// `ZMQ_STREAM_NOTIFY` (STREAM): announce each connection coming up and going away
     /// as `[routing id][empty]`. Default true.
     pub stream_notify: bool,
+    /// `ZMQ_ROUTER_NOTIFY` (ROUTER, a draft option): announce each peer whose handshake
+    /// completed, and each such peer whose connection was lost (closed by the peer or
+    /// failed, not dropped by us), as a message `[routing id][empty]`. Default: neither.
+    pub router_notify: RouterNotify,
     /// `ZMQ_REQ_CORRELATE`: prefix requests with an id and accept only the matching reply.
     pub req_correlate: bool,
     /// `ZMQ_REQ_RELAXED`: allow a new request before the reply to the last one.
@@ -92,6 +97,10 @@ pub struct Options {
     pub xpub_nodrop: bool,
     /// `ZMQ_XPUB_WELCOME_MSG`: a message sent to each new subscriber.
     pub xpub_welcome_msg: Option<Bytes>,
+    /// `ZMQ_INVERT_MATCHING`: PUB and XPUB send each message to the peers whose
+    /// subscriptions do not match it (a peer that subscribed to nothing among them), and
+    /// SUB keeps the messages that match none of its subscriptions. Default false.
+    pub invert_matching: bool,
     /// The security mechanism and our role in it: `ZMQ_PLAIN_SERVER`,
     /// `ZMQ_PLAIN_USERNAME`/`ZMQ_PLAIN_PASSWORD`, `ZMQ_CURVE_SERVER`,
     /// `ZMQ_CURVE_PUBLICKEY`/`ZMQ_CURVE_SECRETKEY`/`ZMQ_CURVE_SERVERKEY`. Default NULL.
@@ -112,6 +121,67 @@ pub struct Options {
     /// Default true. They get no security: with a mechanism other than NULL, or a ZAP
     /// domain, they are refused whatever this says, as libzmq refuses them.
     pub legacy_peers: bool,
+}
+
+/// `ZMQ_ROUTER_NOTIFY`'s value: which of its peers' arrivals and departures a ROUTER
+/// announces. Each announcement is a message of two frames, the peer's routing id and an
+/// empty frame, received among the peer's messages: on arrival, once the handshake is done,
+/// before anything the peer sends; on departure (the peer closed the connection, or it
+/// failed after the handshake), after everything the peer sent whole. A connection we
+/// close ourselves (`disconnect`, `unbind`, a handover, closing the socket) is not
+/// announced, as in libzmq.
+///
+/// ```
+/// use zmtp_proto::socket::RouterNotify;
+///
+/// assert_eq!(RouterNotify::from_bits(3), Some(RouterNotify::BOTH));
+/// assert_eq!(RouterNotify::BOTH.bits(), 3); // ZMQ_NOTIFY_CONNECT | ZMQ_NOTIFY_DISCONNECT
+/// assert!(RouterNotify::from_bits(4).is_none());
+/// assert!(RouterNotify::CONNECT.connect && !RouterNotify::CONNECT.disconnect);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct RouterNotify {
+    /// `ZMQ_NOTIFY_CONNECT` (1): announce a peer whose handshake completed.
+    pub connect: bool,
+    /// `ZMQ_NOTIFY_DISCONNECT` (2): announce a peer whose connection was lost.
+    pub disconnect: bool,
+}
+
+impl RouterNotify {
+    /// No announcement (the default; libzmq's 0).
+    pub const NONE: RouterNotify = RouterNotify {
+        connect: false,
+        disconnect: false,
+    };
+    /// Arrivals only (`ZMQ_NOTIFY_CONNECT`).
+    pub const CONNECT: RouterNotify = RouterNotify {
+        connect: true,
+        disconnect: false,
+    };
+    /// Departures only (`ZMQ_NOTIFY_DISCONNECT`).
+    pub const DISCONNECT: RouterNotify = RouterNotify {
+        connect: false,
+        disconnect: true,
+    };
+    /// Both.
+    pub const BOTH: RouterNotify = RouterNotify {
+        connect: true,
+        disconnect: true,
+    };
+
+    /// From libzmq's bit set (`ZMQ_NOTIFY_CONNECT` 1, `ZMQ_NOTIFY_DISCONNECT` 2); `None`
+    /// for any other bit.
+    pub fn from_bits(bits: u32) -> Option<RouterNotify> {
+        (bits <= 3).then_some(RouterNotify {
+            connect: bits & 1 != 0,
+            disconnect: bits & 2 != 0,
+        })
+    }
+
+    /// libzmq's bit set.
+    pub fn bits(self) -> u32 {
+        u32::from(self.connect) | u32::from(self.disconnect) << 1
+    }
 }
 
 impl Default for Options {
@@ -136,6 +206,7 @@ impl Default for Options {
             router_handover: false,
             probe_router: false,
             stream_notify: true,
+            router_notify: RouterNotify::NONE,
             legacy_peers: true,
             req_correlate: false,
             req_relaxed: false,
@@ -143,6 +214,7 @@ impl Default for Options {
             xpub_verboser: false,
             xpub_nodrop: false,
             xpub_welcome_msg: None,
+            invert_matching: false,
             security: Security::Null,
             zap_domain: Bytes::new(),
             zap_enforce_domain: false,
@@ -244,6 +316,11 @@ macro_rules! __options_table {
             /// away as `[routing id][empty]`. Default true.
             stream_notify, with_stream_notify, set_stream_notify, (on: bool) => on,
                 "at once";
+            /// `ZMQ_ROUTER_NOTIFY` (ROUTER): announce peers connecting (after their
+            /// handshake) and disconnecting as `[routing id][empty]`. Default: neither.
+            router_notify, with_router_notify, set_router_notify,
+                (notify: $crate::socket::RouterNotify) => notify,
+                "to connections that complete their handshake or are lost afterwards";
             /// Accept peers that speak ZMTP 1.0 or 2.0 (not a libzmq option: libzmq
             /// always does). Default true; never with a security mechanism or ZAP domain.
             legacy_peers, with_legacy_peers, set_legacy_peers, (on: bool) => on,
@@ -273,6 +350,11 @@ macro_rules! __options_table {
                     (!msg.is_empty()).then_some(msg)
                 },
                 "to subscribers that connect afterwards";
+            /// `ZMQ_INVERT_MATCHING`: PUB and XPUB send each message to the peers whose
+            /// subscriptions do not match it; SUB keeps the messages that match none of
+            /// its own. Default false.
+            invert_matching, with_invert_matching, set_invert_matching, (on: bool) => on,
+                "at once";
             /// The security mechanism and our role in it (`ZMQ_PLAIN_SERVER`,
             /// `ZMQ_PLAIN_USERNAME`, `ZMQ_CURVE_SERVER`, `ZMQ_CURVE_SERVERKEY`, …, as one
             /// value). Default NULL.

@@ -4,7 +4,10 @@ use super::timers::TimerKey;
 use super::{
     auth, monitor, Command, Departed, Ending, MonitorEventKind, PeerId, PeerStats, Socket,
 };
-use crate::{Connection, Error, Instant};
+use bytes::Bytes;
+
+use super::Message;
+use crate::{Connection, Error, Instant, SocketType};
 
 impl Socket {
     /// The connection of a peer's current stream (peer identity, socket type, version).
@@ -28,13 +31,15 @@ impl Socket {
     }
 
     /// How many peers a message could reach now, before its topic or group is looked at:
-    /// for an XPUB, its subscribers that subscribed to anything; for a RADIO, its dishes
+    /// for an XPUB, its subscribers that subscribed to anything (with `INVERT_MATCHING`,
+    /// every routable peer); for a RADIO, its dishes
     /// that joined any group; for every other type (a PUB among them), its routable
     /// (connected, handshake done) peers. A PUB's [`Sent::Dropped`](super::Sent::Dropped)
     /// with an audience is a message no subscriber's topic matched; without one, a
     /// message nobody could have had.
     pub fn audience(&self) -> usize {
         match self.ty {
+            crate::SocketType::XPub if self.opts.invert_matching => self.attached.len(),
             crate::SocketType::XPub | crate::SocketType::Radio => self
                 .attached
                 .iter()
@@ -88,6 +93,16 @@ impl Socket {
             .reset(TimerKey::Peer(peer), stream.deadline, None);
         let endpoint = p.endpoint;
         let outbound = p.outbound;
+        // ROUTER_NOTIFY: a lost connection of a routable peer is announced after what it
+        // sent whole (a message it had not finished went with its stream).
+        if self.opts.router_notify.disconnect
+            && self.ty == SocketType::Router
+            && stream.established
+            && p.attached
+            && !matches!(ending, Ending::Dropped)
+        {
+            p.inq.push_back(Message::from(Bytes::new()));
+        }
         let protocol_error = match &ending {
             Ending::Failed(e) => !matches!(
                 e,
@@ -170,6 +185,13 @@ impl Socket {
                 e.dead = true;
             }
             self.remove_peer(peer);
+        } else if self.opts.reconnect_ivl.is_none() && self.closing.is_none() {
+            // libzmq: a connection that will not be made again takes its endpoint with it,
+            // as a disconnect would (what was queued for it is discarded; what it sent
+            // stays readable), so that the endpoint may be connected anew.
+            self.remove_peer(peer);
+            self.set_retry(endpoint, None);
+            self.endpoints.remove(&endpoint);
         } else {
             if self.opts.immediate || self.rules.routes_by_id {
                 self.detach(peer);

@@ -59,7 +59,7 @@ impl Pattern for PubSub {
             SocketType::Pub => {}
             // Anything but a subscription that an XSUB sends upstream reaches the application.
             SocketType::XPub => s.pattern.pubsub.xpub_queue.push_back(msg),
-            SocketType::Sub if !sub_matches(s, &msg) => {}
+            SocketType::Sub if sub_matches(s, &msg) == s.opts.invert_matching => {}
             _ => s.queue_in(peer, msg),
         }
         Ok(())
@@ -244,11 +244,13 @@ fn subscribed(s: &Socket, peer: PeerId, first: &[u8]) -> bool {
 /// small message is never allocated.
 pub(in crate::socket) fn send_pub(s: &mut Socket, out: Outgoing<'_>) -> Result<Sent, SendError> {
     let first = out.first();
+    // INVERT_MATCHING: the peers whose subscriptions do not match take the message.
+    let invert = s.opts.invert_matching;
     if s.ty == SocketType::XPub && s.opts.xpub_nodrop {
         let blocked = s
             .attached
             .iter()
-            .any(|&p| subscribed(s, p, first) && !s.has_room(p));
+            .any(|&p| subscribed(s, p, first) != invert && !s.has_room(p));
         if blocked {
             return Err(SendError::WouldBlock(out.into_message()));
         }
@@ -256,7 +258,7 @@ pub(in crate::socket) fn send_pub(s: &mut Socket, out: Outgoing<'_>) -> Result<S
     let mut any = false;
     for i in 0..s.attached.len() {
         let peer = s.attached[i];
-        if subscribed(s, peer, first) && s.has_room(peer) {
+        if subscribed(s, peer, first) != invert && s.has_room(peer) {
             s.deliver(peer, out.share());
             any = true;
         }

@@ -66,6 +66,10 @@ impl Pattern for Router {
         }
         if let Some(p) = s.peers.get_mut(&peer) {
             p.routing_id = id.clone();
+            if s.opts.router_notify.connect {
+                // Read before anything the peer sends: `[routing id][empty]`.
+                p.inq.push_front(Message::from(Bytes::new()));
+            }
         }
         s.pattern.router.routes.insert(id, peer);
         s.attach(peer);
