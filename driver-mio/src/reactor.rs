@@ -933,6 +933,10 @@ impl Shared {
             r.stash.push_back(what);
         }
         self.ring_deliver(st, id, peer, now);
+        // The context's ZAP client: as after a read (see `apply`).
+        if st.zap.is_client(id) {
+            self.zap_replies(st, id);
+        }
         Some(id)
     }
 

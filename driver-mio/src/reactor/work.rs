@@ -423,6 +423,23 @@ impl Shared {
         buf: &[u8],
         now: Instant,
     ) -> bool {
+        let again = self.apply_to_core(st, work, done, buf, now);
+        // The context's ZAP client: the replies it read go to the sockets that asked (its
+        // input makes no command or output, so nothing else would pump it).
+        if st.zap.is_client(work.id) {
+            self.zap_replies(st, work.id);
+        }
+        again
+    }
+
+    fn apply_to_core(
+        &self,
+        st: &mut State,
+        work: Work,
+        done: Done,
+        buf: &[u8],
+        now: Instant,
+    ) -> bool {
         let Some(s) = st.sockets.get_mut(&work.id) else {
             return false;
         };

@@ -6,8 +6,8 @@
 //! Nothing here blocks: a socket's `Authenticate` command sends the request through a
 //! DEALER of the reactor's own (made the first time, connected to the endpoint, with no
 //! handle and no thread), and the handler's reply, when the DEALER receives it, is the
-//! verdict handed to the socket that asked ([`Shared::zap_replies`], run by `pump` after
-//! the DEALER's input). Each request carries an id of its own; a reply is matched to its
+//! verdict handed to the socket that asked ([`Shared::zap_replies`], run by `pump` and after
+//! each read of the DEALER's input). Each request carries an id of its own; a reply is matched to its
 //! request by that id, or, when the id is wrong, to the oldest request still waiting (a
 //! REP handler answers in order), whose peer then fails as libzmq's would.
 //!
