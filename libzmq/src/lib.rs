@@ -89,11 +89,12 @@
 //! rather than misbehave): `zmq_socket_monitor_pipes_stats`. Missing behaviour: the
 //! options not listed above (`EINVAL`, e.g. `ZMQ_XPUB_MANUAL`, `ZMQ_ROUTER_RAW`,
 //! `ZMQ_METADATA`), `zmq_msg_gets` on messages from peers whose properties the core does
-//! not attach (it answers for authenticated peers) and `Peer-Address`. A multipart
+//! not attach (it answers for authenticated peers and a STREAM's connections). A multipart
 //! message is handed to the driver with its last frame, so `EAGAIN`, `EHOSTUNREACH` and the like come on the last frame
 //! where libzmq returns them on the first (a first frame with no room waits up to
 //! `ZMQ_SNDTIMEO` and is then refused, at once with `ZMQ_DONTWAIT`, as libzmq does, and so
-//! is an unknown peer's routing-id frame on a ROUTER with `ZMQ_ROUTER_MANDATORY`). The
+//! is an unknown peer's routing-id frame on a ROUTER with `ZMQ_ROUTER_MANDATORY`, or on a
+//! STREAM; a STREAM's data frame ends its message whatever its `ZMQ_SNDMORE`). The
 //! monitor's PAIR waits for its peer rather than dropping the events sent before the peer
 //! connects.
 //!

@@ -152,9 +152,11 @@ impl CSocket {
         if !self.ty.sends() {
             return Err((libc::ENOTSUP, repr));
         }
-        let more = flags & SNDMORE != 0;
         let size = repr.body.len();
         let mut st = self.state();
+        // A STREAM message is a routing id and one data frame, whose MORE flag libzmq
+        // ignores: the data frame ends it.
+        let more = flags & SNDMORE != 0 && !(self.ty == SocketType::Stream && st.out.len() == 1);
         if st.out.is_empty() {
             // The first frame of a message: the pattern's state says whether it may go.
             match self.ty {
@@ -179,12 +181,14 @@ impl CSocket {
                 }
                 st = self.state();
             }
-            // ROUTER_MANDATORY: an unknown peer is refused on the routing-id frame.
-            if more
-                && self.ty == SocketType::Router
-                && st.raw.router_mandatory
-                && !self.sock.routes_to(&repr.body)
-            {
+            // ROUTER_MANDATORY, and STREAM always: an unknown peer is refused on the
+            // routing-id frame.
+            let mandatory = match self.ty {
+                SocketType::Router => st.raw.router_mandatory,
+                SocketType::Stream => true,
+                _ => false,
+            };
+            if more && mandatory && !self.sock.routes_to(&repr.body) {
                 return Err((libc::EHOSTUNREACH, repr));
             }
             st.out_routing_id = repr.routing_id;

@@ -230,8 +230,7 @@ impl Socket {
         match item {
             OwnedItem::Ready(metadata) => {
                 if let Some(p) = self.peers.get_mut(&peer) {
-                    let props = p.properties.get_or_insert_with(Default::default);
-                    alloc::sync::Arc::make_mut(props).peer = metadata;
+                    p.properties_mut().peer = metadata;
                 }
             }
             // A single-frame message needs no frame list.

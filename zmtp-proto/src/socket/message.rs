@@ -40,7 +40,8 @@ use super::PeerProperties;
 #[derive(Debug, Clone, Default)]
 pub struct Message {
     frames: Frames,
-    /// The sending peer's properties, on messages from authenticated peers.
+    /// The sending peer's properties, on messages from authenticated peers (and a
+    /// STREAM's).
     properties: Option<Arc<PeerProperties>>,
 }
 
@@ -154,9 +155,11 @@ impl Message {
     }
 
     /// A property of the peer that sent this message, as libzmq's `zmq_msg_gets`:
-    /// `User-Id` and the authenticator's properties, then the peer's own metadata
-    /// (`Socket-Type`, `Identity`, `X-` properties). Only messages from peers that were
-    /// authenticated (PLAIN, CURVE, or NULL with a ZAP domain) carry properties.
+    /// `User-Id`, `Peer-Address` (the peer's IP, over tcp), the authenticator's
+    /// properties, then the peer's own metadata (`Socket-Type`, `Identity`, `X-`
+    /// properties). Only messages from peers that were authenticated (PLAIN, CURVE, or
+    /// NULL with a ZAP domain) carry properties, and a STREAM's messages (its
+    /// connections' `Peer-Address`).
     pub fn property(&self, name: &str) -> Option<&[u8]> {
         self.properties.as_deref()?.get(name)
     }
