@@ -106,7 +106,10 @@ impl Socket {
         // DISCONNECT_MSG (an accepted peer) and HICCUP_MSG (a connect peer): a connection
         // lost after its handshake leaves a message of ours after what it sent whole.
         let lost = if outbound {
-            self.opts.hiccup_msg.as_ref().filter(|_| self.rules.hiccup_msg)
+            self.opts
+                .hiccup_msg
+                .as_ref()
+                .filter(|_| self.rules.hiccup_msg)
         } else {
             self.opts
                 .disconnect_msg
