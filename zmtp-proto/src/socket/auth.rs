@@ -190,7 +190,8 @@ impl AuthReply {
     }
 }
 
-/// What is known of an authenticated peer: readable on each message it sent
+/// What is known of an authenticated peer, or of one that sent application metadata
+/// (`X-` properties): readable on each message it sent
 /// ([`Message::property`](super::Message::property)) and from
 /// [`Socket::peer_properties`].
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
