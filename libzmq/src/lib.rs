@@ -80,7 +80,8 @@
 //! `CURVE_SECRETKEY`, `CURVE_SERVERKEY`, `ZAP_DOMAIN`, `ZAP_ENFORCE_DOMAIN`,
 //! `MULTICAST_HOPS`, `MULTICAST_LOOP`, `THREAD_SAFE`, `INVERT_MATCHING`, the draft
 //! `TOPICS_COUNT` and `ROUTER_NOTIFY`, `METADATA` ("X-name:value", as libzmq parses it;
-//! the first value given for a name stays), and the drafts `RECONNECT_STOP`, `HELLO_MSG`,
+//! the first value given for a name stays; all of them at most 1024 bytes encoded, where
+//! libzmq has no limit), and the drafts `RECONNECT_STOP`, `HELLO_MSG`,
 //! `DISCONNECT_MSG` and `HICCUP_MSG` (taken by every type, used by those libzmq uses them
 //! on; `zmq_getsockopt` cannot read the messages back, as in libzmq). Kept and reported
 //! back but not applied (the driver has no such setting yet): `SNDBUF`, `RCVBUF`, `TCP_KEEPALIVE*`, `IPV6` (IPv6

@@ -133,6 +133,9 @@ fn metadata_is_checked_and_read_by_the_peer() {
     }
     let long = format!("X-{}:value", "k".repeat(254));
     assert_eq!(set_bytes(rep, METADATA, long.as_bytes()), libc::EINVAL);
+    // More than a connection's properties hold (1024 bytes encoded; libzmq has no limit).
+    let big = format!("X-big:{}", "v".repeat(2000));
+    assert_eq!(set_bytes(rep, METADATA, big.as_bytes()), libc::EINVAL);
     assert_eq!(set_bytes(rep, METADATA, b"X-hello:world"), 0);
     // The first value given for a name stays, as in libzmq.
     assert_eq!(set_bytes(rep, METADATA, b"X-hello:again"), 0);
