@@ -84,8 +84,8 @@
 //! libzmq has no limit), and the drafts `RECONNECT_STOP`, `HELLO_MSG`,
 //! `DISCONNECT_MSG` and `HICCUP_MSG` (taken by every type, used by those libzmq uses them
 //! on; `zmq_getsockopt` cannot read the messages back, as in libzmq). Kept and reported
-//! back but not applied (the driver has no such setting yet): `SNDBUF`, `RCVBUF`, `TCP_KEEPALIVE*`, `IPV6` (IPv6
-//! addresses work whatever it says), `BACKLOG`, `TOS`, `AFFINITY`, `RATE`,
+//! back but not applied (the driver has no such setting yet): `SNDBUF`, `RCVBUF`,
+//! `TCP_KEEPALIVE*`, `IPV6` (IPv6 addresses work whatever it says), `BACKLOG`, `TOS`, `AFFINITY`, `RATE`,
 //! `RECOVERY_IVL`, `CONNECT_TIMEOUT`, `TCP_MAXRT`.
 //!
 //! # Not yet
