@@ -433,7 +433,49 @@ fn our_inverted_sub_libzmq_pub(dir: Direction) {
     assert!(got.iter().all(|m| m == &vec![b"B-yes".to_vec()]), "{got:?}");
 }
 
+/// ZMQ_METADATA: application properties cross the handshake both ways, libzmq reading
+/// ours with `zmq_msg_gets` and we reading its own on its messages.
+fn application_metadata_both_ways(dir: Direction) {
+    let ctx = Ctx::new();
+    let mut props = zmtp_proto::socket::AppMetadata::new();
+    props.insert("X-ours".into(), "zmtp".into());
+    props.insert("X-shared".into(), "a:b".into());
+    let mut dealer = SocketDriver::new(SocketType::Dealer, Options::default().with_metadata(props));
+    let theirs = ctx.socket(ZMQ_DEALER).expect("dealer");
+    theirs
+        .set_bytes(ffi::ZMQ_METADATA, b"X-theirs:libzmq")
+        .expect("ZMQ_METADATA");
+    theirs.set_int(ffi::ZMQ_LINGER, 0).expect("linger");
+    theirs.set_int(ffi::ZMQ_RCVTIMEO, 100).expect("rcvtimeo");
+    link(dir, &mut dealer, &theirs);
+    assert_eq!(
+        dealer.send(Message::from(&b"hi"[..]), TIMEOUT),
+        Ok(Sent::Queued)
+    );
+    let mut msg = ffi::Msg::new();
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    loop {
+        dealer.pump_for(Duration::from_millis(2));
+        match theirs.recv_msg(&mut msg) {
+            Ok(()) => break,
+            Err(e) if e.is_again() && std::time::Instant::now() < deadline => {}
+            Err(e) => panic!("libzmq receive failed: {e}"),
+        }
+    }
+    assert_eq!(msg.data(), b"hi");
+    assert_eq!(msg.gets("X-ours").as_deref(), Some("zmtp"));
+    assert_eq!(msg.gets("X-shared").as_deref(), Some("a:b"));
+    assert_eq!(msg.gets("Socket-Type").as_deref(), Some("DEALER"));
+    assert_eq!(msg.gets("X-none"), None);
+    theirs.send_multipart(&[b"back"]).expect("send");
+    let back = dealer.recv(TIMEOUT).expect("libzmq's answer");
+    assert_eq!(frames(&back), vec![b"back".to_vec()]);
+    assert_eq!(back.property("X-theirs"), Some(&b"libzmq"[..]));
+    assert_eq!(back.property("Socket-Type"), Some(&b"DEALER"[..]));
+}
+
 both_directions! {
+    application_metadata_both_ways => metadata_we_connect, metadata_libzmq_connects;
     source_address_connects => source_address_we_connect, source_address_libzmq_connects;
     our_inverted_pub_libzmq_sub => inverted_pub_we_connect, inverted_pub_libzmq_connects;
     our_inverted_sub_libzmq_pub => inverted_sub_we_connect, inverted_sub_libzmq_connects;

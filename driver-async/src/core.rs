@@ -983,6 +983,10 @@ async fn connect_task<R: Runtime>(inner: Arc<Inner<R>>, endpoint: EndpointId, ad
                 inner.add_peer(&mut core, peer, stream, false);
             }
         }
+        // Refused: `ZMQ_RECONNECT_STOP` may make it final.
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            core.socket.handle_connect_refused(endpoint, now)
+        }
         Err(_) => core.socket.handle_connect_failed(endpoint, now),
     }
     inner.pump(&mut core);

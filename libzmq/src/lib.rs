@@ -79,17 +79,22 @@
 //! `PLAIN_USERNAME`, `PLAIN_PASSWORD`, `CURVE_SERVER`, `CURVE_PUBLICKEY`,
 //! `CURVE_SECRETKEY`, `CURVE_SERVERKEY`, `ZAP_DOMAIN`, `ZAP_ENFORCE_DOMAIN`,
 //! `MULTICAST_HOPS`, `MULTICAST_LOOP`, `THREAD_SAFE`, `INVERT_MATCHING`, the draft
-//! `TOPICS_COUNT` and `ROUTER_NOTIFY`. Kept and reported back but not applied (the
-//! driver has no such setting yet): `SNDBUF`, `RCVBUF`, `TCP_KEEPALIVE*`, `IPV6` (IPv6
-//! addresses work whatever it says), `BACKLOG`, `TOS`, `AFFINITY`, `RATE`,
+//! `TOPICS_COUNT` and `ROUTER_NOTIFY`, `METADATA` ("X-name:value", as libzmq parses it;
+//! the first value given for a name stays; all of them at most 1024 bytes encoded, where
+//! libzmq has no limit), and the drafts `RECONNECT_STOP`, `HELLO_MSG`,
+//! `DISCONNECT_MSG` and `HICCUP_MSG` (taken by every type, used by those libzmq uses them
+//! on; `zmq_getsockopt` cannot read the messages back, as in libzmq). Kept and reported
+//! back but not applied (the driver has no such setting yet): `SNDBUF`, `RCVBUF`,
+//! `TCP_KEEPALIVE*`, `IPV6` (IPv6 addresses work whatever it says), `BACKLOG`, `TOS`, `AFFINITY`, `RATE`,
 //! `RECOVERY_IVL`, `CONNECT_TIMEOUT`, `TCP_MAXRT`.
 //!
 //! # Not yet
 //! Declared in `zmq.h` but not exported yet (a program that needs it fails to link
 //! rather than misbehave): `zmq_socket_monitor_pipes_stats`. Missing behaviour: the
 //! options not listed above (`EINVAL`, e.g. `ZMQ_XPUB_MANUAL`, `ZMQ_ROUTER_RAW`,
-//! `ZMQ_METADATA`), `zmq_msg_gets` on messages from peers whose properties the core does
-//! not attach (it answers for authenticated peers) and `Peer-Address`. A multipart
+//! `ZMQ_TCP_ACCEPT_FILTER`), and `zmq_msg_gets` on messages from peers whose properties
+//! the core does not attach (it answers for peers a ZAP handler accepted and for peers that
+//! sent `X-` properties), and for `Peer-Address` over `ipc://`. A multipart
 //! message is handed to the driver with its last frame, so `EAGAIN`, `EHOSTUNREACH` and the like come on the last frame
 //! where libzmq returns them on the first (a first frame with no room waits up to
 //! `ZMQ_SNDTIMEO` and is then refused, at once with `ZMQ_DONTWAIT`, as libzmq does, and so

@@ -33,6 +33,8 @@ consts! {
     HEARTBEAT_TIMEOUT = 77; XPUB_VERBOSER = 78; CONNECT_TIMEOUT = 79; TCP_MAXRT = 80; THREAD_SAFE = 81;
     USE_FD = 89; BINDTODEVICE = 92; ZAP_ENFORCE_DOMAIN = 93; MULTICAST_LOOP = 96;
     ROUTER_NOTIFY = 97; TOPICS_COUNT = 116;
+    METADATA = 95; RECONNECT_STOP = 109; HELLO_MSG = 110; DISCONNECT_MSG = 111;
+    HICCUP_MSG = 114;
 }
 
 /// Option values kept by the C layer: tuning values the driver has no field for (kept
@@ -402,7 +404,57 @@ fn set(s: &CSocket, option: c_int, optval: *const c_void, len: usize) -> Result<
             s.state().raw.bind_to_device = v.to_vec();
             Ok(())
         }
+        METADATA | RECONNECT_STOP | HELLO_MSG | DISCONNECT_MSG | HICCUP_MSG => {
+            connection_option(s, option, optval, len)
+        }
         _ => Err(libc::EINVAL),
+    }
+}
+
+/// The options about connections coming and going: `ZMQ_METADATA`, `ZMQ_RECONNECT_STOP`
+/// and the draft messages `ZMQ_HELLO_MSG`, `ZMQ_DISCONNECT_MSG`, `ZMQ_HICCUP_MSG`. Every
+/// socket type takes them, as in libzmq; the types that do not use one ignore it.
+fn connection_option(
+    s: &CSocket,
+    option: c_int,
+    optval: *const c_void,
+    len: usize,
+) -> Result<(), Errno> {
+    let sock = &s.sock;
+    match option {
+        METADATA => {
+            // "X-name:value", as libzmq parses it: a name before the first ':' starting
+            // with "X-" (at most 255 bytes), a value after it, neither empty; never
+            // `sizeof(int)` bytes. The first value given for a name stays.
+            if len == std::mem::size_of::<c_int>() {
+                return Err(libc::EINVAL);
+            }
+            let v = bytes(optval, len)?;
+            let colon = v.iter().position(|&b| b == b':').ok_or(libc::EINVAL)?;
+            let (name, value) = (&v[..colon], &v[colon + 1..]);
+            if name.is_empty() || value.is_empty() || !name.starts_with(b"X-") || name.len() > 255 {
+                return Err(libc::EINVAL);
+            }
+            let (name, value) = (Bytes::copy_from_slice(name), Bytes::copy_from_slice(value));
+            sock.update_options(|o| {
+                o.metadata.entry(name).or_insert(value);
+            })
+            .map_err(|e| s.errno(&e))
+        }
+        RECONNECT_STOP => {
+            let v = int(optval, len)?;
+            // Bits other than libzmq's three are taken and ignored, as libzmq does.
+            let stop = zmtp_mio::ReconnectStop::from_bits(v as u32);
+            driver(s, sock.set_reconnect_stop(stop))
+        }
+        _ => {
+            let msg = Bytes::copy_from_slice(bytes(optval, len)?);
+            match option {
+                HELLO_MSG => driver(s, sock.set_hello_msg(msg)),
+                DISCONNECT_MSG => driver(s, sock.set_disconnect_msg(msg)),
+                _ => driver(s, sock.set_hiccup_msg(msg)),
+            }
+        }
     }
 }
 
@@ -636,6 +688,7 @@ fn get(s: &CSocket, option: c_int, out: &Out) -> Result<(), Errno> {
         MULTICAST_LOOP => out.int(c_int::from(o.multicast_loop)),
         INVERT_MATCHING => out.int(c_int::from(o.invert_matching)),
         ROUTER_NOTIFY => out.int(c_int::try_from(o.router_notify.bits()).unwrap_or(0)),
+        RECONNECT_STOP => out.int(c_int::try_from(o.reconnect_stop.bits()).unwrap_or(0)),
         ZAP_DOMAIN => out.string(&o.zap_domain),
         ZAP_ENFORCE_DOMAIN => out.int(c_int::from(o.zap_enforce_domain)),
         _ => Err(libc::EINVAL),

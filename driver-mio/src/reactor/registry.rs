@@ -206,7 +206,25 @@ impl Shared {
                 Err(e) => attempts.failed(e),
             }
         }
-        self.connected(st, id, endpoint, None, now);
+        self.connect_failed(st, id, endpoint, &attempts.into_error(), now);
+    }
+
+    /// A connect failed with `error`: refused (`ECONNREFUSED`, which `ZMQ_RECONNECT_STOP`
+    /// may make final), or otherwise.
+    pub(super) fn connect_failed(
+        &self,
+        st: &mut State,
+        id: usize,
+        endpoint: EndpointId,
+        error: &io::Error,
+        now: Instant,
+    ) {
+        match st.sockets.get_mut(&id) {
+            Some(s) if error.kind() == io::ErrorKind::ConnectionRefused => {
+                s.core.handle_connect_refused(endpoint, now)
+            }
+            _ => self.connected(st, id, endpoint, None, now),
+        }
     }
 
     /// A TCP connect in progress became ready: connected, or on to the next address.
@@ -481,10 +499,13 @@ impl CommandHandler for Commands<'_> {
                     shared.lookup(self.st, id, endpoint, host, port, what)
                 }
             },
-            Endpoint::Ipc(ipc) => {
-                let stream = connect_ipc(ipc).ok().map(StdTransport::Unix);
-                shared.connected(self.st, id, endpoint, stream, now);
-            }
+            Endpoint::Ipc(ipc) => match connect_ipc(ipc) {
+                Ok(stream) => {
+                    let stream = Some(StdTransport::Unix(stream));
+                    shared.connected(self.st, id, endpoint, stream, now);
+                }
+                Err(e) => shared.connect_failed(self.st, id, endpoint, &e, now),
+            },
             Endpoint::Inproc(_) => shared.connected(self.st, id, endpoint, None, now),
             // udp:// endpoints come as `OpenUdp`: never here.
             Endpoint::Udp(_) => shared.connected(self.st, id, endpoint, None, now),

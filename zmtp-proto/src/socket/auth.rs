@@ -190,7 +190,8 @@ impl AuthReply {
     }
 }
 
-/// What is known of an authenticated peer: readable on each message it sent
+/// What is known of an authenticated peer, or of one that sent application metadata
+/// (`X-` properties): readable on each message it sent
 /// ([`Message::property`](super::Message::property)) and from
 /// [`Socket::peer_properties`].
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -202,6 +203,8 @@ pub struct PeerProperties {
     pub peer: Bytes,
     /// Properties the authenticator added, ZMTP-encoded.
     pub zap: Bytes,
+    /// The IP the peer connected from (`Peer-Address`), empty when not over tcp.
+    pub peer_address: Bytes,
 }
 
 impl PeerProperties {
@@ -210,6 +213,9 @@ impl PeerProperties {
     pub fn get(&self, name: &str) -> Option<&[u8]> {
         if name == "User-Id" {
             return Some(&self.user_id);
+        }
+        if name == "Peer-Address" && !self.peer_address.is_empty() {
+            return Some(&self.peer_address);
         }
         find(&self.zap, name).or_else(|| find(&self.peer, name))
     }
@@ -303,6 +309,7 @@ impl Socket {
         let Some(p) = self.peers.get_mut(&peer) else {
             return;
         };
+        let address = Bytes::from(p.ip());
         let Some(s) = p.stream.as_mut() else {
             return;
         };
@@ -311,7 +318,8 @@ impl Socket {
             let props = Arc::make_mut(props);
             props.user_id = user_id;
             props.zap = zap;
-            p.authenticated = true;
+            props.peer_address = address;
+            p.tagged = true;
         }
         let result = s.conn.connection_mut().handle_auth(now, status);
         // Queue what the verdict produced (WELCOME, READY or ERROR).

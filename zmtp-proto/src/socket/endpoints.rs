@@ -84,7 +84,7 @@ impl Socket {
                 held: false,
                 in_fq: false,
                 properties: None,
-                authenticated: false,
+                tagged: false,
                 address: String::new(),
             },
         );
@@ -144,6 +144,15 @@ impl Socket {
         let Some(id) = self.find_endpoint(endpoint, EndpointKind::Connect) else {
             return false;
         };
+        if self.opts.reconnect_stop.after_disconnect {
+            self.disconnected = true;
+        }
+        self.drop_connect_endpoint(id, now);
+        true
+    }
+
+    /// Forget a connect endpoint and its peer, as `disconnect` does.
+    fn drop_connect_endpoint(&mut self, id: EndpointId, now: Instant) {
         if let Some(peer) = self.endpoints.get(&id).and_then(|e| e.peer) {
             self.end_stream(peer, Ending::Dropped, now);
             self.remove_peer(peer);
@@ -160,7 +169,6 @@ impl Socket {
         if self.closing.is_some() {
             self.try_finish_close(now);
         }
-        true
     }
 
     /// The driver is listening on `endpoint`, resolved to `resolved` (for example the port
@@ -205,6 +213,8 @@ impl Socket {
         config.security = self.opts.security.clone();
         config.authenticate_null = !self.opts.zap_domain.is_empty();
         config.legacy_peers = self.opts.legacy_peers;
+        // Checked in `new`/`set_options`: they fit.
+        let _ = super::add_metadata(&mut config, &self.opts);
         if self.ty == SocketType::Stream {
             // No ZMTP: no handshake, no heartbeats, nothing of the connection's own.
             config.handshake_timeout = None;
@@ -292,7 +302,7 @@ impl Socket {
                 held: false,
                 in_fq: false,
                 properties: None,
-                authenticated: false,
+                tagged: false,
                 address: address.to_string(),
             },
         );
@@ -341,6 +351,28 @@ impl Socket {
     /// Connecting to `endpoint` failed; a retry is scheduled per the reconnect options.
     pub fn handle_connect_failed(&mut self, endpoint: EndpointId, now: Instant) {
         self.schedule_reconnect(endpoint, now);
+    }
+
+    /// Connecting to `endpoint` was refused (`ECONNREFUSED`: nothing listens there). With
+    /// `RECONNECT_STOP_CONN_REFUSED` (or, for `ipc://` after a `disconnect`,
+    /// `RECONNECT_STOP_AFTER_DISCONNECT`) the endpoint gives up: a `CLOSED` monitor event,
+    /// and it is dropped as [`disconnect`](Self::disconnect) drops it. Otherwise as
+    /// [`handle_connect_failed`](Self::handle_connect_failed).
+    pub fn handle_connect_refused(&mut self, endpoint: EndpointId, now: Instant) {
+        let stop = self.opts.reconnect_stop;
+        let ipc = self
+            .endpoints
+            .get(&endpoint)
+            .is_some_and(|e| matches!(e.addr, Endpoint::Ipc(_)));
+        if stop.conn_refused || (stop.after_disconnect && self.disconnected && ipc) {
+            if !self.endpoints.contains_key(&endpoint) {
+                return;
+            }
+            self.monitor(MonitorEventKind::Closed, 0, endpoint);
+            self.drop_connect_endpoint(endpoint, now);
+            return;
+        }
+        self.handle_connect_failed(endpoint, now);
     }
 
     pub(super) fn schedule_reconnect(&mut self, endpoint: EndpointId, now: Instant) {

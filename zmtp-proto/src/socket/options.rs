@@ -2,9 +2,15 @@
 
 use core::time::Duration;
 
+use alloc::collections::BTreeMap;
+
 use bytes::Bytes;
 
 use crate::mechanism::Security;
+
+/// `ZMQ_METADATA`'s properties: application metadata (`X-` names) sent in the handshake,
+/// by name. Each name starts with `X-` and is at most 255 bytes; they go out in name order.
+pub type AppMetadata = BTreeMap<Bytes, Bytes>;
 
 /// Options every driver shares. Defaults are libzmq 4.3's.
 ///
@@ -117,6 +123,26 @@ pub struct Options {
     /// `ZMQ_MULTICAST_HOPS` (`udp://` RADIO to a multicast group): the time to live of the
     /// datagrams. Default 1, as in libzmq (the local network only).
     pub multicast_hops: u32,
+    /// `ZMQ_METADATA`: application properties (`X-` names) sent in our READY or INITIATE,
+    /// readable on the peer's messages. Names must start with `X-` and be at most 255
+    /// bytes, and all of them must fit in [`MAX_PROPERTIES_LEN`](crate::MAX_PROPERTIES_LEN)
+    /// encoded; the socket refuses them otherwise. Default none.
+    pub metadata: AppMetadata,
+    /// `ZMQ_HELLO_MSG` (ROUTER, DEALER, SERVER, CLIENT, PEER; a draft option): a message
+    /// sent to each peer once its handshake completes, on every connection and
+    /// reconnection, before anything else. `None` (the default) sends none.
+    pub hello_msg: Option<Bytes>,
+    /// `ZMQ_DISCONNECT_MSG` (ROUTER, SERVER, PEER; a draft option): a message received from
+    /// an accepted peer whose connection was lost after its handshake (closed by the peer,
+    /// or failed; not closed by us), after what it sent whole. `None` (the default): none.
+    pub disconnect_msg: Option<Bytes>,
+    /// `ZMQ_HICCUP_MSG` (DEALER, CLIENT, PEER; a draft option): a message received from a
+    /// connect peer whose connection was lost after its handshake (closed by the peer, or
+    /// failed; not closed by us), after what it sent whole. `None` (the default): none.
+    pub hiccup_msg: Option<Bytes>,
+    /// `ZMQ_RECONNECT_STOP` (a draft option): when a connect endpoint stops reconnecting.
+    /// Default: never.
+    pub reconnect_stop: ReconnectStop,
     /// Accept peers that speak ZMTP 1.0 or 2.0 (not a libzmq option: libzmq always does).
     /// Default true. They get no security: with a mechanism other than NULL, or a ZAP
     /// domain, they are refused whatever this says, as libzmq refuses them.
@@ -184,6 +210,60 @@ impl RouterNotify {
     }
 }
 
+/// `ZMQ_RECONNECT_STOP`'s value: when a connect endpoint gives up instead of reconnecting.
+/// An endpoint that gives up on a refused connection is dropped as `disconnect` drops it
+/// (a `CLOSED` monitor event says so); one that gives up after a failed handshake stays,
+/// as after a protocol error, without reconnecting.
+///
+/// ```
+/// use zmtp_proto::socket::ReconnectStop;
+///
+/// let stop = ReconnectStop::from_bits(1 | 2);
+/// assert!(stop.conn_refused && stop.handshake_failed && !stop.after_disconnect);
+/// assert_eq!(stop.bits(), 3);
+/// assert_eq!(ReconnectStop::default(), ReconnectStop::NEVER);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct ReconnectStop {
+    /// `ZMQ_RECONNECT_STOP_CONN_REFUSED` (1): a connection refused (`ECONNREFUSED`) ends
+    /// the endpoint.
+    pub conn_refused: bool,
+    /// `ZMQ_RECONNECT_STOP_HANDSHAKE_FAILED` (2): a connection that ends before its
+    /// handshake completes (closed, timed out) is not made again.
+    pub handshake_failed: bool,
+    /// `ZMQ_RECONNECT_STOP_AFTER_DISCONNECT` (4): once `disconnect` was called on the
+    /// socket, an `ipc://` connection refused ends its endpoint (as in libzmq, where only
+    /// its ipc connecter reads this bit).
+    pub after_disconnect: bool,
+}
+
+impl ReconnectStop {
+    /// Always reconnect (the default; libzmq's 0).
+    pub const NEVER: ReconnectStop = ReconnectStop {
+        conn_refused: false,
+        handshake_failed: false,
+        after_disconnect: false,
+    };
+
+    /// From libzmq's bit set (`ZMQ_RECONNECT_STOP_CONN_REFUSED` 1,
+    /// `ZMQ_RECONNECT_STOP_HANDSHAKE_FAILED` 2, `ZMQ_RECONNECT_STOP_AFTER_DISCONNECT` 4);
+    /// other bits are ignored, as libzmq ignores them.
+    pub fn from_bits(bits: u32) -> ReconnectStop {
+        ReconnectStop {
+            conn_refused: bits & 1 != 0,
+            handshake_failed: bits & 2 != 0,
+            after_disconnect: bits & 4 != 0,
+        }
+    }
+
+    /// libzmq's bit set.
+    pub fn bits(self) -> u32 {
+        u32::from(self.conn_refused)
+            | u32::from(self.handshake_failed) << 1
+            | u32::from(self.after_disconnect) << 2
+    }
+}
+
 impl Default for Options {
     fn default() -> Options {
         Options {
@@ -207,6 +287,11 @@ impl Default for Options {
             probe_router: false,
             stream_notify: true,
             router_notify: RouterNotify::NONE,
+            metadata: AppMetadata::new(),
+            hello_msg: None,
+            disconnect_msg: None,
+            hiccup_msg: None,
+            reconnect_stop: ReconnectStop::NEVER,
             legacy_peers: true,
             req_correlate: false,
             req_relaxed: false,
@@ -321,6 +406,42 @@ macro_rules! __options_table {
             router_notify, with_router_notify, set_router_notify,
                 (notify: $crate::socket::RouterNotify) => notify,
                 "to connections that complete their handshake or are lost afterwards";
+            /// `ZMQ_METADATA`: application properties (`X-` names, at most 255 bytes each)
+            /// sent in the handshake. Default none.
+            metadata, with_metadata, set_metadata,
+                (properties: $crate::socket::AppMetadata) => properties,
+                "to connections made afterwards";
+            /// `ZMQ_HELLO_MSG` (ROUTER, DEALER, SERVER, CLIENT, PEER): a message sent to
+            /// each peer once its handshake completes; an empty one means none, as in
+            /// libzmq.
+            hello_msg, with_hello_msg, set_hello_msg,
+                (msg: impl Into<$crate::Bytes>) => {
+                    let msg: $crate::Bytes = msg.into();
+                    (!msg.is_empty()).then_some(msg)
+                },
+                "to handshakes completed afterwards";
+            /// `ZMQ_DISCONNECT_MSG` (ROUTER, SERVER, PEER): a message received when an
+            /// accepted peer's connection is lost after its handshake; an empty one means
+            /// none.
+            disconnect_msg, with_disconnect_msg, set_disconnect_msg,
+                (msg: impl Into<$crate::Bytes>) => {
+                    let msg: $crate::Bytes = msg.into();
+                    (!msg.is_empty()).then_some(msg)
+                },
+                "to connections lost afterwards";
+            /// `ZMQ_HICCUP_MSG` (DEALER, CLIENT, PEER): a message received when a connect
+            /// peer's connection is lost after its handshake; an empty one means none.
+            hiccup_msg, with_hiccup_msg, set_hiccup_msg,
+                (msg: impl Into<$crate::Bytes>) => {
+                    let msg: $crate::Bytes = msg.into();
+                    (!msg.is_empty()).then_some(msg)
+                },
+                "to connections lost afterwards";
+            /// `ZMQ_RECONNECT_STOP`: when a connect endpoint stops reconnecting. Default:
+            /// never.
+            reconnect_stop, with_reconnect_stop, set_reconnect_stop,
+                (stop: $crate::socket::ReconnectStop) => stop,
+                "to connection failures afterwards";
             /// Accept peers that speak ZMTP 1.0 or 2.0 (not a libzmq option: libzmq
             /// always does). Default true; never with a security mechanism or ZAP domain.
             legacy_peers, with_legacy_peers, set_legacy_peers, (on: bool) => on,
