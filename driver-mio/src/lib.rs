@@ -122,9 +122,9 @@ pub use zmtp_driver::Error;
 pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey, SecretKey};
 pub use zmtp_proto::mechanism::Security;
 pub use zmtp_proto::socket::{
-    AuthReply, Authenticator, CloseReport, EndpointError, GroupError, Message, MetadataError,
-    MonitorEvent, MonitorEventKind, Options, PeerProperties, RouterNotify, SendError, Sent,
-    TextError, ZapRequest, GROUP_MAX_LEN,
+    AcceptFilterError, AuthReply, Authenticator, CloseReport, EndpointError, GroupError, Message,
+    MetadataError, MonitorEvent, MonitorEventKind, Options, PeerProperties, RouterNotify,
+    SendError, Sent, TcpAcceptFilter, TextError, ZapRequest, GROUP_MAX_LEN,
 };
 pub use zmtp_proto::{z85, Bytes, SocketType};
 

@@ -258,7 +258,7 @@ pub use zmtp_async::{
     curve_keypair, linger_all, set_loss_reports, z85, AuthReply, Authenticator, Bytes, CloseReport,
     EndpointError, Error, GroupError, KeyPair, Message, MetadataError, Monitor, MonitorEvent,
     MonitorEventKind, Options, PeerProperties, PublicKey, RouterNotify, SecretKey, Security,
-    SendError, Sent, SocketType, TextError, Tls, ZapRequest,
+    SendError, Sent, SocketType, TcpAcceptFilter, TextError, Tls, ZapRequest,
 };
 
 #[doc = include_str!("socket.md")]

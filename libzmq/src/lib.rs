@@ -78,11 +78,13 @@
 //! `XPUB_NODROP`, `XPUB_WELCOME_MSG`, `STREAM_NOTIFY`, `MECHANISM`, `PLAIN_SERVER`,
 //! `PLAIN_USERNAME`, `PLAIN_PASSWORD`, `CURVE_SERVER`, `CURVE_PUBLICKEY`,
 //! `CURVE_SECRETKEY`, `CURVE_SERVERKEY`, `ZAP_DOMAIN`, `ZAP_ENFORCE_DOMAIN`,
-//! `MULTICAST_HOPS`, `MULTICAST_LOOP`, `THREAD_SAFE`, `INVERT_MATCHING`, the draft
-//! `TOPICS_COUNT` and `ROUTER_NOTIFY`. Kept and reported back but not applied (the
-//! driver has no such setting yet): `SNDBUF`, `RCVBUF`, `TCP_KEEPALIVE*`, `IPV6` (IPv6
-//! addresses work whatever it says), `BACKLOG`, `TOS`, `AFFINITY`, `RATE`,
-//! `RECOVERY_IVL`, `CONNECT_TIMEOUT`, `TCP_MAXRT`.
+//! `MULTICAST_HOPS`, `MULTICAST_LOOP`, `THREAD_SAFE`, `INVERT_MATCHING`,
+//! `TCP_ACCEPT_FILTER` (write-only, as in libzmq), the draft `TOPICS_COUNT` and
+//! `ROUTER_NOTIFY`. Kept and reported back but not applied (the driver has no such
+//! setting yet): `SNDBUF`, `RCVBUF`, `TCP_KEEPALIVE*`, `IPV6` (IPv6 addresses work
+//! whatever it says; an IPv6 `TCP_ACCEPT_FILTER` needs it, as in libzmq), `BACKLOG`,
+//! `TOS`, `AFFINITY`, `RATE`, `RECOVERY_IVL`, `CONNECT_TIMEOUT`, `TCP_MAXRT`, the draft
+//! `BUSY_POLL` (as libzmq does where the system has no `SO_BUSY_POLL`).
 //!
 //! # Not yet
 //! Declared in `zmq.h` but not exported yet (a program that needs it fails to link
