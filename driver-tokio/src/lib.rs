@@ -258,7 +258,8 @@ pub use zmtp_async::{
     curve_keypair, linger_all, set_loss_reports, z85, AppMetadata, AuthReply, Authenticator, Bytes,
     CloseReport, EndpointError, Error, GroupError, KeyPair, Message, MetadataError, Monitor,
     MonitorEvent, MonitorEventKind, Options, PeerProperties, PublicKey, ReconnectStop,
-    RouterNotify, SecretKey, Security, SendError, Sent, SocketType, TextError, Tls, ZapRequest,
+    RouterNotify, SecretKey, Security, SendError, Sent, SocketType, TcpAcceptFilter, TextError,
+    Tls, ZapRequest,
 };
 
 #[doc = include_str!("socket.md")]

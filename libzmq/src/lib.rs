@@ -78,15 +78,18 @@
 //! `XPUB_NODROP`, `XPUB_WELCOME_MSG`, `STREAM_NOTIFY`, `MECHANISM`, `PLAIN_SERVER`,
 //! `PLAIN_USERNAME`, `PLAIN_PASSWORD`, `CURVE_SERVER`, `CURVE_PUBLICKEY`,
 //! `CURVE_SECRETKEY`, `CURVE_SERVERKEY`, `ZAP_DOMAIN`, `ZAP_ENFORCE_DOMAIN`,
-//! `MULTICAST_HOPS`, `MULTICAST_LOOP`, `THREAD_SAFE`, `INVERT_MATCHING`, the draft
-//! `TOPICS_COUNT` and `ROUTER_NOTIFY`, `METADATA` ("X-name:value", as libzmq parses it;
+//! `MULTICAST_HOPS`, `MULTICAST_LOOP`, `THREAD_SAFE`, `INVERT_MATCHING`,
+//! `TCP_ACCEPT_FILTER` (write-only, as in libzmq), the draft `TOPICS_COUNT` and
+//! `ROUTER_NOTIFY`, `METADATA` ("X-name:value", as libzmq parses it;
 //! the first value given for a name stays; all of them at most 1024 bytes encoded, where
 //! libzmq has no limit), and the drafts `RECONNECT_STOP`, `HELLO_MSG`,
 //! `DISCONNECT_MSG` and `HICCUP_MSG` (taken by every type, used by those libzmq uses them
 //! on; `zmq_getsockopt` cannot read the messages back, as in libzmq). Kept and reported
 //! back but not applied (the driver has no such setting yet): `SNDBUF`, `RCVBUF`,
-//! `TCP_KEEPALIVE*`, `IPV6` (IPv6 addresses work whatever it says), `BACKLOG`, `TOS`, `AFFINITY`, `RATE`,
-//! `RECOVERY_IVL`, `CONNECT_TIMEOUT`, `TCP_MAXRT`.
+//! `TCP_KEEPALIVE*`, `IPV6` (IPv6 addresses work whatever it says; an IPv6
+//! `TCP_ACCEPT_FILTER` needs it, as in libzmq), `BACKLOG`, `TOS`, `AFFINITY`, `RATE`,
+//! `RECOVERY_IVL`, `CONNECT_TIMEOUT`, `TCP_MAXRT`, the draft `BUSY_POLL` (as libzmq does
+//! where the system has no `SO_BUSY_POLL`).
 //!
 //! # Not yet
 //! Declared in `zmq.h` but not exported yet (a program that needs it fails to link

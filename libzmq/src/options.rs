@@ -24,6 +24,7 @@ consts! {
     MAXMSGSIZE = 22; SNDHWM = 23; RCVHWM = 24; MULTICAST_HOPS = 25; RCVTIMEO = 27;
     SNDTIMEO = 28; LAST_ENDPOINT = 32; ROUTER_MANDATORY = 33; TCP_KEEPALIVE = 34;
     TCP_KEEPALIVE_CNT = 35; TCP_KEEPALIVE_IDLE = 36; TCP_KEEPALIVE_INTVL = 37;
+    TCP_ACCEPT_FILTER = 38; BUSY_POLL = 113;
     IMMEDIATE = 39; XPUB_VERBOSE = 40; IPV6 = 42; MECHANISM = 43; PLAIN_SERVER = 44;
     PLAIN_USERNAME = 45; PLAIN_PASSWORD = 46; CURVE_SERVER = 47; CURVE_PUBLICKEY = 48;
     CURVE_SECRETKEY = 49; CURVE_SERVERKEY = 50; PROBE_ROUTER = 51; REQ_CORRELATE = 52;
@@ -49,6 +50,8 @@ pub(crate) struct Raw {
     pub(crate) recovery_ivl: c_int,
     pub(crate) connect_timeout: c_int,
     pub(crate) tcp_maxrt: c_int,
+    /// `ZMQ_BUSY_POLL`: kept and reported, as libzmq does where `SO_BUSY_POLL` is absent.
+    pub(crate) busy_poll: c_int,
     pub(crate) affinity: u64,
     pub(crate) tcp_keepalive: [c_int; 4],
     pub(crate) ipv6: bool,
@@ -80,6 +83,7 @@ impl Default for Raw {
             recovery_ivl: 10000,
             connect_timeout: 0,
             tcp_maxrt: 0,
+            busy_poll: 0,
             affinity: 0,
             tcp_keepalive: [-1; 4],
             ipv6: false,
@@ -348,9 +352,10 @@ fn set(s: &CSocket, option: c_int, optval: *const c_void, len: usize) -> Result<
         | CURVE_SECRETKEY | CURVE_SERVERKEY => security(s, option, optval, len),
         SNDBUF | RCVBUF | TCP_KEEPALIVE | TCP_KEEPALIVE_CNT | TCP_KEEPALIVE_IDLE
         | TCP_KEEPALIVE_INTVL | BACKLOG | TOS | RATE | RECOVERY_IVL | CONNECT_TIMEOUT
-        | TCP_MAXRT | IPV6 => {
+        | TCP_MAXRT | IPV6 | BUSY_POLL => {
             let v = int(optval, len)?;
             let ok = match option {
+                BUSY_POLL => true,
                 SNDBUF | RCVBUF => v >= -1,
                 TCP_KEEPALIVE => (-1..=1).contains(&v),
                 TCP_KEEPALIVE_CNT | TCP_KEEPALIVE_IDLE | TCP_KEEPALIVE_INTVL => v >= -1,
@@ -376,10 +381,12 @@ fn set(s: &CSocket, option: c_int, optval: *const c_void, len: usize) -> Result<
                 RECOVERY_IVL => raw.recovery_ivl = v,
                 CONNECT_TIMEOUT => raw.connect_timeout = v,
                 TCP_MAXRT => raw.tcp_maxrt = v,
+                BUSY_POLL => raw.busy_poll = v,
                 _ => raw.ipv6 = v == 1,
             }
             Ok(())
         }
+        TCP_ACCEPT_FILTER => accept_filter(s, bytes(optval, len)?),
         AFFINITY => {
             if len != 8 || optval.is_null() {
                 return Err(libc::EINVAL);
@@ -456,6 +463,28 @@ fn connection_option(
             }
         }
     }
+}
+
+/// `ZMQ_TCP_ACCEPT_FILTER`: one network more for the socket's listeners to accept peers
+/// from (`10.0.0.0/8`), or, empty, none again (every peer). An IPv6 network needs
+/// `ZMQ_IPV6`, as in libzmq.
+fn accept_filter(s: &CSocket, text: &[u8]) -> Result<(), Errno> {
+    if text.is_empty() {
+        return driver(s, s.sock.set_tcp_accept_filters([]));
+    }
+    if text.len() > 255 {
+        return Err(libc::EINVAL);
+    }
+    let network: zmtp_mio::TcpAcceptFilter = std::str::from_utf8(text)
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .ok_or(libc::EINVAL)?;
+    if network.network().is_ipv6() && !s.state().raw.ipv6 {
+        return Err(libc::EINVAL);
+    }
+    let mut networks = s.sock.options().tcp_accept_filters;
+    networks.push(network);
+    driver(s, s.sock.set_tcp_accept_filters(networks))
 }
 
 /// The security options, each changing the mechanism as libzmq's do.
@@ -634,6 +663,7 @@ fn get(s: &CSocket, option: c_int, out: &Out) -> Result<(), Errno> {
             RECOVERY_IVL => Some(raw.recovery_ivl),
             CONNECT_TIMEOUT => Some(raw.connect_timeout),
             TCP_MAXRT => Some(raw.tcp_maxrt),
+            BUSY_POLL => Some(raw.busy_poll),
             IPV6 => Some(c_int::from(raw.ipv6)),
             USE_FD => Some(raw.use_fd),
             MECHANISM => Some(raw.mechanism),

@@ -10,7 +10,7 @@ use bytes::Bytes;
 
 use super::{
     Command, Ending, Endpoint, EndpointError, EndpointId, EndpointKind, EndpointState, Link,
-    MonitorEventKind, Peer, PeerId, Socket,
+    MonitorEventKind, Peer, PeerId, Socket, TcpAcceptFilter,
 };
 use crate::{Buffered, Config, Connection, Instant, SocketType};
 
@@ -271,6 +271,16 @@ impl Socket {
         out
     }
 
+    /// `ZMQ_TCP_ACCEPT_FILTER`: whether a stream accepted on `endpoint` from `address` may
+    /// stay (always, on endpoints that are not TCP or WebSocket ones).
+    fn accept_filter_passes(&self, endpoint: EndpointId, address: &str) -> bool {
+        let filtered = self
+            .endpoints
+            .get(&endpoint)
+            .is_some_and(|e| matches!(e.addr, Endpoint::Tcp(_) | Endpoint::Ws(_)));
+        !filtered || TcpAcceptFilter::accepts(&self.opts.tcp_accept_filters, address)
+    }
+
     /// A stream was accepted on a listening endpoint; returns the new peer, or `None` if the
     /// endpoint is gone or the socket is closing (close the stream).
     ///
@@ -284,6 +294,10 @@ impl Socket {
         now: Instant,
     ) -> Option<PeerId> {
         if self.closing.is_some() || !self.endpoints.contains_key(&endpoint) {
+            return None;
+        }
+        if !self.accept_filter_passes(endpoint, address) {
+            self.monitor(MonitorEventKind::AcceptFailed, 0, endpoint);
             return None;
         }
         let peer = PeerId(self.new_id());

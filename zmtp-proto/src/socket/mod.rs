@@ -41,6 +41,7 @@
 //! the in-core authenticator; `timers.rs` deadlines; `close.rs` LINGER. The routing of
 //! each socket type is in `pattern/`, one module per family behind one dispatch point.
 
+mod accept_filter;
 mod auth;
 mod close;
 pub mod endpoint;
@@ -62,6 +63,7 @@ use core::time::Duration;
 
 use bytes::Bytes;
 
+pub use accept_filter::{AcceptFilterError, TcpAcceptFilter};
 pub use auth::{AuthReply, Authenticator, PeerProperties, ZapRequest};
 pub use close::{CloseReport, Loss};
 pub use endpoint::{Endpoint, EndpointError, StreamAddr};

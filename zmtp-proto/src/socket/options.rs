@@ -147,6 +147,11 @@ pub struct Options {
     /// Default true. They get no security: with a mechanism other than NULL, or a ZAP
     /// domain, they are refused whatever this says, as libzmq refuses them.
     pub legacy_peers: bool,
+    /// `ZMQ_TCP_ACCEPT_FILTER`: the networks a listener accepts TCP and WebSocket peers
+    /// from; a peer in none of them is closed at once (`ACCEPT_FAILED`). Empty (the
+    /// default): every peer. libzmq adds one network per call and clears the list with an
+    /// empty one; here the whole list is set at once.
+    pub tcp_accept_filters: alloc::vec::Vec<crate::socket::TcpAcceptFilter>,
 }
 
 /// `ZMQ_ROUTER_NOTIFY`'s value: which of its peers' arrivals and departures a ROUTER
@@ -305,6 +310,7 @@ impl Default for Options {
             zap_enforce_domain: false,
             multicast_loop: true,
             multicast_hops: 1,
+            tcp_accept_filters: alloc::vec::Vec::new(),
         }
     }
 }
@@ -500,6 +506,12 @@ macro_rules! __options_table {
             /// of the datagrams. Default 1.
             multicast_hops, with_multicast_hops, set_multicast_hops, (hops: u32) => hops,
                 "to `udp://` endpoints connected afterwards";
+            /// `ZMQ_TCP_ACCEPT_FILTER`: the networks a listener accepts TCP and WebSocket
+            /// peers from (none: every peer); a peer in none of them is closed at once.
+            tcp_accept_filters, with_tcp_accept_filters, set_tcp_accept_filters,
+                (networks: impl IntoIterator<Item = $crate::socket::TcpAcceptFilter>)
+                    => networks.into_iter().collect(),
+                "to peers accepted afterwards";
         }
     };
 }
