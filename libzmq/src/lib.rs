@@ -101,7 +101,8 @@
 //! message is handed to the driver with its last frame, so `EAGAIN`, `EHOSTUNREACH` and the like come on the last frame
 //! where libzmq returns them on the first (a first frame with no room waits up to
 //! `ZMQ_SNDTIMEO` and is then refused, at once with `ZMQ_DONTWAIT`, as libzmq does, and so
-//! is an unknown peer's routing-id frame on a ROUTER with `ZMQ_ROUTER_MANDATORY`). The
+//! is a routing-id frame on a ROUTER with `ZMQ_ROUTER_MANDATORY` for an unknown peer,
+//! `EHOSTUNREACH`, or for one at its SNDHWM). The
 //! monitor's PAIR waits for its peer rather than dropping the events sent before the peer
 //! connects.
 //!

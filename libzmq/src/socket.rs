@@ -179,13 +179,22 @@ impl CSocket {
                 }
                 st = self.state();
             }
-            // ROUTER_MANDATORY: an unknown peer is refused on the routing-id frame.
-            if more
-                && self.ty == SocketType::Router
-                && st.raw.router_mandatory
-                && !self.sock.routes_to(&repr.body)
-            {
-                return Err((libc::EHOSTUNREACH, repr));
+            // ROUTER_MANDATORY: on the routing-id frame, as libzmq checks there, an unknown
+            // peer is refused and a peer at its SNDHWM makes the frame wait (at most
+            // SNDTIMEO; at once EAGAIN with DONTWAIT).
+            if more && self.ty == SocketType::Router && st.raw.router_mandatory {
+                match self.sock.route_has_room(&repr.body) {
+                    None => return Err((libc::EHOSTUNREACH, repr)),
+                    Some(true) => {}
+                    Some(false) if flags & DONTWAIT != 0 => return Err((libc::EAGAIN, repr)),
+                    Some(false) => {
+                        drop(st);
+                        if let Err(e) = self.wait_for_route(&repr.body) {
+                            return Err((e, repr));
+                        }
+                        st = self.state();
+                    }
+                }
             }
             st.out_routing_id = repr.routing_id;
             st.out_group = repr.group().map(|g| g.to_bytes().to_vec());
@@ -286,6 +295,30 @@ impl CSocket {
             }
         }
         Ok(())
+    }
+
+    /// ROUTER_MANDATORY: wait (at most SNDTIMEO) until the peer with routing id `id` has
+    /// room; `EHOSTUNREACH` if it leaves meanwhile. The socket's own writability says
+    /// nothing of one peer (a ROUTER is writable while any peer has room), so this looks
+    /// again every millisecond.
+    fn wait_for_route(&self, id: &[u8]) -> Result<(), Errno> {
+        let deadline = self.sock.sndtimeo().map(|t| Instant::now() + t);
+        loop {
+            match self.sock.route_has_room(id) {
+                Some(true) => return Ok(()),
+                None => return Err(libc::EHOSTUNREACH),
+                Some(false) => {}
+            }
+            if self.ctx.terminating() {
+                return Err(ETERM);
+            }
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return Err(libc::EAGAIN);
+            }
+            let step = Duration::from_millis(1);
+            std::thread::sleep(deadline.map_or(step, |d| (d - now).min(step)));
+        }
     }
 
     /// Hand a whole message to the driver, waiting (at most SNDTIMEO) unless `dontwait`.
