@@ -924,13 +924,13 @@ impl Socket {
     /// assert_eq!(subscriber.recv_string()?, "weather: sunny");
     /// assert_eq!(subscriber.recv_string()?, "weather: rain");
     ///
-    /// // Only SUB and XSUB subscribe.
+    /// // Only SUB and XSUB subscribe (and an XPUB in manual mode).
     /// assert!(matches!(publisher.subscribe("weather"), Err(Error::Unsupported)));
     /// # Ok(()) }
     /// ```
     pub fn subscribe(&self, topic: impl AsRef<[u8]>) -> Result<(), Error> {
         self.with(false, |s| {
-            if !s.core.socket_type().subscribes() {
+            if !s.core.takes_subscriptions() {
                 return Err(Error::Unsupported);
             }
             s.core.subscribe(topic.as_ref());
@@ -939,7 +939,8 @@ impl Socket {
     }
 
     /// Cancel one subscription (`ZMQ_UNSUBSCRIBE`); a topic not subscribed is no error, as
-    /// in libzmq. Only SUB and XSUB subscribe: other types fail with
+    /// in libzmq. Only SUB and XSUB subscribe (and an XPUB in manual mode, for the peer
+    /// whose subscription it received last): other types fail with
     /// [`Error::Unsupported`].
     ///
     /// An XPUB receives subscriptions as messages (a first byte 1 to subscribe, 0 to
@@ -965,7 +966,7 @@ impl Socket {
     /// ```
     pub fn unsubscribe(&self, topic: impl AsRef<[u8]>) -> Result<(), Error> {
         self.with(false, |s| {
-            if !s.core.socket_type().subscribes() {
+            if !s.core.takes_subscriptions() {
                 return Err(Error::Unsupported);
             }
             s.core.unsubscribe(topic.as_ref());
