@@ -1256,7 +1256,18 @@ impl Socket {
     /// # Ok(()) }
     /// ```
     pub fn try_send(&self, msg: impl Into<Message>) -> Result<Sent, SendError> {
-        let mut msg = Some(msg.into());
+        match self.send_now(msg.into()) {
+            // No room: the writes of this socket queued for the I/O thread are run here,
+            // once, and the send tried again (the queue may have room once they are
+            // written), before it is refused.
+            Err(SendError::WouldBlock(msg)) if self.shared.help(self.id) => self.send_now(msg),
+            sent => sent,
+        }
+    }
+
+    /// `try_send`'s attempt, with no I/O of its own.
+    fn send_now(&self, msg: Message) -> Result<Sent, SendError> {
+        let mut msg = Some(msg);
         let sent = self.shared.send_with(self.id, |s| {
             msg.take().map(|m| s.core.send(m, || self.shared.now()))
         });
@@ -1379,11 +1390,18 @@ impl Socket {
         mut take: impl FnMut() -> Result<Option<T>, Error>,
     ) -> Result<T, Error> {
         let deadline = timeout.map(|t| StdInstant::now() + t);
+        let mut last_look = false;
         loop {
             if let Some(got) = take()? {
                 return Ok(got);
             }
             if deadline.is_some_and(|d| StdInstant::now() >= d) {
+                // Out of time (or allowed none): what this thread can read without
+                // waiting is read once, as `try_recv` does, before it gives up.
+                if !last_look && self.work_here() {
+                    last_look = true;
+                    continue;
+                }
                 return Err(Error::Timeout);
             }
             if self.shared.help(self.id) {
@@ -1517,6 +1535,26 @@ impl Socket {
     /// # Ok(()) }
     /// ```
     pub fn try_recv(&self) -> Result<Option<Message>, Error> {
+        match self.take_ready()? {
+            Some(msg) => Ok(Some(msg)),
+            // Nothing ready: what this thread can read without waiting is read first (the
+            // streams may be leased to application threads, which the I/O thread leaves
+            // alone meanwhile), once.
+            None if self.work_here() => self.take_ready(),
+            None => Ok(None),
+        }
+    }
+
+    /// Run this socket's work queued for the I/O thread and read its idle streams, here
+    /// and without waiting; returns whether anything was done.
+    fn work_here(&self) -> bool {
+        let helped = self.shared.help(self.id);
+        let read = self.shared.read_here(self.id);
+        helped || read
+    }
+
+    /// The next message if one is ready: `try_recv`'s look, with no I/O.
+    fn take_ready(&self) -> Result<Option<Message>, Error> {
         if let Some(msg) = self.recv_ready() {
             return Ok(Some(msg));
         }
