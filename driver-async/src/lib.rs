@@ -510,8 +510,8 @@ impl<R: Runtime> Socket<R> {
     }
 
     /// Cancel one subscription to a topic (`ZMQ_UNSUBSCRIBE`); a topic not subscribed is
-    /// no error, as in libzmq. Only SUB and XSUB subscribe (and an XPUB in manual mode, for the peer
-    /// whose subscription it received last): other types fail with
+    /// no error, as in libzmq. Only SUB and XSUB subscribe (and an XPUB in manual mode,
+    /// for the peer whose subscription it received last): other types fail with
     /// [`Error::Unsupported`].
     ///
     /// An XPUB receives subscriptions as messages (a first byte 1 to subscribe, 0 to
