@@ -362,7 +362,8 @@ macro_rules! __options_table {
             /// the first.
             xpub_verbose, with_xpub_verbose, set_xpub_verbose, (on: bool) => on,
                 "at once";
-            /// `ZMQ_XPUB_VERBOSER`: also pass every unsubscription, not only the last.
+            /// `ZMQ_XPUB_VERBOSER`: pass every subscription and also every
+            /// unsubscription, not only the last.
             xpub_verboser, with_xpub_verboser, set_xpub_verboser, (on: bool) => on,
                 "at once";
             /// `ZMQ_XPUB_NODROP`: at HWM, `send` would block instead of dropping.
