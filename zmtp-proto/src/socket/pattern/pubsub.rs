@@ -108,7 +108,7 @@ impl Pattern for PubSub {
             // Several frames: each may be a subscription (a single frame is one already
             // when it is, see `Connection`).
             SocketType::Pub | SocketType::XPub if msg.len() > 1 => {
-                subscription_frames(s, peer, msg);
+                on_frames(s, peer, msg);
             }
             SocketType::Pub => {}
             // Anything but a subscription that an XSUB sends upstream reaches the application.
@@ -273,26 +273,38 @@ fn manual(s: &Socket) -> bool {
     s.ty == SocketType::XPub && (s.opts.xpub_manual || s.opts.xpub_manual_last_value)
 }
 
-/// A message of several frames from a subscriber (PUB, XPUB): the frames that are
-/// subscriptions act as such, as libzmq reads them (every frame starting with 1 or 0;
-/// with `ONLY_FIRST_SUBSCRIBE`, the later frames only if the first one is one); the
-/// others reach an XPUB's application as one message.
-fn subscription_frames(s: &mut Socket, peer: PeerId, msg: Message) {
+/// Which frames of a message of several are subscriptions (first byte 1) or
+/// unsubscriptions (0), as libzmq reads them: every frame starting so, or with
+/// `ONLY_FIRST_SUBSCRIBE` the later frames only when the first one is one.
+fn subscription_frames(frames: &[Bytes], only_first: bool) -> impl Iterator<Item = bool> + '_ {
     let is_sub = |f: &Bytes| matches!(f.first(), Some(0 | 1));
-    let first_is_sub = msg.first().is_some_and(is_sub);
-    let every = !s.opts.only_first_subscribe || first_is_sub;
+    let every = !only_first || frames.first().is_some_and(is_sub);
+    frames
+        .iter()
+        .enumerate()
+        .map(move |(i, f)| (i == 0 || every) && is_sub(f))
+}
+
+/// A message of several frames from a subscriber (PUB, XPUB): its subscription frames act
+/// as such; the others reach an XPUB's application as one message.
+fn on_frames(s: &mut Socket, peer: PeerId, msg: Message) {
+    let subs: alloc::vec::Vec<bool> =
+        subscription_frames(msg.frames(), s.opts.only_first_subscribe).collect();
     let mut data = Message::new();
-    for (i, frame) in msg.into_frames().into_iter().enumerate() {
-        if (i == 0 || every) && is_sub(&frame) {
-            let subscribe = frame[0] == 1;
-            s.on_subscription(peer, frame.slice(1..), subscribe);
+    for (frame, sub) in msg.into_frames().into_iter().zip(subs) {
+        if sub {
+            s.on_subscription(peer, frame.slice(1..), frame[0] == 1);
         } else {
             data.push_back(frame);
         }
     }
-    if s.ty == SocketType::XPub && !data.is_empty() {
-        s.pattern.pubsub.xpub_queue.push_back((data, Origin::Data));
+    if s.ty != SocketType::XPub || data.is_empty() {
+        return;
     }
+    if let Some(p) = s.peers.get(&peer).filter(|p| p.authenticated) {
+        data.set_properties(p.properties.clone());
+    }
+    s.pattern.pubsub.xpub_queue.push_back((data, Origin::Data));
 }
 
 /// A peer subscribes to `topic` (PUB, XPUB); whether it is the first peer to.
@@ -463,10 +475,9 @@ fn send_xsub(s: &mut Socket, msg: Message) -> Result<Sent, SendError> {
     } else {
         // Several frames go as they are, and those that are subscriptions (as an XPUB
         // reads them) count among ours.
-        let is_sub = |f: &Bytes| matches!(f.first(), Some(0 | 1));
-        let every = !s.opts.only_first_subscribe || msg.first().is_some_and(is_sub);
-        for (i, frame) in msg.frames().iter().enumerate() {
-            if (i == 0 || every) && is_sub(frame) {
+        let subs = subscription_frames(msg.frames(), s.opts.only_first_subscribe);
+        for (frame, sub) in msg.frames().iter().zip(subs) {
+            if sub {
                 count_local(&mut s.pattern.pubsub, &frame[1..], frame[0] == 1);
             }
         }
