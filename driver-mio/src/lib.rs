@@ -63,12 +63,12 @@
 //!   more streams), the I/O thread reads them again, so input is never left unread.
 //! - A receive that finds a message ready takes one lock, and makes no system call and
 //!   no wake-up (unless taking it lets a peer held at RCVHWM be read again).
+//!   [`Socket::recv_many`] takes a batch of ready messages under one lock.
 //! - A receive that may not wait ([`Socket::try_recv`], or one whose timeout ran out)
 //!   and finds nothing reads the streams no thread is reading (those leased to this
 //!   thread among them) once, without waiting, before it reports nothing; a send that
 //!   would block ([`Socket::try_send`]) runs the socket's writes queued for the I/O
 //!   thread once, and tries again, before it is refused.
-//!   [`Socket::recv_many`] takes a batch of ready messages under one lock.
 //!
 //! # Draft socket types
 //! CLIENT/SERVER, RADIO/DISH, SCATTER/GATHER, PEER and CHANNEL work here as in the async

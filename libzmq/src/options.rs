@@ -226,13 +226,13 @@ fn set(s: &CSocket, option: c_int, optval: *const c_void, len: usize) -> Result<
         SUBSCRIBE | UNSUBSCRIBE if ty == SocketType::Sub => {
             subscription(s, bytes(optval, len)?, option == SUBSCRIBE)
         }
-        // An XPUB in manual mode subscribes the peer of the last subscription received.
+        // An XPUB in manual mode subscribes the peer of the last subscription received;
+        // out of it, the option is not the XPUB's (EINVAL, as libzmq).
         SUBSCRIBE | UNSUBSCRIBE if ty == SocketType::XPub => {
-            let o = sock.options();
-            if !(o.xpub_manual || o.xpub_manual_last_value) {
-                return Err(libc::EINVAL);
+            match subscription(s, bytes(optval, len)?, option == SUBSCRIBE) {
+                Err(libc::ENOTSUP) => Err(libc::EINVAL),
+                done => done,
             }
-            subscription(s, bytes(optval, len)?, option == SUBSCRIBE)
         }
         RECONNECT_IVL => driver(s, sock.set_reconnect_ivl(millis(int_min(optval, len, -1)?))),
         RECONNECT_IVL_MAX => {
