@@ -36,6 +36,8 @@ consts! {
     ROUTER_NOTIFY = 97; TOPICS_COUNT = 116;
     METADATA = 95; RECONNECT_STOP = 109; HELLO_MSG = 110; DISCONNECT_MSG = 111;
     HICCUP_MSG = 114;
+    XPUB_MANUAL = 71; XPUB_MANUAL_LAST_VALUE = 98; ONLY_FIRST_SUBSCRIBE = 108;
+    XSUB_VERBOSE_UNSUBSCRIBE = 115;
 }
 
 /// Option values kept by the C layer: tuning values the driver has no field for (kept
@@ -230,6 +232,14 @@ fn set(s: &CSocket, option: c_int, optval: *const c_void, len: usize) -> Result<
         SUBSCRIBE | UNSUBSCRIBE if ty == SocketType::Sub => {
             subscription(s, bytes(optval, len)?, option == SUBSCRIBE)
         }
+        // An XPUB in manual mode subscribes the peer of the last subscription received;
+        // out of it, the option is not the XPUB's (EINVAL, as libzmq).
+        SUBSCRIBE | UNSUBSCRIBE if ty == SocketType::XPub => {
+            match subscription(s, bytes(optval, len)?, option == SUBSCRIBE) {
+                Err(libc::ENOTSUP) => Err(libc::EINVAL),
+                done => done,
+            }
+        }
         RECONNECT_IVL => driver(s, sock.set_reconnect_ivl(millis(int_min(optval, len, -1)?))),
         RECONNECT_IVL_MAX => {
             let v = int_min(optval, len, 0)?;
@@ -327,10 +337,42 @@ fn set(s: &CSocket, option: c_int, optval: *const c_void, len: usize) -> Result<
         {
             let on = int_min(optval, len, 0)? != 0;
             match option {
-                XPUB_VERBOSE => driver(s, sock.set_xpub_verbose(on)),
-                XPUB_VERBOSER => driver(s, sock.set_xpub_verboser(on)),
+                // As libzmq: VERBOSE sets verbose subscriptions and clears verbose
+                // unsubscriptions; VERBOSER sets (or clears) both.
+                XPUB_VERBOSE => {
+                    driver(s, sock.set_xpub_verboser(false))?;
+                    driver(s, sock.set_xpub_verbose(on))
+                }
+                XPUB_VERBOSER => {
+                    driver(s, sock.set_xpub_verbose(on))?;
+                    driver(s, sock.set_xpub_verboser(on))
+                }
                 _ => driver(s, sock.set_xpub_nodrop(on)),
             }
+        }
+        XPUB_MANUAL | XPUB_MANUAL_LAST_VALUE
+            if matches!(ty, SocketType::XPub | SocketType::Pub) =>
+        {
+            let on = int_min(optval, len, 0)? != 0;
+            if option == XPUB_MANUAL_LAST_VALUE || !on {
+                // LAST_VALUE is manual mode too: one switch for both here.
+                driver(
+                    s,
+                    sock.set_xpub_manual_last_value(on && option != XPUB_MANUAL),
+                )?;
+            }
+            driver(s, sock.set_xpub_manual(on))
+        }
+        ONLY_FIRST_SUBSCRIBE
+            if matches!(ty, SocketType::XPub | SocketType::Pub | SocketType::XSub) =>
+        {
+            driver(
+                s,
+                sock.set_only_first_subscribe(int_min(optval, len, 0)? != 0),
+            )
+        }
+        XSUB_VERBOSE_UNSUBSCRIBE if ty == SocketType::XSub => {
+            driver(s, sock.set_xsub_verbose_unsubscribe(int(optval, len)? != 0))
         }
         XPUB_WELCOME_MSG if matches!(ty, SocketType::XPub | SocketType::Pub) => {
             let v = bytes(optval, len)?;

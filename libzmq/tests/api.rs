@@ -608,3 +608,58 @@ fn draft_poller_fd_signals_thread_safe_sockets() {
     }
     assert_eq!(zmq_ctx_term(ctx), 0);
 }
+
+/// `ZMQ_XPUB_MANUAL` (71), `ZMQ_XPUB_MANUAL_LAST_VALUE` (98), `ZMQ_ONLY_FIRST_SUBSCRIBE`
+/// (108) and `ZMQ_XSUB_VERBOSE_UNSUBSCRIBE` (115): taken by the types libzmq takes them
+/// on, non-negative ints; `ZMQ_SUBSCRIBE` on an XPUB only in manual mode, where it routes
+/// for the peer whose subscription was received last; an XSUB passes an unsubscription
+/// of a topic it does not have only when verbose.
+#[test]
+fn xpub_manual_and_xsub_verbose_unsubscribe_options() {
+    let ctx = zmq_ctx_new();
+    let xpub = zmq_socket(ctx, 9);
+    let xsub = zmq_socket(ctx, 10);
+    let sub = zmq_socket(ctx, 2);
+    for s in [xpub, xsub, sub] {
+        set_int(s, RCVTIMEO, 5000);
+        set_int(s, LINGER, 0);
+    }
+    for option in [XPUB_MANUAL, XPUB_MANUAL_LAST_VALUE, ONLY_FIRST_SUBSCRIBE] {
+        assert_eq!(set_int_errno(xpub, option, -1), libc::EINVAL);
+        assert_eq!(set_int_errno(sub, option, 1), libc::EINVAL);
+    }
+    assert_eq!(
+        set_int_errno(xpub, XSUB_VERBOSE_UNSUBSCRIBE, 1),
+        libc::EINVAL
+    );
+    set_int(xsub, ONLY_FIRST_SUBSCRIBE, 1);
+    set_int(xsub, ONLY_FIRST_SUBSCRIBE, 0);
+    // Not in manual mode: an XPUB has no subscriptions of its own.
+    let rc = unsafe { zmq_setsockopt(xpub, SUBSCRIBE, b"B".as_ptr().cast(), 1) };
+    assert_eq!((rc, zmq::error::zmq_errno()), (-1, libc::EINVAL));
+    set_int(xpub, XPUB_MANUAL, 1);
+
+    unsafe {
+        assert_eq!(zmq_bind(xpub, c"tcp://127.0.0.1:*".as_ptr()), 0);
+    }
+    let ep = std::ffi::CString::new(last_endpoint(xpub)).unwrap();
+    assert_eq!(unsafe { zmq_connect(xsub, ep.as_ptr()) }, 0);
+    send(xsub, b"\x01A", 0);
+    assert_eq!(recv(xpub), (b"\x01A".to_vec(), false));
+    // The application subscribes that peer to B instead of A.
+    let rc = unsafe { zmq_setsockopt(xpub, SUBSCRIBE, b"B".as_ptr().cast(), 1) };
+    assert_eq!(rc, 0);
+    send(xpub, b"A-not-routed", 0);
+    send(xpub, b"B-routed", 0);
+    assert_eq!(recv(xsub), (b"B-routed".to_vec(), false));
+
+    // An unsubscription of a topic the XSUB never had: kept back, unless verbose.
+    send(xsub, b"\x00Z", 0);
+    set_int(xsub, XSUB_VERBOSE_UNSUBSCRIBE, 1);
+    send(xsub, b"\x00Y", 0);
+    assert_eq!(recv(xpub), (b"\x00Y".to_vec(), false));
+    for s in [xpub, xsub, sub] {
+        assert_eq!(zmq_close(s), 0);
+    }
+    assert_eq!(zmq_ctx_term(ctx), 0);
+}

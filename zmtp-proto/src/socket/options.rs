@@ -97,12 +97,34 @@ pub struct Options {
     pub req_relaxed: bool,
     /// `ZMQ_XPUB_VERBOSE`: pass every subscription to the application, not only the first.
     pub xpub_verbose: bool,
-    /// `ZMQ_XPUB_VERBOSER`: also pass every unsubscription, not only the last.
+    /// `ZMQ_XPUB_VERBOSER`: pass every subscription (as `xpub_verbose`) and also every
+    /// unsubscription, not only the last.
     pub xpub_verboser: bool,
     /// `ZMQ_XPUB_NODROP`: at HWM, `send` would block instead of dropping.
     pub xpub_nodrop: bool,
     /// `ZMQ_XPUB_WELCOME_MSG`: a message sent to each new subscriber.
     pub xpub_welcome_msg: Option<Bytes>,
+    /// `ZMQ_XPUB_MANUAL` (XPUB): the application decides the subscriptions. Every
+    /// subscription and unsubscription a peer sends is passed up (whatever the verbose
+    /// options say) and changes nothing by itself; the XPUB's own `subscribe` and
+    /// `unsubscribe` apply to the peer whose subscription message the application received
+    /// last. A peer that leaves has an unsubscription passed up for each topic it had
+    /// subscribed. Default false.
+    pub xpub_manual: bool,
+    /// `ZMQ_XPUB_MANUAL_LAST_VALUE` (XPUB): manual mode (as `xpub_manual`), and the first
+    /// message sent after a subscription message was received goes only to that
+    /// subscription's peer (if it matches); later ones go to every matching peer.
+    /// Default false.
+    pub xpub_manual_last_value: bool,
+    /// `ZMQ_ONLY_FIRST_SUBSCRIBE` (XPUB, XSUB): in a message of several frames, the later
+    /// frames are taken as subscriptions (first byte 1) or unsubscriptions (0) only if
+    /// the first one is one; otherwise they are data. Default false: any frame starting
+    /// with 1 or 0 is one.
+    pub only_first_subscribe: bool,
+    /// `ZMQ_XSUB_VERBOSE_UNSUBSCRIBE` (XSUB, a draft option): pass every unsubscription
+    /// message on to the publishers, not only the one that removes the last of equal
+    /// subscriptions (a topic not subscribed included). Default false.
+    pub xsub_verbose_unsubscribe: bool,
     /// `ZMQ_INVERT_MATCHING`: PUB and XPUB send each message to the peers whose
     /// subscriptions do not match it (a peer that subscribed to nothing among them), and
     /// SUB keeps the messages that match none of its subscriptions. Default false.
@@ -304,6 +326,10 @@ impl Default for Options {
             xpub_verboser: false,
             xpub_nodrop: false,
             xpub_welcome_msg: None,
+            xpub_manual: false,
+            xpub_manual_last_value: false,
+            only_first_subscribe: false,
+            xsub_verbose_unsubscribe: false,
             invert_matching: false,
             security: Security::Null,
             zap_domain: Bytes::new(),
@@ -463,7 +489,8 @@ macro_rules! __options_table {
             /// the first.
             xpub_verbose, with_xpub_verbose, set_xpub_verbose, (on: bool) => on,
                 "at once";
-            /// `ZMQ_XPUB_VERBOSER`: also pass every unsubscription, not only the last.
+            /// `ZMQ_XPUB_VERBOSER`: pass every subscription and also every
+            /// unsubscription, not only the last.
             xpub_verboser, with_xpub_verboser, set_xpub_verboser, (on: bool) => on,
                 "at once";
             /// `ZMQ_XPUB_NODROP`: at HWM, `send` would block instead of dropping.
@@ -477,6 +504,26 @@ macro_rules! __options_table {
                     (!msg.is_empty()).then_some(msg)
                 },
                 "to subscribers that connect afterwards";
+            /// `ZMQ_XPUB_MANUAL` (XPUB): the application decides the subscriptions, with
+            /// the XPUB's `subscribe` and `unsubscribe` applied to the peer of the
+            /// subscription message it received last.
+            xpub_manual, with_xpub_manual, set_xpub_manual, (on: bool) => on,
+                "at once";
+            /// `ZMQ_XPUB_MANUAL_LAST_VALUE` (XPUB): manual mode, and the first message sent
+            /// after a subscription message was received goes only to its peer.
+            xpub_manual_last_value, with_xpub_manual_last_value,
+                set_xpub_manual_last_value, (on: bool) => on,
+                "at once";
+            /// `ZMQ_ONLY_FIRST_SUBSCRIBE` (XPUB, XSUB): the later frames of a message are
+            /// subscriptions only if its first frame is one.
+            only_first_subscribe, with_only_first_subscribe, set_only_first_subscribe,
+                (on: bool) => on,
+                "at once";
+            /// `ZMQ_XSUB_VERBOSE_UNSUBSCRIBE` (XSUB): pass every unsubscription on, not
+            /// only the last of equal subscriptions.
+            xsub_verbose_unsubscribe, with_xsub_verbose_unsubscribe,
+                set_xsub_verbose_unsubscribe, (on: bool) => on,
+                "at once";
             /// `ZMQ_INVERT_MATCHING`: PUB and XPUB send each message to the peers whose
             /// subscriptions do not match it; SUB keeps the messages that match none of
             /// its own. Default false.
