@@ -729,7 +729,16 @@ impl Socket {
     pub fn bind(&self, endpoint: &str) -> Result<String, Error> {
         refuse_inproc(endpoint)?;
         let id = self.with(true, |s| s.core.bind(endpoint))??;
-        // At once, unless a host name is being looked up.
+        self.bound_result(endpoint, id)
+    }
+
+    /// What became of the bind of `endpoint` as `id`: at once, unless a host name is being
+    /// looked up.
+    fn bound_result(
+        &self,
+        endpoint: &str,
+        id: zmtp_proto::socket::EndpointId,
+    ) -> Result<String, Error> {
         loop {
             match self.with(false, |s| (s.bound.remove(&id), s.closed))? {
                 (Some(result), _) => return result.map_err(|e| Error::bind(endpoint, e)),
@@ -740,6 +749,40 @@ impl Socket {
                 }
             }
         }
+    }
+
+    /// Bind `endpoint`'s transport to `listener`, a socket already bound and listening (a
+    /// socket handed over by a service manager, or libzmq's `ZMQ_USE_FD`): a TCP listener
+    /// for `tcp://` and `ws://`, a Unix one for `ipc://`. The endpoint's address is not
+    /// used; returns the endpoint as the listener is bound. The socket takes `listener`
+    /// and closes it when it stops listening; the file of an `ipc://` path stays.
+    ///
+    /// ```
+    /// use std::os::fd::OwnedFd;
+    /// use zmtp_mio::{Context, SocketType};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let ctx = Context::new()?;
+    /// let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    /// let port = listener.local_addr()?.port();
+    /// let pull = ctx.socket(SocketType::Pull)?;
+    /// let bound = pull.bind_listener("tcp://*:*", OwnedFd::from(listener))?;
+    /// assert_eq!(bound, format!("tcp://127.0.0.1:{port}"));
+    /// # Ok(()) }
+    /// ```
+    pub fn bind_listener(
+        &self,
+        endpoint: &str,
+        listener: std::os::fd::OwnedFd,
+    ) -> Result<String, Error> {
+        refuse_inproc(endpoint)?;
+        // The listen runs once the closure returns, under the same lock, and takes it.
+        let id = self.with(true, |s| {
+            let id = s.core.bind(endpoint)?;
+            s.listen_fds.insert(id, listener);
+            Ok::<_, EndpointError>(id)
+        })??;
+        self.bound_result(endpoint, id)
     }
 
     /// Connect to `endpoint`; returns at once (connecting and reconnecting go on in the

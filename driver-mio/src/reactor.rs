@@ -293,6 +293,9 @@ pub(crate) struct Sock {
     pub(crate) monitors: Vec<mpsc::Sender<MonitorEvent>>,
     /// Results of binds not yet collected by `bind`.
     pub(crate) bound: BTreeMap<EndpointId, io::Result<String>>,
+    /// Listening sockets `bind_listener` gave for endpoints about to listen, used in
+    /// place of ones made for them.
+    pub(crate) listen_fds: BTreeMap<EndpointId, std::os::fd::OwnedFd>,
     pub(crate) closed: bool,
     /// The application dropped its handle: forget the socket once it has closed.
     pub(crate) orphaned: bool,
@@ -575,6 +578,7 @@ impl State {
                 resolving: BTreeSet::new(),
                 monitors: Vec::new(),
                 bound: BTreeMap::new(),
+                listen_fds: BTreeMap::new(),
                 closed: false,
                 orphaned: false,
                 ready,

@@ -60,9 +60,12 @@ pub(crate) struct Raw {
     pub(crate) req_relaxed: bool,
     /// `ZMQ_ROUTER_MANDATORY`, mirrored for the check on a message's first frame.
     pub(crate) router_mandatory: bool,
-    /// `ZMQ_USE_FD` (-1: none) and `ZMQ_BINDTODEVICE` (empty: none): kept, and endpoints
-    /// refused with `ENOTSUP` while either is set, as the driver cannot honour them.
+    /// `ZMQ_USE_FD` (-1: none): the listening socket the next `tcp://`, `ipc://` or
+    /// `ws://` bind takes (once: see [`Raw::take_use_fd`]), and whether it was taken.
     pub(crate) use_fd: c_int,
+    pub(crate) use_fd_taken: bool,
+    /// `ZMQ_BINDTODEVICE` (empty: none): kept, and endpoints refused with `ENOTSUP` while
+    /// it is set, as the driver cannot honour it.
     pub(crate) bind_to_device: Vec<u8>,
     /// `ZMQ_NULL`, `ZMQ_PLAIN` or `ZMQ_CURVE`, and whether we are the server.
     pub(crate) mechanism: c_int,
@@ -92,6 +95,7 @@ impl Default for Raw {
             req_relaxed: false,
             router_mandatory: false,
             use_fd: -1,
+            use_fd_taken: false,
             bind_to_device: Vec::new(),
             mechanism: 0,
             as_server: false,
@@ -105,6 +109,44 @@ impl Default for Raw {
 }
 
 impl Raw {
+    /// `ZMQ_USE_FD`'s descriptor for a bind, the first time it is asked for after the
+    /// option was set: libzmq's listener takes the descriptor and closes it when it stops,
+    /// and a descriptor is closed once only, so later binds make their own. A descriptor
+    /// that is not a listening socket is refused (`ENOTSOCK`, `EINVAL`) and left alone.
+    pub(crate) fn take_use_fd(&mut self) -> Result<Option<std::os::fd::OwnedFd>, Errno> {
+        if self.use_fd < 0 || self.use_fd_taken {
+            return Ok(None);
+        }
+        let mut listening: c_int = 0;
+        let mut len = std::mem::size_of::<c_int>() as libc::socklen_t;
+        // SAFETY: `getsockopt` writes at most `len` bytes to `listening`, which has them;
+        // a descriptor that is not open, or not a socket, only makes it fail.
+        let rc = unsafe {
+            libc::getsockopt(
+                self.use_fd,
+                libc::SOL_SOCKET,
+                libc::SO_ACCEPTCONN,
+                (&mut listening as *mut c_int).cast(),
+                &mut len,
+            )
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::ENOTSOCK));
+        }
+        if listening == 0 {
+            return Err(libc::EINVAL);
+        }
+        self.use_fd_taken = true;
+        // SAFETY: an open listening socket the application handed to this socket with
+        // `ZMQ_USE_FD`, which gives it to the socket's listener, as libzmq's does;
+        // `use_fd_taken` makes sure it is owned once.
+        Ok(Some(unsafe {
+            std::os::fd::FromRawFd::from_raw_fd(self.use_fd)
+        }))
+    }
+
     /// The driver's security setting for what has been set.
     fn security(&self) -> Result<Security, Errno> {
         Ok(match (self.mechanism, self.as_server) {
@@ -440,7 +482,12 @@ fn set(s: &CSocket, option: c_int, optval: *const c_void, len: usize) -> Result<
         }
         USE_FD => {
             let v = int_min(optval, len, -1)?;
-            s.state().raw.use_fd = v;
+            let mut st = s.state();
+            // The same descriptor again, once taken, stays taken: it is owned once.
+            if v != st.raw.use_fd {
+                st.raw.use_fd = v;
+                st.raw.use_fd_taken = false;
+            }
             Ok(())
         }
         BINDTODEVICE => {

@@ -547,7 +547,7 @@ fn with_endpoint(
             let addr = unsafe { text(addr) }?;
             {
                 let st = s.state();
-                if st.raw.use_fd != -1 || !st.raw.bind_to_device.is_empty() {
+                if !st.raw.bind_to_device.is_empty() {
                     return Err(libc::ENOTSUP);
                 }
             }
@@ -580,7 +580,18 @@ fn with_endpoint(
 pub unsafe extern "C" fn zmq_bind(socket: *mut c_void, addr: *const c_char) -> c_int {
     with_endpoint(socket, addr, |s, addr| {
         let target = s.ctx.endpoint(addr)?;
-        let resolved = s.sock.bind(&target).map_err(|e| s.errno(&e))?;
+        let takes_fd = ["tcp://", "ipc://", "ws://"]
+            .iter()
+            .any(|scheme| addr.starts_with(scheme));
+        let listener = match takes_fd {
+            true => s.state().raw.take_use_fd()?,
+            false => None,
+        };
+        let resolved = match listener {
+            Some(fd) => s.sock.bind_listener(&target, fd),
+            None => s.sock.bind(&target),
+        }
+        .map_err(|e| s.errno(&e))?;
         let inproc = addr.starts_with("inproc://");
         s.state().last_endpoint = if inproc { addr.to_owned() } else { resolved };
         Ok(())

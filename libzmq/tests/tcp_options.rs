@@ -1,5 +1,5 @@
 //! TCP options through the C API: `ZMQ_TCP_ACCEPT_FILTER` over real loopback connections,
-//! and `ZMQ_BUSY_POLL` kept and read back.
+//! `ZMQ_USE_FD`, and `ZMQ_BUSY_POLL` kept and read back.
 
 use std::ffi::{c_int, c_void, CStr, CString};
 
@@ -176,5 +176,71 @@ fn busy_poll_is_kept_and_read_back() {
     assert_eq!(get_int(s, BUSY_POLL), 50);
     assert_eq!(unsafe { zmq_bind(s, c"tcp://127.0.0.1:*".as_ptr()) }, 0);
     assert_eq!(zmq_close(s), 0);
+    assert_eq!(zmq_ctx_term(ctx), 0);
+}
+
+/// `ZMQ_USE_FD`: the next `tcp://` or `ipc://` bind listens on the given socket (once:
+/// a later bind makes its own); a descriptor that is not a listening socket is refused
+/// and left open.
+#[test]
+fn use_fd_binds_on_the_given_listening_socket() {
+    use std::os::fd::IntoRawFd;
+    let ctx = zmq_ctx_new();
+    let pull = zmq_socket(ctx, 0);
+    set_int(pull, LINGER, 0);
+    assert_eq!(get_int(pull, USE_FD), -1, "none by default");
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let fd = listener.into_raw_fd();
+    set_int(pull, USE_FD, fd);
+    assert_eq!(get_int(pull, USE_FD), fd);
+    // The endpoint's port is not used: the socket's is.
+    assert_eq!(unsafe { zmq_bind(pull, c"tcp://127.0.0.1:*".as_ptr()) }, 0);
+    let mut buf = [0u8; 256];
+    let mut len = buf.len();
+    let rc = unsafe { zmq_getsockopt(pull, LAST_ENDPOINT, buf.as_mut_ptr().cast(), &mut len) };
+    assert_eq!(rc, 0);
+    let endpoint = CStr::from_bytes_with_nul(&buf[..len]).unwrap().to_owned();
+    assert_eq!(
+        endpoint.to_str().unwrap(),
+        format!("tcp://127.0.0.1:{port}")
+    );
+    assert!(
+        reaches(ctx, pull, &endpoint, 5000),
+        "nothing through the given socket"
+    );
+    // Taken once: the next bind makes its own listener.
+    let other = bind_loopback(pull);
+    assert_ne!(other, endpoint);
+    assert!(reaches(ctx, pull, &other, 5000));
+
+    // Not a socket (a pipe): ENOTSOCK, and the pipe is still open.
+    let mut fds = [0; 2];
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let push = zmq_socket(ctx, 8);
+    set_int(push, USE_FD, fds[0]);
+    assert_eq!(unsafe { zmq_bind(push, c"tcp://127.0.0.1:*".as_ptr()) }, -1);
+    assert_eq!(errno(), libc::ENOTSOCK);
+    assert_ne!(
+        unsafe { libc::fcntl(fds[0], libc::F_GETFD) },
+        -1,
+        "the pipe was closed"
+    );
+    // A socket that does not listen: EINVAL.
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    set_int(push, USE_FD, std::os::fd::AsRawFd::as_raw_fd(&udp));
+    assert_eq!(unsafe { zmq_bind(push, c"tcp://127.0.0.1:*".as_ptr()) }, -1);
+    assert_eq!(errno(), libc::EINVAL);
+    // Connects do not use it.
+    assert_eq!(unsafe { zmq_connect(push, endpoint.as_ptr()) }, 0);
+    unsafe {
+        libc::close(fds[0]);
+        libc::close(fds[1]);
+    }
+
+    for s in [pull, push] {
+        assert_eq!(zmq_close(s), 0);
+    }
     assert_eq!(zmq_ctx_term(ctx), 0);
 }

@@ -13,8 +13,8 @@ use mio::net::TcpStream;
 use mio::{Interest, Token};
 use zmtp_driver::transport::connect_ipc;
 use zmtp_driver::{
-    listen_ipc, listen_tcp, open_udp, start_connect_from, tcp_connected, Attempts, CommandHandler,
-    Listening, StdTransport, TcpAddrs, TlsSide, UdpOpen,
+    listen_ipc, listen_on_fd, listen_tcp, open_udp, start_connect_from, tcp_connected, Attempts,
+    CommandHandler, Listening, StdTransport, TcpAddrs, TlsSide, UdpOpen,
 };
 use zmtp_proto::socket::{
     Endpoint, EndpointId, MonitorEvent, PeerId, Socket as ProtoSocket, ZapRequest,
@@ -466,8 +466,16 @@ impl CommandHandler for Commands<'_> {
 
     fn listen(&mut self, endpoint: EndpointId, addr: Endpoint) {
         let (shared, id) = (self.shared, self.id);
+        let given = self
+            .st
+            .sockets
+            .get_mut(&id)
+            .and_then(|s| s.listen_fds.remove(&endpoint));
         if let Err(e) = self.tls_side(endpoint, &addr, true) {
             return shared.listen_at(self.st, id, endpoint, Err(e));
+        }
+        if let Some(fd) = given {
+            return shared.listen_at(self.st, id, endpoint, listen_on_fd(fd, &addr));
         }
         let listening = match &addr {
             Endpoint::Tcp(tcp) | Endpoint::Ws(WsEndpoint { tcp, .. }) => match TcpAddrs::of(tcp) {
