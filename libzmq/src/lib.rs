@@ -88,8 +88,8 @@
 //! `DISCONNECT_MSG` and `HICCUP_MSG` (taken by every type, used by those libzmq uses them
 //! on; `zmq_getsockopt` cannot read the messages back, as in libzmq). Kept and reported
 //! back but not applied (the driver has no such setting yet): `SNDBUF`, `RCVBUF`,
-//! `TCP_KEEPALIVE*`, `IPV6` (IPv6 addresses work whatever it says; an IPv6
-//! `TCP_ACCEPT_FILTER` needs it, as in libzmq), `BACKLOG`, `TOS`, `AFFINITY`, `RATE`,
+//! `TCP_KEEPALIVE*`, `IPV6` (IPv6 addresses work whatever it says; with it, a bind to
+//! `*` is a dual-stack IPv6 one, as in libzmq, and an IPv6 `TCP_ACCEPT_FILTER` is taken), `BACKLOG`, `TOS`, `AFFINITY`, `RATE`,
 //! `RECOVERY_IVL`, `CONNECT_TIMEOUT`, `TCP_MAXRT`, the draft `BUSY_POLL` (as libzmq does
 //! where the system has no `SO_BUSY_POLL`).
 //!

@@ -534,6 +534,20 @@ pub extern "C" fn zmq_close(socket: *mut c_void) -> c_int {
     })
 }
 
+/// A bind to every interface (`tcp://*:5555`, `udp://*:5556`, `ws://*:80/path`) with
+/// `ZMQ_IPV6` set is a bind to every IPv6 interface, which takes IPv4 peers too (a
+/// dual-stack socket), as libzmq's is; other endpoints are as given.
+fn ipv6_wildcard(addr: &str, ipv6: bool) -> std::borrow::Cow<'_, str> {
+    for scheme in ["tcp://", "udp://", "ws://"] {
+        if let Some(rest) = addr.strip_prefix(scheme).filter(|_| ipv6) {
+            if let Some(port) = rest.strip_prefix("*:") {
+                return format!("{scheme}[::]:{port}").into();
+            }
+        }
+    }
+    addr.into()
+}
+
 /// Run `f` on the socket behind `socket` and an endpoint argument.
 fn with_endpoint(
     socket: *mut c_void,
@@ -579,6 +593,11 @@ fn with_endpoint(
 #[no_mangle]
 pub unsafe extern "C" fn zmq_bind(socket: *mut c_void, addr: *const c_char) -> c_int {
     with_endpoint(socket, addr, |s, addr| {
+        // A RADIO sends its datagrams to a group's address: it only connects.
+        if s.ty == SocketType::Radio && addr.starts_with("udp://") {
+            return Err(crate::error::ENOCOMPATPROTO);
+        }
+        let addr = &ipv6_wildcard(addr, s.state().raw.ipv6);
         let target = s.ctx.endpoint(addr)?;
         let takes_fd = ["tcp://", "ipc://", "ws://"]
             .iter()
@@ -593,7 +612,7 @@ pub unsafe extern "C" fn zmq_bind(socket: *mut c_void, addr: *const c_char) -> c
         }
         .map_err(|e| s.errno(&e))?;
         let inproc = addr.starts_with("inproc://");
-        s.state().last_endpoint = if inproc { addr.to_owned() } else { resolved };
+        s.state().last_endpoint = if inproc { addr.to_string() } else { resolved };
         Ok(())
     })
 }
@@ -605,8 +624,9 @@ pub unsafe extern "C" fn zmq_bind(socket: *mut c_void, addr: *const c_char) -> c
 #[no_mangle]
 pub unsafe extern "C" fn zmq_connect(socket: *mut c_void, addr: *const c_char) -> c_int {
     with_endpoint(socket, addr, |s, addr| {
-        // A DGRAM only binds (and sends to the addresses it hears from).
-        if s.ty == SocketType::Dgram {
+        // A DGRAM only binds (and sends to the addresses it hears from), and so does a
+        // DISH on `udp://` (it receives what RADIOs send to its address).
+        if s.ty == SocketType::Dgram || (s.ty == SocketType::Dish && addr.starts_with("udp://")) {
             return Err(crate::error::ENOCOMPATPROTO);
         }
         let target = s.ctx.endpoint(addr)?;

@@ -1,5 +1,6 @@
 //! TCP options through the C API: `ZMQ_TCP_ACCEPT_FILTER` over real loopback connections,
-//! `ZMQ_USE_FD`, and `ZMQ_BUSY_POLL` kept and read back.
+//! `ZMQ_USE_FD`, `ZMQ_IPV6` wildcard binds, the `udp://` direction rules, and
+//! `ZMQ_BUSY_POLL` kept and read back.
 
 use std::ffi::{c_int, c_void, CStr, CString};
 
@@ -240,6 +241,61 @@ fn use_fd_binds_on_the_given_listening_socket() {
     }
 
     for s in [pull, push] {
+        assert_eq!(zmq_close(s), 0);
+    }
+    assert_eq!(zmq_ctx_term(ctx), 0);
+}
+
+/// With `ZMQ_IPV6`, a bind to every interface (`*`) is an IPv6 one that takes IPv4 peers
+/// too, as libzmq's is: a PAIR bound at `tcp://*:*` is reached over `::1` and
+/// `127.0.0.1`, and a DISH bound at `udp://*:port` hears a RADIO sending to `::1`.
+#[test]
+fn ipv6_wildcard_binds_are_dual_stack() {
+    let ctx = zmq_ctx_new();
+    let server = zmq_socket(ctx, 0);
+    set_int(server, LINGER, 0);
+    set_int(server, IPV6, 1);
+    assert_eq!(unsafe { zmq_bind(server, c"tcp://*:*".as_ptr()) }, 0);
+    let mut buf = [0u8; 256];
+    let mut len = buf.len();
+    let rc = unsafe { zmq_getsockopt(server, LAST_ENDPOINT, buf.as_mut_ptr().cast(), &mut len) };
+    assert_eq!(rc, 0);
+    let bound = CStr::from_bytes_with_nul(&buf[..len])
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let port = bound.rsplit(':').next().unwrap();
+    assert!(bound.starts_with("tcp://[::]:"), "{bound}");
+    for host in ["127.0.0.1", "[::1]"] {
+        let endpoint = CString::new(format!("tcp://{host}:{port}")).unwrap();
+        assert!(
+            reaches(ctx, server, &endpoint, 5000),
+            "not reached over {host}"
+        );
+    }
+    assert_eq!(zmq_close(server), 0);
+    assert_eq!(zmq_ctx_term(ctx), 0);
+}
+
+/// `udp://`: a RADIO only connects and a DISH only binds (`ENOCOMPATPROTO` otherwise).
+#[test]
+fn radio_binds_and_dish_connects_are_refused_on_udp() {
+    const RADIO: c_int = 14;
+    const DISH: c_int = 15;
+    let ctx = zmq_ctx_new();
+    let radio = zmq_socket(ctx, RADIO);
+    let dish = zmq_socket(ctx, DISH);
+    assert_eq!(unsafe { zmq_bind(radio, c"udp://*:5556".as_ptr()) }, -1);
+    assert_eq!(errno(), zmq::error::ENOCOMPATPROTO);
+    assert_eq!(
+        unsafe { zmq_connect(dish, c"udp://127.0.0.1:5556".as_ptr()) },
+        -1
+    );
+    assert_eq!(errno(), zmq::error::ENOCOMPATPROTO);
+    // Over tcp both ways are fine.
+    assert_eq!(unsafe { zmq_bind(radio, c"tcp://127.0.0.1:*".as_ptr()) }, 0);
+    for s in [radio, dish] {
         assert_eq!(zmq_close(s), 0);
     }
     assert_eq!(zmq_ctx_term(ctx), 0);
