@@ -74,6 +74,8 @@ pub const ZMQ_RCVTIMEO: c_int = 27;
 pub const ZMQ_SNDTIMEO: c_int = 28;
 /// Option `ZMQ_LAST_ENDPOINT` (string, read-only: the endpoint last bound or connected).
 pub const ZMQ_LAST_ENDPOINT: c_int = 32;
+/// Option `ZMQ_IPV6` (int: 1 lets the socket take IPv6 addresses).
+pub const ZMQ_IPV6: c_int = 42;
 /// Option `ZMQ_PLAIN_SERVER` (int: 1 makes the socket a PLAIN server).
 pub const ZMQ_PLAIN_SERVER: c_int = 44;
 /// Option `ZMQ_PLAIN_USERNAME` (string: makes the socket a PLAIN client).

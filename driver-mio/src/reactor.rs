@@ -271,6 +271,8 @@ impl Drop for Listener {
 struct UdpIo {
     socket: std::net::UdpSocket,
     token: Option<Token>,
+    /// Where datagrams go that the core sends to no address (a multicast group).
+    send_to: Option<std::net::SocketAddr>,
 }
 
 /// A TCP connect in progress, and the addresses left to try if it fails.
@@ -378,7 +380,7 @@ impl Sock {
         drain_datagrams(&mut self.core, &mut buf, |endpoint, data, to| {
             if let Some(io) = udp.get(&endpoint) {
                 // Lost like a datagram on the network: no one to tell.
-                let _ = send_datagram(&io.socket, data, to);
+                let _ = send_datagram(&io.socket, data, to.or(io.send_to));
             }
         })
     }

@@ -542,6 +542,7 @@ impl CommandHandler for Commands<'_> {
                     UdpIo {
                         socket: o.socket,
                         token,
+                        send_to: o.send_to,
                     },
                 );
                 if open.bind {
