@@ -516,6 +516,12 @@ pub extern "C" fn zmq_close(socket: *mut c_void) -> c_int {
             map.remove(&(socket as usize))
         };
         match removed {
+            // A socket a forked child inherited: the I/O thread that would close it is
+            // the parent's, so the child leaves it alone (the parent's copy goes on).
+            Some(s) if s.ctx.forked() => {
+                std::mem::forget(s);
+                0
+            }
             Some(s) => {
                 // A monitor says it stopped, then ends.
                 let monitor = s.state().monitor.take();
