@@ -18,8 +18,8 @@
 //! | `stream-notify` | STREAM-STREAM | each side announces the connection once, `[id][empty]`, with the connecting side's `CONNECT_ROUTING_ID` and a generated 5-byte id on the bound side; nothing else arrives; the ids route |
 //! | `stream-bytes` | STREAM-STREAM | two chunked byte streams (300 chunks and a 1 MiB one) sent both ways at once arrive intact and in order, compared as byte streams (TCP may split or merge chunks) |
 //! | `stream-route` | STREAM-STREAM | the bound side routes by id to two connected peers: each gets exactly its own bytes |
-//! | `stream-close` | STREAM-STREAM | the bound side closes with `[id][empty]`: the other side sees one disconnect notification, the closer none; the connecting side comes back (libzmq's under the same id, ours under a new generated one) and closes in turn, seen once by the bound side |
-//! | `stream-reconnect` | STREAM-STREAM, our side connects | the bound peer closes: our side sees the disconnect, its id becomes unreachable; a new peer binds the same endpoint, our side reconnects under a new id and bytes flow both ways |
+//! | `stream-close` | STREAM-STREAM | the bound side closes with `[id][empty]`: the other side sees one disconnect notification, the closer none; the connecting side comes back under the same id (its pipe outlives the connection, as libzmq's) and closes in turn, seen once by the bound side |
+//! | `stream-reconnect` | STREAM-STREAM, our side connects | the bound peer closes: our side sees the disconnect, its id stays routable; a new peer binds the same endpoint, our side reconnects under the same id, writes what was sent while it was down first, and bytes flow both ways |
 //!
 //! STREAM (raw TCP, `ZMQ_STREAM`) pairs only with STREAM: it talks to no ZMTP socket, so
 //! the ZMTP scenarios never run for it and the STREAM ones run for it alone. It runs over

@@ -1,11 +1,12 @@
-//! What a ROUTER can route to, asked before a message is complete (libzmq's
-//! `ZMQ_ROUTER_MANDATORY` refuses an unknown peer on the message's first frame).
+//! What a ROUTER or STREAM can route to, asked before a message is complete (libzmq's
+//! ROUTER under `ZMQ_ROUTER_MANDATORY`, and its STREAM always, refuse an unknown peer on
+//! the message's first frame).
 
 use crate::Socket;
 
 impl Socket {
-    /// ROUTER: whether a peer has routing id `id` now (false on other types, or once the
-    /// socket is closed).
+    /// ROUTER, STREAM: whether a peer has routing id `id` now (false on other types, or
+    /// once the socket is closed).
     ///
     /// ```
     /// use zmtp_mio::{Context, Options, SocketType};
@@ -29,9 +30,9 @@ impl Socket {
             .is_some_and(|s| s.core.routes_to(id))
     }
 
-    /// ROUTER: whether the peer with routing id `id` has room for a message now (below
-    /// SNDHWM); `None` when no peer has that id, on other types, or once the socket is
-    /// closed.
+    /// ROUTER, STREAM: whether the peer with routing id `id` has room for a message now
+    /// (below SNDHWM); `None` when no peer has that id, on other types, or once the
+    /// socket is closed.
     pub fn route_has_room(&self, id: &[u8]) -> Option<bool> {
         let st = self.shared.lock();
         st.sockets.get(&self.id)?.core.route_has_room(id)

@@ -87,7 +87,9 @@
 //! connection coming up and going away (option `stream_notify`, on by default). The
 //! routing ids are 5 bytes (`00` and a counter) unless `connect_routing_id` names the
 //! next `connect`'s connection; an unknown one is refused with
-//! [`SendError::HostUnreachable`].
+//! [`SendError::HostUnreachable`]. As in libzmq, a `connect` names its connection at once
+//! (the option `routing_id` then reads a generated id) and keeps the id across
+//! reconnects: what is sent to it meanwhile waits for the connection.
 //!
 //! # Draft socket types
 //! libzmq's draft types (built with its draft API there) are ordinary socket types here,

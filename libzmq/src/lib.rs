@@ -98,13 +98,15 @@
 //! rather than misbehave): `zmq_socket_monitor_pipes_stats`. Missing behaviour: the
 //! options not listed above (`EINVAL`, e.g. `ZMQ_XPUB_MANUAL`, `ZMQ_ROUTER_RAW`,
 //! `ZMQ_TCP_ACCEPT_FILTER`), and `zmq_msg_gets` on messages from peers whose properties
-//! the core does not attach (it answers for peers a ZAP handler accepted and for peers that
-//! sent `X-` properties), and for `Peer-Address` over `ipc://`. A multipart
+//! the core does not attach (it answers for peers a ZAP handler accepted, for peers that
+//! sent `X-` properties and for a STREAM's connections), and for `Peer-Address` over
+//! `ipc://`. A multipart
 //! message is handed to the driver with its last frame, so `EAGAIN`, `EHOSTUNREACH` and the like come on the last frame
 //! where libzmq returns them on the first (a first frame with no room waits up to
 //! `ZMQ_SNDTIMEO` and is then refused, at once with `ZMQ_DONTWAIT`, as libzmq does, and so
 //! is a routing-id frame on a ROUTER with `ZMQ_ROUTER_MANDATORY` for an unknown peer,
-//! `EHOSTUNREACH`, or for one at its SNDHWM). The
+//! `EHOSTUNREACH`, or for one at its SNDHWM, and on a STREAM for an unknown peer; a
+//! STREAM's data frame ends its message whatever its `ZMQ_SNDMORE`). The
 //! monitor's PAIR waits for its peer rather than dropping the events sent before the peer
 //! connects.
 //!

@@ -152,9 +152,11 @@ impl CSocket {
         if !self.ty.sends() {
             return Err((libc::ENOTSUP, repr));
         }
-        let more = flags & SNDMORE != 0;
         let size = repr.body.len();
         let mut st = self.state();
+        // A STREAM message is a routing id and one data frame, whose MORE flag libzmq
+        // ignores: the data frame ends it.
+        let more = flags & SNDMORE != 0 && !(self.ty == SocketType::Stream && st.out.len() == 1);
         if st.out.is_empty() {
             // The first frame of a message: the pattern's state says whether it may go.
             match self.ty {
@@ -178,6 +180,10 @@ impl CSocket {
                     return Err((e, repr));
                 }
                 st = self.state();
+            }
+            // STREAM: an unknown peer is refused on the routing-id frame.
+            if more && self.ty == SocketType::Stream && !self.sock.routes_to(&repr.body) {
+                return Err((libc::EHOSTUNREACH, repr));
             }
             // ROUTER_MANDATORY: on the routing-id frame, as libzmq checks there, an unknown
             // peer is refused and a peer at its SNDHWM makes the frame wait (at most

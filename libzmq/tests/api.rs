@@ -663,3 +663,69 @@ fn xpub_manual_and_xsub_verbose_unsubscribe_options() {
     }
     assert_eq!(zmq_ctx_term(ctx), 0);
 }
+
+/// `ZMQ_ROUTING_ID` read back into `buf`: its bytes.
+fn routing_id(s: *mut c_void) -> Vec<u8> {
+    let mut buf = [0u8; 256];
+    let mut len = buf.len();
+    let rc = unsafe { zmq_getsockopt(s, ROUTING_ID, buf.as_mut_ptr().cast(), &mut len) };
+    assert_eq!(rc, 0);
+    buf[..len].to_vec()
+}
+
+/// STREAM (11) as libzmq's: `ZMQ_ROUTING_ID` right after `zmq_connect` names the
+/// connection; an unknown id is refused on its own frame (`EHOSTUNREACH`); the data frame
+/// ends the message whatever its `ZMQ_SNDMORE` (libzmq ignores it); messages carry
+/// `Peer-Address`; empty data closes the connection, announced to the other side.
+#[test]
+fn stream_ids_frames_and_peer_address_as_libzmq() {
+    const STREAM: c_int = 11;
+    let ctx = zmq_ctx_new();
+    let server = zmq_socket(ctx, STREAM);
+    let client = zmq_socket(ctx, STREAM);
+    for s in [server, client] {
+        set_int(s, RCVTIMEO, 5000);
+        set_int(s, LINGER, 0);
+    }
+    unsafe {
+        assert_eq!(zmq_bind(server, c"tcp://127.0.0.1:*".as_ptr()), 0);
+    }
+    let ep = std::ffi::CString::new(last_endpoint(server)).unwrap();
+    assert!(routing_id(client).is_empty());
+    assert_eq!(unsafe { zmq_connect(client, ep.as_ptr()) }, 0);
+    let to_server = routing_id(client);
+    assert_eq!((to_server.len(), to_server[0]), (5, 0), "{to_server:?}");
+
+    assert_eq!(send_errno(client, b"\x00nope", SNDMORE), libc::EHOSTUNREACH);
+    // Sent before the connection is up, MORE on the data frame: it goes all the same.
+    send(client, &to_server, SNDMORE);
+    send(client, b"GET /\n\n", SNDMORE);
+
+    // The server: the connection's notification, then the data, with Peer-Address.
+    let (to_client, more) = recv(server);
+    assert!(more);
+    assert_eq!(recv(server), (Vec::new(), false));
+    let mut msg = std::mem::MaybeUninit::<zmq_msg_t>::zeroed();
+    let m = msg.as_mut_ptr();
+    assert_eq!(zmq_msg_init(m), 0);
+    assert!(zmq_msg_recv(m, server, 0) > 0);
+    let address = unsafe { zmq_msg_gets(m, c"Peer-Address".as_ptr()) };
+    assert!(!address.is_null());
+    assert_eq!(unsafe { CStr::from_ptr(address) }, c"127.0.0.1");
+    assert_eq!(zmq_msg_close(m), 0);
+    assert_eq!(recv(server), (b"GET /\n\n".to_vec(), false));
+    assert_eq!(routing_id(server), to_client, "the id last generated");
+
+    // The client: its own notification, under the id it read at connect.
+    assert_eq!(recv(client), (to_server.clone(), true));
+    assert_eq!(recv(client), (Vec::new(), false));
+    // It closes: the server is told.
+    send(client, &to_server, SNDMORE);
+    send(client, b"", 0);
+    assert_eq!(recv(server), (to_client, true));
+    assert_eq!(recv(server), (Vec::new(), false));
+    for s in [server, client] {
+        assert_eq!(zmq_close(s), 0);
+    }
+    assert_eq!(zmq_ctx_term(ctx), 0);
+}

@@ -3,8 +3,9 @@
 use std::time::Duration;
 
 use zmtp_proto::socket::{Message, MonitorEventKind, Options, SendError, Sent};
+use zmtp_proto::Bytes;
 use zmtp_proto::SocketType::{self, *};
-use zmtp_testkit::cluster::{Cluster, Node};
+use zmtp_testkit::cluster::{Cluster, Node, RawPeer};
 use zmtp_testkit::message::{frames, m, msg, opts, text};
 
 const ANY: &str = "tcp://127.0.0.1:*";
@@ -696,6 +697,42 @@ fn connect_routing_id_names_the_outgoing_peer() {
     c.send(server, m(&["back"])).unwrap();
     c.run_until_idle();
     assert_eq!(recv_texts(&mut c, router), ["srv|back"]);
+}
+
+#[test]
+fn a_connect_routing_id_is_routable_from_the_connect_on_and_through_reconnects() {
+    // libzmq names the connect pipe at zmq_connect: a message sent at once waits for the
+    // connection (test_connect_rid), and the pipe, with its name, outlives reconnections.
+    const HELD: &str = "tcp://127.0.0.1:7000";
+    let mut c = Cluster::new(43);
+    c.hold_connects_to(HELD);
+    let router = c.add(
+        Router,
+        opts(|o| {
+            o.connect_routing_id = Some("srv".into());
+            o.router_mandatory = true;
+        }),
+    );
+    c.connect(router, HELD);
+    assert!(c.socket(router).routes_to(b"srv"));
+    assert_eq!(c.send(router, m(&["srv", "early"])), Ok(Sent::Queued));
+    c.run_until_idle();
+    let ep = c.take_held_connect(router).unwrap();
+    let r = c.connect_remote(router, ep).unwrap();
+    let mut peer = RawPeer::new(&c, r, Dealer);
+    peer.exchange(&mut c);
+    assert_eq!(peer.messages(), vec![vec![Bytes::from("early")]]);
+    // The connection drops: still routable, and what is sent meanwhile waits.
+    c.remote_reset(r);
+    c.run_until_idle();
+    assert!(c.socket(router).routes_to(b"srv"));
+    assert_eq!(c.send(router, m(&["srv", "later"])), Ok(Sent::Queued));
+    c.run_for(Duration::from_millis(200));
+    let ep = c.take_held_connect(router).expect("reconnects");
+    let r2 = c.connect_remote(router, ep).unwrap();
+    let mut peer = RawPeer::new(&c, r2, Dealer);
+    peer.exchange(&mut c);
+    assert_eq!(peer.messages(), vec![vec![Bytes::from("later")]]);
 }
 
 #[test]

@@ -4,7 +4,10 @@
 //! ids, ids alone and several pairs in one message.
 //!
 //! The body keeps a model of every connection (its routing id, the bytes fed to it, what
-//! the application sent to it, whether it is routable) and checks the socket against it.
+//! the application sent to it, whether it is routable) and of the connect endpoint (whose
+//! peer, as libzmq's pipe, has its routing id from `connect` on and keeps it through
+//! reconnections, data sent while it is down waiting for the next connection), and checks
+//! the socket against them.
 
 use std::collections::BTreeMap;
 
@@ -94,6 +97,31 @@ struct Conn {
     reset: bool,
 }
 
+/// Where a routing id leads in the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Target {
+    /// An accepted connection, or one of a connect endpoint with `immediate`.
+    Conn(usize),
+    /// The connect endpoint's peer (up or not).
+    Endpoint,
+}
+
+/// The model of the connect endpoint's peer when it keeps its id (no `immediate`): one
+/// routing id for all its connections.
+struct Endpoint {
+    peer: PeerId,
+    id: Vec<u8>,
+    /// Its connections, oldest first.
+    conns: Vec<usize>,
+    /// Which of `conns` the application receives from now (a connection's messages all
+    /// come before the next one's).
+    cursor: usize,
+    /// Data sent while no connection was up: what the next one is written first.
+    pending: Vec<u8>,
+    /// The application closed it (`[id][empty]`): gone for good.
+    closed: bool,
+}
+
 struct World {
     net: Cluster,
     node: Node,
@@ -101,8 +129,9 @@ struct World {
     rcvhwm: usize,
     sndhwm: usize,
     conns: Vec<Conn>,
-    /// Routing id -> connection, for every id ever given.
+    /// Routing id -> connection, for every id ever given (but the endpoint's).
     by_id: BTreeMap<Vec<u8>, usize>,
+    endpoint: Option<Endpoint>,
     /// The application sent an id without data: the next frame is dropped.
     discard_next: bool,
     stats: StreamOutcome,
@@ -117,11 +146,22 @@ impl World {
         &self.net.member(self.node).socket
     }
 
-    /// Whether the application may route to connection `i`.
+    /// Whether connection `i` is up and the application may route to it.
     fn routable(&self, i: usize) -> bool {
         self.conns
             .get(i)
             .is_some_and(|c| !c.app_closed && !c.reset && self.net.remote_open(c.remote))
+    }
+
+    /// The endpoint's connection that is up, if any.
+    fn endpoint_link(&self) -> Option<usize> {
+        let e = self.endpoint.as_ref()?;
+        e.conns.last().copied().filter(|&i| self.routable(i))
+    }
+
+    /// Whether connection `i` is one of the endpoint's.
+    fn of_endpoint(&self, i: usize) -> bool {
+        self.endpoint.as_ref().is_some_and(|e| e.conns.contains(&i))
     }
 
     /// The connection `sel` picks among those `keep` accepts.
@@ -152,19 +192,30 @@ impl World {
             "a new STREAM connection is attached at once"
         );
         assert!(!id.is_empty(), "a STREAM connection has a routing id");
-        assert!(
-            !self.by_id.contains_key(&id),
-            "routing id {id:?} given twice"
-        );
         let i = self.conns.len();
-        self.by_id.insert(id.clone(), i);
+        let mut sent = Vec::new();
+        match self.endpoint.as_mut() {
+            Some(e) if e.peer == peer => {
+                assert_eq!(id, e.id, "the endpoint's connection keeps its id");
+                assert!(!e.closed, "a connection of a closed endpoint");
+                e.conns.push(i);
+                sent = core::mem::take(&mut e.pending);
+            }
+            e => {
+                assert!(
+                    !self.by_id.contains_key(&id) && e.is_none_or(|e| e.id != id),
+                    "routing id {id:?} given twice"
+                );
+                self.by_id.insert(id.clone(), i);
+            }
+        }
         self.conns.push(Conn {
             remote,
             peer,
             id,
             fed: Vec::new(),
             received: Vec::new(),
-            sent: Vec::new(),
+            sent,
             written: Vec::new(),
             ups: 0,
             downs: 0,
@@ -234,8 +285,12 @@ impl World {
         let frames: Vec<Bytes> = msg.into_frames().into_iter().collect();
         assert_eq!(frames.len(), 2, "a STREAM message is [id][data]");
         let (id, data) = (&frames[0], &frames[1]);
-        let Some(&i) = self.by_id.get(&id[..]) else {
-            panic!("a message from routing id {id:?}, which no connection has");
+        let i = match self.endpoint.as_ref() {
+            Some(e) if e.id == id[..] => self.endpoint_source(data),
+            _ => match self.by_id.get(&id[..]) {
+                Some(&i) => i,
+                None => panic!("a message from routing id {id:?}, which no connection has"),
+            },
         };
         let notify = self.notify;
         let Some(c) = self.conns.get_mut(i) else {
@@ -273,15 +328,57 @@ impl World {
         true
     }
 
+    /// Which of the endpoint's connections a message under its id comes from: the one
+    /// being received from, or (once that one is down and what came from it is taken)
+    /// the next. With notifications the down one moves on; without, data that does not
+    /// follow what came from the current connection is the next one's (no byte of a
+    /// connection is lost unless RCVHWM holds input back, and then the endpoint is made
+    /// with `immediate`: see [`stream()`]).
+    fn endpoint_source(&mut self, data: &[u8]) -> usize {
+        let notify = self.notify;
+        let Some(e) = self.endpoint.as_ref() else {
+            unreachable!("called for the endpoint's id");
+        };
+        let (conns, mut cursor) = (e.conns.clone(), e.cursor);
+        let current = |k: usize| -> usize {
+            match conns.get(k) {
+                Some(&i) => i,
+                None => panic!("a message under the endpoint's id with no connection"),
+            }
+        };
+        loop {
+            let i = current(cursor);
+            let c = &self.conns[i];
+            let follows = if data.is_empty() {
+                // An up notification is the connection's first; a down one ends it.
+                c.ups == 0 || c.downs == 0
+            } else {
+                let mut next = c.received.clone();
+                next.extend_from_slice(data);
+                (!notify || (c.ups == 1 && c.downs == 0)) && c.fed.starts_with(&next)
+            };
+            let over = c.downs == 1 || (!notify && !self.net.remote_open(c.remote));
+            if follows || !over || cursor + 1 >= conns.len() {
+                if let Some(e) = self.endpoint.as_mut() {
+                    e.cursor = cursor;
+                }
+                return i;
+            }
+            cursor += 1;
+        }
+    }
+
     /// Room for one more message to connection `i`, `extra` messages after those queued.
     fn room(&self, i: usize, extra: usize) -> bool {
         let Some(c) = self.conns.get(i) else {
             return false;
         };
-        let queued = self
-            .sock_ref()
-            .peer_stats(c.peer)
-            .map_or(0, |s| s.queued_out);
+        self.room_of(c.peer, extra)
+    }
+
+    /// Room for one more message to `peer`, `extra` messages after those queued.
+    fn room_of(&self, peer: PeerId, extra: usize) -> bool {
+        let queued = self.sock_ref().peer_stats(peer).map_or(0, |s| s.queued_out);
         self.sndhwm == 0 || queued + extra < self.sndhwm
     }
 
@@ -295,30 +392,41 @@ impl World {
         if self.discard_next {
             start = 1;
         }
-        // The model's outcome: per pair, (connection, data); then the result.
-        let mut effects: Vec<(usize, Vec<u8>)> = Vec::new();
+        // The model's outcome: per pair, (target, data); then the result.
+        let mut effects: Vec<(Target, Vec<u8>)> = Vec::new();
         let mut discard_after = false;
         let mut expect = Ok(());
-        let mut writes: BTreeMap<usize, usize> = BTreeMap::new();
-        let mut closed: Vec<usize> = Vec::new();
+        let mut writes: BTreeMap<Target, usize> = BTreeMap::new();
+        let mut closed: Vec<Target> = Vec::new();
         let mut k = start;
         while k < frames.len() {
             let (Some(id), Some(data)) = (frames.get(k), frames.get(k + 1)) else {
                 discard_after = true;
                 break;
             };
-            let target = self
-                .by_id
-                .get(id)
-                .copied()
-                .filter(|&i| self.routable(i) && !closed.contains(&i));
+            let target = match &self.endpoint {
+                Some(e) if e.id == *id => (!e.closed).then_some(Target::Endpoint),
+                _ => self
+                    .by_id
+                    .get(id)
+                    .copied()
+                    .filter(|&i| self.routable(i))
+                    .map(Target::Conn),
+            }
+            .filter(|t| !closed.contains(t));
             let Some(i) = target else {
                 if k == 0 {
                     expect = Err("unreachable");
                 }
                 break;
             };
-            if !self.room(i, writes.get(&i).copied().unwrap_or(0)) {
+            let extra = writes.get(&i).copied().unwrap_or(0);
+            let room = match (i, &self.endpoint) {
+                (Target::Conn(c), _) => self.room(c, extra),
+                (Target::Endpoint, Some(e)) => self.room_of(e.peer, extra),
+                (Target::Endpoint, None) => false,
+            };
+            if !room {
                 if k == 0 {
                     expect = Err("would block");
                 }
@@ -346,8 +454,21 @@ impl World {
             return;
         }
         self.discard_next = discard_after;
-        for (i, data) in effects {
-            if let Some(c) = self.conns.get_mut(i) {
+        for (target, data) in effects {
+            let link = match target {
+                Target::Conn(i) => Some(i),
+                Target::Endpoint => self.endpoint_link(),
+            };
+            if let (Target::Endpoint, Some(e)) = (target, self.endpoint.as_mut()) {
+                if data.is_empty() {
+                    // Closed for good; what waited for a connection is dropped with it.
+                    e.closed = true;
+                    e.pending.clear();
+                } else if link.is_none() {
+                    e.pending.extend_from_slice(&data);
+                }
+            }
+            if let Some(c) = link.and_then(|i| self.conns.get_mut(i)) {
                 if data.is_empty() {
                     c.app_closed = true;
                 } else {
@@ -355,15 +476,15 @@ impl World {
                 }
             }
         }
-        for i in closed {
-            let peer = self.conns.get(i).map(|c| c.peer);
+        for target in closed {
+            let peer = match (target, &self.endpoint) {
+                (Target::Conn(i), _) => self.conns.get(i).map(|c| c.peer),
+                (Target::Endpoint, e) => e.as_ref().map(|e| e.peer),
+            };
             let attached = peer
                 .and_then(|p| self.sock_ref().peer_stats(p))
                 .is_some_and(|s| s.attached);
-            assert!(
-                !attached,
-                "connection {i} is still routable after its close"
-            );
+            assert!(!attached, "{target:?} is still routable after its close");
         }
     }
 
@@ -407,7 +528,7 @@ impl World {
             let Some(st) = sock.peer_stats(c.peer) else {
                 continue;
             };
-            if self.rcvhwm > 0 {
+            if self.rcvhwm > 0 && !self.of_endpoint(i) {
                 assert!(
                     st.queued_in <= self.rcvhwm,
                     "{} in, RCVHWM {}",
@@ -425,8 +546,30 @@ impl World {
             }
             // A connect endpoint's peer outlives its connections: only the newest counts.
             let newest = self.conns.iter().rposition(|d| d.peer == c.peer) == Some(i);
-            if newest {
+            if newest && !self.of_endpoint(i) {
                 assert_eq!(st.attached, self.routable(i), "connection {i}: routable?");
+            }
+        }
+        if let Some(e) = &self.endpoint {
+            if let Some(st) = sock.peer_stats(e.peer) {
+                assert_eq!(st.attached, !e.closed, "the endpoint: routable?");
+                // Data stops at RCVHWM; the notifications of its connections going and
+                // coming are never dropped.
+                let notes = 2 * e.conns.len();
+                assert!(
+                    self.rcvhwm == 0 || st.queued_in <= self.rcvhwm + notes,
+                    "the endpoint: {} in, RCVHWM {} and {notes} notifications",
+                    st.queued_in,
+                    self.rcvhwm
+                );
+                if !e.closed {
+                    assert_eq!(st.routing_id.to_vec(), e.id, "the endpoint's id");
+                }
+            } else {
+                assert!(
+                    e.closed,
+                    "the endpoint's peer is gone, but it was not closed"
+                );
             }
         }
         // Closed connections are forgotten: no more peers than open streams and the
@@ -498,6 +641,10 @@ pub(super) fn run_stream(data: &[u8]) -> StreamOutcome {
     if b0 & 0x80 != 0 {
         opts.linger = Some(Duration::ZERO);
     }
+    // Without notifications, and with RCVHWM holding input back (which a reset then
+    // loses), the data of a connection and of the next under the same id could not be
+    // told apart: the endpoint gets a new id per connection there (`immediate`).
+    opts.immediate = !opts.stream_notify && opts.rcvhwm > 0;
     opts.reconnect_ivl = Some(Duration::from_millis(10));
     let (notify, rcvhwm, sndhwm) = (opts.stream_notify, opts.rcvhwm, opts.sndhwm);
     let Ok(sock) = Socket::new(SocketType::Stream, opts, 7) else {
@@ -514,12 +661,32 @@ pub(super) fn run_stream(data: &[u8]) -> StreamOutcome {
         sndhwm,
         conns: Vec::new(),
         by_id: BTreeMap::new(),
+        endpoint: None,
         discard_next: false,
         stats: StreamOutcome::default(),
     };
     assert!(w.sock().bind(BIND_ADDR).is_ok(), "bind");
     if b0 & 0x20 != 0 {
         assert!(w.sock().connect(CONNECT_ADDR).is_ok(), "connect");
+        if !w.sock_ref().options().immediate {
+            // Named and routable at once, as libzmq's pipe.
+            let peer = w.sock_ref().peers().next().expect("the connect peer");
+            let id = match b0 & 0x40 {
+                0 => w.sock_ref().options().routing_id.to_vec(),
+                _ => NAMED.to_vec(),
+            };
+            let stats = w.sock_ref().peer_stats(peer).expect("the connect peer");
+            assert!(stats.attached, "a connect peer is routable at once");
+            assert_eq!(stats.routing_id.to_vec(), id, "the connect peer's id");
+            w.endpoint = Some(Endpoint {
+                peer,
+                id,
+                conns: Vec::new(),
+                cursor: 0,
+                pending: Vec::new(),
+                closed: false,
+            });
+        }
     }
     w.events();
 

@@ -3,7 +3,6 @@
 
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::string::String;
-use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use bytes::Bytes;
@@ -203,19 +202,21 @@ pub struct PeerProperties {
     pub peer: Bytes,
     /// Properties the authenticator added, ZMTP-encoded.
     pub zap: Bytes,
-    /// The IP the peer connected from (`Peer-Address`), empty when not over tcp.
-    pub peer_address: Bytes,
+    /// The peer's IP address as text (`Peer-Address`); empty when it has none (ipc,
+    /// inproc).
+    pub address: String,
 }
 
 impl PeerProperties {
-    /// A property by name, as libzmq's `zmq_msg_gets`: `User-Id`, then the
-    /// authenticator's properties, then the peer's own.
+    /// A property by name, as libzmq's `zmq_msg_gets`: `User-Id`, then `Peer-Address`
+    /// (when the peer has an IP address), then the authenticator's properties, then the
+    /// peer's own.
     pub fn get(&self, name: &str) -> Option<&[u8]> {
         if name == "User-Id" {
             return Some(&self.user_id);
         }
-        if name == "Peer-Address" && !self.peer_address.is_empty() {
-            return Some(&self.peer_address);
+        if name == "Peer-Address" && !self.address.is_empty() {
+            return Some(self.address.as_bytes());
         }
         find(&self.zap, name).or_else(|| find(&self.peer, name))
     }
@@ -309,18 +310,18 @@ impl Socket {
         let Some(p) = self.peers.get_mut(&peer) else {
             return;
         };
-        let address = Bytes::from(p.ip());
+        if p.stream.is_none() {
+            return;
+        }
+        if status == 200 {
+            let props = p.properties_mut();
+            props.user_id = user_id;
+            props.zap = zap;
+            p.tagged = true;
+        }
         let Some(s) = p.stream.as_mut() else {
             return;
         };
-        if status == 200 {
-            let props = p.properties.get_or_insert_with(Default::default);
-            let props = Arc::make_mut(props);
-            props.user_id = user_id;
-            props.zap = zap;
-            props.peer_address = address;
-            p.tagged = true;
-        }
         let result = s.conn.connection_mut().handle_auth(now, status);
         // Queue what the verdict produced (WELCOME, READY or ERROR).
         s.conn.poll_transmit();

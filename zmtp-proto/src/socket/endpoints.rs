@@ -34,9 +34,12 @@ impl Socket {
         Ok(id)
     }
 
-    /// Connect to `endpoint`. Unless `immediate` is set, the peer's queue exists at once:
-    /// messages sent now wait for the connection (not for ROUTER, which routes by the id
-    /// learnt in the handshake).
+    /// Connect to `endpoint`. Unless `immediate` is set, the peer's queue exists at once
+    /// and outlives reconnections: messages sent now wait for the connection. A ROUTER
+    /// can address it so only under a `CONNECT_ROUTING_ID` (otherwise it routes by the id
+    /// learnt in the handshake); a STREAM gives it its routing id now (which
+    /// [`Options::routing_id`](super::Options::routing_id) then reads, as libzmq's
+    /// `ZMQ_ROUTING_ID` does).
     ///
     /// `udp://` endpoints are checked as libzmq checks them (only RADIO may connect to
     /// one) and opened with [`Command::OpenUdp`]: no peer, no stream, no reconnecting.
@@ -88,12 +91,8 @@ impl Socket {
                 address: String::new(),
             },
         );
-        if !self.opts.immediate && !self.rules.routes_by_id {
-            self.attach(peer);
-            if self.rules.numbers_peers() {
-                // SERVER, PEER: the peer's queue has its routing id from now on.
-                self.number_peer(peer);
-            }
+        if !self.opts.immediate {
+            self.pattern_connecting(peer);
         }
         self.commands
             .push_back(Command::Connect { endpoint: id, addr });
@@ -169,6 +168,15 @@ impl Socket {
         if self.closing.is_some() {
             self.try_finish_close(now);
         }
+    }
+
+    /// Forget a connect endpoint whose peer is not connected (STREAM: closed on request
+    /// before it connected): what waited for the peer is discarded, what it sent before
+    /// stays readable, a connection still being made is refused when it comes.
+    pub(super) fn forget_unconnected_endpoint(&mut self, endpoint: EndpointId, peer: PeerId) {
+        self.remove_peer(peer);
+        self.set_retry(endpoint, None);
+        self.endpoints.remove(&endpoint);
     }
 
     /// The driver is listening on `endpoint`, resolved to `resolved` (for example the port

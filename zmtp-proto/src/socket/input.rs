@@ -233,11 +233,7 @@ impl Socket {
                     // Application metadata (`ZMQ_METADATA`) is read on the peer's messages.
                     let app = crate::codec::Metadata::parse(&metadata)
                         .is_ok_and(|m| m.iter().any(|prop| prop.name.starts_with(b"X-")));
-                    let address = Bytes::from(p.ip());
-                    let props = p.properties.get_or_insert_with(Default::default);
-                    let props = alloc::sync::Arc::make_mut(props);
-                    props.peer = metadata;
-                    props.peer_address = address;
+                    p.properties_mut().peer = metadata;
                     p.tagged |= app;
                 }
             }

@@ -40,7 +40,8 @@ use super::PeerProperties;
 #[derive(Debug, Clone, Default)]
 pub struct Message {
     frames: Frames,
-    /// The sending peer's properties, on messages from authenticated peers.
+    /// The sending peer's properties, on messages from authenticated peers (and a
+    /// STREAM's).
     properties: Option<Arc<PeerProperties>>,
 }
 
@@ -158,7 +159,8 @@ impl Message {
     /// then the peer's own metadata (`Socket-Type`, `Identity`, `X-` properties). Only
     /// messages from peers that were authenticated (PLAIN, CURVE, or NULL with a ZAP
     /// domain) or that sent application metadata (`X-` properties, libzmq's
-    /// `ZMQ_METADATA`) carry properties.
+    /// `ZMQ_METADATA`) carry properties, and a STREAM's messages (its connections'
+    /// `Peer-Address`).
     pub fn property(&self, name: &str) -> Option<&[u8]> {
         self.properties.as_deref()?.get(name)
     }

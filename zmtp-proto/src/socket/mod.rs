@@ -351,6 +351,18 @@ impl Peer {
     fn ip(&self) -> String {
         ip_of(&self.address)
     }
+
+    /// The peer's properties, made (with its `Peer-Address`) if it has none yet.
+    fn properties_mut(&mut self) -> &mut PeerProperties {
+        if self.properties.is_none() {
+            self.properties = Some(alloc::sync::Arc::new(PeerProperties {
+                address: self.ip(),
+                ..PeerProperties::default()
+            }));
+        }
+        let props = self.properties.get_or_insert_with(Default::default);
+        alloc::sync::Arc::make_mut(props)
+    }
 }
 
 /// The IP of a peer address, as ZAP's `Address` frame wants it: libzmq sends the IP without

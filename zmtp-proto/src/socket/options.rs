@@ -49,9 +49,13 @@ pub struct Options {
     pub rcvhwm: usize,
     /// `ZMQ_LINGER`: how long `close` waits for queued messages; `None` = forever (default).
     pub linger: Option<Duration>,
-    /// `ZMQ_ROUTING_ID`: our identity, sent by REQ, DEALER and ROUTER. Default empty.
+    /// `ZMQ_ROUTING_ID`: our identity, sent by REQ, DEALER and ROUTER. Default empty. On a
+    /// STREAM, as in libzmq, the routing id it generated last (for a connection accepted,
+    /// or asked for by `connect`: how a program learns the id of the connection it just
+    /// asked for).
     pub routing_id: Bytes,
-    /// `ZMQ_CONNECT_ROUTING_ID` (ROUTER): the id given to the peer of the next `connect`.
+    /// `ZMQ_CONNECT_ROUTING_ID` (ROUTER, STREAM): the id given to the peer of the next
+    /// `connect`.
     pub connect_routing_id: Option<Bytes>,
     /// `ZMQ_RECONNECT_IVL`: wait before reconnecting; `None` = never reconnect (then a lost
     /// connection takes its connect endpoint with it, as in libzmq). Default 100 ms.

@@ -93,15 +93,24 @@ impl Socket {
             .reset(TimerKey::Peer(peer), stream.deadline, None);
         let endpoint = p.endpoint;
         let outbound = p.outbound;
-        // ROUTER_NOTIFY: a lost connection of a routable peer is announced after what it
-        // sent whole (a message it had not finished went with its stream).
-        if self.opts.router_notify.disconnect
-            && self.ty == SocketType::Router
-            && stream.established
-            && p.attached
-            && !matches!(ending, Ending::Dropped)
-        {
-            p.inq.push_back(Message::from(Bytes::new()));
+        // ROUTER_NOTIFY, STREAM_NOTIFY: a lost connection of a routable peer is announced
+        // as `[routing id][empty]`, after what it sent whole (a message it had not
+        // finished went with its stream); not one we closed, nor while the socket closes
+        // (STREAM: libzmq's engine announces only its own failures, and a closing socket
+        // reads no more).
+        let announced = match self.ty {
+            SocketType::Router => self.opts.router_notify.disconnect,
+            SocketType::Stream => self.opts.stream_notify && self.closing.is_none(),
+            _ => false,
+        };
+        let announce =
+            announced && stream.established && p.attached && !matches!(ending, Ending::Dropped);
+        if announce {
+            let note = match self.ty {
+                SocketType::Stream => super::pattern::stream::from_peer(p, Bytes::new()),
+                _ => Message::from(Bytes::new()),
+            };
+            p.inq.push_back(note);
         }
         // DISCONNECT_MSG (an accepted peer) and HICCUP_MSG (a connect peer): a connection
         // lost after its handshake leaves a message of ours after what it sent whole.
@@ -205,9 +214,13 @@ impl Socket {
         }
         if !outbound {
             self.remove_peer(peer);
-        } else if protocol_error || matches!(ending, Ending::Dropped) {
+        } else if protocol_error
+            || matches!(ending, Ending::Dropped)
+            || self.endpoints.get(&endpoint).is_some_and(|e| e.dead)
+        {
             // libzmq stops reconnecting after a protocol error; a dropped connect peer
-            // (PAIR refusal, handover, disconnect) is gone too.
+            // (PAIR refusal, handover, disconnect) is gone too, and so is one whose
+            // endpoint will not reconnect (a STREAM connection closed on request).
             if let Some(e) = self.endpoints.get_mut(&endpoint) {
                 e.dead = true;
             }
@@ -220,11 +233,15 @@ impl Socket {
             self.set_retry(endpoint, None);
             self.endpoints.remove(&endpoint);
         } else {
-            if self.opts.immediate || self.rules.routes_by_id {
+            // The peer's queue outlives its connection (unless `immediate`): what is sent
+            // now waits for the next one, under the same routing id.
+            if self.opts.immediate {
                 self.detach(peer);
                 if let Some(p) = self.peers.get_mut(&peer) {
                     p.out.clear();
                 }
+            } else if announce {
+                self.note_input(peer);
             }
             self.schedule_reconnect(endpoint, now);
         }

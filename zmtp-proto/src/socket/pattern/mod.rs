@@ -40,6 +40,14 @@ pub(super) trait Pattern {
         true
     }
 
+    /// A connect peer was made (`connect` without `IMMEDIATE`): make it routable now, so
+    /// that what is sent to it waits for its connection, as libzmq's pipe does (which
+    /// then outlives reconnections). By default it is attached; a pattern that routes by
+    /// id attaches it only if it can name it before any handshake.
+    fn connecting(s: &mut Socket, peer: PeerId) {
+        s.attach(peer);
+    }
+
     /// What goes to a newly routable peer before the messages waiting for it.
     fn greet(_s: &mut Socket, _peer: PeerId) {}
 
@@ -132,9 +140,6 @@ pub(super) struct Rules {
     /// `recv` is fair queuing and nothing else (no envelope, no routing id, no XPUB
     /// queue): `recv_many` may take a lone peer's queue in one move.
     pub(super) plain_recv: bool,
-    /// Peers are routable by their id only once its handshake told it: a connect peer is
-    /// not attached before, and is detached when its stream ends (ROUTER).
-    pub(super) routes_by_id: bool,
     /// Has local subscriptions (`subscribe`, `unsubscribe`).
     pub(super) subscribes: bool,
     /// Only single-frame messages (the draft types): a multipart send is refused, a
@@ -163,7 +168,6 @@ impl Rules {
             plain_input: true,
             direct_send: false,
             plain_recv: false,
-            routes_by_id: false,
             subscribes: false,
             single_frame: false,
             hello: false,
@@ -230,7 +234,6 @@ impl Rules {
                 probes: true,
                 hello: true,
                 disconnect_msg: true,
-                routes_by_id: true,
                 ..BASE
             },
             SocketType::Pair => Rules {
@@ -294,7 +297,6 @@ impl Rules {
             SocketType::Stream => Rules {
                 family: Family::Stream,
                 plain_input: false,
-                routes_by_id: true,
                 ..BASE
             },
             _ => Rules {
@@ -393,6 +395,12 @@ impl Socket {
             self.deliver(peer, msg);
         }
         dispatch!(self, established(self, peer));
+    }
+
+    /// A connect peer was made (`connect` without `IMMEDIATE`): the pattern may make it
+    /// routable before it connects.
+    pub(super) fn pattern_connecting(&mut self, peer: PeerId) {
+        dispatch!(self, connecting(self, peer));
     }
 
     /// The pattern forgets a detached peer.

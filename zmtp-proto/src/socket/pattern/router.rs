@@ -76,6 +76,20 @@ impl Pattern for Router {
         true
     }
 
+    /// A connect peer named by `CONNECT_ROUTING_ID` is routable under that id from now
+    /// on (unless another peer has it), as libzmq's ROUTER names the pipe at connect;
+    /// otherwise it waits for its handshake to tell its id.
+    fn connecting(s: &mut Socket, peer: PeerId) {
+        let Some(p) = s.peers.get(&peer) else {
+            return;
+        };
+        if p.routing_id.is_empty() || s.pattern.router.routes.contains_key(&p.routing_id) {
+            return;
+        }
+        s.pattern.router.routes.insert(p.routing_id.clone(), peer);
+        s.attach(peer);
+    }
+
     fn detach(s: &mut Socket, peer: PeerId) {
         let Some(p) = s.peers.get(&peer) else {
             return;
@@ -125,21 +139,23 @@ impl Pattern for Router {
 }
 
 impl Socket {
-    /// ROUTER: whether a peer has routing id `id` now, so that a send to it is not
-    /// dropped as unroutable (what libzmq's `ZMQ_ROUTER_MANDATORY` checks on a message's
-    /// first frame). False on other types.
+    /// ROUTER, STREAM: whether a peer has routing id `id` now, so that a send to it is not
+    /// dropped or refused as unroutable (what libzmq's ROUTER checks on a message's first
+    /// frame under `ZMQ_ROUTER_MANDATORY`, and its STREAM always). False on other types.
     pub fn routes_to(&self, id: &[u8]) -> bool {
         self.route_has_room(id).is_some()
     }
 
-    /// ROUTER: whether the peer with routing id `id` has room for a message now (below
-    /// SNDHWM, what libzmq's `zmq_socket_get_peer_state` reports as `ZMQ_POLLOUT`); `None`
-    /// when no peer has that id, or on other types.
+    /// ROUTER, STREAM: whether the peer with routing id `id` has room for a message now
+    /// (below SNDHWM, what libzmq's `zmq_socket_get_peer_state` reports as
+    /// `ZMQ_POLLOUT`); `None` when no peer has that id, or on other types.
     pub fn route_has_room(&self, id: &[u8]) -> Option<bool> {
-        if self.socket_type() != crate::SocketType::Router {
-            return None;
-        }
-        let peer = *self.pattern.router.routes.get(id)?;
+        let routes = match self.socket_type() {
+            crate::SocketType::Router => &self.pattern.router.routes,
+            crate::SocketType::Stream => self.pattern.stream.routes(),
+            _ => return None,
+        };
+        let peer = *routes.get(id)?;
         Some(self.has_room(peer))
     }
 }

@@ -84,6 +84,12 @@ impl Socket {
 }
 
 impl Pattern for Server {
+    /// The connect peer's queue has its routing id from now on.
+    fn connecting(s: &mut Socket, peer: PeerId) {
+        s.attach(peer);
+        s.number_peer(peer);
+    }
+
     /// Number a peer that has no id yet (accepted, or connected by `connect` with
     /// `IMMEDIATE`). A peer numbered before is routable again under its id: PEER's
     /// `connect_peer` numbered its peer already, and a connected peer that `IMMEDIATE`

@@ -5,6 +5,11 @@
 //! as `[id][chunk]`; `[id][data]` writes `data` to it; empty data closes it. With
 //! `stream_notify` (the default), `[id][empty]` announces a stream coming up, and again
 //! its going away (unless we closed it).
+//!
+//! As in libzmq, a connect peer (without `immediate`) has its routing id from `connect`
+//! on, and keeps it through reconnections: data sent to it before it is up waits for
+//! it, and the socket's `routing_id` option reads the id last generated, which is how a
+//! libzmq program learns the id of the connection it just asked for.
 
 use alloc::collections::BTreeMap;
 use core::time::Duration;
@@ -13,7 +18,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 
 use super::Pattern;
 use crate::socket::output::mark;
-use crate::socket::{Departed, Ending, Message, PeerId, SendError, Sent, Socket};
+use crate::socket::{Ending, Message, Peer, PeerId, SendError, Sent, Socket};
 use crate::{Clock, Instant};
 
 /// How long a stream closed by an empty message may take to write what was queued for it
@@ -30,17 +35,19 @@ pub(in crate::socket) struct StreamState {
     /// A routing id frame came last, without data: the next frame sent is dropped (as
     /// libzmq drops the frame after an id sent without MORE).
     discard_next: bool,
-    /// A stream is being closed on request: its detaching is not announced.
-    quiet: bool,
 }
 
 impl StreamState {
+    /// Routing id -> peer.
+    pub(super) fn routes(&self) -> &BTreeMap<Bytes, PeerId> {
+        &self.routes
+    }
+
     pub(super) fn new(first_id: u32) -> StreamState {
         StreamState {
             next_id: first_id,
             routes: BTreeMap::new(),
             discard_next: false,
-            quiet: false,
         }
     }
 }
@@ -49,42 +56,36 @@ impl StreamState {
 pub(in crate::socket) struct Stream;
 
 impl Pattern for Stream {
-    /// Give the stream its routing id (`CONNECT_ROUTING_ID` for a connect peer, if set and
-    /// free, else generated: `00` and a counter) and announce it.
+    /// A connect peer gets its routing id at once, and is routable from now on.
+    fn connecting(s: &mut Socket, peer: PeerId) {
+        name(s, peer);
+        s.attach(peer);
+    }
+
+    /// The stream is up: give it its routing id if it has none yet, announce it, and
+    /// write what was sent to it before.
     fn attach(s: &mut Socket, peer: PeerId, _now: Instant) -> bool {
-        let Some(p) = s.peers.get(&peer) else {
+        if !name(s, peer) {
+            return false;
+        }
+        let notify = s.opts.stream_notify;
+        let Some(p) = s.peers.get_mut(&peer) else {
             return false;
         };
-        let state = &mut s.pattern.stream;
-        let id = if !p.routing_id.is_empty() && !state.routes.contains_key(&p.routing_id) {
-            p.routing_id.clone()
-        } else {
-            loop {
-                let n = state.next_id;
-                state.next_id = n.wrapping_add(1);
-                let mut id = BytesMut::with_capacity(5);
-                id.put_u8(0);
-                id.put_u32(n);
-                let id = id.freeze();
-                // After 2^32 connections a generated id could still be in use.
-                if !state.routes.contains_key(&id) {
-                    break id;
-                }
-            }
-        };
-        state.routes.insert(id.clone(), peer);
-        let notify = s.opts.stream_notify;
-        if let Some(p) = s.peers.get_mut(&peer) {
-            p.routing_id = id;
-            if notify {
-                p.inq.push_back(Message::from(Bytes::new()));
+        if notify {
+            p.inq.push_back(from_peer(p, Bytes::new()));
+        }
+        let waiting = core::mem::take(&mut p.out);
+        s.attach(peer);
+        for msg in waiting {
+            if let Some(data) = msg.frames().first() {
+                write(s, peer, data);
             }
         }
-        s.attach(peer);
         true
     }
 
-    /// Forget the stream's id and announce its end after what it sent.
+    /// Forget the stream's id (its end was announced by `Socket::end_stream`).
     fn detach(s: &mut Socket, peer: PeerId) {
         let Some(p) = s.peers.get_mut(&peer) else {
             return;
@@ -93,19 +94,6 @@ impl Pattern for Stream {
         let state = &mut s.pattern.stream;
         if state.routes.get(&id) == Some(&peer) {
             state.routes.remove(&id);
-        }
-        if !s.opts.stream_notify || state.quiet || s.closing.is_some() {
-            return;
-        }
-        let note = Message::from(Bytes::new());
-        match s.departed.back_mut() {
-            // What the stream left unread goes first (`Socket::detach` just queued it).
-            Some(d) if d.peer == peer && d.routing_id == id => d.inq.push_back(note),
-            _ => s.departed.push_back(Departed {
-                peer,
-                routing_id: id,
-                inq: [note].into_iter().collect(),
-            }),
         }
     }
 
@@ -143,8 +131,11 @@ impl Pattern for Stream {
             }
             if data.is_empty() {
                 close(s, peer, now.now());
-            } else {
+            } else if s.peers.get(&peer).is_some_and(|p| p.stream.is_some()) {
                 write(s, peer, &data);
+            } else if let Some(p) = s.peers.get_mut(&peer) {
+                // A connect peer not (or no longer) connected: the data waits for it.
+                p.out.push_back(Message::from(data));
             }
             sent = Sent::Queued;
             i += 2;
@@ -176,14 +167,65 @@ fn write(s: &mut Socket, peer: PeerId, data: &Bytes) {
     mark(&mut s.dirty, l, peer);
 }
 
+/// Give a peer its routing id if it has none routable: `CONNECT_ROUTING_ID` for a
+/// connect peer, if set and free, else generated (`00` and a counter), which the socket's
+/// `routing_id` option then reads, as libzmq's does. False if the peer is gone.
+fn name(s: &mut Socket, peer: PeerId) -> bool {
+    let Some(p) = s.peers.get(&peer) else {
+        return false;
+    };
+    let state = &mut s.pattern.stream;
+    let id = match state.routes.get(&p.routing_id) {
+        // Named at connect (and kept through reconnections).
+        Some(&named) if named == peer => return true,
+        None if !p.routing_id.is_empty() => p.routing_id.clone(),
+        _ => {
+            let id = loop {
+                let n = state.next_id;
+                state.next_id = n.wrapping_add(1);
+                let mut id = BytesMut::with_capacity(5);
+                id.put_u8(0);
+                id.put_u32(n);
+                let id = id.freeze();
+                // After 2^32 connections a generated id could still be in use.
+                if !state.routes.contains_key(&id) {
+                    break id;
+                }
+            };
+            s.opts.routing_id = id.clone();
+            id
+        }
+    };
+    s.pattern.stream.routes.insert(id.clone(), peer);
+    if let Some(p) = s.peers.get_mut(&peer) {
+        p.routing_id = id;
+    }
+    true
+}
+
 /// Close a stream on request: its id is forgotten at once, without a notification; the
 /// stream itself closes once what was queued on it before is written (or after `linger`,
-/// 30 s by default).
+/// 30 s by default). A connect peer not connected yet is dropped with what waited for it,
+/// and its endpoint with it (libzmq's session ends with its pipe).
 fn close(s: &mut Socket, peer: PeerId, now: Instant) {
-    s.pattern.stream.quiet = true;
     s.detach(peer);
-    s.pattern.stream.quiet = false;
     let flush = s.opts.linger.unwrap_or(CLOSE_FLUSH);
+    let Some(p) = s.peers.get(&peer) else {
+        return;
+    };
+    let (endpoint, outbound, connected) = (p.endpoint, p.outbound, p.stream.is_some());
+    if !connected {
+        s.forget_unconnected_endpoint(endpoint, peer);
+        return;
+    }
+    if outbound {
+        // As libzmq's session, which ends with its pipe: no reconnecting, even if the
+        // stream ends before what was queued on it is written.
+        if let Some(e) = s.endpoints.get_mut(&endpoint) {
+            e.dead = true;
+        }
+        s.set_retry(endpoint, None);
+    }
     let Some(l) = s.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) else {
         return;
     };
@@ -195,10 +237,24 @@ fn close(s: &mut Socket, peer: PeerId, now: Instant) {
     }
 }
 
+/// What a peer's stream gave (a chunk, or a notification), as the application gets it:
+/// with the peer's properties (its `Peer-Address`), as libzmq's raw engine sends them.
+pub(in crate::socket) fn from_peer(p: &Peer, data: Bytes) -> Message {
+    let mut msg = Message::from(data);
+    msg.set_properties(p.properties.clone());
+    msg
+}
+
 impl Socket {
-    /// A raw stream (STREAM) is up as soon as it is open: attach it now.
+    /// A raw stream (STREAM) is up as soon as it is open: attach it now. Its messages
+    /// carry the address of this stream.
     pub(in crate::socket) fn raw_stream_up(&mut self, peer: PeerId, now: Instant) {
-        let Some(l) = self.peers.get_mut(&peer).and_then(|p| p.stream.as_mut()) else {
+        let Some(p) = self.peers.get_mut(&peer) else {
+            return;
+        };
+        p.properties = None;
+        p.properties_mut();
+        let Some(l) = p.stream.as_mut() else {
             return;
         };
         if !l.established {
@@ -226,7 +282,8 @@ impl Socket {
             return;
         }
         if let Some(chunk) = l.conn.take_raw() {
-            p.inq.push_back(Message::from(chunk));
+            let msg = from_peer(p, chunk);
+            p.inq.push_back(msg);
         }
     }
 }
