@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use zmtp_conformance::security::zsock;
 use zmtp_conformance_draft::draft::{DraftZSocket, ZMQ_DGRAM, ZMQ_DISH, ZMQ_RADIO};
 use zmtp_conformance_draft::ensure_draft_libzmq;
-use zmtp_conformance_draft::ffi::{Ctx, ZMQ_RCVTIMEO};
+use zmtp_conformance_draft::ffi::{Ctx, ZMQ_IPV6, ZMQ_RCVTIMEO};
 use zmtp_tokio::{Error, Message, SocketType};
 
 /// The longest wait of a test.
@@ -79,6 +79,57 @@ fn multicast_endpoint(test: &str) -> Option<String> {
     }
 }
 
+/// The link-local IPv6 group of the IPv6 multicast tests (libzmq's own test uses it).
+const GROUP_V6: &str = "ff02::7a65:726f:6df1:a01";
+
+/// Whether a datagram sent to [`GROUP_V6`] (the system choosing the interface) comes back
+/// to a member on this host; `Err` says why not.
+fn link_local_multicast_v6() -> Result<(), String> {
+    let group: std::net::Ipv6Addr = GROUP_V6.parse().unwrap();
+    let rx = UdpSocket::bind(("::", 0)).map_err(|e| format!("bind [::]: {e}"))?;
+    let port = rx.local_addr().map_err(|e| e.to_string())?.port();
+    rx.join_multicast_v6(&group, 0)
+        .map_err(|e| format!("join {GROUP_V6}: {e}"))?;
+    rx.set_read_timeout(Some(Duration::from_millis(500)))
+        .map_err(|e| e.to_string())?;
+    let tx = UdpSocket::bind(("::", 0)).map_err(|e| format!("bind sender: {e}"))?;
+    tx.set_multicast_loop_v6(true).map_err(|e| e.to_string())?;
+    tx.send_to(b"probe", (group, port))
+        .map_err(|e| format!("send to {GROUP_V6}: {e}"))?;
+    let mut buf = [0u8; 8];
+    match rx.recv_from(&mut buf) {
+        Ok((5, _)) => Ok(()),
+        Ok(_) => Err("an unexpected datagram".into()),
+        Err(e) => Err(format!("nothing came back: {e}")),
+    }
+}
+
+/// The IPv6 multicast endpoint of a test on a free port, or `None` (having said why) when
+/// link-local IPv6 multicast does not come back here.
+fn multicast_v6_endpoint(test: &str) -> Option<String> {
+    match link_local_multicast_v6() {
+        Ok(()) => {
+            let port = UdpSocket::bind(("::", 0)).and_then(|s| s.local_addr());
+            Some(format!(
+                "udp://[{GROUP_V6}]:{}",
+                port.expect("a free port").port()
+            ))
+        }
+        Err(why) => {
+            eprintln!("SKIPPED {test}: link-local IPv6 multicast does not work here ({why})");
+            None
+        }
+    }
+}
+
+/// libzmq parses IPv6 addresses only with `ZMQ_IPV6` set: set it for an endpoint that has
+/// one.
+fn ipv6_for(socket: &zmtp_conformance_draft::ffi::ZSocket<'_>, at: &str) {
+    if at.contains('[') {
+        socket.set_int(ZMQ_IPV6, 1).expect("ZMQ_IPV6");
+    }
+}
+
 /// A message in `group`.
 fn in_group(group: &str, body: &str) -> Message {
     let mut msg = Message::from(body.to_owned());
@@ -121,6 +172,7 @@ fn libzmq_dish(at: &str, mut send: impl FnMut(Message)) {
     let ctx = Ctx::new();
     let dish = zsock(&ctx, ZMQ_DISH);
     dish.set_int(ZMQ_RCVTIMEO, 20).expect("ZMQ_RCVTIMEO");
+    ipv6_for(&dish, at);
     dish.bind(at).expect("libzmq DISH bind");
     dish.join(b"g1").expect("zmq_join");
     let got = until("libzmq DISH", || {
@@ -137,6 +189,7 @@ fn libzmq_radio(to: &str, mut receive: impl FnMut() -> Option<Message>) {
     ensure_draft_libzmq();
     let ctx = Ctx::new();
     let radio = zsock(&ctx, ZMQ_RADIO);
+    ipv6_for(&radio, to);
     radio.connect(to).expect("libzmq RADIO connect");
     let got = until("our DISH", || {
         radio
@@ -265,6 +318,16 @@ mod tokio_driver {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn tokio_radio_libzmq_dish_multicast_v6() -> Result<(), Error> {
+        let Some(at) = multicast_v6_endpoint("tokio_radio_libzmq_dish_multicast_v6") else {
+            return Ok(());
+        };
+        let radio = radio(&at)?;
+        libzmq_dish(&at, send(&radio));
+        Ok(())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn tokio_dgram_libzmq_dgram() -> Result<(), Error> {
         let ours = Socket::new(SocketType::Dgram)?;
         let bound = ours.bind("udp://127.0.0.1:*").await?;
@@ -375,6 +438,30 @@ mod mio_driver {
     #[test]
     fn libzmq_radio_mio_dish_multicast() -> Result<(), Error> {
         let Some(at) = multicast_endpoint("libzmq_radio_mio_dish_multicast") else {
+            return Ok(());
+        };
+        let ctx = Context::new()?;
+        let (dish, _) = dish(&ctx, &at)?;
+        libzmq_radio(&at, receive(&dish));
+        Ok(())
+    }
+
+    /// Over a link-local IPv6 group, which a RADIO cannot connect to without naming an
+    /// interface: ours sends to it, as libzmq's does.
+    #[test]
+    fn mio_radio_libzmq_dish_multicast_v6() -> Result<(), Error> {
+        let Some(at) = multicast_v6_endpoint("mio_radio_libzmq_dish_multicast_v6") else {
+            return Ok(());
+        };
+        let ctx = Context::new()?;
+        let radio = radio(&ctx, &at)?;
+        libzmq_dish(&at, send(&radio));
+        Ok(())
+    }
+
+    #[test]
+    fn libzmq_radio_mio_dish_multicast_v6() -> Result<(), Error> {
+        let Some(at) = multicast_v6_endpoint("libzmq_radio_mio_dish_multicast_v6") else {
             return Ok(());
         };
         let ctx = Context::new()?;

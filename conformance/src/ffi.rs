@@ -74,6 +74,8 @@ pub const ZMQ_RCVTIMEO: c_int = 27;
 pub const ZMQ_SNDTIMEO: c_int = 28;
 /// Option `ZMQ_LAST_ENDPOINT` (string, read-only: the endpoint last bound or connected).
 pub const ZMQ_LAST_ENDPOINT: c_int = 32;
+/// Option `ZMQ_IPV6` (int: 1 lets the socket take IPv6 addresses).
+pub const ZMQ_IPV6: c_int = 42;
 /// Option `ZMQ_PLAIN_SERVER` (int: 1 makes the socket a PLAIN server).
 pub const ZMQ_PLAIN_SERVER: c_int = 44;
 /// Option `ZMQ_PLAIN_USERNAME` (string: makes the socket a PLAIN client).
@@ -107,6 +109,9 @@ pub const ZMQ_HEARTBEAT_TIMEOUT: c_int = 77;
 
 /// Option `ZMQ_HANDSHAKE_IVL` (int, milliseconds allowed for the handshake; 0 = no limit).
 pub const ZMQ_HANDSHAKE_IVL: c_int = 66;
+
+/// Option `ZMQ_METADATA`: an application property, "X-name:value", sent in the handshake.
+pub const ZMQ_METADATA: c_int = 95;
 
 /// Monitor event `ZMQ_EVENT_CONNECTED`: a connection was opened (value: the file descriptor).
 pub const ZMQ_EVENT_CONNECTED: u16 = 0x0001;
@@ -225,6 +230,7 @@ mod sys {
         pub fn zmq_msg_size(msg: *const ZmqMsg) -> usize;
         pub fn zmq_msg_more(msg: *const ZmqMsg) -> c_int;
         pub fn zmq_msg_close(msg: *mut ZmqMsg) -> c_int;
+        pub fn zmq_msg_gets(msg: *const ZmqMsg, property: *const c_char) -> *const c_char;
     }
 }
 
@@ -717,6 +723,23 @@ impl Msg {
         // to `size` readable bytes owned by the message, which stays alive and unchanged
         // while the returned slice borrows `self`.
         unsafe { std::slice::from_raw_parts(sys::zmq_msg_data(&mut *self.raw).cast(), size) }
+    }
+
+    /// A property of the peer that sent this frame (`zmq_msg_gets`): `Socket-Type`,
+    /// `Peer-Address`, an application's `X-` property; `None` when it has no such one.
+    pub fn gets(&self, name: &str) -> Option<String> {
+        let name = std::ffi::CString::new(name).ok()?;
+        // SAFETY: `self.raw` is initialised; `name` is NUL-terminated and outlives the call.
+        let value = unsafe { sys::zmq_msg_gets(&*self.raw, name.as_ptr()) };
+        if value.is_null() {
+            return None;
+        }
+        // SAFETY: non-null: a NUL-terminated string owned by the message, read at once.
+        Some(
+            unsafe { std::ffi::CStr::from_ptr(value) }
+                .to_string_lossy()
+                .into_owned(),
+        )
     }
 
     /// Whether more frames of the same message follow this one (`zmq_msg_more`).

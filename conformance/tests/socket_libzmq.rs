@@ -433,7 +433,103 @@ fn our_inverted_sub_libzmq_pub(dir: Direction) {
     assert!(got.iter().all(|m| m == &vec![b"B-yes".to_vec()]), "{got:?}");
 }
 
+/// ZMQ_METADATA: application properties cross the handshake both ways, libzmq reading
+/// ours with `zmq_msg_gets` and we reading its own on its messages.
+fn application_metadata_both_ways(dir: Direction) {
+    let ctx = Ctx::new();
+    let mut props = zmtp_proto::socket::AppMetadata::new();
+    props.insert("X-ours".into(), "zmtp".into());
+    props.insert("X-shared".into(), "a:b".into());
+    let mut dealer = SocketDriver::new(SocketType::Dealer, Options::default().with_metadata(props));
+    let theirs = ctx.socket(ZMQ_DEALER).expect("dealer");
+    theirs
+        .set_bytes(ffi::ZMQ_METADATA, b"X-theirs:libzmq")
+        .expect("ZMQ_METADATA");
+    theirs.set_int(ffi::ZMQ_LINGER, 0).expect("linger");
+    theirs.set_int(ffi::ZMQ_RCVTIMEO, 100).expect("rcvtimeo");
+    link(dir, &mut dealer, &theirs);
+    assert_eq!(
+        dealer.send(Message::from(&b"hi"[..]), TIMEOUT),
+        Ok(Sent::Queued)
+    );
+    let mut msg = ffi::Msg::new();
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    loop {
+        dealer.pump_for(Duration::from_millis(2));
+        match theirs.recv_msg(&mut msg) {
+            Ok(()) => break,
+            Err(e) if e.is_again() && std::time::Instant::now() < deadline => {}
+            Err(e) => panic!("libzmq receive failed: {e}"),
+        }
+    }
+    assert_eq!(msg.data(), b"hi");
+    assert_eq!(msg.gets("X-ours").as_deref(), Some("zmtp"));
+    assert_eq!(msg.gets("X-shared").as_deref(), Some("a:b"));
+    assert_eq!(msg.gets("Socket-Type").as_deref(), Some("DEALER"));
+    assert_eq!(msg.gets("X-none"), None);
+    theirs.send_multipart(&[b"back"]).expect("send");
+    let back = dealer.recv(TIMEOUT).expect("libzmq's answer");
+    assert_eq!(frames(&back), vec![b"back".to_vec()]);
+    assert_eq!(back.property("X-theirs"), Some(&b"libzmq"[..]));
+    assert_eq!(back.property("Socket-Type"), Some(&b"DEALER"[..]));
+}
+
+/// `ZMQ_XPUB_VERBOSER`.
+const ZMQ_XPUB_VERBOSER: std::ffi::c_int = 78;
+
+/// Step our socket until its peer's handshake is done, poking the libzmq socket (which
+/// takes its connections in when it is called).
+fn until_established(ours: &mut SocketDriver, theirs: &ZSocket<'_>) {
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    while established(ours) == 0 {
+        assert!(std::time::Instant::now() < deadline, "no handshake");
+        assert!(theirs.try_recv_multipart().is_err(), "nothing was sent yet");
+        ours.pump_for(Duration::from_millis(1));
+    }
+}
+
+/// XSUB_VERBOSE_UNSUBSCRIBE: our XSUB passes every unsubscription on, and a libzmq XPUB
+/// with XPUB_VERBOSER passes each up, also one of a topic the peer never subscribed to
+/// (which our XPUB does too).
+fn our_verbose_xsub_libzmq_xpub(dir: Direction) {
+    let ctx = Ctx::new();
+    let options = Options::default().with_xsub_verbose_unsubscribe(true);
+    let mut xsub = SocketDriver::new(SocketType::XSub, options);
+    let xpub = ctx.socket(ffi::ZMQ_XPUB).expect("xpub");
+    xpub.set_int(ZMQ_XPUB_VERBOSER, 1).expect("verboser");
+    link(dir, &mut xsub, &xpub);
+    until_established(&mut xsub, &xpub);
+    for sub in [&b"\x00Z"[..], b"\x01A", b"\x01A", b"\x00A", b"\x00A"] {
+        xsub.send(Message::from(sub), TIMEOUT).expect("send");
+    }
+    let got: Vec<Vec<Vec<u8>>> = (0..5).map(|_| zrecv(&mut xsub, &xpub)).collect();
+    let expected = [&b"\x00Z"[..], b"\x01A", b"\x01A", b"\x00A", b"\x00A"];
+    let expected: Vec<Vec<Vec<u8>>> = expected.iter().map(|m| vec![m.to_vec()]).collect();
+    assert_eq!(got, expected, "every (un)subscription, passed up");
+}
+
+/// XPUB_MANUAL: our XPUB passes a libzmq XSUB's subscription up and routes by the one the
+/// application makes for that peer instead.
+fn our_manual_xpub_libzmq_xsub(dir: Direction) {
+    let ctx = Ctx::new();
+    let options = Options::default().with_xpub_manual(true);
+    let mut xpub = SocketDriver::new(SocketType::XPub, options);
+    let xsub = ctx.socket(ffi::ZMQ_XSUB).expect("xsub");
+    link(dir, &mut xpub, &xsub);
+    until_established(&mut xpub, &xsub);
+    xsub.send_multipart(&[b"\x01A"]).expect("subscribe");
+    let got = xpub.recv(TIMEOUT).expect("the subscription");
+    assert_eq!(frames(&got), [b"\x01A".to_vec()]);
+    assert!(xpub.socket().subscribe(b"B"));
+    assert_eq!(xpub.send(Message::from("A-no"), TIMEOUT), Ok(Sent::Dropped));
+    assert_eq!(xpub.send(Message::from("B-yes"), TIMEOUT), Ok(Sent::Queued));
+    assert_eq!(zrecv(&mut xpub, &xsub), [b"B-yes".to_vec()]);
+}
+
 both_directions! {
+    application_metadata_both_ways => metadata_we_connect, metadata_libzmq_connects;
+    our_verbose_xsub_libzmq_xpub => verbose_xsub_we_connect, verbose_xsub_libzmq_connects;
+    our_manual_xpub_libzmq_xsub => manual_xpub_we_connect, manual_xpub_libzmq_connects;
     source_address_connects => source_address_we_connect, source_address_libzmq_connects;
     our_inverted_pub_libzmq_sub => inverted_pub_we_connect, inverted_pub_libzmq_connects;
     our_inverted_sub_libzmq_pub => inverted_sub_we_connect, inverted_sub_libzmq_connects;

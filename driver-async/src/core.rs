@@ -107,6 +107,8 @@ struct Listener<R: Runtime> {
 struct UdpIo<R: Runtime> {
     socket: Arc<R::Udp>,
     task: Option<R::Task>,
+    /// Where datagrams go that the core sends to no address (a multicast group).
+    send_to: Option<std::net::SocketAddr>,
 }
 
 impl<R: Runtime> UdpIo<R> {
@@ -606,7 +608,7 @@ fn send_datagrams<R: Runtime>(core: &mut Core<R>) -> bool {
         let Some(io) = udp.get(&endpoint) else {
             return;
         };
-        let sent = match to {
+        let sent = match to.or(io.send_to) {
             Some(to) => io.socket.try_send_to(data, to),
             None => io.socket.try_send(data),
         };
@@ -703,15 +705,24 @@ impl<R: Runtime> CommandHandler for Commands<'_, R> {
     fn open_udp(&mut self, endpoint: EndpointId, open: UdpOpen) {
         self.timers_touched = true;
         let (inner, core) = (self.inner, &mut *self.core);
-        let opened = open_udp(&open)
-            .and_then(|o| Ok((Arc::new(inner.runtime.udp_socket(o.socket)?), o.endpoint)));
+        let opened = open_udp(&open).and_then(|o| {
+            let socket = Arc::new(inner.runtime.udp_socket(o.socket)?);
+            Ok((socket, o.endpoint, o.send_to))
+        });
         let reply = match opened {
-            Ok((socket, resolved)) => {
+            Ok((socket, resolved, send_to)) => {
                 let task = open.bind.then(|| {
                     let receive = udp_task(inner.clone(), endpoint, socket.clone());
                     inner.runtime.spawn(receive)
                 });
-                core.udp.insert(endpoint, UdpIo { socket, task });
+                core.udp.insert(
+                    endpoint,
+                    UdpIo {
+                        socket,
+                        task,
+                        send_to,
+                    },
+                );
                 core.datagram.resize(MAX_DATAGRAM_LEN, 0);
                 if open.bind {
                     core.socket.handle_listening(endpoint, &resolved);
@@ -982,6 +993,10 @@ async fn connect_task<R: Runtime>(inner: Arc<Inner<R>>, endpoint: EndpointId, ad
             {
                 inner.add_peer(&mut core, peer, stream, false);
             }
+        }
+        // Refused: `ZMQ_RECONNECT_STOP` may make it final.
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            core.socket.handle_connect_refused(endpoint, now)
         }
         Err(_) => core.socket.handle_connect_failed(endpoint, now),
     }

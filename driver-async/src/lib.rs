@@ -62,9 +62,9 @@ pub use zmtp_driver::Error;
 pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey, SecretKey};
 pub use zmtp_proto::mechanism::Security;
 pub use zmtp_proto::socket::{
-    AuthReply, Authenticator, CloseReport, EndpointError, GroupError, Message, MetadataError,
-    MonitorEvent, MonitorEventKind, Options, PeerProperties, RouterNotify, SendError, Sent,
-    TextError, ZapRequest, GROUP_MAX_LEN,
+    AppMetadata, AuthReply, Authenticator, CloseReport, EndpointError, GroupError, Message,
+    MetadataError, MonitorEvent, MonitorEventKind, Options, PeerProperties, ReconnectStop,
+    RouterNotify, SendError, Sent, TcpAcceptFilter, TextError, ZapRequest, GROUP_MAX_LEN,
 };
 pub use zmtp_proto::{z85, Bytes, SocketType};
 /// The traits of [`MessageStream`] and [`Monitor`], re-exported so that naming them needs
@@ -495,13 +495,13 @@ impl<R: Runtime> Socket<R> {
     /// assert_eq!(subscriber.recv_string().await?, "weather: sunny");
     /// assert_eq!(subscriber.recv_string().await?, "weather: rain");
     ///
-    /// // Only SUB and XSUB subscribe.
+    /// // Only SUB and XSUB subscribe (and an XPUB in manual mode).
     /// assert!(matches!(publisher.subscribe("weather"), Err(Error::Unsupported)));
     /// # Ok(()) }
     /// ```
     pub fn subscribe(&self, topic: impl AsRef<[u8]>) -> Result<(), Error> {
         self.inner.with(|core| {
-            if !core.socket.socket_type().subscribes() {
+            if !core.socket.takes_subscriptions() {
                 return Err(Error::Unsupported);
             }
             core.socket.subscribe(topic.as_ref());
@@ -510,7 +510,8 @@ impl<R: Runtime> Socket<R> {
     }
 
     /// Cancel one subscription to a topic (`ZMQ_UNSUBSCRIBE`); a topic not subscribed is
-    /// no error, as in libzmq. Only SUB and XSUB subscribe: other types fail with
+    /// no error, as in libzmq. Only SUB and XSUB subscribe (and an XPUB in manual mode,
+    /// for the peer whose subscription it received last): other types fail with
     /// [`Error::Unsupported`].
     ///
     /// An XPUB receives subscriptions as messages (a first byte 1 to subscribe, 0 to
@@ -534,7 +535,7 @@ impl<R: Runtime> Socket<R> {
     /// ```
     pub fn unsubscribe(&self, topic: impl AsRef<[u8]>) -> Result<(), Error> {
         self.inner.with(|core| {
-            if !core.socket.socket_type().subscribes() {
+            if !core.socket.takes_subscriptions() {
                 return Err(Error::Unsupported);
             }
             core.socket.unsubscribe(topic.as_ref());

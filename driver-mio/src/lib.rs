@@ -64,6 +64,11 @@
 //! - A receive that finds a message ready takes one lock, and makes no system call and
 //!   no wake-up (unless taking it lets a peer held at RCVHWM be read again).
 //!   [`Socket::recv_many`] takes a batch of ready messages under one lock.
+//! - A receive that may not wait ([`Socket::try_recv`], or one whose timeout ran out)
+//!   and finds nothing reads the streams no thread is reading (those leased to this
+//!   thread among them) once, without waiting, before it reports nothing; a send that
+//!   would block ([`Socket::try_send`]) runs the socket's writes queued for the I/O
+//!   thread once, and tries again, before it is refused.
 //!
 //! # Draft socket types
 //! CLIENT/SERVER, RADIO/DISH, SCATTER/GATHER, PEER and CHANNEL work here as in the async
@@ -122,9 +127,10 @@ pub use zmtp_driver::Error;
 pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey, SecretKey};
 pub use zmtp_proto::mechanism::Security;
 pub use zmtp_proto::socket::{
-    AuthReply, Authenticator, CloseReport, EndpointError, GroupError, Message, MetadataError,
-    MonitorEvent, MonitorEventKind, Options, PeerProperties, RouterNotify, SendError, Sent,
-    TextError, ZapRequest, GROUP_MAX_LEN,
+    AcceptFilterError, AppMetadata, AuthReply, Authenticator, CloseReport, EndpointError,
+    GroupError, Message, MetadataError, MonitorEvent, MonitorEventKind, Options, PeerProperties,
+    ReconnectStop, RouterNotify, SendError, Sent, TcpAcceptFilter, TextError, ZapRequest,
+    GROUP_MAX_LEN,
 };
 pub use zmtp_proto::{z85, Bytes, SocketType};
 
@@ -723,7 +729,16 @@ impl Socket {
     pub fn bind(&self, endpoint: &str) -> Result<String, Error> {
         refuse_inproc(endpoint)?;
         let id = self.with(true, |s| s.core.bind(endpoint))??;
-        // At once, unless a host name is being looked up.
+        self.bound_result(endpoint, id)
+    }
+
+    /// What became of the bind of `endpoint` as `id`: at once, unless a host name is being
+    /// looked up.
+    fn bound_result(
+        &self,
+        endpoint: &str,
+        id: zmtp_proto::socket::EndpointId,
+    ) -> Result<String, Error> {
         loop {
             match self.with(false, |s| (s.bound.remove(&id), s.closed))? {
                 (Some(result), _) => return result.map_err(|e| Error::bind(endpoint, e)),
@@ -734,6 +749,40 @@ impl Socket {
                 }
             }
         }
+    }
+
+    /// Bind `endpoint`'s transport to `listener`, a socket already bound and listening (a
+    /// socket handed over by a service manager, or libzmq's `ZMQ_USE_FD`): a TCP listener
+    /// for `tcp://` and `ws://`, a Unix one for `ipc://`. The endpoint's address is not
+    /// used; returns the endpoint as the listener is bound. The socket takes `listener`
+    /// and closes it when it stops listening; the file of an `ipc://` path stays.
+    ///
+    /// ```
+    /// use std::os::fd::OwnedFd;
+    /// use zmtp_mio::{Context, SocketType};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let ctx = Context::new()?;
+    /// let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    /// let port = listener.local_addr()?.port();
+    /// let pull = ctx.socket(SocketType::Pull)?;
+    /// let bound = pull.bind_listener("tcp://*:*", OwnedFd::from(listener))?;
+    /// assert_eq!(bound, format!("tcp://127.0.0.1:{port}"));
+    /// # Ok(()) }
+    /// ```
+    pub fn bind_listener(
+        &self,
+        endpoint: &str,
+        listener: std::os::fd::OwnedFd,
+    ) -> Result<String, Error> {
+        refuse_inproc(endpoint)?;
+        // The listen runs once the closure returns, under the same lock, and takes it.
+        let id = self.with(true, |s| {
+            let id = s.core.bind(endpoint)?;
+            s.listen_fds.insert(id, listener);
+            Ok::<_, EndpointError>(id)
+        })??;
+        self.bound_result(endpoint, id)
     }
 
     /// Connect to `endpoint`; returns at once (connecting and reconnecting go on in the
@@ -924,13 +973,13 @@ impl Socket {
     /// assert_eq!(subscriber.recv_string()?, "weather: sunny");
     /// assert_eq!(subscriber.recv_string()?, "weather: rain");
     ///
-    /// // Only SUB and XSUB subscribe.
+    /// // Only SUB and XSUB subscribe (and an XPUB in manual mode).
     /// assert!(matches!(publisher.subscribe("weather"), Err(Error::Unsupported)));
     /// # Ok(()) }
     /// ```
     pub fn subscribe(&self, topic: impl AsRef<[u8]>) -> Result<(), Error> {
         self.with(false, |s| {
-            if !s.core.socket_type().subscribes() {
+            if !s.core.takes_subscriptions() {
                 return Err(Error::Unsupported);
             }
             s.core.subscribe(topic.as_ref());
@@ -939,7 +988,8 @@ impl Socket {
     }
 
     /// Cancel one subscription (`ZMQ_UNSUBSCRIBE`); a topic not subscribed is no error, as
-    /// in libzmq. Only SUB and XSUB subscribe: other types fail with
+    /// in libzmq. Only SUB and XSUB subscribe (and an XPUB in manual mode, for the peer
+    /// whose subscription it received last): other types fail with
     /// [`Error::Unsupported`].
     ///
     /// An XPUB receives subscriptions as messages (a first byte 1 to subscribe, 0 to
@@ -965,7 +1015,7 @@ impl Socket {
     /// ```
     pub fn unsubscribe(&self, topic: impl AsRef<[u8]>) -> Result<(), Error> {
         self.with(false, |s| {
-            if !s.core.socket_type().subscribes() {
+            if !s.core.takes_subscriptions() {
                 return Err(Error::Unsupported);
             }
             s.core.unsubscribe(topic.as_ref());
@@ -1255,7 +1305,18 @@ impl Socket {
     /// # Ok(()) }
     /// ```
     pub fn try_send(&self, msg: impl Into<Message>) -> Result<Sent, SendError> {
-        let mut msg = Some(msg.into());
+        match self.send_now(msg.into()) {
+            // No room: the writes of this socket queued for the I/O thread are run here,
+            // once, and the send tried again (the queue may have room once they are
+            // written), before it is refused.
+            Err(SendError::WouldBlock(msg)) if self.shared.help(self.id) => self.send_now(msg),
+            sent => sent,
+        }
+    }
+
+    /// `try_send`'s attempt, with no I/O of its own.
+    fn send_now(&self, msg: Message) -> Result<Sent, SendError> {
+        let mut msg = Some(msg);
         let sent = self.shared.send_with(self.id, |s| {
             msg.take().map(|m| s.core.send(m, || self.shared.now()))
         });
@@ -1378,11 +1439,18 @@ impl Socket {
         mut take: impl FnMut() -> Result<Option<T>, Error>,
     ) -> Result<T, Error> {
         let deadline = timeout.map(|t| StdInstant::now() + t);
+        let mut last_look = false;
         loop {
             if let Some(got) = take()? {
                 return Ok(got);
             }
             if deadline.is_some_and(|d| StdInstant::now() >= d) {
+                // Out of time (or allowed none): what this thread can read without
+                // waiting is read once, as `try_recv` does, before it gives up.
+                if !last_look && self.work_here() {
+                    last_look = true;
+                    continue;
+                }
                 return Err(Error::Timeout);
             }
             if self.shared.help(self.id) {
@@ -1516,6 +1584,26 @@ impl Socket {
     /// # Ok(()) }
     /// ```
     pub fn try_recv(&self) -> Result<Option<Message>, Error> {
+        match self.take_ready()? {
+            Some(msg) => Ok(Some(msg)),
+            // Nothing ready: what this thread can read without waiting is read first (the
+            // streams may be leased to application threads, which the I/O thread leaves
+            // alone meanwhile), once.
+            None if self.work_here() => self.take_ready(),
+            None => Ok(None),
+        }
+    }
+
+    /// Run this socket's work queued for the I/O thread and read its idle streams, here
+    /// and without waiting; returns whether anything was done.
+    fn work_here(&self) -> bool {
+        let helped = self.shared.help(self.id);
+        let read = self.shared.read_here(self.id);
+        helped || read
+    }
+
+    /// The next message if one is ready: `try_recv`'s look, with no I/O.
+    fn take_ready(&self) -> Result<Option<Message>, Error> {
         if let Some(msg) = self.recv_ready() {
             return Ok(Some(msg));
         }

@@ -271,6 +271,8 @@ impl Drop for Listener {
 struct UdpIo {
     socket: std::net::UdpSocket,
     token: Option<Token>,
+    /// Where datagrams go that the core sends to no address (a multicast group).
+    send_to: Option<std::net::SocketAddr>,
 }
 
 /// A TCP connect in progress, and the addresses left to try if it fails.
@@ -293,6 +295,9 @@ pub(crate) struct Sock {
     pub(crate) monitors: Vec<mpsc::Sender<MonitorEvent>>,
     /// Results of binds not yet collected by `bind`.
     pub(crate) bound: BTreeMap<EndpointId, io::Result<String>>,
+    /// Listening sockets `bind_listener` gave for endpoints about to listen, used in
+    /// place of ones made for them.
+    pub(crate) listen_fds: BTreeMap<EndpointId, std::os::fd::OwnedFd>,
     pub(crate) closed: bool,
     /// The application dropped its handle: forget the socket once it has closed.
     pub(crate) orphaned: bool,
@@ -375,7 +380,7 @@ impl Sock {
         drain_datagrams(&mut self.core, &mut buf, |endpoint, data, to| {
             if let Some(io) = udp.get(&endpoint) {
                 // Lost like a datagram on the network: no one to tell.
-                let _ = send_datagram(&io.socket, data, to);
+                let _ = send_datagram(&io.socket, data, to.or(io.send_to));
             }
         })
     }
@@ -575,6 +580,7 @@ impl State {
                 resolving: BTreeSet::new(),
                 monitors: Vec::new(),
                 bound: BTreeMap::new(),
+                listen_fds: BTreeMap::new(),
                 closed: false,
                 orphaned: false,
                 ready,

@@ -468,3 +468,70 @@ fn two_threads_receive_from_one_socket() {
     all.sort_unstable();
     assert_eq!(all, (0..n).collect::<Vec<_>>());
 }
+
+/// A receive that may not wait reads the streams this thread holds (a blocking receive
+/// leaves them leased to it for a while, which the I/O thread does not read meanwhile):
+/// what was written before `try_recv` is taken, not left for after the lease.
+#[test]
+fn try_recv_reads_the_streams_leased_to_this_thread() {
+    let ctx = Context::new().unwrap();
+    // The sender in a context of its own: its writes are its own thread's or its own
+    // I/O thread's, never this one's.
+    let other = Context::new().unwrap();
+    let pull = ctx.socket(SocketType::Pull).unwrap();
+    pull.set_rcvtimeo(T);
+    let ep = pull.bind("ipc://*").unwrap();
+    let push = other.socket(SocketType::Push).unwrap();
+    push.connect(&ep).unwrap();
+    let rounds = 20;
+    let mut taken = 0;
+    for i in 0..rounds {
+        push.send(format!("wait {i}")).unwrap();
+        // A blocking receive: the stream stays with this thread for a while after.
+        assert_eq!(
+            pull.recv().unwrap().to_str(),
+            Ok(format!("wait {i}").as_str())
+        );
+        // An idle stream: the send is written by the sending thread before it returns.
+        std::thread::sleep(Duration::from_micros(200));
+        push.send(format!("now {i}")).unwrap();
+        match pull.try_recv().unwrap() {
+            Some(msg) => {
+                assert_eq!(msg.to_str(), Ok(format!("now {i}").as_str()));
+                taken += 1;
+            }
+            None => assert_eq!(
+                pull.recv().unwrap().to_str(),
+                Ok(format!("now {i}").as_str())
+            ),
+        }
+    }
+    // Before, none was: each waited for the lease to run out.
+    assert!(taken >= rounds * 3 / 4, "{taken} of {rounds} taken at once");
+}
+
+/// A send that would block first runs the socket's writes queued for the I/O thread:
+/// a full queue whose messages only wait to be written takes the next one.
+#[test]
+fn try_send_writes_what_is_queued_before_it_refuses() {
+    let ctx = Context::new().unwrap();
+    let pull = ctx.socket(SocketType::Pull).unwrap();
+    pull.set_rcvtimeo(T);
+    let ep = pull.bind("ipc://*").unwrap();
+    let options = Options::default().with_sndhwm(4);
+    let push = ctx.socket_with(SocketType::Push, options).unwrap();
+    push.connect(&ep).unwrap();
+    push.send("hello").unwrap();
+    assert_eq!(pull.recv().unwrap().to_str(), Ok("hello"));
+    // A burst of sends, none waiting: the queue of 4 fills many times over, as the
+    // sending thread writes it out whenever the I/O thread has not taken it yet (which
+    // may refuse one, while it writes).
+    let mut n = 0;
+    while n < 2000 && push.try_send(format!("m{n}")).is_ok() {
+        n += 1;
+    }
+    assert!(n >= 100, "only {n} taken");
+    for i in 0..n {
+        assert_eq!(pull.recv().unwrap().to_str(), Ok(format!("m{i}").as_str()));
+    }
+}

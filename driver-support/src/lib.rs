@@ -59,8 +59,8 @@ pub use resolve::{
 };
 pub use tls::{Tls, TlsSide, TlsStream};
 pub use transport::{
-    listen_ipc, listen_tcp, peer_address, tcp_accepted, tcp_connected, Listening, SocketFile,
-    StdListener, StdTransport, TcpSetup,
+    listen_ipc, listen_on_fd, listen_tcp, peer_address, tcp_accepted, tcp_connected, Listening,
+    SocketFile, StdListener, StdTransport, TcpSetup,
 };
 pub use udp::{drain_datagrams, open_udp, send_datagram, UdpOpen, UdpOpened};
 #[doc(hidden)]

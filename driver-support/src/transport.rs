@@ -244,6 +244,68 @@ pub fn listen_tcp(addrs: &[SocketAddr]) -> io::Result<Listening> {
     })
 }
 
+/// Listen on a socket that is already bound and listening (libzmq's `ZMQ_USE_FD`, or a
+/// socket handed over by a service manager), for `endpoint`'s transport: a TCP listener
+/// for `tcp://` and `ws://`, a Unix one for `ipc://`. The endpoint's address is not used:
+/// the endpoint as bound is the socket's own address. A socket of another kind, or one
+/// that does not listen, is refused (`InvalidInput`). The socket file of an `ipc://` path
+/// is left in place when listening stops, as whoever bound it owns it.
+pub fn listen_on_fd(fd: OwnedFd, endpoint: &Endpoint) -> io::Result<Listening> {
+    let invalid = |what: &str| io::Error::new(io::ErrorKind::InvalidInput, what.to_string());
+    let listening = socket2::SockRef::from(&fd).is_listener()?;
+    if !listening {
+        return Err(invalid("the descriptor is not a listening socket"));
+    }
+    match endpoint {
+        Endpoint::Tcp(_) | Endpoint::Ws(_) => {
+            let listener = TcpListener::from(fd);
+            let local = listener
+                .local_addr()
+                .map_err(|_| invalid("the descriptor is not a TCP socket"))?;
+            listener.set_nonblocking(true)?;
+            Ok(Listening {
+                listener: StdListener::Tcp(listener),
+                endpoint: format!("tcp://{local}"),
+                socket_file: None,
+            })
+        }
+        Endpoint::Ipc(_) => {
+            let listener = UnixListener::from(fd);
+            let local = listener
+                .local_addr()
+                .map_err(|_| invalid("the descriptor is not a Unix socket"))?;
+            listener.set_nonblocking(true)?;
+            let endpoint = if let Some(path) = local.as_pathname() {
+                format!("ipc://{}", path.display())
+            } else {
+                abstract_name(&local)
+                    .map(|name| format!("ipc://@{name}"))
+                    .ok_or_else(|| invalid("the Unix socket has no name"))?
+            };
+            Ok(Listening {
+                listener: StdListener::Unix(listener),
+                endpoint,
+                socket_file: None,
+            })
+        }
+        _ => Err(io::ErrorKind::Unsupported.into()),
+    }
+}
+
+/// The abstract name of a Unix socket address, if it has one (Linux).
+#[cfg(target_os = "linux")]
+fn abstract_name(addr: &unix::SocketAddr) -> Option<String> {
+    use std::os::linux::net::SocketAddrExt;
+    addr.as_abstract_name()
+        .map(|n| String::from_utf8_lossy(n).into_owned())
+}
+
+/// Abstract names exist on Linux only.
+#[cfg(not(target_os = "linux"))]
+fn abstract_name(_: &unix::SocketAddr) -> Option<String> {
+    None
+}
+
 /// Listen on an `ipc://` path (`*`: a fresh file in the temporary directory) or abstract
 /// name.
 pub fn listen_ipc(ipc: &IpcEndpoint) -> io::Result<Listening> {

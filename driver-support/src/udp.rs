@@ -7,7 +7,10 @@
 //!   on the interface (`*` or none: the system's choice).
 //! - **Connect** (RADIO): connects to `host:port`; for a multicast group it sets the
 //!   sending interface, `IP_MULTICAST_LOOP` and `IP_MULTICAST_TTL` (libzmq's
-//!   `ZMQ_MULTICAST_LOOP` and `ZMQ_MULTICAST_HOPS`).
+//!   `ZMQ_MULTICAST_LOOP` and `ZMQ_MULTICAST_HOPS`) and sends to the group with each
+//!   datagram ([`UdpOpened::send_to`]) rather than connecting: a link-local IPv6 group
+//!   (`ff02::…`) cannot be connected to without naming an interface, but can be sent to,
+//!   the system choosing the interface, as libzmq does.
 //!
 //! Interface names (`eth0;239.0.0.1:5555`) are refused with `ENODEV`, as by the libzmq
 //! builds without `ifaddrs`; a host name is resolved here, blocking.
@@ -38,6 +41,9 @@ pub struct UdpOpen {
 pub struct UdpOpened {
     /// The socket, non-blocking.
     pub socket: UdpSocket,
+    /// Where the endpoint's datagrams go when the socket is not connected: a RADIO's
+    /// multicast group (give it to [`send_datagram`] when the core names no address).
+    pub send_to: Option<SocketAddr>,
     /// The endpoint as text with the port actually bound (a bind of port `*` or 0), for
     /// `handle_listening`.
     pub endpoint: String,
@@ -67,7 +73,6 @@ pub fn open_udp(open: &UdpOpen) -> io::Result<UdpOpened> {
                     s.set_multicast_hops_v6(open.multicast_hops)?;
                 }
             }
-            s.connect(&SockAddr::from(SocketAddr::new(group, port)))?;
             s
         }
         None if open.bind => {
@@ -104,7 +109,15 @@ pub fn open_udp(open: &UdpOpen) -> io::Result<UdpOpened> {
     } else {
         Endpoint::Udp(addr.clone()).to_string()
     };
-    Ok(UdpOpened { socket, endpoint })
+    let send_to = match addr.multicast_group() {
+        Some(group) if !open.bind => Some(SocketAddr::new(group, port)),
+        _ => None,
+    };
+    Ok(UdpOpened {
+        socket,
+        endpoint,
+        send_to,
+    })
 }
 
 /// Send one datagram on a UDP socket registered with any reactor, straight through the

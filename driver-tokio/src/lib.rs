@@ -257,10 +257,11 @@ pub use runtime::{
 /// The rustls that [`Tls`] settings are made with, for settings beyond its own.
 pub use zmtp_async::rustls;
 pub use zmtp_async::{
-    curve_keypair, linger_all, set_loss_reports, z85, AuthReply, Authenticator, Bytes, CloseReport,
-    EndpointError, Error, GroupError, KeyPair, Message, MetadataError, Monitor, MonitorEvent,
-    MonitorEventKind, Options, PeerProperties, PublicKey, RouterNotify, SecretKey, Security,
-    SendError, Sent, SocketType, TextError, Tls, ZapRequest,
+    curve_keypair, linger_all, set_loss_reports, z85, AppMetadata, AuthReply, Authenticator, Bytes,
+    CloseReport, EndpointError, Error, GroupError, KeyPair, Message, MetadataError, Monitor,
+    MonitorEvent, MonitorEventKind, Options, PeerProperties, PublicKey, ReconnectStop,
+    RouterNotify, SecretKey, Security, SendError, Sent, SocketType, TcpAcceptFilter, TextError,
+    Tls, ZapRequest,
 };
 
 #[doc = include_str!("socket.md")]

@@ -42,6 +42,9 @@ static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(
 pub(crate) struct Ctx {
     /// This context's number: its `inproc://` names are its own.
     serial: u64,
+    /// The process that made it: a child forked from that process has a copy of the
+    /// context but none of its threads.
+    pid: u32,
     /// The driver's context; taken when the context ends.
     mio: Mutex<Option<zmtp_mio::Context>>,
     /// Set by `zmq_ctx_shutdown` or `zmq_ctx_term`: every socket call but `zmq_close`
@@ -75,6 +78,12 @@ struct CtxState {
 static CONTEXTS: LazyLock<RwLock<crate::util::Handles<Arc<Ctx>>>> = LazyLock::new(Default::default);
 
 impl Ctx {
+    /// Whether this is a forked child's copy of a context its parent made (libzmq checks
+    /// the same): its sockets are closed and it is ended without their threads.
+    pub(crate) fn forked(&self) -> bool {
+        self.pid != std::process::id()
+    }
+
     /// The endpoint the driver is given for `addr`: the same, but for `inproc://name`,
     /// which becomes an abstract `ipc://@` name of this process and context (the driver
     /// has no `inproc://`; an abstract Unix socket is the nearest thing: local, nameless
@@ -228,6 +237,7 @@ fn new_ctx() -> Result<*mut c_void, Errno> {
     let mio = zmtp_mio::Context::new().map_err(|_| EMTHREAD)?;
     let ctx = Arc::new(Ctx {
         serial: SERIAL.fetch_add(1, Ordering::Relaxed),
+        pid: std::process::id(),
         mio: Mutex::new(Some(mio)),
         terminating: AtomicBool::new(false),
         state: Mutex::new(CtxState {
@@ -306,6 +316,14 @@ pub extern "C" fn zmq_ctx_term(context: *mut c_void) -> c_int {
             Ok(ctx) => ctx,
             Err(e) => return crate::ret::<c_int>(Err(e)),
         };
+        if ctx.forked() {
+            // A forked child's copy: its I/O thread is the parent's, so there is nothing
+            // to wait for and nothing the child may touch; the copy is left as it is.
+            let mut map = CONTEXTS.write().unwrap_or_else(|e| e.into_inner());
+            map.remove(&(context as usize));
+            std::mem::forget(ctx);
+            return 0;
+        }
         ctx.shutdown();
         let closer = {
             let mut st = ctx.state();

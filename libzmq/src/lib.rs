@@ -78,23 +78,35 @@
 //! `XPUB_NODROP`, `XPUB_WELCOME_MSG`, `STREAM_NOTIFY`, `MECHANISM`, `PLAIN_SERVER`,
 //! `PLAIN_USERNAME`, `PLAIN_PASSWORD`, `CURVE_SERVER`, `CURVE_PUBLICKEY`,
 //! `CURVE_SECRETKEY`, `CURVE_SERVERKEY`, `ZAP_DOMAIN`, `ZAP_ENFORCE_DOMAIN`,
-//! `MULTICAST_HOPS`, `MULTICAST_LOOP`, `THREAD_SAFE`, `INVERT_MATCHING`, the draft
-//! `TOPICS_COUNT` and `ROUTER_NOTIFY`. Kept and reported back but not applied (the
-//! driver has no such setting yet): `SNDBUF`, `RCVBUF`, `TCP_KEEPALIVE*`, `IPV6` (IPv6
-//! addresses work whatever it says), `BACKLOG`, `TOS`, `AFFINITY`, `RATE`,
-//! `RECOVERY_IVL`, `CONNECT_TIMEOUT`, `TCP_MAXRT`.
+//! `MULTICAST_HOPS`, `MULTICAST_LOOP`, `THREAD_SAFE`, `INVERT_MATCHING`,
+//! `TCP_ACCEPT_FILTER` (write-only, as in libzmq), `USE_FD` (the next `tcp://`, `ipc://` or
+//! `ws://` bind listens on that socket and owns it; a descriptor that is not a listening
+//! socket fails the bind and is left open), the draft `TOPICS_COUNT` and
+//! `ROUTER_NOTIFY`, `METADATA` ("X-name:value", as libzmq parses it;
+//! the first value given for a name stays; all of them at most 1024 bytes encoded, where
+//! libzmq has no limit), and the drafts `RECONNECT_STOP`, `HELLO_MSG`,
+//! `DISCONNECT_MSG` and `HICCUP_MSG` (taken by every type, used by those libzmq uses them
+//! on; `zmq_getsockopt` cannot read the messages back, as in libzmq). Kept and reported
+//! back but not applied (the driver has no such setting yet): `SNDBUF`, `RCVBUF`,
+//! `TCP_KEEPALIVE*`, `IPV6` (IPv6 addresses work whatever it says; with it, a bind to
+//! `*` is a dual-stack IPv6 one, as in libzmq, and an IPv6 `TCP_ACCEPT_FILTER` is taken), `BACKLOG`, `TOS`, `AFFINITY`, `RATE`,
+//! `RECOVERY_IVL`, `CONNECT_TIMEOUT`, `TCP_MAXRT`, the draft `BUSY_POLL` (as libzmq does
+//! where the system has no `SO_BUSY_POLL`).
 //!
 //! # Not yet
 //! Declared in `zmq.h` but not exported yet (a program that needs it fails to link
 //! rather than misbehave): `zmq_socket_monitor_pipes_stats`. Missing behaviour: the
 //! options not listed above (`EINVAL`, e.g. `ZMQ_XPUB_MANUAL`, `ZMQ_ROUTER_RAW`,
-//! `ZMQ_METADATA`), `zmq_msg_gets` on messages from peers whose properties the core does
-//! not attach (it answers for authenticated peers and a STREAM's connections). A multipart
+//! `ZMQ_TCP_ACCEPT_FILTER`), and `zmq_msg_gets` on messages from peers whose properties
+//! the core does not attach (it answers for peers a ZAP handler accepted, for peers that
+//! sent `X-` properties and for a STREAM's connections), and for `Peer-Address` over
+//! `ipc://`. A multipart
 //! message is handed to the driver with its last frame, so `EAGAIN`, `EHOSTUNREACH` and the like come on the last frame
 //! where libzmq returns them on the first (a first frame with no room waits up to
 //! `ZMQ_SNDTIMEO` and is then refused, at once with `ZMQ_DONTWAIT`, as libzmq does, and so
-//! is an unknown peer's routing-id frame on a ROUTER with `ZMQ_ROUTER_MANDATORY`, or on a
-//! STREAM; a STREAM's data frame ends its message whatever its `ZMQ_SNDMORE`). The
+//! is a routing-id frame on a ROUTER with `ZMQ_ROUTER_MANDATORY` for an unknown peer,
+//! `EHOSTUNREACH`, or for one at its SNDHWM, and on a STREAM for an unknown peer; a
+//! STREAM's data frame ends its message whatever its `ZMQ_SNDMORE`). The
 //! monitor's PAIR waits for its peer rather than dropping the events sent before the peer
 //! connects.
 //!

@@ -125,11 +125,14 @@ fn start(
         8 => SocketType::Push,
         _ => return Err(libc::EINVAL),
     };
+    // Subscribe before the monitor socket is made and bound: that waits for the I/O
+    // thread, which may meanwhile finish a handshake begun by an earlier `zmq_connect`,
+    // whose events then wait in the channel instead of being missed.
+    let events_rx = s.sock.monitor();
     let options = zmtp_mio::Options::default().with_linger(Some(Duration::from_millis(100)));
     let out = s.ctx.internal_socket(ty, options)?;
     let target = s.ctx.endpoint(addr)?;
     out.bind(&target).map_err(|e| s.errno(&e))?;
-    let events_rx = s.sock.monitor();
     let stop = Arc::new(AtomicBool::new(false));
     let ctx = s.ctx.clone();
     let stopping = stop.clone();

@@ -24,6 +24,7 @@ consts! {
     MAXMSGSIZE = 22; SNDHWM = 23; RCVHWM = 24; MULTICAST_HOPS = 25; RCVTIMEO = 27;
     SNDTIMEO = 28; LAST_ENDPOINT = 32; ROUTER_MANDATORY = 33; TCP_KEEPALIVE = 34;
     TCP_KEEPALIVE_CNT = 35; TCP_KEEPALIVE_IDLE = 36; TCP_KEEPALIVE_INTVL = 37;
+    TCP_ACCEPT_FILTER = 38; BUSY_POLL = 113;
     IMMEDIATE = 39; XPUB_VERBOSE = 40; IPV6 = 42; MECHANISM = 43; PLAIN_SERVER = 44;
     PLAIN_USERNAME = 45; PLAIN_PASSWORD = 46; CURVE_SERVER = 47; CURVE_PUBLICKEY = 48;
     CURVE_SECRETKEY = 49; CURVE_SERVERKEY = 50; PROBE_ROUTER = 51; REQ_CORRELATE = 52;
@@ -33,6 +34,10 @@ consts! {
     HEARTBEAT_TIMEOUT = 77; XPUB_VERBOSER = 78; CONNECT_TIMEOUT = 79; TCP_MAXRT = 80; THREAD_SAFE = 81;
     USE_FD = 89; BINDTODEVICE = 92; ZAP_ENFORCE_DOMAIN = 93; MULTICAST_LOOP = 96;
     ROUTER_NOTIFY = 97; TOPICS_COUNT = 116;
+    METADATA = 95; RECONNECT_STOP = 109; HELLO_MSG = 110; DISCONNECT_MSG = 111;
+    HICCUP_MSG = 114;
+    XPUB_MANUAL = 71; XPUB_MANUAL_LAST_VALUE = 98; ONLY_FIRST_SUBSCRIBE = 108;
+    XSUB_VERBOSE_UNSUBSCRIBE = 115;
 }
 
 /// Option values kept by the C layer: tuning values the driver has no field for (kept
@@ -47,15 +52,20 @@ pub(crate) struct Raw {
     pub(crate) recovery_ivl: c_int,
     pub(crate) connect_timeout: c_int,
     pub(crate) tcp_maxrt: c_int,
+    /// `ZMQ_BUSY_POLL`: kept and reported, as libzmq does where `SO_BUSY_POLL` is absent.
+    pub(crate) busy_poll: c_int,
     pub(crate) affinity: u64,
     pub(crate) tcp_keepalive: [c_int; 4],
     pub(crate) ipv6: bool,
     pub(crate) req_relaxed: bool,
     /// `ZMQ_ROUTER_MANDATORY`, mirrored for the check on a message's first frame.
     pub(crate) router_mandatory: bool,
-    /// `ZMQ_USE_FD` (-1: none) and `ZMQ_BINDTODEVICE` (empty: none): kept, and endpoints
-    /// refused with `ENOTSUP` while either is set, as the driver cannot honour them.
+    /// `ZMQ_USE_FD` (-1: none): the listening socket the next `tcp://`, `ipc://` or
+    /// `ws://` bind takes (once: see [`Raw::take_use_fd`]), and whether it was taken.
     pub(crate) use_fd: c_int,
+    pub(crate) use_fd_taken: bool,
+    /// `ZMQ_BINDTODEVICE` (empty: none): kept, and endpoints refused with `ENOTSUP` while
+    /// it is set, as the driver cannot honour it.
     pub(crate) bind_to_device: Vec<u8>,
     /// `ZMQ_NULL`, `ZMQ_PLAIN` or `ZMQ_CURVE`, and whether we are the server.
     pub(crate) mechanism: c_int,
@@ -78,12 +88,14 @@ impl Default for Raw {
             recovery_ivl: 10000,
             connect_timeout: 0,
             tcp_maxrt: 0,
+            busy_poll: 0,
             affinity: 0,
             tcp_keepalive: [-1; 4],
             ipv6: false,
             req_relaxed: false,
             router_mandatory: false,
             use_fd: -1,
+            use_fd_taken: false,
             bind_to_device: Vec::new(),
             mechanism: 0,
             as_server: false,
@@ -97,6 +109,44 @@ impl Default for Raw {
 }
 
 impl Raw {
+    /// `ZMQ_USE_FD`'s descriptor for a bind, the first time it is asked for after the
+    /// option was set: libzmq's listener takes the descriptor and closes it when it stops,
+    /// and a descriptor is closed once only, so later binds make their own. A descriptor
+    /// that is not a listening socket is refused (`ENOTSOCK`, `EINVAL`) and left alone.
+    pub(crate) fn take_use_fd(&mut self) -> Result<Option<std::os::fd::OwnedFd>, Errno> {
+        if self.use_fd < 0 || self.use_fd_taken {
+            return Ok(None);
+        }
+        let mut listening: c_int = 0;
+        let mut len = std::mem::size_of::<c_int>() as libc::socklen_t;
+        // SAFETY: `getsockopt` writes at most `len` bytes to `listening`, which has them;
+        // a descriptor that is not open, or not a socket, only makes it fail.
+        let rc = unsafe {
+            libc::getsockopt(
+                self.use_fd,
+                libc::SOL_SOCKET,
+                libc::SO_ACCEPTCONN,
+                (&mut listening as *mut c_int).cast(),
+                &mut len,
+            )
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::ENOTSOCK));
+        }
+        if listening == 0 {
+            return Err(libc::EINVAL);
+        }
+        self.use_fd_taken = true;
+        // SAFETY: an open listening socket the application handed to this socket with
+        // `ZMQ_USE_FD`, which gives it to the socket's listener, as libzmq's does;
+        // `use_fd_taken` makes sure it is owned once.
+        Ok(Some(unsafe {
+            std::os::fd::FromRawFd::from_raw_fd(self.use_fd)
+        }))
+    }
+
     /// The driver's security setting for what has been set.
     fn security(&self) -> Result<Security, Errno> {
         Ok(match (self.mechanism, self.as_server) {
@@ -224,6 +274,14 @@ fn set(s: &CSocket, option: c_int, optval: *const c_void, len: usize) -> Result<
         SUBSCRIBE | UNSUBSCRIBE if ty == SocketType::Sub => {
             subscription(s, bytes(optval, len)?, option == SUBSCRIBE)
         }
+        // An XPUB in manual mode subscribes the peer of the last subscription received;
+        // out of it, the option is not the XPUB's (EINVAL, as libzmq).
+        SUBSCRIBE | UNSUBSCRIBE if ty == SocketType::XPub => {
+            match subscription(s, bytes(optval, len)?, option == SUBSCRIBE) {
+                Err(libc::ENOTSUP) => Err(libc::EINVAL),
+                done => done,
+            }
+        }
         RECONNECT_IVL => driver(s, sock.set_reconnect_ivl(millis(int_min(optval, len, -1)?))),
         RECONNECT_IVL_MAX => {
             let v = int_min(optval, len, 0)?;
@@ -321,10 +379,42 @@ fn set(s: &CSocket, option: c_int, optval: *const c_void, len: usize) -> Result<
         {
             let on = int_min(optval, len, 0)? != 0;
             match option {
-                XPUB_VERBOSE => driver(s, sock.set_xpub_verbose(on)),
-                XPUB_VERBOSER => driver(s, sock.set_xpub_verboser(on)),
+                // As libzmq: VERBOSE sets verbose subscriptions and clears verbose
+                // unsubscriptions; VERBOSER sets (or clears) both.
+                XPUB_VERBOSE => {
+                    driver(s, sock.set_xpub_verboser(false))?;
+                    driver(s, sock.set_xpub_verbose(on))
+                }
+                XPUB_VERBOSER => {
+                    driver(s, sock.set_xpub_verbose(on))?;
+                    driver(s, sock.set_xpub_verboser(on))
+                }
                 _ => driver(s, sock.set_xpub_nodrop(on)),
             }
+        }
+        XPUB_MANUAL | XPUB_MANUAL_LAST_VALUE
+            if matches!(ty, SocketType::XPub | SocketType::Pub) =>
+        {
+            let on = int_min(optval, len, 0)? != 0;
+            if option == XPUB_MANUAL_LAST_VALUE || !on {
+                // LAST_VALUE is manual mode too: one switch for both here.
+                driver(
+                    s,
+                    sock.set_xpub_manual_last_value(on && option != XPUB_MANUAL),
+                )?;
+            }
+            driver(s, sock.set_xpub_manual(on))
+        }
+        ONLY_FIRST_SUBSCRIBE
+            if matches!(ty, SocketType::XPub | SocketType::Pub | SocketType::XSub) =>
+        {
+            driver(
+                s,
+                sock.set_only_first_subscribe(int_min(optval, len, 0)? != 0),
+            )
+        }
+        XSUB_VERBOSE_UNSUBSCRIBE if ty == SocketType::XSub => {
+            driver(s, sock.set_xsub_verbose_unsubscribe(int(optval, len)? != 0))
         }
         XPUB_WELCOME_MSG if matches!(ty, SocketType::XPub | SocketType::Pub) => {
             let v = bytes(optval, len)?;
@@ -346,9 +436,10 @@ fn set(s: &CSocket, option: c_int, optval: *const c_void, len: usize) -> Result<
         | CURVE_SECRETKEY | CURVE_SERVERKEY => security(s, option, optval, len),
         SNDBUF | RCVBUF | TCP_KEEPALIVE | TCP_KEEPALIVE_CNT | TCP_KEEPALIVE_IDLE
         | TCP_KEEPALIVE_INTVL | BACKLOG | TOS | RATE | RECOVERY_IVL | CONNECT_TIMEOUT
-        | TCP_MAXRT | IPV6 => {
+        | TCP_MAXRT | IPV6 | BUSY_POLL => {
             let v = int(optval, len)?;
             let ok = match option {
+                BUSY_POLL => true,
                 SNDBUF | RCVBUF => v >= -1,
                 TCP_KEEPALIVE => (-1..=1).contains(&v),
                 TCP_KEEPALIVE_CNT | TCP_KEEPALIVE_IDLE | TCP_KEEPALIVE_INTVL => v >= -1,
@@ -374,10 +465,12 @@ fn set(s: &CSocket, option: c_int, optval: *const c_void, len: usize) -> Result<
                 RECOVERY_IVL => raw.recovery_ivl = v,
                 CONNECT_TIMEOUT => raw.connect_timeout = v,
                 TCP_MAXRT => raw.tcp_maxrt = v,
+                BUSY_POLL => raw.busy_poll = v,
                 _ => raw.ipv6 = v == 1,
             }
             Ok(())
         }
+        TCP_ACCEPT_FILTER => accept_filter(s, bytes(optval, len)?),
         AFFINITY => {
             if len != 8 || optval.is_null() {
                 return Err(libc::EINVAL);
@@ -389,7 +482,12 @@ fn set(s: &CSocket, option: c_int, optval: *const c_void, len: usize) -> Result<
         }
         USE_FD => {
             let v = int_min(optval, len, -1)?;
-            s.state().raw.use_fd = v;
+            let mut st = s.state();
+            // The same descriptor again, once taken, stays taken: it is owned once.
+            if v != st.raw.use_fd {
+                st.raw.use_fd = v;
+                st.raw.use_fd_taken = false;
+            }
             Ok(())
         }
         BINDTODEVICE => {
@@ -402,8 +500,80 @@ fn set(s: &CSocket, option: c_int, optval: *const c_void, len: usize) -> Result<
             s.state().raw.bind_to_device = v.to_vec();
             Ok(())
         }
+        METADATA | RECONNECT_STOP | HELLO_MSG | DISCONNECT_MSG | HICCUP_MSG => {
+            connection_option(s, option, optval, len)
+        }
         _ => Err(libc::EINVAL),
     }
+}
+
+/// The options about connections coming and going: `ZMQ_METADATA`, `ZMQ_RECONNECT_STOP`
+/// and the draft messages `ZMQ_HELLO_MSG`, `ZMQ_DISCONNECT_MSG`, `ZMQ_HICCUP_MSG`. Every
+/// socket type takes them, as in libzmq; the types that do not use one ignore it.
+fn connection_option(
+    s: &CSocket,
+    option: c_int,
+    optval: *const c_void,
+    len: usize,
+) -> Result<(), Errno> {
+    let sock = &s.sock;
+    match option {
+        METADATA => {
+            // "X-name:value", as libzmq parses it: a name before the first ':' starting
+            // with "X-" (at most 255 bytes), a value after it, neither empty; never
+            // `sizeof(int)` bytes. The first value given for a name stays.
+            if len == std::mem::size_of::<c_int>() {
+                return Err(libc::EINVAL);
+            }
+            let v = bytes(optval, len)?;
+            let colon = v.iter().position(|&b| b == b':').ok_or(libc::EINVAL)?;
+            let (name, value) = (&v[..colon], &v[colon + 1..]);
+            if name.is_empty() || value.is_empty() || !name.starts_with(b"X-") || name.len() > 255 {
+                return Err(libc::EINVAL);
+            }
+            let (name, value) = (Bytes::copy_from_slice(name), Bytes::copy_from_slice(value));
+            sock.update_options(|o| {
+                o.metadata.entry(name).or_insert(value);
+            })
+            .map_err(|e| s.errno(&e))
+        }
+        RECONNECT_STOP => {
+            let v = int(optval, len)?;
+            // Bits other than libzmq's three are taken and ignored, as libzmq does.
+            let stop = zmtp_mio::ReconnectStop::from_bits(v as u32);
+            driver(s, sock.set_reconnect_stop(stop))
+        }
+        _ => {
+            let msg = Bytes::copy_from_slice(bytes(optval, len)?);
+            match option {
+                HELLO_MSG => driver(s, sock.set_hello_msg(msg)),
+                DISCONNECT_MSG => driver(s, sock.set_disconnect_msg(msg)),
+                _ => driver(s, sock.set_hiccup_msg(msg)),
+            }
+        }
+    }
+}
+
+/// `ZMQ_TCP_ACCEPT_FILTER`: one network more for the socket's listeners to accept peers
+/// from (`10.0.0.0/8`), or, empty, none again (every peer). An IPv6 network needs
+/// `ZMQ_IPV6`, as in libzmq.
+fn accept_filter(s: &CSocket, text: &[u8]) -> Result<(), Errno> {
+    if text.is_empty() {
+        return driver(s, s.sock.set_tcp_accept_filters([]));
+    }
+    if text.len() > 255 {
+        return Err(libc::EINVAL);
+    }
+    let network: zmtp_mio::TcpAcceptFilter = std::str::from_utf8(text)
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .ok_or(libc::EINVAL)?;
+    if network.network().is_ipv6() && !s.state().raw.ipv6 {
+        return Err(libc::EINVAL);
+    }
+    let mut networks = s.sock.options().tcp_accept_filters;
+    networks.push(network);
+    driver(s, s.sock.set_tcp_accept_filters(networks))
 }
 
 /// The security options, each changing the mechanism as libzmq's do.
@@ -582,6 +752,7 @@ fn get(s: &CSocket, option: c_int, out: &Out) -> Result<(), Errno> {
             RECOVERY_IVL => Some(raw.recovery_ivl),
             CONNECT_TIMEOUT => Some(raw.connect_timeout),
             TCP_MAXRT => Some(raw.tcp_maxrt),
+            BUSY_POLL => Some(raw.busy_poll),
             IPV6 => Some(c_int::from(raw.ipv6)),
             USE_FD => Some(raw.use_fd),
             MECHANISM => Some(raw.mechanism),
@@ -636,6 +807,7 @@ fn get(s: &CSocket, option: c_int, out: &Out) -> Result<(), Errno> {
         MULTICAST_LOOP => out.int(c_int::from(o.multicast_loop)),
         INVERT_MATCHING => out.int(c_int::from(o.invert_matching)),
         ROUTER_NOTIFY => out.int(c_int::try_from(o.router_notify.bits()).unwrap_or(0)),
+        RECONNECT_STOP => out.int(c_int::try_from(o.reconnect_stop.bits()).unwrap_or(0)),
         ZAP_DOMAIN => out.string(&o.zap_domain),
         ZAP_ENFORCE_DOMAIN => out.int(c_int::from(o.zap_enforce_domain)),
         _ => Err(libc::EINVAL),

@@ -181,15 +181,26 @@ impl CSocket {
                 }
                 st = self.state();
             }
-            // ROUTER_MANDATORY, and STREAM always: an unknown peer is refused on the
-            // routing-id frame.
-            let mandatory = match self.ty {
-                SocketType::Router => st.raw.router_mandatory,
-                SocketType::Stream => true,
-                _ => false,
-            };
-            if more && mandatory && !self.sock.routes_to(&repr.body) {
+            // STREAM: an unknown peer is refused on the routing-id frame.
+            if more && self.ty == SocketType::Stream && !self.sock.routes_to(&repr.body) {
                 return Err((libc::EHOSTUNREACH, repr));
+            }
+            // ROUTER_MANDATORY: on the routing-id frame, as libzmq checks there, an unknown
+            // peer is refused and a peer at its SNDHWM makes the frame wait (at most
+            // SNDTIMEO; at once EAGAIN with DONTWAIT).
+            if more && self.ty == SocketType::Router && st.raw.router_mandatory {
+                match self.sock.route_has_room(&repr.body) {
+                    None => return Err((libc::EHOSTUNREACH, repr)),
+                    Some(true) => {}
+                    Some(false) if flags & DONTWAIT != 0 => return Err((libc::EAGAIN, repr)),
+                    Some(false) => {
+                        drop(st);
+                        if let Err(e) = self.wait_for_route(&repr.body) {
+                            return Err((e, repr));
+                        }
+                        st = self.state();
+                    }
+                }
             }
             st.out_routing_id = repr.routing_id;
             st.out_group = repr.group().map(|g| g.to_bytes().to_vec());
@@ -290,6 +301,30 @@ impl CSocket {
             }
         }
         Ok(())
+    }
+
+    /// ROUTER_MANDATORY: wait (at most SNDTIMEO) until the peer with routing id `id` has
+    /// room; `EHOSTUNREACH` if it leaves meanwhile. The socket's own writability says
+    /// nothing of one peer (a ROUTER is writable while any peer has room), so this looks
+    /// again every millisecond.
+    fn wait_for_route(&self, id: &[u8]) -> Result<(), Errno> {
+        let deadline = self.sock.sndtimeo().map(|t| Instant::now() + t);
+        loop {
+            match self.sock.route_has_room(id) {
+                Some(true) => return Ok(()),
+                None => return Err(libc::EHOSTUNREACH),
+                Some(false) => {}
+            }
+            if self.ctx.terminating() {
+                return Err(ETERM);
+            }
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return Err(libc::EAGAIN);
+            }
+            let step = Duration::from_millis(1);
+            std::thread::sleep(deadline.map_or(step, |d| (d - now).min(step)));
+        }
     }
 
     /// Hand a whole message to the driver, waiting (at most SNDTIMEO) unless `dontwait`.
@@ -487,6 +522,12 @@ pub extern "C" fn zmq_close(socket: *mut c_void) -> c_int {
             map.remove(&(socket as usize))
         };
         match removed {
+            // A socket a forked child inherited: the I/O thread that would close it is
+            // the parent's, so the child leaves it alone (the parent's copy goes on).
+            Some(s) if s.ctx.forked() => {
+                std::mem::forget(s);
+                0
+            }
             Some(s) => {
                 // A monitor says it stopped, then ends.
                 let monitor = s.state().monitor.take();
@@ -505,6 +546,20 @@ pub extern "C" fn zmq_close(socket: *mut c_void) -> c_int {
     })
 }
 
+/// A bind to every interface (`tcp://*:5555`, `udp://*:5556`, `ws://*:80/path`) with
+/// `ZMQ_IPV6` set is a bind to every IPv6 interface, which takes IPv4 peers too (a
+/// dual-stack socket), as libzmq's is; other endpoints are as given.
+fn ipv6_wildcard(addr: &str, ipv6: bool) -> std::borrow::Cow<'_, str> {
+    for scheme in ["tcp://", "udp://", "ws://"] {
+        if let Some(rest) = addr.strip_prefix(scheme).filter(|_| ipv6) {
+            if let Some(port) = rest.strip_prefix("*:") {
+                return format!("{scheme}[::]:{port}").into();
+            }
+        }
+    }
+    addr.into()
+}
+
 /// Run `f` on the socket behind `socket` and an endpoint argument.
 fn with_endpoint(
     socket: *mut c_void,
@@ -518,7 +573,7 @@ fn with_endpoint(
             let addr = unsafe { text(addr) }?;
             {
                 let st = s.state();
-                if st.raw.use_fd != -1 || !st.raw.bind_to_device.is_empty() {
+                if !st.raw.bind_to_device.is_empty() {
                     return Err(libc::ENOTSUP);
                 }
             }
@@ -550,10 +605,26 @@ fn with_endpoint(
 #[no_mangle]
 pub unsafe extern "C" fn zmq_bind(socket: *mut c_void, addr: *const c_char) -> c_int {
     with_endpoint(socket, addr, |s, addr| {
+        // A RADIO sends its datagrams to a group's address: it only connects.
+        if s.ty == SocketType::Radio && addr.starts_with("udp://") {
+            return Err(crate::error::ENOCOMPATPROTO);
+        }
+        let addr = &ipv6_wildcard(addr, s.state().raw.ipv6);
         let target = s.ctx.endpoint(addr)?;
-        let resolved = s.sock.bind(&target).map_err(|e| s.errno(&e))?;
+        let takes_fd = ["tcp://", "ipc://", "ws://"]
+            .iter()
+            .any(|scheme| addr.starts_with(scheme));
+        let listener = match takes_fd {
+            true => s.state().raw.take_use_fd()?,
+            false => None,
+        };
+        let resolved = match listener {
+            Some(fd) => s.sock.bind_listener(&target, fd),
+            None => s.sock.bind(&target),
+        }
+        .map_err(|e| s.errno(&e))?;
         let inproc = addr.starts_with("inproc://");
-        s.state().last_endpoint = if inproc { addr.to_owned() } else { resolved };
+        s.state().last_endpoint = if inproc { addr.to_string() } else { resolved };
         Ok(())
     })
 }
@@ -565,8 +636,9 @@ pub unsafe extern "C" fn zmq_bind(socket: *mut c_void, addr: *const c_char) -> c
 #[no_mangle]
 pub unsafe extern "C" fn zmq_connect(socket: *mut c_void, addr: *const c_char) -> c_int {
     with_endpoint(socket, addr, |s, addr| {
-        // A DGRAM only binds (and sends to the addresses it hears from).
-        if s.ty == SocketType::Dgram {
+        // A DGRAM only binds (and sends to the addresses it hears from), and so does a
+        // DISH on `udp://` (it receives what RADIOs send to its address).
+        if s.ty == SocketType::Dgram || (s.ty == SocketType::Dish && addr.starts_with("udp://")) {
             return Err(crate::error::ENOCOMPATPROTO);
         }
         let target = s.ctx.endpoint(addr)?;

@@ -1526,3 +1526,153 @@ fn probe_router_counts_against_sndhwm_before_the_handshake() {
     assert_eq!(got[0][1], b"", "the probe first");
     assert_eq!(got[1][1], b"one");
 }
+
+// ----- XPUB manual mode, verbose unsubscriptions, ONLY_FIRST_SUBSCRIBE -----------------
+
+/// An XPUB with `o` bound, and an XSUB connected to it.
+fn xpub_and_xsub(c: &mut Cluster, o: Options) -> (Node, Node) {
+    let xpub = c.add(XPub, o);
+    let ep = c.bind(xpub, ANY);
+    let xsub = c.add_default(XSub);
+    c.connect(xsub, &ep);
+    c.run_until_idle();
+    (xpub, xsub)
+}
+
+#[test]
+fn xpub_manual_routes_by_the_applications_subscriptions_for_the_last_peer() {
+    let mut c = Cluster::new(90);
+    let (xpub, xsub) = xpub_and_xsub(&mut c, opts(|o| o.xpub_manual = true));
+    assert!(c.socket(xpub).takes_subscriptions());
+    assert_eq!(c.send(xsub, msg(&[b"\x01A"])), Ok(Sent::Queued));
+    c.run_until_idle();
+    // Passed up, but it routes nothing by itself.
+    assert_eq!(recv_texts(&mut c, xpub), ["\x01A"]);
+    assert_eq!(c.send(xpub, m(&["A"])), Ok(Sent::Dropped));
+    // The application subscribes the peer it heard from to B instead.
+    assert!(c.socket(xpub).subscribe(b"B"));
+    assert_eq!(c.send(xpub, m(&["A"])), Ok(Sent::Dropped));
+    assert_eq!(c.send(xpub, m(&["B"])), Ok(Sent::Queued));
+    c.run_until_idle();
+    assert_eq!(recv_texts(&mut c, xsub), ["B"]);
+    // Its unsubscription is passed up too; the application's own UNSUBSCRIBE takes B away.
+    assert_eq!(c.send(xsub, msg(&[b"\x00A"])), Ok(Sent::Queued));
+    c.run_until_idle();
+    assert_eq!(recv_texts(&mut c, xpub), ["\x00A"]);
+    assert!(c.socket(xpub).unsubscribe(b"B"));
+    assert_eq!(c.send(xpub, m(&["B"])), Ok(Sent::Dropped));
+}
+
+#[test]
+fn xpub_without_manual_mode_takes_no_subscriptions_of_its_own() {
+    let mut c = Cluster::new(91);
+    let (xpub, _) = xpub_and_xsub(&mut c, Options::default());
+    assert!(!c.socket(xpub).takes_subscriptions());
+    assert!(!c.socket(xpub).subscribe(b"B"));
+}
+
+#[test]
+fn xpub_manual_passes_each_departed_peers_subscriptions_as_unsubscriptions() {
+    let mut c = Cluster::new(92);
+    let (xpub, _, subs) =
+        xpub_with_subscribers(&mut c, opts(|o| o.xpub_manual = true), &[&["1"], &["1"]]);
+    // Both subscriptions come up (manual mode passes every one), each confirmed.
+    for _ in 0..2 {
+        let now = c.now();
+        let got = c.socket(xpub).recv(now).map(|m| text(&m));
+        assert_eq!(got.as_deref(), Some("\x011"));
+        assert!(c.socket(xpub).subscribe(b"1"));
+    }
+    assert_eq!(c.send(xpub, m(&["1x"])), Ok(Sent::Queued));
+    c.run_until_idle();
+    for &s in &subs {
+        assert_eq!(recv_texts(&mut c, s), ["1x"]);
+    }
+    for &s in &subs {
+        c.kill(s);
+    }
+    c.run_until_idle();
+    // One unsubscription per peer, not only the last one of the topic.
+    assert_eq!(recv_texts(&mut c, xpub), ["\x001", "\x001"]);
+    // No peer is left to subscribe: the call does nothing.
+    assert!(c.socket(xpub).subscribe(b"1"));
+    assert_eq!(c.socket(xpub).topics_count(), 0);
+}
+
+#[test]
+fn xpub_manual_last_value_sends_the_next_message_to_the_last_subscriber_only() {
+    let mut c = Cluster::new(93);
+    let o = opts(|o| o.xpub_manual_last_value = true);
+    let (xpub, _, subs) = xpub_with_subscribers(&mut c, o, &[&["A"], &[]]);
+    assert_eq!(recv_texts(&mut c, xpub), ["\x01A"]);
+    assert!(c.socket(xpub).subscribe(b"A"));
+    c.socket(subs[1]).subscribe(b"A");
+    c.run_until_idle();
+    assert_eq!(recv_texts(&mut c, xpub), ["\x01A"]);
+    assert!(c.socket(xpub).subscribe(b"A"));
+    // The first message after that subscription goes to its peer only; the next to both.
+    assert_eq!(c.send(xpub, m(&["A1"])), Ok(Sent::Queued));
+    assert_eq!(c.send(xpub, m(&["A2"])), Ok(Sent::Queued));
+    c.run_until_idle();
+    assert_eq!(recv_texts(&mut c, subs[0]), ["A2"]);
+    assert_eq!(recv_texts(&mut c, subs[1]), ["A1", "A2"]);
+}
+
+#[test]
+fn xsub_verbose_unsubscribe_passes_every_cancel_and_xpub_passes_unknown_ones_up() {
+    for verbose in [false, true] {
+        let mut c = Cluster::new(94);
+        let (xpub, xsub) = xpub_and_xsub(&mut c, opts(|o| o.xpub_verboser = true));
+        c.socket(xsub)
+            .set_options(opts(|o| o.xsub_verbose_unsubscribe = verbose))
+            .unwrap();
+        // A topic never subscribed: the XSUB filters it unless verbose; the XPUB passes
+        // it up (libzmq does so for a topic the peer did not have).
+        assert_eq!(c.send(xsub, msg(&[b"\x00A"])), Ok(Sent::Queued));
+        c.run_until_idle();
+        let none_or_one = if verbose { vec!["\x00A"] } else { vec![] };
+        assert_eq!(recv_texts(&mut c, xpub), none_or_one, "verbose={verbose}");
+        // Two equal subscriptions: VERBOSER alone passes both up.
+        for _ in 0..2 {
+            assert_eq!(c.send(xsub, msg(&[b"\x01A"])), Ok(Sent::Queued));
+        }
+        c.run_until_idle();
+        assert_eq!(recv_texts(&mut c, xpub), ["\x01A", "\x01A"]);
+        // The first cancel of two goes on only when verbose.
+        assert_eq!(c.send(xsub, msg(&[b"\x00A"])), Ok(Sent::Queued));
+        c.run_until_idle();
+        assert_eq!(recv_texts(&mut c, xpub), none_or_one, "verbose={verbose}");
+        assert_eq!(c.send(xsub, msg(&[b"\x00A"])), Ok(Sent::Queued));
+        c.run_until_idle();
+        assert_eq!(recv_texts(&mut c, xpub), ["\x00A"], "verbose={verbose}");
+    }
+}
+
+#[test]
+fn only_first_subscribe_keeps_the_later_frames_of_a_data_message_as_data() {
+    for only_first in [false, true] {
+        let mut c = Cluster::new(95);
+        let o = opts(|o| o.only_first_subscribe = only_first);
+        let (xpub, xsub) = xpub_and_xsub(&mut c, o);
+        c.socket(xsub)
+            .set_options(opts(|o| o.only_first_subscribe = only_first))
+            .unwrap();
+        let data = msg(&[b"ABC", b"\x01BC"]);
+        assert_eq!(c.send(xsub, data), Ok(Sent::Queued));
+        c.run_until_idle();
+        let got: Vec<Vec<Vec<u8>>> = c.recv_all(xpub).iter().map(frames).collect();
+        if only_first {
+            assert_eq!(got, [vec![b"ABC".to_vec(), b"\x01BC".to_vec()]]);
+            assert_eq!(c.socket(xpub).topics_count(), 0);
+        } else {
+            // The second frame is a subscription: passed up, and the data frame alone.
+            assert_eq!(got, [vec![b"\x01BC".to_vec()], vec![b"ABC".to_vec()]]);
+            assert_eq!(c.socket(xpub).topics_count(), 1);
+        }
+        // A message whose first frame is a subscription: every frame is one.
+        let subs = msg(&[b"\x01CD", b"\x01DE"]);
+        assert_eq!(c.send(xsub, subs), Ok(Sent::Queued));
+        c.run_until_idle();
+        assert_eq!(recv_texts(&mut c, xpub), ["\x01CD", "\x01DE"]);
+    }
+}

@@ -84,7 +84,8 @@ pub async fn recv_on_a_type_that_never_receives_fails_at_once<R: Runtime>() {
     );
 }
 
-/// `subscribe` and `unsubscribe` work on SUB and XSUB and fail elsewhere.
+/// `subscribe` and `unsubscribe` work on SUB, XSUB and an XPUB in manual mode, and fail
+/// elsewhere.
 pub async fn subscriptions_only_on_sub_and_xsub<R: Runtime>() {
     for ty in [SocketType::Sub, SocketType::XSub] {
         let s = Socket::<R>::new(ty).unwrap();
@@ -106,6 +107,14 @@ pub async fn subscriptions_only_on_sub_and_xsub<R: Runtime>() {
             "{ty}"
         );
     }
+    // An XPUB in manual mode takes them, for the peer of the last subscription received
+    // (with none yet, they change nothing).
+    let xpub = Socket::<R>::new(SocketType::XPub).unwrap();
+    xpub.set_xpub_manual(true).unwrap();
+    xpub.subscribe("a").unwrap();
+    xpub.unsubscribe("a").unwrap();
+    xpub.set_xpub_manual(false).unwrap();
+    assert!(matches!(xpub.subscribe("a"), Err(Error::Unsupported)));
 }
 
 /// Each option's setter changes that option on a live socket: a lower SNDHWM blocks sends

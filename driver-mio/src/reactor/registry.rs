@@ -13,8 +13,8 @@ use mio::net::TcpStream;
 use mio::{Interest, Token};
 use zmtp_driver::transport::connect_ipc;
 use zmtp_driver::{
-    listen_ipc, listen_tcp, open_udp, start_connect_from, tcp_connected, Attempts, CommandHandler,
-    Listening, StdTransport, TcpAddrs, TlsSide, UdpOpen,
+    listen_ipc, listen_on_fd, listen_tcp, open_udp, start_connect_from, tcp_connected, Attempts,
+    CommandHandler, Listening, StdTransport, TcpAddrs, TlsSide, UdpOpen,
 };
 use zmtp_proto::socket::{
     Endpoint, EndpointId, MonitorEvent, PeerId, Socket as ProtoSocket, ZapRequest,
@@ -206,7 +206,25 @@ impl Shared {
                 Err(e) => attempts.failed(e),
             }
         }
-        self.connected(st, id, endpoint, None, now);
+        self.connect_failed(st, id, endpoint, &attempts.into_error(), now);
+    }
+
+    /// A connect failed with `error`: refused (`ECONNREFUSED`, which `ZMQ_RECONNECT_STOP`
+    /// may make final), or otherwise.
+    pub(super) fn connect_failed(
+        &self,
+        st: &mut State,
+        id: usize,
+        endpoint: EndpointId,
+        error: &io::Error,
+        now: Instant,
+    ) {
+        match st.sockets.get_mut(&id) {
+            Some(s) if error.kind() == io::ErrorKind::ConnectionRefused => {
+                s.core.handle_connect_refused(endpoint, now)
+            }
+            _ => self.connected(st, id, endpoint, None, now),
+        }
     }
 
     /// A TCP connect in progress became ready: connected, or on to the next address.
@@ -448,8 +466,16 @@ impl CommandHandler for Commands<'_> {
 
     fn listen(&mut self, endpoint: EndpointId, addr: Endpoint) {
         let (shared, id) = (self.shared, self.id);
+        let given = self
+            .st
+            .sockets
+            .get_mut(&id)
+            .and_then(|s| s.listen_fds.remove(&endpoint));
         if let Err(e) = self.tls_side(endpoint, &addr, true) {
             return shared.listen_at(self.st, id, endpoint, Err(e));
+        }
+        if let Some(fd) = given {
+            return shared.listen_at(self.st, id, endpoint, listen_on_fd(fd, &addr));
         }
         let listening = match &addr {
             Endpoint::Tcp(tcp) | Endpoint::Ws(WsEndpoint { tcp, .. }) => match TcpAddrs::of(tcp) {
@@ -481,10 +507,13 @@ impl CommandHandler for Commands<'_> {
                     shared.lookup(self.st, id, endpoint, host, port, what)
                 }
             },
-            Endpoint::Ipc(ipc) => {
-                let stream = connect_ipc(ipc).ok().map(StdTransport::Unix);
-                shared.connected(self.st, id, endpoint, stream, now);
-            }
+            Endpoint::Ipc(ipc) => match connect_ipc(ipc) {
+                Ok(stream) => {
+                    let stream = Some(StdTransport::Unix(stream));
+                    shared.connected(self.st, id, endpoint, stream, now);
+                }
+                Err(e) => shared.connect_failed(self.st, id, endpoint, &e, now),
+            },
             Endpoint::Inproc(_) => shared.connected(self.st, id, endpoint, None, now),
             // udp:// endpoints come as `OpenUdp`: never here.
             Endpoint::Udp(_) => shared.connected(self.st, id, endpoint, None, now),
@@ -513,6 +542,7 @@ impl CommandHandler for Commands<'_> {
                     UdpIo {
                         socket: o.socket,
                         token,
+                        send_to: o.send_to,
                     },
                 );
                 if open.bind {

@@ -1792,12 +1792,16 @@ fn i32_of(input: &mut Cursor<'_>) -> c_int {
     c_int::from_be_bytes([input.byte(), input.byte(), input.byte(), input.byte()])
 }
 
-/// An option number: 0 to 100 as they are, others from [`ODD_OPTIONS`].
+/// An option number: 0 to 120 as they are (libzmq's go to 116), others from
+/// [`ODD_OPTIONS`]. `ZMQ_USE_FD` (89) gives the socket a descriptor to own: arbitrary
+/// numbers would hand it descriptors the process uses elsewhere (the caller's contract
+/// forbids it, in libzmq too), so it becomes an unknown option here.
 fn option_of(b: u8) -> c_int {
-    if b <= 100 {
-        c_int::from(b)
-    } else {
-        pick(&ODD_OPTIONS, usize::from(b), -1)
+    const USE_FD: c_int = 89;
+    match c_int::from(b) {
+        USE_FD => -1,
+        n if n <= 120 => n,
+        _ => pick(&ODD_OPTIONS, usize::from(b), -1),
     }
 }
 

@@ -189,7 +189,8 @@ impl AuthReply {
     }
 }
 
-/// What is known of an authenticated peer: readable on each message it sent
+/// What is known of an authenticated peer, or of one that sent application metadata
+/// (`X-` properties): readable on each message it sent
 /// ([`Message::property`](super::Message::property)) and from
 /// [`Socket::peer_properties`].
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -316,7 +317,7 @@ impl Socket {
             let props = p.properties_mut();
             props.user_id = user_id;
             props.zap = zap;
-            p.authenticated = true;
+            p.tagged = true;
         }
         let Some(s) = p.stream.as_mut() else {
             return;

@@ -10,7 +10,7 @@ use bytes::Bytes;
 
 use super::{
     Command, Ending, Endpoint, EndpointError, EndpointId, EndpointKind, EndpointState, Link,
-    MonitorEventKind, Peer, PeerId, Socket,
+    MonitorEventKind, Peer, PeerId, Socket, TcpAcceptFilter,
 };
 use crate::{Buffered, Config, Connection, Instant, SocketType};
 
@@ -87,7 +87,7 @@ impl Socket {
                 held: false,
                 in_fq: false,
                 properties: None,
-                authenticated: false,
+                tagged: false,
                 address: String::new(),
             },
         );
@@ -143,6 +143,15 @@ impl Socket {
         let Some(id) = self.find_endpoint(endpoint, EndpointKind::Connect) else {
             return false;
         };
+        if self.opts.reconnect_stop.after_disconnect {
+            self.disconnected = true;
+        }
+        self.drop_connect_endpoint(id, now);
+        true
+    }
+
+    /// Forget a connect endpoint and its peer, as `disconnect` does.
+    fn drop_connect_endpoint(&mut self, id: EndpointId, now: Instant) {
         if let Some(peer) = self.endpoints.get(&id).and_then(|e| e.peer) {
             self.end_stream(peer, Ending::Dropped, now);
             self.remove_peer(peer);
@@ -159,13 +168,12 @@ impl Socket {
         if self.closing.is_some() {
             self.try_finish_close(now);
         }
-        true
     }
 
     /// Forget a connect endpoint whose peer is not connected (STREAM: closed on request
     /// before it connected): what waited for the peer is discarded, what it sent before
     /// stays readable, a connection still being made is refused when it comes.
-    pub(super) fn drop_connect_endpoint(&mut self, endpoint: EndpointId, peer: PeerId) {
+    pub(super) fn forget_unconnected_endpoint(&mut self, endpoint: EndpointId, peer: PeerId) {
         self.remove_peer(peer);
         self.set_retry(endpoint, None);
         self.endpoints.remove(&endpoint);
@@ -213,6 +221,8 @@ impl Socket {
         config.security = self.opts.security.clone();
         config.authenticate_null = !self.opts.zap_domain.is_empty();
         config.legacy_peers = self.opts.legacy_peers;
+        // Checked in `new`/`set_options`: they fit.
+        let _ = super::add_metadata(&mut config, &self.opts);
         if self.ty == SocketType::Stream {
             // No ZMTP: no handshake, no heartbeats, nothing of the connection's own.
             config.handshake_timeout = None;
@@ -269,6 +279,16 @@ impl Socket {
         out
     }
 
+    /// `ZMQ_TCP_ACCEPT_FILTER`: whether a stream accepted on `endpoint` from `address` may
+    /// stay (always, on endpoints that are not TCP or WebSocket ones).
+    fn accept_filter_passes(&self, endpoint: EndpointId, address: &str) -> bool {
+        let filtered = self
+            .endpoints
+            .get(&endpoint)
+            .is_some_and(|e| matches!(e.addr, Endpoint::Tcp(_) | Endpoint::Ws(_)));
+        !filtered || TcpAcceptFilter::accepts(&self.opts.tcp_accept_filters, address)
+    }
+
     /// A stream was accepted on a listening endpoint; returns the new peer, or `None` if the
     /// endpoint is gone or the socket is closing (close the stream).
     ///
@@ -282,6 +302,10 @@ impl Socket {
         now: Instant,
     ) -> Option<PeerId> {
         if self.closing.is_some() || !self.endpoints.contains_key(&endpoint) {
+            return None;
+        }
+        if !self.accept_filter_passes(endpoint, address) {
+            self.monitor(MonitorEventKind::AcceptFailed, 0, endpoint);
             return None;
         }
         let peer = PeerId(self.new_id());
@@ -300,7 +324,7 @@ impl Socket {
                 held: false,
                 in_fq: false,
                 properties: None,
-                authenticated: false,
+                tagged: false,
                 address: address.to_string(),
             },
         );
@@ -349,6 +373,28 @@ impl Socket {
     /// Connecting to `endpoint` failed; a retry is scheduled per the reconnect options.
     pub fn handle_connect_failed(&mut self, endpoint: EndpointId, now: Instant) {
         self.schedule_reconnect(endpoint, now);
+    }
+
+    /// Connecting to `endpoint` was refused (`ECONNREFUSED`: nothing listens there). With
+    /// `RECONNECT_STOP_CONN_REFUSED` (or, for `ipc://` after a `disconnect`,
+    /// `RECONNECT_STOP_AFTER_DISCONNECT`) the endpoint gives up: a `CLOSED` monitor event,
+    /// and it is dropped as [`disconnect`](Self::disconnect) drops it. Otherwise as
+    /// [`handle_connect_failed`](Self::handle_connect_failed).
+    pub fn handle_connect_refused(&mut self, endpoint: EndpointId, now: Instant) {
+        let stop = self.opts.reconnect_stop;
+        let ipc = self
+            .endpoints
+            .get(&endpoint)
+            .is_some_and(|e| matches!(e.addr, Endpoint::Ipc(_)));
+        if stop.conn_refused || (stop.after_disconnect && self.disconnected && ipc) {
+            if !self.endpoints.contains_key(&endpoint) {
+                return;
+            }
+            self.monitor(MonitorEventKind::Closed, 0, endpoint);
+            self.drop_connect_endpoint(endpoint, now);
+            return;
+        }
+        self.handle_connect_failed(endpoint, now);
     }
 
     pub(super) fn schedule_reconnect(&mut self, endpoint: EndpointId, now: Instant) {

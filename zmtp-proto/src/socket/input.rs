@@ -131,7 +131,7 @@ impl Socket {
                         0 => usize::MAX,
                         hwm => hwm - p.inq.len(),
                     };
-                    let (inq, properties) = (&mut p.inq, p.authenticated.then_some(&p.properties));
+                    let (inq, properties) = (&mut p.inq, p.tagged.then_some(&p.properties));
                     let mut queue = |body: Bytes| {
                         let mut msg = Message::from(body);
                         if let Some(props) = properties {
@@ -165,7 +165,7 @@ impl Socket {
                             continue;
                         }
                         let mut msg = Message::from(body);
-                        if p.authenticated {
+                        if p.tagged {
                             msg.set_properties(p.properties.clone());
                         }
                         p.inq.push_back(msg);
@@ -230,7 +230,11 @@ impl Socket {
         match item {
             OwnedItem::Ready(metadata) => {
                 if let Some(p) = self.peers.get_mut(&peer) {
+                    // Application metadata (`ZMQ_METADATA`) is read on the peer's messages.
+                    let app = crate::codec::Metadata::parse(&metadata)
+                        .is_ok_and(|m| m.iter().any(|prop| prop.name.starts_with(b"X-")));
                     p.properties_mut().peer = metadata;
+                    p.tagged |= app;
                 }
             }
             // A single-frame message needs no frame list.

@@ -155,11 +155,12 @@ impl Message {
     }
 
     /// A property of the peer that sent this message, as libzmq's `zmq_msg_gets`:
-    /// `User-Id`, `Peer-Address` (the peer's IP, over tcp), the authenticator's
-    /// properties, then the peer's own metadata (`Socket-Type`, `Identity`, `X-`
-    /// properties). Only messages from peers that were authenticated (PLAIN, CURVE, or
-    /// NULL with a ZAP domain) carry properties, and a STREAM's messages (its
-    /// connections' `Peer-Address`).
+    /// `User-Id`, `Peer-Address` (its IP, over tcp) and the authenticator's properties,
+    /// then the peer's own metadata (`Socket-Type`, `Identity`, `X-` properties). Only
+    /// messages from peers that were authenticated (PLAIN, CURVE, or NULL with a ZAP
+    /// domain) or that sent application metadata (`X-` properties, libzmq's
+    /// `ZMQ_METADATA`) carry properties, and a STREAM's messages (its connections'
+    /// `Peer-Address`).
     pub fn property(&self, name: &str) -> Option<&[u8]> {
         self.properties.as_deref()?.get(name)
     }

@@ -41,6 +41,7 @@
 //! the in-core authenticator; `timers.rs` deadlines; `close.rs` LINGER. The routing of
 //! each socket type is in `pattern/`, one module per family behind one dispatch point.
 
+mod accept_filter;
 mod auth;
 mod close;
 pub mod endpoint;
@@ -62,12 +63,13 @@ use core::time::Duration;
 
 use bytes::Bytes;
 
+pub use accept_filter::{AcceptFilterError, TcpAcceptFilter};
 pub use auth::{AuthReply, Authenticator, PeerProperties, ZapRequest};
 pub use close::{CloseReport, Loss};
 pub use endpoint::{Endpoint, EndpointError, StreamAddr};
 pub use message::{Message, MetadataError, TextError, GROUP_MAX_LEN};
 pub use monitor::{MonitorEvent, MonitorEventKind};
-pub use options::{Options, RouterNotify};
+pub use options::{AppMetadata, Options, ReconnectStop, RouterNotify};
 pub use pattern::radio::GroupError;
 pub use udp::DatagramOut;
 
@@ -334,8 +336,10 @@ struct Peer {
     in_fq: bool,
     /// The peer's properties, once its metadata arrived.
     properties: Option<alloc::sync::Arc<PeerProperties>>,
-    /// A verdict accepted the peer: its messages carry its properties.
-    authenticated: bool,
+    /// Its messages carry its properties: a verdict accepted the peer, or its metadata has
+    /// application (`X-`) properties. (libzmq tags every message; tagging only where there
+    /// is something an application set or a verdict added keeps the rest free of it.)
+    tagged: bool,
     /// The address of the peer's current stream, as the driver gave it: `IP:port` for tcp
     /// (a bare IP from older drivers), empty for ipc and inproc. Monitor events carry it;
     /// ZAP's `Address` is its IP ([`Peer::ip`]).
@@ -463,21 +467,14 @@ pub struct Socket {
     entropy: Option<crate::curve_crypto::Drbg>,
     /// The seed's state, drawn from for `ws://` keys and masks without CURVE entropy.
     seed: u64,
+    /// `disconnect` was called with `RECONNECT_STOP_AFTER_DISCONNECT` set.
+    disconnected: bool,
 }
 
 impl Socket {
     /// A socket of type `ty`. `seed` stands in for libzmq's random starting values.
     pub fn new(ty: SocketType, opts: Options, seed: u64) -> Result<Socket, ConfigError> {
-        if opts.routing_id.len() > 255 {
-            return Err(ConfigError::IdentityTooLong);
-        }
-        if opts
-            .connect_routing_id
-            .as_ref()
-            .is_some_and(|id| id.len() > 255)
-        {
-            return Err(ConfigError::IdentityTooLong);
-        }
+        check_options(ty, &opts)?;
         Ok(Socket {
             pattern: PatternState::new(seed),
             rules: Rules::of(ty),
@@ -507,6 +504,7 @@ impl Socket {
             #[cfg(feature = "curve")]
             entropy: None,
             seed,
+            disconnected: false,
         })
     }
 
@@ -532,14 +530,7 @@ impl Socket {
     /// Change options. New values apply to connections opened afterwards (HWMs and
     /// pattern options apply at once).
     pub fn set_options(&mut self, opts: Options) -> Result<(), ConfigError> {
-        if opts.routing_id.len() > 255
-            || opts
-                .connect_routing_id
-                .as_ref()
-                .is_some_and(|id| id.len() > 255)
-        {
-            return Err(ConfigError::IdentityTooLong);
-        }
+        check_options(self.ty, &opts)?;
         self.opts = opts;
         Ok(())
     }
@@ -625,6 +616,28 @@ impl Socket {
             || !self.dirty.is_empty()
             || self.udp.has_output()
     }
+}
+
+/// Check the options a socket is given: routing ids of at most 255 bytes, application
+/// metadata a connection can carry (see [`Config::add_property`](crate::Config::add_property)).
+fn check_options(ty: SocketType, opts: &Options) -> Result<(), ConfigError> {
+    if opts.routing_id.len() > 255
+        || opts
+            .connect_routing_id
+            .as_ref()
+            .is_some_and(|id| id.len() > 255)
+    {
+        return Err(ConfigError::IdentityTooLong);
+    }
+    add_metadata(&mut crate::Config::new(ty), opts)
+}
+
+/// Add the application metadata (`ZMQ_METADATA`) to a connection's configuration.
+fn add_metadata(config: &mut crate::Config, opts: &Options) -> Result<(), ConfigError> {
+    for (name, value) in &opts.metadata {
+        config.add_property(name, value)?;
+    }
+    Ok(())
 }
 
 /// What a send hands to one peer: a message, or a single-frame message whose body is

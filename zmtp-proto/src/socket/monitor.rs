@@ -35,7 +35,8 @@ pub enum MonitorEventKind {
     /// A connection from a peer was accepted (value: 0; libzmq gives the connection's
     /// descriptor).
     Accepted = 0x0020,
-    /// Accepting a connection failed (value: the error number). The core never reports it.
+    /// Accepting a connection failed (value: the error number, 0 when the core refused
+    /// the peer: a `ZMQ_TCP_ACCEPT_FILTER` had no network for its address).
     AcceptFailed = 0x0040,
     /// A listener was closed, by `unbind` or by closing the socket (value: 0; libzmq gives
     /// its descriptor).

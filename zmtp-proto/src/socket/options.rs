@@ -2,9 +2,15 @@
 
 use core::time::Duration;
 
+use alloc::collections::BTreeMap;
+
 use bytes::Bytes;
 
 use crate::mechanism::Security;
+
+/// `ZMQ_METADATA`'s properties: application metadata (`X-` names) sent in the handshake,
+/// by name. Each name starts with `X-` and is at most 255 bytes; they go out in name order.
+pub type AppMetadata = BTreeMap<Bytes, Bytes>;
 
 /// Options every driver shares. Defaults are libzmq 4.3's.
 ///
@@ -95,12 +101,34 @@ pub struct Options {
     pub req_relaxed: bool,
     /// `ZMQ_XPUB_VERBOSE`: pass every subscription to the application, not only the first.
     pub xpub_verbose: bool,
-    /// `ZMQ_XPUB_VERBOSER`: also pass every unsubscription, not only the last.
+    /// `ZMQ_XPUB_VERBOSER`: pass every subscription (as `xpub_verbose`) and also every
+    /// unsubscription, not only the last.
     pub xpub_verboser: bool,
     /// `ZMQ_XPUB_NODROP`: at HWM, `send` would block instead of dropping.
     pub xpub_nodrop: bool,
     /// `ZMQ_XPUB_WELCOME_MSG`: a message sent to each new subscriber.
     pub xpub_welcome_msg: Option<Bytes>,
+    /// `ZMQ_XPUB_MANUAL` (XPUB): the application decides the subscriptions. Every
+    /// subscription and unsubscription a peer sends is passed up (whatever the verbose
+    /// options say) and changes nothing by itself; the XPUB's own `subscribe` and
+    /// `unsubscribe` apply to the peer whose subscription message the application received
+    /// last. A peer that leaves has an unsubscription passed up for each topic it had
+    /// subscribed. Default false.
+    pub xpub_manual: bool,
+    /// `ZMQ_XPUB_MANUAL_LAST_VALUE` (XPUB): manual mode (as `xpub_manual`), and the first
+    /// message sent after a subscription message was received goes only to that
+    /// subscription's peer (if it matches); later ones go to every matching peer.
+    /// Default false.
+    pub xpub_manual_last_value: bool,
+    /// `ZMQ_ONLY_FIRST_SUBSCRIBE` (XPUB, XSUB): in a message of several frames, the later
+    /// frames are taken as subscriptions (first byte 1) or unsubscriptions (0) only if
+    /// the first one is one; otherwise they are data. Default false: any frame starting
+    /// with 1 or 0 is one.
+    pub only_first_subscribe: bool,
+    /// `ZMQ_XSUB_VERBOSE_UNSUBSCRIBE` (XSUB, a draft option): pass every unsubscription
+    /// message on to the publishers, not only the one that removes the last of equal
+    /// subscriptions (a topic not subscribed included). Default false.
+    pub xsub_verbose_unsubscribe: bool,
     /// `ZMQ_INVERT_MATCHING`: PUB and XPUB send each message to the peers whose
     /// subscriptions do not match it (a peer that subscribed to nothing among them), and
     /// SUB keeps the messages that match none of its subscriptions. Default false.
@@ -121,10 +149,35 @@ pub struct Options {
     /// `ZMQ_MULTICAST_HOPS` (`udp://` RADIO to a multicast group): the time to live of the
     /// datagrams. Default 1, as in libzmq (the local network only).
     pub multicast_hops: u32,
+    /// `ZMQ_METADATA`: application properties (`X-` names) sent in our READY or INITIATE,
+    /// readable on the peer's messages. Names must start with `X-` and be at most 255
+    /// bytes, and all of them must fit in [`MAX_PROPERTIES_LEN`](crate::MAX_PROPERTIES_LEN)
+    /// encoded; the socket refuses them otherwise. Default none.
+    pub metadata: AppMetadata,
+    /// `ZMQ_HELLO_MSG` (ROUTER, DEALER, SERVER, CLIENT, PEER; a draft option): a message
+    /// sent to each peer once its handshake completes, on every connection and
+    /// reconnection, before anything else. `None` (the default) sends none.
+    pub hello_msg: Option<Bytes>,
+    /// `ZMQ_DISCONNECT_MSG` (ROUTER, SERVER, PEER; a draft option): a message received from
+    /// an accepted peer whose connection was lost after its handshake (closed by the peer,
+    /// or failed; not closed by us), after what it sent whole. `None` (the default): none.
+    pub disconnect_msg: Option<Bytes>,
+    /// `ZMQ_HICCUP_MSG` (DEALER, CLIENT, PEER; a draft option): a message received from a
+    /// connect peer whose connection was lost after its handshake (closed by the peer, or
+    /// failed; not closed by us), after what it sent whole. `None` (the default): none.
+    pub hiccup_msg: Option<Bytes>,
+    /// `ZMQ_RECONNECT_STOP` (a draft option): when a connect endpoint stops reconnecting.
+    /// Default: never.
+    pub reconnect_stop: ReconnectStop,
     /// Accept peers that speak ZMTP 1.0 or 2.0 (not a libzmq option: libzmq always does).
     /// Default true. They get no security: with a mechanism other than NULL, or a ZAP
     /// domain, they are refused whatever this says, as libzmq refuses them.
     pub legacy_peers: bool,
+    /// `ZMQ_TCP_ACCEPT_FILTER`: the networks a listener accepts TCP and WebSocket peers
+    /// from; a peer in none of them is closed at once (`ACCEPT_FAILED`). Empty (the
+    /// default): every peer. libzmq adds one network per call and clears the list with an
+    /// empty one; here the whole list is set at once.
+    pub tcp_accept_filters: alloc::vec::Vec<crate::socket::TcpAcceptFilter>,
 }
 
 /// `ZMQ_ROUTER_NOTIFY`'s value: which of its peers' arrivals and departures a ROUTER
@@ -188,6 +241,60 @@ impl RouterNotify {
     }
 }
 
+/// `ZMQ_RECONNECT_STOP`'s value: when a connect endpoint gives up instead of reconnecting.
+/// An endpoint that gives up on a refused connection is dropped as `disconnect` drops it
+/// (a `CLOSED` monitor event says so); one that gives up after a failed handshake stays,
+/// as after a protocol error, without reconnecting.
+///
+/// ```
+/// use zmtp_proto::socket::ReconnectStop;
+///
+/// let stop = ReconnectStop::from_bits(1 | 2);
+/// assert!(stop.conn_refused && stop.handshake_failed && !stop.after_disconnect);
+/// assert_eq!(stop.bits(), 3);
+/// assert_eq!(ReconnectStop::default(), ReconnectStop::NEVER);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct ReconnectStop {
+    /// `ZMQ_RECONNECT_STOP_CONN_REFUSED` (1): a connection refused (`ECONNREFUSED`) ends
+    /// the endpoint.
+    pub conn_refused: bool,
+    /// `ZMQ_RECONNECT_STOP_HANDSHAKE_FAILED` (2): a connection that ends before its
+    /// handshake completes (closed, timed out) is not made again.
+    pub handshake_failed: bool,
+    /// `ZMQ_RECONNECT_STOP_AFTER_DISCONNECT` (4): once `disconnect` was called on the
+    /// socket, an `ipc://` connection refused ends its endpoint (as in libzmq, where only
+    /// its ipc connecter reads this bit).
+    pub after_disconnect: bool,
+}
+
+impl ReconnectStop {
+    /// Always reconnect (the default; libzmq's 0).
+    pub const NEVER: ReconnectStop = ReconnectStop {
+        conn_refused: false,
+        handshake_failed: false,
+        after_disconnect: false,
+    };
+
+    /// From libzmq's bit set (`ZMQ_RECONNECT_STOP_CONN_REFUSED` 1,
+    /// `ZMQ_RECONNECT_STOP_HANDSHAKE_FAILED` 2, `ZMQ_RECONNECT_STOP_AFTER_DISCONNECT` 4);
+    /// other bits are ignored, as libzmq ignores them.
+    pub fn from_bits(bits: u32) -> ReconnectStop {
+        ReconnectStop {
+            conn_refused: bits & 1 != 0,
+            handshake_failed: bits & 2 != 0,
+            after_disconnect: bits & 4 != 0,
+        }
+    }
+
+    /// libzmq's bit set.
+    pub fn bits(self) -> u32 {
+        u32::from(self.conn_refused)
+            | u32::from(self.handshake_failed) << 1
+            | u32::from(self.after_disconnect) << 2
+    }
+}
+
 impl Default for Options {
     fn default() -> Options {
         Options {
@@ -211,6 +318,11 @@ impl Default for Options {
             probe_router: false,
             stream_notify: true,
             router_notify: RouterNotify::NONE,
+            metadata: AppMetadata::new(),
+            hello_msg: None,
+            disconnect_msg: None,
+            hiccup_msg: None,
+            reconnect_stop: ReconnectStop::NEVER,
             legacy_peers: true,
             req_correlate: false,
             req_relaxed: false,
@@ -218,12 +330,17 @@ impl Default for Options {
             xpub_verboser: false,
             xpub_nodrop: false,
             xpub_welcome_msg: None,
+            xpub_manual: false,
+            xpub_manual_last_value: false,
+            only_first_subscribe: false,
+            xsub_verbose_unsubscribe: false,
             invert_matching: false,
             security: Security::Null,
             zap_domain: Bytes::new(),
             zap_enforce_domain: false,
             multicast_loop: true,
             multicast_hops: 1,
+            tcp_accept_filters: alloc::vec::Vec::new(),
         }
     }
 }
@@ -325,6 +442,42 @@ macro_rules! __options_table {
             router_notify, with_router_notify, set_router_notify,
                 (notify: $crate::socket::RouterNotify) => notify,
                 "to connections that complete their handshake or are lost afterwards";
+            /// `ZMQ_METADATA`: application properties (`X-` names, at most 255 bytes each)
+            /// sent in the handshake. Default none.
+            metadata, with_metadata, set_metadata,
+                (properties: $crate::socket::AppMetadata) => properties,
+                "to connections made afterwards";
+            /// `ZMQ_HELLO_MSG` (ROUTER, DEALER, SERVER, CLIENT, PEER): a message sent to
+            /// each peer once its handshake completes; an empty one means none, as in
+            /// libzmq.
+            hello_msg, with_hello_msg, set_hello_msg,
+                (msg: impl Into<$crate::Bytes>) => {
+                    let msg: $crate::Bytes = msg.into();
+                    (!msg.is_empty()).then_some(msg)
+                },
+                "to handshakes completed afterwards";
+            /// `ZMQ_DISCONNECT_MSG` (ROUTER, SERVER, PEER): a message received when an
+            /// accepted peer's connection is lost after its handshake; an empty one means
+            /// none.
+            disconnect_msg, with_disconnect_msg, set_disconnect_msg,
+                (msg: impl Into<$crate::Bytes>) => {
+                    let msg: $crate::Bytes = msg.into();
+                    (!msg.is_empty()).then_some(msg)
+                },
+                "to connections lost afterwards";
+            /// `ZMQ_HICCUP_MSG` (DEALER, CLIENT, PEER): a message received when a connect
+            /// peer's connection is lost after its handshake; an empty one means none.
+            hiccup_msg, with_hiccup_msg, set_hiccup_msg,
+                (msg: impl Into<$crate::Bytes>) => {
+                    let msg: $crate::Bytes = msg.into();
+                    (!msg.is_empty()).then_some(msg)
+                },
+                "to connections lost afterwards";
+            /// `ZMQ_RECONNECT_STOP`: when a connect endpoint stops reconnecting. Default:
+            /// never.
+            reconnect_stop, with_reconnect_stop, set_reconnect_stop,
+                (stop: $crate::socket::ReconnectStop) => stop,
+                "to connection failures afterwards";
             /// Accept peers that speak ZMTP 1.0 or 2.0 (not a libzmq option: libzmq
             /// always does). Default true; never with a security mechanism or ZAP domain.
             legacy_peers, with_legacy_peers, set_legacy_peers, (on: bool) => on,
@@ -340,7 +493,8 @@ macro_rules! __options_table {
             /// the first.
             xpub_verbose, with_xpub_verbose, set_xpub_verbose, (on: bool) => on,
                 "at once";
-            /// `ZMQ_XPUB_VERBOSER`: also pass every unsubscription, not only the last.
+            /// `ZMQ_XPUB_VERBOSER`: pass every subscription and also every
+            /// unsubscription, not only the last.
             xpub_verboser, with_xpub_verboser, set_xpub_verboser, (on: bool) => on,
                 "at once";
             /// `ZMQ_XPUB_NODROP`: at HWM, `send` would block instead of dropping.
@@ -354,6 +508,26 @@ macro_rules! __options_table {
                     (!msg.is_empty()).then_some(msg)
                 },
                 "to subscribers that connect afterwards";
+            /// `ZMQ_XPUB_MANUAL` (XPUB): the application decides the subscriptions, with
+            /// the XPUB's `subscribe` and `unsubscribe` applied to the peer of the
+            /// subscription message it received last.
+            xpub_manual, with_xpub_manual, set_xpub_manual, (on: bool) => on,
+                "at once";
+            /// `ZMQ_XPUB_MANUAL_LAST_VALUE` (XPUB): manual mode, and the first message sent
+            /// after a subscription message was received goes only to its peer.
+            xpub_manual_last_value, with_xpub_manual_last_value,
+                set_xpub_manual_last_value, (on: bool) => on,
+                "at once";
+            /// `ZMQ_ONLY_FIRST_SUBSCRIBE` (XPUB, XSUB): the later frames of a message are
+            /// subscriptions only if its first frame is one.
+            only_first_subscribe, with_only_first_subscribe, set_only_first_subscribe,
+                (on: bool) => on,
+                "at once";
+            /// `ZMQ_XSUB_VERBOSE_UNSUBSCRIBE` (XSUB): pass every unsubscription on, not
+            /// only the last of equal subscriptions.
+            xsub_verbose_unsubscribe, with_xsub_verbose_unsubscribe,
+                set_xsub_verbose_unsubscribe, (on: bool) => on,
+                "at once";
             /// `ZMQ_INVERT_MATCHING`: PUB and XPUB send each message to the peers whose
             /// subscriptions do not match it; SUB keeps the messages that match none of
             /// its own. Default false.
@@ -383,6 +557,12 @@ macro_rules! __options_table {
             /// of the datagrams. Default 1.
             multicast_hops, with_multicast_hops, set_multicast_hops, (hops: u32) => hops,
                 "to `udp://` endpoints connected afterwards";
+            /// `ZMQ_TCP_ACCEPT_FILTER`: the networks a listener accepts TCP and WebSocket
+            /// peers from (none: every peer); a peer in none of them is closed at once.
+            tcp_accept_filters, with_tcp_accept_filters, set_tcp_accept_filters,
+                (networks: impl IntoIterator<Item = $crate::socket::TcpAcceptFilter>)
+                    => networks.into_iter().collect(),
+                "to peers accepted afterwards";
         }
     };
 }

@@ -112,7 +112,25 @@ impl Socket {
             };
             p.inq.push_back(note);
         }
-        let protocol_error = match &ending {
+        // DISCONNECT_MSG (an accepted peer) and HICCUP_MSG (a connect peer): a connection
+        // lost after its handshake leaves a message of ours after what it sent whole.
+        let lost = if outbound {
+            self.opts
+                .hiccup_msg
+                .as_ref()
+                .filter(|_| self.rules.hiccup_msg)
+        } else {
+            self.opts
+                .disconnect_msg
+                .as_ref()
+                .filter(|_| self.rules.disconnect_msg)
+        };
+        if let Some(lost) = lost.filter(|_| stream.established && p.attached) {
+            if !matches!(ending, Ending::Dropped) {
+                p.inq.push_back(Message::from(lost.clone()));
+            }
+        }
+        let mut protocol_error = match &ending {
             Ending::Failed(e) => !matches!(
                 e,
                 Error::HandshakeTimeout
@@ -126,6 +144,15 @@ impl Socket {
             Ending::Failed(e) => Some(e),
             _ => None,
         };
+        // RECONNECT_STOP_HANDSHAKE_FAILED: a connection that ends before its handshake
+        // completes is not made again, as after a protocol error.
+        if outbound
+            && !stream.established
+            && self.opts.reconnect_stop.handshake_failed
+            && !matches!(ending, Ending::Dropped)
+        {
+            protocol_error = true;
+        }
         if !stream.established {
             match &ending {
                 // An ERROR with a ZAP status ("300", "400", "500") is an authentication
@@ -218,6 +245,8 @@ impl Socket {
             }
             self.schedule_reconnect(endpoint, now);
         }
+        // A message left above for a peer that stays routable takes its turn.
+        self.note_input(peer);
         if self.closing.is_some() {
             self.try_finish_close(now);
         }

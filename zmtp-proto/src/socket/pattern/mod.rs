@@ -145,6 +145,12 @@ pub(super) struct Rules {
     /// Only single-frame messages (the draft types): a multipart send is refused, a
     /// multipart message from a peer dropped whole.
     pub(super) single_frame: bool,
+    /// Sends `HELLO_MSG` to each new peer (ROUTER, DEALER, SERVER, CLIENT, PEER).
+    pub(super) hello: bool,
+    /// Receives `DISCONNECT_MSG` when an accepted peer is lost (ROUTER, SERVER, PEER).
+    pub(super) disconnect_msg: bool,
+    /// Receives `HICCUP_MSG` when a connect peer is lost (DEALER, CLIENT, PEER).
+    pub(super) hiccup_msg: bool,
 }
 
 impl Rules {
@@ -164,6 +170,9 @@ impl Rules {
             plain_recv: false,
             subscribes: false,
             single_frame: false,
+            hello: false,
+            disconnect_msg: false,
+            hiccup_msg: false,
         };
         match ty {
             SocketType::Push => Rules {
@@ -180,6 +189,8 @@ impl Rules {
             SocketType::Dealer => Rules {
                 conflate: true,
                 probes: true,
+                hello: true,
+                hiccup_msg: true,
                 direct_send: true,
                 plain_recv: true,
                 ..BASE
@@ -221,6 +232,8 @@ impl Rules {
             SocketType::Router => Rules {
                 family: Family::Router,
                 probes: true,
+                hello: true,
+                disconnect_msg: true,
                 ..BASE
             },
             SocketType::Pair => Rules {
@@ -230,6 +243,8 @@ impl Rules {
                 ..BASE
             },
             SocketType::Client => Rules {
+                hello: true,
+                hiccup_msg: true,
                 direct_send: true,
                 plain_recv: true,
                 single_frame: true,
@@ -253,9 +268,19 @@ impl Rules {
                 single_frame: true,
                 ..BASE
             },
-            SocketType::Server | SocketType::Peer => Rules {
+            SocketType::Server => Rules {
                 family: Family::Server,
                 single_frame: true,
+                hello: true,
+                disconnect_msg: true,
+                ..BASE
+            },
+            SocketType::Peer => Rules {
+                family: Family::Server,
+                single_frame: true,
+                hello: true,
+                disconnect_msg: true,
+                hiccup_msg: true,
                 ..BASE
             },
             SocketType::Radio => Rules {
@@ -356,6 +381,10 @@ impl Socket {
         if self.probes() {
             self.deliver(peer, Message::from(crate::Bytes::new()));
         }
+        // HELLO_MSG: right after the probe, ahead of what waited for the connection.
+        if let Some(hello) = self.opts.hello_msg.clone().filter(|_| self.rules.hello) {
+            self.deliver(peer, Message::from(hello));
+        }
         dispatch!(self, greet(self, peer));
         let queued = self
             .peers
@@ -395,7 +424,7 @@ impl Socket {
             // A draft type drops a multipart message whole, as libzmq does.
             return Ok(());
         }
-        if p.authenticated {
+        if p.tagged {
             msg.set_properties(p.properties.clone());
         }
         dispatch!(self, on_message(self, peer, msg))

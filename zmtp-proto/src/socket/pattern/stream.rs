@@ -215,7 +215,7 @@ fn close(s: &mut Socket, peer: PeerId, now: Instant) {
     };
     let (endpoint, outbound, connected) = (p.endpoint, p.outbound, p.stream.is_some());
     if !connected {
-        s.drop_connect_endpoint(endpoint, peer);
+        s.forget_unconnected_endpoint(endpoint, peer);
         return;
     }
     if outbound {

@@ -1,0 +1,302 @@
+//! TCP options through the C API: `ZMQ_TCP_ACCEPT_FILTER` over real loopback connections,
+//! `ZMQ_USE_FD`, `ZMQ_IPV6` wildcard binds, the `udp://` direction rules, and
+//! `ZMQ_BUSY_POLL` kept and read back.
+
+use std::ffi::{c_int, c_void, CStr, CString};
+
+use zmq::ctx::*;
+use zmq::monitor::*;
+use zmq::msg::*;
+use zmq::options::*;
+use zmq::socket::*;
+
+fn errno() -> c_int {
+    zmq::error::zmq_errno()
+}
+
+fn set_int(s: *mut c_void, option: c_int, value: c_int) {
+    let rc = unsafe { zmq_setsockopt(s, option, (&value as *const c_int).cast(), 4) };
+    assert_eq!(rc, 0, "setsockopt {option}: errno {}", errno());
+}
+
+fn get_int(s: *mut c_void, option: c_int) -> c_int {
+    let mut v: c_int = -7;
+    let mut len = std::mem::size_of::<c_int>();
+    let rc = unsafe { zmq_getsockopt(s, option, (&mut v as *mut c_int).cast(), &mut len) };
+    assert_eq!(rc, 0, "getsockopt {option}: errno {}", errno());
+    v
+}
+
+/// `zmq_setsockopt(ZMQ_TCP_ACCEPT_FILTER, text)`: 0 or the errno.
+fn filter(s: *mut c_void, text: Option<&str>) -> c_int {
+    let (ptr, len) = match text {
+        Some(t) => (t.as_ptr().cast::<c_void>(), t.len()),
+        None => (std::ptr::null(), 0),
+    };
+    match unsafe { zmq_setsockopt(s, TCP_ACCEPT_FILTER, ptr, len) } {
+        0 => 0,
+        _ => errno(),
+    }
+}
+
+fn bind_loopback(s: *mut c_void) -> CString {
+    assert_eq!(unsafe { zmq_bind(s, c"tcp://127.0.0.1:*".as_ptr()) }, 0);
+    let mut buf = [0u8; 256];
+    let mut len = buf.len();
+    let rc = unsafe { zmq_getsockopt(s, LAST_ENDPOINT, buf.as_mut_ptr().cast(), &mut len) };
+    assert_eq!(rc, 0);
+    CStr::from_bytes_with_nul(&buf[..len]).unwrap().to_owned()
+}
+
+/// Whether a message sent by a PAIR connected to `server` arrives within `ms`.
+fn reaches(ctx: *mut c_void, server: *mut c_void, endpoint: &CStr, ms: c_int) -> bool {
+    let client = zmq_socket(ctx, 0);
+    set_int(client, LINGER, 0);
+    assert_eq!(unsafe { zmq_connect(client, endpoint.as_ptr()) }, 0);
+    let rc = unsafe { zmq_send(client, b"hi".as_ptr().cast(), 2, DONTWAIT) };
+    // A PAIR with no peer yet refuses at once: send blocking, up to `ms`.
+    if rc != 2 {
+        set_int(client, SNDTIMEO, ms);
+        let rc = unsafe { zmq_send(client, b"hi".as_ptr().cast(), 2, 0) };
+        if rc != 2 {
+            assert_eq!(zmq_close(client), 0);
+            return false;
+        }
+    }
+    set_int(server, RCVTIMEO, ms);
+    let mut buf = [0u8; 8];
+    let got = unsafe { zmq_recv(server, buf.as_mut_ptr().cast(), buf.len(), 0) };
+    assert_eq!(zmq_close(client), 0);
+    got == 2
+}
+
+#[test]
+fn accept_filter_parses_like_libzmq_and_filters_peers() {
+    let ctx = zmq_ctx_new();
+    let server = zmq_socket(ctx, 0);
+    set_int(server, LINGER, 0);
+    for bad in [
+        "foo",
+        "0.0.0.0foo",
+        "0.0.0.0/foo",
+        "0.0.0.0/",
+        "0.0.0.0/-1",
+        "0.0.0.0/33",
+    ] {
+        assert_eq!(filter(server, Some(bad)), libc::EINVAL, "{bad}");
+    }
+    assert_eq!(
+        filter(server, Some("::1")),
+        libc::EINVAL,
+        "IPv6 needs ZMQ_IPV6"
+    );
+    assert_eq!(
+        filter(server, Some(&"1".repeat(256))),
+        libc::EINVAL,
+        "too long"
+    );
+    // Write-only, as in libzmq.
+    let mut buf = [0u8; 64];
+    let mut len = buf.len();
+    let rc =
+        unsafe { zmq_getsockopt(server, TCP_ACCEPT_FILTER, buf.as_mut_ptr().cast(), &mut len) };
+    assert_eq!((rc, errno()), (-1, libc::EINVAL));
+
+    // A network that excludes 127.0.0.1: the connection is closed at accept, with
+    // ACCEPT_FAILED on the monitor, and nothing arrives.
+    assert_eq!(filter(server, Some("127.0.0.255/32")), 0);
+    let rc = unsafe { zmq_socket_monitor(server, c"inproc://filter-mon".as_ptr(), 0x0040) };
+    assert_eq!(rc, 0);
+    let mon = zmq_socket(ctx, 0);
+    set_int(mon, LINGER, 0);
+    set_int(mon, RCVTIMEO, 5000);
+    assert_eq!(
+        unsafe { zmq_connect(mon, c"inproc://filter-mon".as_ptr()) },
+        0
+    );
+    let endpoint = bind_loopback(server);
+    assert!(
+        !reaches(ctx, server, &endpoint, 300),
+        "a filtered peer got through"
+    );
+    let mut msg = std::mem::MaybeUninit::<zmq_msg_t>::zeroed();
+    let m = msg.as_mut_ptr();
+    assert_eq!(zmq_msg_init(m), 0);
+    assert_eq!(
+        zmq_msg_recv(m, mon, 0),
+        6,
+        "no ACCEPT_FAILED event: errno {}",
+        errno()
+    );
+    let first = unsafe { std::slice::from_raw_parts(zmq_msg_data(m).cast::<u8>(), 6) };
+    assert_eq!(u16::from_ne_bytes([first[0], first[1]]), 0x0040);
+    assert_eq!(zmq_msg_close(m), 0);
+
+    // A second network that holds it: accepted, as is everyone once the list is cleared.
+    assert_eq!(filter(server, Some("127.0.0.0/8")), 0);
+    assert!(
+        reaches(ctx, server, &endpoint, 5000),
+        "127.0.0.0/8 holds the peer"
+    );
+    assert_eq!(filter(server, None), 0);
+    assert!(
+        reaches(ctx, server, &endpoint, 5000),
+        "no filter: every peer"
+    );
+    assert_eq!(filter(server, Some("0.0.0.0/0")), 0);
+    assert!(
+        reaches(ctx, server, &endpoint, 5000),
+        "0.0.0.0/0 holds every IPv4 peer"
+    );
+
+    // With ZMQ_IPV6, an IPv6 network is taken; it does not hold an IPv4 peer.
+    set_int(server, IPV6, 1);
+    assert_eq!(filter(server, None), 0);
+    assert_eq!(filter(server, Some("[::1]/128")), 0);
+    assert!(
+        !reaches(ctx, server, &endpoint, 300),
+        "an IPv6 network held an IPv4 peer"
+    );
+
+    assert_eq!(
+        unsafe { zmq_socket_monitor(server, std::ptr::null(), 0) },
+        0
+    );
+    for s in [server, mon] {
+        assert_eq!(zmq_close(s), 0);
+    }
+    assert_eq!(zmq_ctx_term(ctx), 0);
+}
+
+#[test]
+fn busy_poll_is_kept_and_read_back() {
+    let ctx = zmq_ctx_new();
+    let s = zmq_socket(ctx, 5);
+    assert_eq!(get_int(s, BUSY_POLL), 0, "off by default");
+    set_int(s, BUSY_POLL, 50);
+    assert_eq!(get_int(s, BUSY_POLL), 50);
+    assert_eq!(unsafe { zmq_bind(s, c"tcp://127.0.0.1:*".as_ptr()) }, 0);
+    assert_eq!(zmq_close(s), 0);
+    assert_eq!(zmq_ctx_term(ctx), 0);
+}
+
+/// `ZMQ_USE_FD`: the next `tcp://` or `ipc://` bind listens on the given socket (once:
+/// a later bind makes its own); a descriptor that is not a listening socket is refused
+/// and left open.
+#[test]
+fn use_fd_binds_on_the_given_listening_socket() {
+    use std::os::fd::IntoRawFd;
+    let ctx = zmq_ctx_new();
+    let pull = zmq_socket(ctx, 0);
+    set_int(pull, LINGER, 0);
+    assert_eq!(get_int(pull, USE_FD), -1, "none by default");
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let fd = listener.into_raw_fd();
+    set_int(pull, USE_FD, fd);
+    assert_eq!(get_int(pull, USE_FD), fd);
+    // The endpoint's port is not used: the socket's is.
+    assert_eq!(unsafe { zmq_bind(pull, c"tcp://127.0.0.1:*".as_ptr()) }, 0);
+    let mut buf = [0u8; 256];
+    let mut len = buf.len();
+    let rc = unsafe { zmq_getsockopt(pull, LAST_ENDPOINT, buf.as_mut_ptr().cast(), &mut len) };
+    assert_eq!(rc, 0);
+    let endpoint = CStr::from_bytes_with_nul(&buf[..len]).unwrap().to_owned();
+    assert_eq!(
+        endpoint.to_str().unwrap(),
+        format!("tcp://127.0.0.1:{port}")
+    );
+    assert!(
+        reaches(ctx, pull, &endpoint, 5000),
+        "nothing through the given socket"
+    );
+    // Taken once: the next bind makes its own listener.
+    let other = bind_loopback(pull);
+    assert_ne!(other, endpoint);
+    assert!(reaches(ctx, pull, &other, 5000));
+
+    // Not a socket (a pipe): ENOTSOCK, and the pipe is still open.
+    let mut fds = [0; 2];
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let push = zmq_socket(ctx, 8);
+    set_int(push, USE_FD, fds[0]);
+    assert_eq!(unsafe { zmq_bind(push, c"tcp://127.0.0.1:*".as_ptr()) }, -1);
+    assert_eq!(errno(), libc::ENOTSOCK);
+    assert_ne!(
+        unsafe { libc::fcntl(fds[0], libc::F_GETFD) },
+        -1,
+        "the pipe was closed"
+    );
+    // A socket that does not listen: EINVAL.
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    set_int(push, USE_FD, std::os::fd::AsRawFd::as_raw_fd(&udp));
+    assert_eq!(unsafe { zmq_bind(push, c"tcp://127.0.0.1:*".as_ptr()) }, -1);
+    assert_eq!(errno(), libc::EINVAL);
+    // Connects do not use it.
+    assert_eq!(unsafe { zmq_connect(push, endpoint.as_ptr()) }, 0);
+    unsafe {
+        libc::close(fds[0]);
+        libc::close(fds[1]);
+    }
+
+    for s in [pull, push] {
+        assert_eq!(zmq_close(s), 0);
+    }
+    assert_eq!(zmq_ctx_term(ctx), 0);
+}
+
+/// With `ZMQ_IPV6`, a bind to every interface (`*`) is an IPv6 one that takes IPv4 peers
+/// too, as libzmq's is: a PAIR bound at `tcp://*:*` is reached over `::1` and
+/// `127.0.0.1`, and a DISH bound at `udp://*:port` hears a RADIO sending to `::1`.
+#[test]
+fn ipv6_wildcard_binds_are_dual_stack() {
+    let ctx = zmq_ctx_new();
+    let server = zmq_socket(ctx, 0);
+    set_int(server, LINGER, 0);
+    set_int(server, IPV6, 1);
+    assert_eq!(unsafe { zmq_bind(server, c"tcp://*:*".as_ptr()) }, 0);
+    let mut buf = [0u8; 256];
+    let mut len = buf.len();
+    let rc = unsafe { zmq_getsockopt(server, LAST_ENDPOINT, buf.as_mut_ptr().cast(), &mut len) };
+    assert_eq!(rc, 0);
+    let bound = CStr::from_bytes_with_nul(&buf[..len])
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let port = bound.rsplit(':').next().unwrap();
+    assert!(bound.starts_with("tcp://[::]:"), "{bound}");
+    for host in ["127.0.0.1", "[::1]"] {
+        let endpoint = CString::new(format!("tcp://{host}:{port}")).unwrap();
+        assert!(
+            reaches(ctx, server, &endpoint, 5000),
+            "not reached over {host}"
+        );
+    }
+    assert_eq!(zmq_close(server), 0);
+    assert_eq!(zmq_ctx_term(ctx), 0);
+}
+
+/// `udp://`: a RADIO only connects and a DISH only binds (`ENOCOMPATPROTO` otherwise).
+#[test]
+fn radio_binds_and_dish_connects_are_refused_on_udp() {
+    const RADIO: c_int = 14;
+    const DISH: c_int = 15;
+    let ctx = zmq_ctx_new();
+    let radio = zmq_socket(ctx, RADIO);
+    let dish = zmq_socket(ctx, DISH);
+    assert_eq!(unsafe { zmq_bind(radio, c"udp://*:5556".as_ptr()) }, -1);
+    assert_eq!(errno(), zmq::error::ENOCOMPATPROTO);
+    assert_eq!(
+        unsafe { zmq_connect(dish, c"udp://127.0.0.1:5556".as_ptr()) },
+        -1
+    );
+    assert_eq!(errno(), zmq::error::ENOCOMPATPROTO);
+    // Over tcp both ways are fine.
+    assert_eq!(unsafe { zmq_bind(radio, c"tcp://127.0.0.1:*".as_ptr()) }, 0);
+    for s in [radio, dish] {
+        assert_eq!(zmq_close(s), 0);
+    }
+    assert_eq!(zmq_ctx_term(ctx), 0);
+}
