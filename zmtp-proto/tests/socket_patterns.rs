@@ -736,6 +736,41 @@ fn a_connect_routing_id_is_routable_from_the_connect_on_and_through_reconnects()
 }
 
 #[test]
+fn router_notify_keeps_the_order_of_a_connect_peers_connections() {
+    // What the peer sent, its disconnect, then the reconnection: in that order, as
+    // libzmq's engines write them to the one pipe.
+    const HELD: &str = "tcp://127.0.0.1:7001";
+    let mut c = Cluster::new(44);
+    c.hold_connects_to(HELD);
+    let router = c.add(
+        Router,
+        opts(|o| {
+            o.connect_routing_id = Some("srv".into());
+            o.router_notify = zmtp_proto::socket::RouterNotify {
+                connect: true,
+                disconnect: true,
+            };
+        }),
+    );
+    c.connect(router, HELD);
+    c.run_until_idle();
+    let ep = c.take_held_connect(router).unwrap();
+    let r = c.connect_remote(router, ep).unwrap();
+    let mut peer = RawPeer::new(&c, r, Dealer);
+    peer.exchange(&mut c);
+    assert!(peer.send_frames(&mut c, &[b"before"]));
+    c.remote_reset(r);
+    c.run_for(Duration::from_millis(200));
+    let ep = c.take_held_connect(router).expect("reconnects");
+    let r2 = c.connect_remote(router, ep).unwrap();
+    RawPeer::new(&c, r2, Dealer).exchange(&mut c);
+    assert_eq!(
+        recv_texts(&mut c, router),
+        ["srv|", "srv|before", "srv|", "srv|"]
+    );
+}
+
+#[test]
 fn duplicate_identity_without_handover_is_never_routed() {
     let mut c = Cluster::new(42);
     let router = c.add_default(Router);

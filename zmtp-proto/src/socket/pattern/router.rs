@@ -67,8 +67,11 @@ impl Pattern for Router {
         if let Some(p) = s.peers.get_mut(&peer) {
             p.routing_id = id.clone();
             if s.opts.router_notify.connect {
-                // Read before anything the peer sends: `[routing id][empty]`.
-                p.inq.push_front(Message::from(Bytes::new()));
+                // `[routing id][empty]`, read before anything the peer sends on this
+                // connection and after what it sent on the one before (a connect peer
+                // stays attached while it reconnects), as libzmq's engine writes it
+                // to the pipe.
+                p.inq.push_back(Message::from(Bytes::new()));
             }
         }
         s.pattern.router.routes.insert(id, peer);
