@@ -123,9 +123,9 @@ pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey, SecretKey};
 pub use zmtp_proto::mechanism::Security;
 pub use zmtp_proto::socket::{
     AcceptFilterError, AppMetadata, AuthReply, Authenticator, CloseReport, EndpointError,
-    GroupError, Message, MetadataError, MonitorEvent, MonitorEventKind, Options, PeerProperties,
-    ReconnectStop, RouterNotify, SendError, Sent, TcpAcceptFilter, TextError, ZapRequest,
-    GROUP_MAX_LEN,
+    GroupError, IpcAcceptFilters, Message, MetadataError, MonitorEvent, MonitorEventKind, Options,
+    PeerProperties, ReconnectStop, RouterNotify, SendError, Sent, TcpAcceptFilter, TextError,
+    ZapRequest, GROUP_MAX_LEN,
 };
 pub use zmtp_proto::{z85, Bytes, SocketType};
 

@@ -79,7 +79,8 @@
 //! `PLAIN_USERNAME`, `PLAIN_PASSWORD`, `CURVE_SERVER`, `CURVE_PUBLICKEY`,
 //! `CURVE_SECRETKEY`, `CURVE_SERVERKEY`, `ZAP_DOMAIN`, `ZAP_ENFORCE_DOMAIN`,
 //! `MULTICAST_HOPS`, `MULTICAST_LOOP`, `THREAD_SAFE`, `INVERT_MATCHING`,
-//! `TCP_ACCEPT_FILTER` (write-only, as in libzmq), the draft `TOPICS_COUNT` and
+//! `TCP_ACCEPT_FILTER`, `IPC_FILTER_PID`, `IPC_FILTER_UID`, `IPC_FILTER_GID` (all
+//! write-only, as in libzmq; the peer's credentials come from `SO_PEERCRED`), the draft `TOPICS_COUNT` and
 //! `ROUTER_NOTIFY`, `METADATA` ("X-name:value", as libzmq parses it;
 //! the first value given for a name stays; all of them at most 1024 bytes encoded, where
 //! libzmq has no limit), and the drafts `RECONNECT_STOP`, `HELLO_MSG`,
