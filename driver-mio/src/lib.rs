@@ -288,6 +288,27 @@ impl Context {
         self.shared.set_zero_copy(mode);
     }
 
+    /// Let this context's I/O thread run on the CPUs `cpus` only (numbered from 0), as
+    /// libzmq's `ZMQ_THREAD_AFFINITY_CPU_ADD` and `_REMOVE` pin its I/O threads; with no
+    /// CPU, on those it was allowed when it started again. Takes effect at once (the
+    /// thread is already running). Fails, changing nothing, when the system refuses the
+    /// set (none of its CPUs is online), or on systems other than Linux (`Unsupported`).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = zmtp_mio::Context::new()?;
+    /// ctx.set_io_thread_affinity([0])?; // CPU 0 only
+    /// ctx.set_io_thread_affinity([])?; // anywhere again
+    /// # Ok(()) }
+    /// ```
+    pub fn set_io_thread_affinity(
+        &self,
+        cpus: impl IntoIterator<Item = usize>,
+    ) -> Result<(), Error> {
+        let cpus = cpus.into_iter().collect();
+        Ok(self.shared.set_io_thread_affinity(&cpus)?)
+    }
+
     fn handle(shared: Arc<Shared>) -> Context {
         shared.contexts.fetch_add(1, Ordering::SeqCst);
         Context { shared }

@@ -26,7 +26,9 @@
 //!   `zmq_init`, `zmq_term`, `zmq_ctx_destroy`, the draft `zmq_ctx_set_ext` and
 //!   `zmq_ctx_get_ext`: terminating a context makes every call on
 //!   its sockets but `zmq_close` fail with `ETERM` (blocked ones too), then waits until
-//!   every socket is closed and has lingered.
+//!   every socket is closed and has lingered. `ZMQ_THREAD_AFFINITY_CPU_ADD` and `_REMOVE`
+//!   pin the context's I/O thread at once; `ZMQ_THREAD_SCHED_POLICY`, `_PRIORITY` and
+//!   `_NAME_PREFIX` are kept and reported back, not applied.
 //! - `zmq_socket`, `zmq_close`, `zmq_bind`, `zmq_connect`, `zmq_unbind`,
 //!   `zmq_disconnect`, `zmq_setsockopt`, `zmq_getsockopt` (see below).
 //! - `zmq_msg_init`, `_init_size`, `_init_data` (free function and hint), `_init_buffer`,
