@@ -124,8 +124,8 @@ pub use zmtp_proto::mechanism::Security;
 pub use zmtp_proto::socket::{
     AcceptFilterError, AppMetadata, AuthReply, Authenticator, CloseReport, EndpointError,
     GroupError, IpcAcceptFilters, Message, MetadataError, MonitorEvent, MonitorEventKind, Options,
-    PeerProperties, ReconnectStop, RouterNotify, SendError, Sent, TcpAcceptFilter, TextError,
-    ZapRequest, GROUP_MAX_LEN,
+    PeerProperties, PipesStatsError, QueueCounts, ReconnectStop, RouterNotify, SendError, Sent,
+    TcpAcceptFilter, TextError, ZapRequest, GROUP_MAX_LEN,
 };
 pub use zmtp_proto::{z85, Bytes, SocketType};
 
@@ -1027,9 +1027,43 @@ impl Socket {
         let (tx, rx) = mpsc::channel();
         let _ = self.with(false, |s| {
             s.monitors.push(tx);
-            s.core.set_monitor(0xFFFF);
+            // Every kind; PIPES_STATS comes only when asked for (`monitor_pipes_stats`).
+            s.core
+                .set_monitor(0xFFFF | MonitorEventKind::PipesStats.value());
         });
         rx
+    }
+
+    /// Put each routable peer's queue sizes on the [`monitor`](Self::monitor): one
+    /// `PipesStats` event per peer, with its endpoint, its address and
+    /// [`MonitorEvent::queues`] (libzmq's `zmq_socket_monitor_pipes_stats`). Returns how
+    /// many events were sent; fails with [`PipesStatsError::NotMonitored`] when no monitor
+    /// is set, and [`PipesStatsError::NoPeers`] when the socket has no peer to report on
+    /// (or is closed).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zmtp_mio::{Context, MonitorEventKind, SocketType};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let ctx = Context::new()?;
+    /// let pull = ctx.socket(SocketType::Pull)?;
+    /// let endpoint = pull.bind("tcp://127.0.0.1:*")?;
+    /// let push = ctx.socket(SocketType::Push)?;
+    /// let monitor = push.monitor();
+    /// push.connect(&endpoint)?;
+    /// while monitor.recv_timeout(Duration::from_secs(5))?.kind
+    ///     != MonitorEventKind::HandshakeSucceeded
+    /// {}
+    /// assert_eq!(push.monitor_pipes_stats()?, 1);
+    /// let event = monitor.recv_timeout(Duration::from_secs(5))?;
+    /// assert_eq!(event.kind, MonitorEventKind::PipesStats);
+    /// assert_eq!(event.queues.map(|q| q.outbound), Some(0));
+    /// # Ok(()) }
+    /// ```
+    pub fn monitor_pipes_stats(&self) -> Result<usize, PipesStatsError> {
+        self.with(false, |s| s.core.monitor_pipes_stats())
+            .unwrap_or(Err(PipesStatsError::NoPeers))
     }
 
     /// Send a message, waiting while the socket would block, at most SNDTIMEO

@@ -44,7 +44,11 @@
 //!   becomes readable when the I/O side changed the socket; reading `ZMQ_EVENTS` empties
 //!   it).
 //! - `zmq_socket_monitor` (v1 format over PAIR) and the draft
-//!   `zmq_socket_monitor_versioned` (v1 or v2, over PAIR, PUB or PUSH).
+//!   `zmq_socket_monitor_versioned` (v1 or v2, over PAIR, PUB or PUSH) and
+//!   `zmq_socket_monitor_pipes_stats` (a v2 `ZMQ_EVENT_PIPES_STATS` per peer: messages
+//!   queued to send to it, not yet written to its connection, and received from it,
+//!   unread; the kernel's buffers and the peer's own queue are not counted, so the
+//!   numbers differ from libzmq's pipe counts).
 //! - `zmq_join`, `zmq_leave`, `zmq_connect_peer` (draft).
 //! - The draft poller, `zmq_poller_*`; `zmq_poller_fd` gives a descriptor (an epoll set of
 //!   the sockets' readiness descriptors) once the poller holds a thread-safe socket, and is
@@ -95,8 +99,7 @@
 //! where the system has no `SO_BUSY_POLL`).
 //!
 //! # Not yet
-//! Declared in `zmq.h` but not exported yet (a program that needs it fails to link
-//! rather than misbehave): `zmq_socket_monitor_pipes_stats`. Missing behaviour: the
+//! Missing behaviour: the
 //! options not listed above (`EINVAL`, e.g. `ZMQ_XPUB_MANUAL`, `ZMQ_ROUTER_RAW`,
 //! `ZMQ_TCP_ACCEPT_FILTER`), and `zmq_msg_gets` on messages from peers whose properties
 //! the core does not attach (it answers for peers a ZAP handler accepted and for peers that

@@ -70,7 +70,7 @@ pub use close::{CloseReport, Loss};
 pub use endpoint::{Endpoint, EndpointError, StreamAddr};
 pub use ipc_filter::{IpcAcceptFilters, PeerCredentials};
 pub use message::{Message, MetadataError, TextError, GROUP_MAX_LEN};
-pub use monitor::{MonitorEvent, MonitorEventKind};
+pub use monitor::{MonitorEvent, MonitorEventKind, PipesStatsError, QueueCounts};
 pub use options::{AppMetadata, Options, ReconnectStop, RouterNotify};
 pub use pattern::radio::GroupError;
 pub use udp::DatagramOut;
