@@ -9,6 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::io;
+use std::os::fd::AsFd;
 use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -1037,7 +1038,17 @@ async fn accept_task<R: Runtime>(
         };
         let mut core = inner.lock();
         let now = inner.now();
-        if let Some(peer) = core.socket.handle_accepted(endpoint, &address, now) {
+        // An ipc:// peer's credentials, read only if the core's IPC filters ask for them.
+        let credentials = || match &stream {
+            Transport::Unix(s) => crate::runtime::ByteStream::duplicate(s)
+                .and_then(|fd| zmtp_driver::peer_credentials(fd.as_fd()))
+                .ok(),
+            _ => None,
+        };
+        let accepted =
+            core.socket
+                .handle_accepted_with_credentials(endpoint, &address, now, credentials);
+        if let Some(peer) = accepted {
             inner.add_peer(&mut core, peer, stream, true);
         }
         inner.pump(&mut core);

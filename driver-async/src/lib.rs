@@ -62,9 +62,10 @@ pub use zmtp_driver::Error;
 pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey, SecretKey};
 pub use zmtp_proto::mechanism::Security;
 pub use zmtp_proto::socket::{
-    AppMetadata, AuthReply, Authenticator, CloseReport, EndpointError, GroupError, Message,
-    MetadataError, MonitorEvent, MonitorEventKind, Options, PeerProperties, ReconnectStop,
-    RouterNotify, SendError, Sent, TcpAcceptFilter, TextError, ZapRequest, GROUP_MAX_LEN,
+    AppMetadata, AuthReply, Authenticator, CloseReport, EndpointError, GroupError,
+    IpcAcceptFilters, Message, MetadataError, MonitorEvent, MonitorEventKind, Options,
+    PeerProperties, ReconnectStop, RouterNotify, SendError, Sent, TcpAcceptFilter, TextError,
+    ZapRequest, GROUP_MAX_LEN,
 };
 pub use zmtp_proto::{z85, Bytes, SocketType};
 /// The traits of [`MessageStream`] and [`Monitor`], re-exported so that naming them needs

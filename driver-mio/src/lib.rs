@@ -128,9 +128,9 @@ pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey, SecretKey};
 pub use zmtp_proto::mechanism::Security;
 pub use zmtp_proto::socket::{
     AcceptFilterError, AppMetadata, AuthReply, Authenticator, CloseReport, EndpointError,
-    GroupError, Message, MetadataError, MonitorEvent, MonitorEventKind, Options, PeerProperties,
-    ReconnectStop, RouterNotify, SendError, Sent, TcpAcceptFilter, TextError, ZapRequest,
-    GROUP_MAX_LEN,
+    GroupError, IpcAcceptFilters, Message, MetadataError, MonitorEvent, MonitorEventKind, Options,
+    PeerProperties, PipesStatsError, QueueCounts, ReconnectStop, RouterNotify, SendError, Sent,
+    TcpAcceptFilter, TextError, ZapRequest, GROUP_MAX_LEN,
 };
 pub use zmtp_proto::{z85, Bytes, SocketType};
 
@@ -291,6 +291,27 @@ impl Context {
     /// ```
     pub fn set_zero_copy(&self, mode: ZeroCopy) {
         self.shared.set_zero_copy(mode);
+    }
+
+    /// Let this context's I/O thread run on the CPUs `cpus` only (numbered from 0), as
+    /// libzmq's `ZMQ_THREAD_AFFINITY_CPU_ADD` and `_REMOVE` pin its I/O threads; with no
+    /// CPU, on those it was allowed when it started again. Takes effect at once (the
+    /// thread is already running). Fails, changing nothing, when the system refuses the
+    /// set (none of its CPUs is online), or on systems other than Linux (`Unsupported`).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = zmtp_mio::Context::new()?;
+    /// ctx.set_io_thread_affinity([0])?; // CPU 0 only
+    /// ctx.set_io_thread_affinity([])?; // anywhere again
+    /// # Ok(()) }
+    /// ```
+    pub fn set_io_thread_affinity(
+        &self,
+        cpus: impl IntoIterator<Item = usize>,
+    ) -> Result<(), Error> {
+        let cpus = cpus.into_iter().collect();
+        Ok(self.shared.set_io_thread_affinity(&cpus)?)
     }
 
     fn handle(shared: Arc<Shared>) -> Context {
@@ -1055,9 +1076,43 @@ impl Socket {
         let (tx, rx) = mpsc::channel();
         let _ = self.with(false, |s| {
             s.monitors.push(tx);
-            s.core.set_monitor(0xFFFF);
+            // Every kind; PIPES_STATS comes only when asked for (`monitor_pipes_stats`).
+            s.core
+                .set_monitor(0xFFFF | MonitorEventKind::PipesStats.value());
         });
         rx
+    }
+
+    /// Put each routable peer's queue sizes on the [`monitor`](Self::monitor): one
+    /// `PipesStats` event per peer, with its endpoint, its address and
+    /// [`MonitorEvent::queues`] (libzmq's `zmq_socket_monitor_pipes_stats`). Returns how
+    /// many events were sent; fails with [`PipesStatsError::NotMonitored`] when no monitor
+    /// is set, and [`PipesStatsError::NoPeers`] when the socket has no peer to report on
+    /// (or is closed).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zmtp_mio::{Context, MonitorEventKind, SocketType};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let ctx = Context::new()?;
+    /// let pull = ctx.socket(SocketType::Pull)?;
+    /// let endpoint = pull.bind("tcp://127.0.0.1:*")?;
+    /// let push = ctx.socket(SocketType::Push)?;
+    /// let monitor = push.monitor();
+    /// push.connect(&endpoint)?;
+    /// while monitor.recv_timeout(Duration::from_secs(5))?.kind
+    ///     != MonitorEventKind::HandshakeSucceeded
+    /// {}
+    /// assert_eq!(push.monitor_pipes_stats()?, 1);
+    /// let event = monitor.recv_timeout(Duration::from_secs(5))?;
+    /// assert_eq!(event.kind, MonitorEventKind::PipesStats);
+    /// assert_eq!(event.queues.map(|q| q.outbound), Some(0));
+    /// # Ok(()) }
+    /// ```
+    pub fn monitor_pipes_stats(&self) -> Result<usize, PipesStatsError> {
+        self.with(false, |s| s.core.monitor_pipes_stats())
+            .unwrap_or(Err(PipesStatsError::NoPeers))
     }
 
     /// Send a message, waiting while the socket would block, at most SNDTIMEO

@@ -63,6 +63,7 @@
 //! Streams and listeners are `std`'s, set up by `zmtp-driver` and registered by file
 //! descriptor; only a connect in progress is `mio`'s (`std` has no non-blocking connect).
 
+mod affinity;
 mod io_loop;
 mod poller;
 mod registry;
@@ -134,9 +135,19 @@ pub(crate) struct Shared {
     /// How many [`Context`](crate::Context) handles exist: once none does, a dropped
     /// socket waits for its own linger (nothing else would).
     pub(crate) contexts: AtomicUsize,
+    /// The I/O thread, once it has started (for its CPU affinity).
+    io_thread: std::sync::OnceLock<affinity::IoThread>,
 }
 
 impl Shared {
+    /// Let the I/O thread run on `cpus` only (none: where it started allowed to).
+    pub(crate) fn set_io_thread_affinity(&self, cpus: &BTreeSet<usize>) -> io::Result<()> {
+        match self.io_thread.get() {
+            Some(thread) => thread.set_affinity(cpus),
+            None => Err(io::Error::other("the I/O thread did not start")),
+        }
+    }
+
     /// When the ring's writes send without copying (ignored on epoll).
     pub(crate) fn set_zero_copy(&self, mode: crate::ZeroCopy) {
         self.registrar.set_zero_copy(mode);
@@ -645,11 +656,19 @@ impl Shared {
             start: zmtp_driver::clock::epoch(),
             me: me.clone(),
             contexts: AtomicUsize::new(0),
+            io_thread: std::sync::OnceLock::new(),
         });
         let weak = Arc::downgrade(&shared);
+        let (started, thread) = mpsc::sync_channel(1);
         std::thread::Builder::new()
             .name("zmtp-mio".into())
-            .spawn(move || io_thread(poller, weak))?;
+            .spawn(move || {
+                let _ = started.send(affinity::IoThread::current());
+                io_thread(poller, weak)
+            })?;
+        if let Ok(thread) = thread.recv() {
+            let _ = shared.io_thread.set(thread);
+        }
         Ok(shared)
     }
 

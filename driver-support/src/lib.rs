@@ -17,6 +17,8 @@
 //! - [`udp`]: open a `udp://` endpoint's UDP socket as libzmq does (multicast membership,
 //!   loop and hops, shared ports);
 //! - [`clock`]: the core's time, on one start for every driver of the process;
+//! - [`peercred`]: who is at the other end of an accepted `ipc://` stream, for the
+//!   core's `ZMQ_IPC_FILTER_*` check;
 //! - [`loss`]: the line on standard error when a socket nobody waits for loses messages;
 //! - [`entropy`]: a socket's seed and CURVE entropy from the operating system;
 //! - [`commands`]: the command loop: [`run_commands`] drains a socket's monitor events and
@@ -37,6 +39,7 @@ pub mod commands;
 pub mod entropy;
 mod error;
 pub mod loss;
+pub mod peercred;
 pub mod proxy;
 pub mod ready;
 pub mod resolve;
@@ -52,6 +55,7 @@ pub use entropy::curve_keypair;
 pub use entropy::{new_socket, Entropy};
 pub use error::Error;
 pub use loss::{report_loss, set_loss_reports};
+pub use peercred::peer_credentials;
 pub use proxy::{Proxy, ProxySocket, ProxyStats};
 pub use resolve::{
     connect_from_blocking, lookup, resolve_blocking, source_addr, start_connect_from, Attempts,

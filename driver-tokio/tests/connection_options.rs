@@ -1,6 +1,6 @@
 //! The options about connections coming and going on the async drivers (their setters come
 //! from the same table as the core's options): a refused connect with `RECONNECT_STOP`,
-//! and the hello and hiccup messages.
+//! the hello and hiccup messages, and the `ipc://` accept filters.
 
 use std::time::Duration;
 
@@ -44,4 +44,42 @@ async fn hello_and_hiccup_messages() {
         .unwrap()
         .unwrap();
     assert_eq!(&hiccup.frames()[0][..], b"HICCUP");
+}
+
+/// The effective user id of this process: the owner of a file it creates.
+fn own_uid() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    let path = std::env::temp_dir().join(format!("zmtp-uid-{}", std::process::id()));
+    std::fs::write(&path, b"").unwrap();
+    let uid = std::fs::metadata(&path).unwrap().uid();
+    let _ = std::fs::remove_file(&path);
+    uid
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn ipc_filters_judge_peers_by_their_credentials() {
+    let uid = own_uid();
+    let pull = Socket::new(SocketType::Pull).unwrap();
+    let mut filters = zmtp_tokio::IpcAcceptFilters::default();
+    filters.uids.insert(uid.wrapping_add(1));
+    pull.set_ipc_accept_filters(filters.clone()).unwrap();
+    let ep = pull.bind("ipc://*").await.unwrap();
+
+    let refused = Socket::new(SocketType::Push).unwrap();
+    // Its message is never taken: it must not linger at exit.
+    refused.set_linger(Some(Duration::ZERO)).unwrap();
+    refused.connect(&ep).unwrap();
+    let _ = refused.try_send(Message::from("refused"));
+    let got = tokio::time::timeout(Duration::from_millis(300), pull.recv()).await;
+    assert!(got.is_err(), "a peer of another user got through");
+    drop(refused);
+
+    filters.uids.insert(uid);
+    pull.set_ipc_accept_filters(filters).unwrap();
+    let push = Socket::new(SocketType::Push).unwrap();
+    push.connect(&ep).unwrap();
+    push.send(Message::from("ours")).await.unwrap();
+    let msg: Message = tokio::time::timeout(T, pull.recv()).await.unwrap().unwrap();
+    assert_eq!(&msg.frames()[0][..], b"ours");
 }

@@ -1,6 +1,6 @@
 //! Contexts: `zmq_ctx_*`, `zmq_init`, `zmq_term`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, RwLock};
@@ -23,6 +23,10 @@ pub(crate) const THREAD_SCHED_POLICY: c_int = 4;
 pub(crate) const MAX_MSGSZ: c_int = 5;
 /// `ZMQ_MSG_T_SIZE`.
 pub(crate) const MSG_T_SIZE: c_int = 6;
+/// `ZMQ_THREAD_AFFINITY_CPU_ADD`.
+pub(crate) const THREAD_AFFINITY_CPU_ADD: c_int = 7;
+/// `ZMQ_THREAD_AFFINITY_CPU_REMOVE`.
+pub(crate) const THREAD_AFFINITY_CPU_REMOVE: c_int = 8;
 /// `ZMQ_THREAD_NAME_PREFIX`.
 pub(crate) const THREAD_NAME_PREFIX: c_int = 9;
 /// `ZMQ_BLOCKY`.
@@ -67,6 +71,9 @@ struct CtxState {
     blocky: bool,
     thread_priority: c_int,
     thread_sched_policy: c_int,
+    /// `ZMQ_THREAD_AFFINITY_CPU_ADD`/`_REMOVE`: the CPUs the I/O thread is pinned to
+    /// (none: not pinned).
+    thread_affinity: BTreeSet<usize>,
     /// `ZMQ_THREAD_NAME_PREFIX`: text (an `int` set is kept as its decimal text).
     thread_name_prefix: Vec<u8>,
     zero_copy_recv: c_int,
@@ -249,6 +256,7 @@ fn new_ctx() -> Result<*mut c_void, Errno> {
             blocky: true,
             thread_priority: -1,
             thread_sched_policy: -1,
+            thread_affinity: BTreeSet::new(),
             thread_name_prefix: Vec::new(),
             zero_copy_recv: 1,
             closer: None,
@@ -359,6 +367,9 @@ pub extern "C" fn zmq_ctx_destroy(context: *mut c_void) -> c_int {
 
 /// `zmq_ctx_set`: a context option (`ZMQ_IO_THREADS`, `ZMQ_MAX_SOCKETS`, `ZMQ_IPV6`,
 /// `ZMQ_BLOCKY`, `ZMQ_THREAD_*`, `ZMQ_MAX_MSGSZ`); others fail with `EINVAL`.
+/// `ZMQ_THREAD_AFFINITY_CPU_ADD` and `_REMOVE` pin the context's I/O thread at once
+/// (`sched_setaffinity`); a set the system refuses (no CPU of it online) fails with its
+/// errno and changes nothing.
 #[no_mangle]
 pub extern "C" fn zmq_ctx_set(context: *mut c_void, option: c_int, optval: c_int) -> c_int {
     guard(-1, || {
@@ -373,6 +384,25 @@ pub extern "C" fn zmq_ctx_set(context: *mut c_void, option: c_int, optval: c_int
                 THREAD_PRIORITY if optval >= 0 => st.thread_priority = optval,
                 THREAD_SCHED_POLICY if optval >= 0 => st.thread_sched_policy = optval,
                 THREAD_NAME_PREFIX => st.thread_name_prefix = optval.to_string().into_bytes(),
+                THREAD_AFFINITY_CPU_ADD | THREAD_AFFINITY_CPU_REMOVE if optval >= 0 => {
+                    let cpu = optval as usize;
+                    let mut cpus = st.thread_affinity.clone();
+                    let changed = if option == THREAD_AFFINITY_CPU_ADD {
+                        cpus.insert(cpu)
+                    } else if cpus.remove(&cpu) {
+                        true
+                    } else {
+                        // As libzmq: removing a CPU that is not in the set fails.
+                        return Err(libc::EINVAL);
+                    };
+                    // The I/O thread runs already: it is pinned at once (libzmq pins its
+                    // I/O threads when they start, with the first socket).
+                    if let (true, Some(mio)) = (changed, lock(&ctx.mio).as_ref()) {
+                        mio.set_io_thread_affinity(cpus.iter().copied())
+                            .map_err(|e| crate::error::errno_of(&e, false))?;
+                    }
+                    st.thread_affinity = cpus;
+                }
                 MAX_MSGSZ if optval >= 0 => st.max_msgsz = optval,
                 IPV6 if optval >= 0 => st.ipv6 = optval != 0,
                 BLOCKY if optval >= 0 => st.blocky = optval != 0,
@@ -455,7 +485,8 @@ pub unsafe extern "C" fn zmq_ctx_set_ext(
 }
 
 /// `zmq_ctx_get_ext` (draft): a context option into a buffer: `ZMQ_THREAD_NAME_PREFIX` as
-/// text with its NUL (or as an `int` when the buffer is one), the others as `int`s.
+/// the bytes set, with a NUL after them if the buffer has room (or as an `int` when the
+/// buffer is one), the others as `int`s.
 ///
 /// # Safety
 /// `optvallen` must point to a writable `size_t`, `optval` to that many writable bytes.
@@ -487,15 +518,20 @@ pub unsafe extern "C" fn zmq_ctx_get_ext(
         }
         crate::ret(ctx_of(context).and_then(|ctx| {
             let text = ctx.state().thread_name_prefix.clone();
-            if capacity < text.len() + 1 {
+            // As libzmq: the bytes set (a text given with its NUL keeps it), in a buffer
+            // at least that long; a NUL is added after them where there is room.
+            if capacity < text.len() {
                 return Err(libc::EINVAL);
             }
+            let nul = capacity > text.len();
             // SAFETY: `capacity` writable bytes at `optval` (non-null), enough for the
-            // text and its NUL.
+            // text, and for its NUL when `nul`.
             unsafe {
                 std::ptr::copy_nonoverlapping(text.as_ptr(), optval.cast::<u8>(), text.len());
-                *optval.cast::<u8>().add(text.len()) = 0;
-                *optvallen = text.len() + 1;
+                if nul {
+                    *optval.cast::<u8>().add(text.len()) = 0;
+                }
+                *optvallen = text.len() + usize::from(nul);
             }
             Ok(0)
         }))

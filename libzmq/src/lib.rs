@@ -26,7 +26,9 @@
 //!   `zmq_init`, `zmq_term`, `zmq_ctx_destroy`, the draft `zmq_ctx_set_ext` and
 //!   `zmq_ctx_get_ext`: terminating a context makes every call on
 //!   its sockets but `zmq_close` fail with `ETERM` (blocked ones too), then waits until
-//!   every socket is closed and has lingered.
+//!   every socket is closed and has lingered. `ZMQ_THREAD_AFFINITY_CPU_ADD` and `_REMOVE`
+//!   pin the context's I/O thread at once; `ZMQ_THREAD_SCHED_POLICY`, `_PRIORITY` and
+//!   `_NAME_PREFIX` are kept and reported back, not applied.
 //! - `zmq_socket`, `zmq_close`, `zmq_bind`, `zmq_connect`, `zmq_unbind`,
 //!   `zmq_disconnect`, `zmq_setsockopt`, `zmq_getsockopt` (see below).
 //! - `zmq_msg_init`, `_init_size`, `_init_data` (free function and hint), `_init_buffer`,
@@ -42,7 +44,11 @@
 //!   becomes readable when the I/O side changed the socket; reading `ZMQ_EVENTS` empties
 //!   it).
 //! - `zmq_socket_monitor` (v1 format over PAIR) and the draft
-//!   `zmq_socket_monitor_versioned` (v1 or v2, over PAIR, PUB or PUSH).
+//!   `zmq_socket_monitor_versioned` (v1 or v2, over PAIR, PUB or PUSH) and
+//!   `zmq_socket_monitor_pipes_stats` (a v2 `ZMQ_EVENT_PIPES_STATS` per peer: messages
+//!   queued to send to it, not yet written to its connection, and received from it,
+//!   unread; the kernel's buffers and the peer's own queue are not counted, so the
+//!   numbers differ from libzmq's pipe counts).
 //! - `zmq_join`, `zmq_leave`, `zmq_connect_peer` (draft).
 //! - The draft poller, `zmq_poller_*`; `zmq_poller_fd` gives a descriptor (an epoll set of
 //!   the sockets' readiness descriptors) once the poller holds a thread-safe socket, and is
@@ -79,9 +85,11 @@
 //! `PLAIN_USERNAME`, `PLAIN_PASSWORD`, `CURVE_SERVER`, `CURVE_PUBLICKEY`,
 //! `CURVE_SECRETKEY`, `CURVE_SERVERKEY`, `ZAP_DOMAIN`, `ZAP_ENFORCE_DOMAIN`,
 //! `MULTICAST_HOPS`, `MULTICAST_LOOP`, `THREAD_SAFE`, `INVERT_MATCHING`,
-//! `TCP_ACCEPT_FILTER` (write-only, as in libzmq), `USE_FD` (the next `tcp://`, `ipc://` or
-//! `ws://` bind listens on that socket and owns it; a descriptor that is not a listening
-//! socket fails the bind and is left open), the draft `TOPICS_COUNT` and
+//! `TCP_ACCEPT_FILTER`, `IPC_FILTER_PID`, `IPC_FILTER_UID`, `IPC_FILTER_GID` (all
+//! write-only, as in libzmq; the peer's credentials come from `SO_PEERCRED`), `USE_FD`
+//! (the next `tcp://`, `ipc://` or `ws://` bind listens on that socket and owns it; a
+//! descriptor that is not a listening socket fails the bind and is left open), the draft
+//! `TOPICS_COUNT` and
 //! `ROUTER_NOTIFY`, `METADATA` ("X-name:value", as libzmq parses it;
 //! the first value given for a name stays; all of them at most 1024 bytes encoded, where
 //! libzmq has no limit), and the drafts `RECONNECT_STOP`, `HELLO_MSG`,
@@ -94,10 +102,9 @@
 //! where the system has no `SO_BUSY_POLL`).
 //!
 //! # Not yet
-//! Declared in `zmq.h` but not exported yet (a program that needs it fails to link
-//! rather than misbehave): `zmq_socket_monitor_pipes_stats`. Missing behaviour: the
-//! options not listed above (`EINVAL`, e.g. `ZMQ_XPUB_MANUAL`, `ZMQ_ROUTER_RAW`,
-//! `ZMQ_TCP_ACCEPT_FILTER`), and `zmq_msg_gets` on messages from peers whose properties
+//! Missing behaviour: the
+//! options not listed above (`EINVAL`, e.g. `ZMQ_ROUTER_RAW`, `ZMQ_SOCKS_PROXY`,
+//! `ZMQ_SRCFD`), and `zmq_msg_gets` on messages from peers whose properties
 //! the core does not attach (it answers for peers a ZAP handler accepted, for peers that
 //! sent `X-` properties and for a STREAM's connections), and for `Peer-Address` over
 //! `ipc://`. A multipart

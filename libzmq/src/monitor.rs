@@ -4,8 +4,11 @@
 //! The driver hands a socket's events to a channel; a thread of the monitor reads it and
 //! sends each event the mask selects, in libzmq's v1 format (frame 1: the event as a
 //! 16-bit number and its value as a 32-bit one, in the host's byte order; frame 2: the
-//! endpoint) or v2 format (frame 1: the event, 64 bits; frame 2: the count of values, 1;
-//! frame 3: the value, 64 bits; frame 4: the local endpoint; frame 5: the remote one).
+//! endpoint) or v2 format (frame 1: the event, 64 bits; frame 2: the count of values, 1,
+//! or 2 for `ZMQ_EVENT_PIPES_STATS`; then the values, 64 bits each; then the local
+//! endpoint and the remote one). `zmq_socket_monitor_pipes_stats` asks the driver for a
+//! `ZMQ_EVENT_PIPES_STATS` event per peer: the messages queued to send to it and those
+//! received from it and not yet read.
 //! Stopping the monitor (a NULL endpoint, another monitor, or the socket's close) sends
 //! `ZMQ_EVENT_MONITOR_STOPPED` last.
 
@@ -31,6 +34,8 @@ const PIPES_STATS: u64 = 0x10000;
 
 /// A running monitor: set `stop` to end it.
 pub(crate) struct Monitor {
+    /// The `ZMQ_EVENT_*` mask it sends.
+    events: u64,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -54,19 +59,26 @@ fn frames(ctx: &Ctx, event: &MonitorEvent, kind: u64, version: c_int) -> Message
         first.extend_from_slice(&event.value.to_ne_bytes());
         return Message::from(vec![first, endpoint.into_bytes()]);
     }
-    let remote = if event.peer_address.is_empty() {
+    // PIPES_STATS names its peer with a scheme even where the address is empty (an ipc
+    // peer: "ipc://"), as libzmq's does.
+    let remote = if event.peer_address.is_empty() && event.queues.is_none() {
         String::new()
     } else {
         let scheme = endpoint.split("://").next().unwrap_or("tcp");
         format!("{scheme}://{}", event.peer_address)
     };
-    Message::from(vec![
+    let values = match event.queues {
+        Some(q) => vec![q.outbound, q.inbound],
+        None => vec![u64::from(event.value)],
+    };
+    let mut frames = vec![
         kind.to_ne_bytes().to_vec(),
-        1u64.to_ne_bytes().to_vec(),
-        u64::from(event.value).to_ne_bytes().to_vec(),
-        endpoint.into_bytes(),
-        remote.into_bytes(),
-    ])
+        (values.len() as u64).to_ne_bytes().to_vec(),
+    ];
+    frames.extend(values.iter().map(|v| v.to_ne_bytes().to_vec()));
+    frames.push(endpoint.into_bytes());
+    frames.push(remote.into_bytes());
+    Message::from(frames)
 }
 
 /// Send `msg` on the monitor socket, waiting for a peer while the monitor runs.
@@ -165,6 +177,7 @@ fn start(
         })
         .map_err(|_| crate::error::EMTHREAD)?;
     s.state().monitor = Some(Monitor {
+        events,
         stop,
         thread: Some(thread),
     });
@@ -204,4 +217,32 @@ pub unsafe extern "C" fn zmq_socket_monitor_versioned(
     guard(-1, || {
         ret(start(socket, addr, events, event_version, type_).map(|()| 0))
     })
+}
+
+/// `zmq_socket_monitor_pipes_stats` (draft): send a `ZMQ_EVENT_PIPES_STATS` event for
+/// each of the socket's peers to its monitor, with two values: the messages queued to
+/// send to the peer (not yet written to its connection) and those received from it and
+/// not yet read. `EINVAL` when no monitor takes that event, `EAGAIN` when the socket has
+/// no connected peer, `ENOTSOCK` for a handle that is not a socket.
+#[no_mangle]
+pub extern "C" fn zmq_socket_monitor_pipes_stats(socket: *mut c_void) -> c_int {
+    guard(-1, || ret(pipes_stats(socket).map(|()| 0)))
+}
+
+fn pipes_stats(socket: *mut c_void) -> Result<(), Errno> {
+    let s = sock_of(socket)?;
+    s.alive()?;
+    let monitored = s
+        .state()
+        .monitor
+        .as_ref()
+        .is_some_and(|m| m.events & PIPES_STATS != 0);
+    if !monitored {
+        return Err(libc::EINVAL);
+    }
+    match s.sock.monitor_pipes_stats() {
+        Ok(_) => Ok(()),
+        Err(zmtp_mio::PipesStatsError::NoPeers) => Err(libc::EAGAIN),
+        Err(_) => Err(libc::EINVAL),
+    }
 }

@@ -25,6 +25,7 @@ consts! {
     SNDTIMEO = 28; LAST_ENDPOINT = 32; ROUTER_MANDATORY = 33; TCP_KEEPALIVE = 34;
     TCP_KEEPALIVE_CNT = 35; TCP_KEEPALIVE_IDLE = 36; TCP_KEEPALIVE_INTVL = 37;
     TCP_ACCEPT_FILTER = 38; BUSY_POLL = 113;
+    IPC_FILTER_PID = 58; IPC_FILTER_UID = 59; IPC_FILTER_GID = 60;
     IMMEDIATE = 39; XPUB_VERBOSE = 40; IPV6 = 42; MECHANISM = 43; PLAIN_SERVER = 44;
     PLAIN_USERNAME = 45; PLAIN_PASSWORD = 46; CURVE_SERVER = 47; CURVE_PUBLICKEY = 48;
     CURVE_SECRETKEY = 49; CURVE_SERVERKEY = 50; PROBE_ROUTER = 51; REQ_CORRELATE = 52;
@@ -471,6 +472,7 @@ fn set(s: &CSocket, option: c_int, optval: *const c_void, len: usize) -> Result<
             Ok(())
         }
         TCP_ACCEPT_FILTER => accept_filter(s, bytes(optval, len)?),
+        IPC_FILTER_PID | IPC_FILTER_UID | IPC_FILTER_GID => ipc_filter(s, option, optval, len),
         AFFINITY => {
             if len != 8 || optval.is_null() {
                 return Err(libc::EINVAL);
@@ -574,6 +576,41 @@ fn accept_filter(s: &CSocket, text: &[u8]) -> Result<(), Errno> {
     let mut networks = s.sock.options().tcp_accept_filters;
     networks.push(network);
     driver(s, s.sock.set_tcp_accept_filters(networks))
+}
+
+/// `ZMQ_IPC_FILTER_PID`, `_UID`, `_GID` (write-only, as in libzmq): one process, user or
+/// group id more (a `pid_t`, `uid_t` or `gid_t`) for the socket's `ipc://` listeners to
+/// accept peers from, or, with a NULL value of length 0, none of that kind again. The
+/// process filter needs the peer's pid, which only Linux reports: refused elsewhere.
+fn ipc_filter(s: &CSocket, option: c_int, optval: *const c_void, len: usize) -> Result<(), Errno> {
+    if option == IPC_FILTER_PID && !cfg!(target_os = "linux") {
+        return Err(libc::EINVAL);
+    }
+    let id = match (optval.is_null(), len) {
+        (true, 0) => None,
+        // pid_t, uid_t and gid_t are all 4 bytes.
+        (false, 4) => {
+            // SAFETY: non-null with 4 bytes, as the length says; unaligned.
+            Some(unsafe { std::ptr::read_unaligned(optval.cast::<u32>()) })
+        }
+        _ => return Err(libc::EINVAL),
+    };
+    let mut filters = s.sock.options().ipc_accept_filters;
+    match (option, id) {
+        (IPC_FILTER_PID, None) => filters.pids.clear(),
+        (IPC_FILTER_PID, Some(pid)) => {
+            filters.pids.insert(pid as i32);
+        }
+        (IPC_FILTER_UID, None) => filters.uids.clear(),
+        (IPC_FILTER_UID, Some(uid)) => {
+            filters.uids.insert(uid);
+        }
+        (_, None) => filters.gids.clear(),
+        (_, Some(gid)) => {
+            filters.gids.insert(gid);
+        }
+    }
+    driver(s, s.sock.set_ipc_accept_filters(filters))
 }
 
 /// The security options, each changing the mechanism as libzmq's do.

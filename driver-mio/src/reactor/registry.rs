@@ -420,7 +420,15 @@ impl Shared {
         let Ok(stream) = stream.secure(s.tls_sides.get(&endpoint)) else {
             return;
         };
-        match s.core.handle_accepted(endpoint, address, now) {
+        // An ipc:// peer's credentials, read only if the core's IPC filters ask for them.
+        let credentials = || match &stream {
+            StdTransport::Unix(u) => zmtp_driver::peer_credentials(u.as_fd()).ok(),
+            _ => None,
+        };
+        match s
+            .core
+            .handle_accepted_with_credentials(endpoint, address, now, credentials)
+        {
             Some(peer) => self.add_peer(st, id, peer, stream, now),
             None => drop(stream),
         }

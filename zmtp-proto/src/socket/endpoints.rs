@@ -10,7 +10,7 @@ use bytes::Bytes;
 
 use super::{
     Command, Ending, Endpoint, EndpointError, EndpointId, EndpointKind, EndpointState, Link,
-    MonitorEventKind, Peer, PeerId, Socket, TcpAcceptFilter,
+    MonitorEventKind, Peer, PeerCredentials, PeerId, Socket, TcpAcceptFilter,
 };
 use crate::{Buffered, Config, Connection, Instant, SocketType};
 
@@ -279,14 +279,26 @@ impl Socket {
         out
     }
 
-    /// `ZMQ_TCP_ACCEPT_FILTER`: whether a stream accepted on `endpoint` from `address` may
-    /// stay (always, on endpoints that are not TCP or WebSocket ones).
-    fn accept_filter_passes(&self, endpoint: EndpointId, address: &str) -> bool {
-        let filtered = self
-            .endpoints
-            .get(&endpoint)
-            .is_some_and(|e| matches!(e.addr, Endpoint::Tcp(_) | Endpoint::Ws(_)));
-        !filtered || TcpAcceptFilter::accepts(&self.opts.tcp_accept_filters, address)
+    /// `ZMQ_TCP_ACCEPT_FILTER` and `ZMQ_IPC_FILTER_*`: whether a stream accepted on
+    /// `endpoint` from `address` may stay. TCP and WebSocket endpoints judge `address`;
+    /// `ipc://` endpoints judge the peer's `credentials`, asked for only when a filter is
+    /// set (`None`: unknown, refused); other endpoints take everyone.
+    fn accept_filter_passes(
+        &self,
+        endpoint: EndpointId,
+        address: &str,
+        credentials: impl FnOnce() -> Option<PeerCredentials>,
+    ) -> bool {
+        match self.endpoints.get(&endpoint).map(|e| &e.addr) {
+            Some(Endpoint::Tcp(_) | Endpoint::Ws(_)) => {
+                TcpAcceptFilter::accepts(&self.opts.tcp_accept_filters, address)
+            }
+            Some(Endpoint::Ipc(_)) => {
+                let filters = &self.opts.ipc_accept_filters;
+                filters.is_empty() || credentials().is_some_and(|c| filters.accepts(&c))
+            }
+            _ => true,
+        }
     }
 
     /// A stream was accepted on a listening endpoint; returns the new peer, or `None` if the
@@ -295,16 +307,37 @@ impl Socket {
     /// `address` is the peer's address: `IP:port` for tcp, as Rust's `SocketAddr` writes it
     /// (`127.0.0.1:53412`, `[::1]:5555`), and empty for ipc and inproc. Monitor events name
     /// the peer with it; ZAP's `Address` is its IP alone. A bare IP is taken too.
+    ///
+    /// A stream accepted on an `ipc://` endpoint is refused here when
+    /// [`Options::ipc_accept_filters`](crate::socket::Options::ipc_accept_filters) are set:
+    /// a driver that can read the peer's credentials calls
+    /// [`handle_accepted_with_credentials`](Self::handle_accepted_with_credentials).
     pub fn handle_accepted(
         &mut self,
         endpoint: EndpointId,
         address: &str,
         now: Instant,
     ) -> Option<PeerId> {
+        self.handle_accepted_with_credentials(endpoint, address, now, || None)
+    }
+
+    /// [`handle_accepted`](Self::handle_accepted) for a stream whose peer has
+    /// credentials (`ipc://`): `credentials` reads them (`SO_PEERCRED`), and is called
+    /// only when the endpoint is an `ipc://` one with
+    /// [`Options::ipc_accept_filters`](crate::socket::Options::ipc_accept_filters) set;
+    /// a peer they do not accept, or whose credentials are unknown (`None`), is refused
+    /// with an `ACCEPT_FAILED` monitor event.
+    pub fn handle_accepted_with_credentials(
+        &mut self,
+        endpoint: EndpointId,
+        address: &str,
+        now: Instant,
+        credentials: impl FnOnce() -> Option<PeerCredentials>,
+    ) -> Option<PeerId> {
         if self.closing.is_some() || !self.endpoints.contains_key(&endpoint) {
             return None;
         }
-        if !self.accept_filter_passes(endpoint, address) {
+        if !self.accept_filter_passes(endpoint, address, credentials) {
             self.monitor(MonitorEventKind::AcceptFailed, 0, endpoint);
             return None;
         }

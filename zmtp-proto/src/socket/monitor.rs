@@ -57,10 +57,18 @@ pub enum MonitorEventKind {
     /// Authentication refused the peer, or the peer refused us (value: the ZAP status code,
     /// such as 400).
     HandshakeFailedAuth = 0x4000,
+    /// One peer's queue sizes, on request ([`Socket::monitor_pipes_stats`]; libzmq's
+    /// `zmq_socket_monitor_pipes_stats`): value 0, the counts in
+    /// [`MonitorEvent::queues`]. A kind of libzmq's v2 format only: it is not in
+    /// [`ALL`](Self::ALL), and v1 frames cannot carry it.
+    ///
+    /// [`Socket::monitor_pipes_stats`]: super::Socket::monitor_pipes_stats
+    PipesStats = 0x1_0000,
 }
 
 impl MonitorEventKind {
-    /// Every kind, in order of value.
+    /// Every kind of libzmq's v1 format, in order of value (all but
+    /// [`PipesStats`](Self::PipesStats)).
     pub const ALL: &'static [Self] = &[
         Self::Connected,
         Self::ConnectDelayed,
@@ -87,6 +95,9 @@ impl MonitorEventKind {
     /// The kind with this `ZMQ_EVENT_*` value; `None` for an unknown value or a mask of
     /// several bits.
     pub fn from_value(value: u32) -> Option<Self> {
+        if value == Self::PipesStats.value() {
+            return Some(Self::PipesStats);
+        }
         Self::ALL.iter().copied().find(|k| k.value() == value)
     }
 
@@ -109,6 +120,7 @@ impl MonitorEventKind {
             Self::HandshakeSucceeded => "HANDSHAKE_SUCCEEDED",
             Self::HandshakeFailedProtocol => "HANDSHAKE_FAILED_PROTOCOL",
             Self::HandshakeFailedAuth => "HANDSHAKE_FAILED_AUTH",
+            Self::PipesStats => "PIPES_STATS",
         }
     }
 }
@@ -212,7 +224,44 @@ pub struct MonitorEvent {
     /// the I/O error that ended the stream. `None` for a stream that ended cleanly or on an
     /// [`error`](Self::error) of ours. Not in [`to_v1_frames`](Self::to_v1_frames) either.
     pub reason: Option<String>,
+    /// On PIPES_STATS: how many messages wait in the peer's queues. `None` on the other
+    /// kinds.
+    pub queues: Option<QueueCounts>,
 }
+
+/// The counts a PIPES_STATS event reports for one peer, as libzmq's two values.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueCounts {
+    /// Messages queued to send to the peer and not yet written to its stream (libzmq: in
+    /// the outbound pipe), bounded by SNDHWM.
+    pub outbound: u64,
+    /// Messages received from the peer and not yet taken by `recv` (libzmq: in the
+    /// inbound pipe), bounded by RCVHWM.
+    pub inbound: u64,
+}
+
+/// Why [`Socket::monitor_pipes_stats`](super::Socket::monitor_pipes_stats) reported
+/// nothing.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PipesStatsError {
+    /// The monitor does not take PIPES_STATS events (libzmq: `EINVAL`).
+    NotMonitored,
+    /// The socket has no peer to report on (libzmq: `EAGAIN`).
+    NoPeers,
+}
+
+impl fmt::Display for PipesStatsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PipesStatsError::NotMonitored => "the monitor does not take PIPES_STATS events",
+            PipesStatsError::NoPeers => "the socket has no peer to report queue sizes of",
+        })
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for PipesStatsError {}
 
 impl MonitorEvent {
     /// An event with no peer address (add one with
@@ -225,6 +274,7 @@ impl MonitorEvent {
             peer_address: String::new(),
             error: None,
             reason: None,
+            queues: None,
         }
     }
 
@@ -237,8 +287,9 @@ impl MonitorEvent {
     /// libzmq's v1 monitor message: frame 1 = u16 event + u32 value, native-endian (6 bytes);
     /// frame 2 = endpoint. The format has no room for the peer's address, which is left out.
     pub fn to_v1_frames(&self) -> [Vec<u8>; 2] {
-        // Every kind's value is a single bit below 0x10000, so it fits the u16 field.
-        let event = self.kind.value() as u16;
+        // Every v1 kind's value is a single bit below 0x10000, so it fits the u16 field
+        // (PIPES_STATS, of v2 only, does not: it is written as 0).
+        let event = u16::try_from(self.kind.value()).unwrap_or(0);
         let mut first = Vec::with_capacity(6);
         first.extend_from_slice(&event.to_ne_bytes());
         first.extend_from_slice(&self.value.to_ne_bytes());
@@ -357,7 +408,12 @@ mod tests {
         }
         let mask = MonitorEventKind::ALL.iter().fold(0, |m, k| m | k.value());
         assert_eq!(mask, 0x7FFF);
-        for value in [0, 0x0003, 0x8000, EVENT_ALL, 0x1_0000, u32::MAX] {
+        assert_eq!(
+            MonitorEventKind::from_value(0x1_0000),
+            Some(MonitorEventKind::PipesStats)
+        );
+        assert_eq!(MonitorEventKind::PipesStats.name(), "PIPES_STATS");
+        for value in [0, 0x0003, 0x8000, EVENT_ALL, 0x1_8000, u32::MAX] {
             assert_eq!(MonitorEventKind::from_value(value), None, "{value:#x}");
         }
     }

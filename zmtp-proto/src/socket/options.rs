@@ -178,6 +178,10 @@ pub struct Options {
     /// default): every peer. libzmq adds one network per call and clears the list with an
     /// empty one; here the whole list is set at once.
     pub tcp_accept_filters: alloc::vec::Vec<crate::socket::TcpAcceptFilter>,
+    /// `ZMQ_IPC_FILTER_PID`, `_UID`, `_GID`: the processes, users and groups a listener
+    /// accepts `ipc://` peers from; a peer matching none is closed at once
+    /// (`ACCEPT_FAILED`). All empty (the default): every peer.
+    pub ipc_accept_filters: crate::socket::IpcAcceptFilters,
 }
 
 /// `ZMQ_ROUTER_NOTIFY`'s value: which of its peers' arrivals and departures a ROUTER
@@ -341,6 +345,7 @@ impl Default for Options {
             multicast_loop: true,
             multicast_hops: 1,
             tcp_accept_filters: alloc::vec::Vec::new(),
+            ipc_accept_filters: crate::socket::IpcAcceptFilters::default(),
         }
     }
 }
@@ -562,6 +567,11 @@ macro_rules! __options_table {
             tcp_accept_filters, with_tcp_accept_filters, set_tcp_accept_filters,
                 (networks: impl IntoIterator<Item = $crate::socket::TcpAcceptFilter>)
                     => networks.into_iter().collect(),
+                "to peers accepted afterwards";
+            /// `ZMQ_IPC_FILTER_PID`, `_UID`, `_GID`: the processes, users and groups a
+            /// listener accepts `ipc://` peers from (none: every peer).
+            ipc_accept_filters, with_ipc_accept_filters, set_ipc_accept_filters,
+                (filters: $crate::socket::IpcAcceptFilters) => filters,
                 "to peers accepted afterwards";
         }
     };

@@ -30,6 +30,39 @@ impl Socket {
         })
     }
 
+    /// Queue a PIPES_STATS monitor event for each routable peer, in the order the peers
+    /// came: the peer's endpoint and address, and how many messages wait in its queues
+    /// ([`QueueCounts`](super::QueueCounts), from [`peer_stats`](Self::peer_stats)), as
+    /// libzmq's `zmq_socket_monitor_pipes_stats` does. Returns how many were queued.
+    /// Fails when the monitor does not take PIPES_STATS
+    /// ([`set_monitor`](Self::set_monitor)) or when no peer is routable.
+    pub fn monitor_pipes_stats(&mut self) -> Result<usize, super::PipesStatsError> {
+        let kind = MonitorEventKind::PipesStats;
+        if self.monitor_mask & kind.value() == 0 {
+            return Err(super::PipesStatsError::NotMonitored);
+        }
+        let peers: alloc::vec::Vec<PeerId> = (self.peers.iter())
+            .filter(|(_, p)| p.attached)
+            .map(|(&id, _)| id)
+            .collect();
+        if peers.is_empty() {
+            return Err(super::PipesStatsError::NoPeers);
+        }
+        for &peer in &peers {
+            let Some(stats) = self.peer_stats(peer) else {
+                continue;
+            };
+            self.monitor_peer(kind, 0, peer);
+            if let Some(event) = self.monitors.back_mut() {
+                event.queues = Some(super::QueueCounts {
+                    outbound: stats.queued_out as u64,
+                    inbound: stats.queued_in as u64,
+                });
+            }
+        }
+        Ok(peers.len())
+    }
+
     /// How many peers a message could reach now, before its topic or group is looked at:
     /// for an XPUB, its subscribers that subscribed to anything (with `INVERT_MATCHING`,
     /// every routable peer); for a RADIO, its dishes

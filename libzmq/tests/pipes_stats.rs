@@ -1,0 +1,111 @@
+//! `zmq_socket_monitor_pipes_stats` and the v2 `ZMQ_EVENT_PIPES_STATS` event: one event per
+//! peer, with the messages queued to send to it and those received from it, unread.
+
+use std::ffi::{c_int, c_void, CStr};
+
+use zmq::ctx::*;
+use zmq::monitor::*;
+use zmq::msg::*;
+use zmq::options::*;
+use zmq::socket::*;
+
+const PIPES_STATS: u64 = 0x1_0000;
+
+fn errno() -> c_int {
+    zmq::error::zmq_errno()
+}
+
+fn set_int(s: *mut c_void, option: c_int, value: c_int) {
+    let rc = unsafe { zmq_setsockopt(s, option, (&value as *const c_int).cast(), 4) };
+    assert_eq!(rc, 0, "setsockopt {option}: errno {}", errno());
+}
+
+/// The frames of the next message on `s`.
+fn recv_frames(s: *mut c_void) -> Vec<Vec<u8>> {
+    let mut frames = Vec::new();
+    loop {
+        let mut msg = std::mem::MaybeUninit::<zmq_msg_t>::zeroed();
+        let m = msg.as_mut_ptr();
+        assert_eq!(zmq_msg_init(m), 0);
+        let n = zmq_msg_recv(m, s, 0);
+        assert!(n >= 0, "no event: errno {}", errno());
+        let data = zmq_msg_data(m).cast::<u8>();
+        frames.push(unsafe { std::slice::from_raw_parts(data, n as usize) }.to_vec());
+        let more = zmq_msg_more(m) == 1;
+        assert_eq!(zmq_msg_close(m), 0);
+        if !more {
+            return frames;
+        }
+    }
+}
+
+fn u64_of(frame: &[u8]) -> u64 {
+    u64::from_ne_bytes(frame.try_into().unwrap())
+}
+
+#[test]
+fn pipes_stats_reports_each_peer_on_a_v2_monitor() {
+    let ctx = zmq_ctx_new();
+    let push = zmq_socket(ctx, 8);
+    set_int(push, LINGER, 0);
+    assert_eq!(
+        (
+            zmq_socket_monitor_pipes_stats(std::ptr::null_mut()),
+            errno()
+        ),
+        (-1, libc::ENOTSOCK)
+    );
+    assert_eq!(
+        (zmq_socket_monitor_pipes_stats(push), errno()),
+        (-1, libc::EINVAL),
+        "no monitor"
+    );
+    let rc = unsafe {
+        zmq_socket_monitor_versioned(push, c"inproc://stats-mon".as_ptr(), PIPES_STATS, 2, 0)
+    };
+    assert_eq!(rc, 0);
+    assert_eq!(
+        (zmq_socket_monitor_pipes_stats(push), errno()),
+        (-1, libc::EAGAIN),
+        "no peer yet"
+    );
+    let mon = zmq_socket(ctx, 0);
+    set_int(mon, LINGER, 0);
+    set_int(mon, RCVTIMEO, 5000);
+    assert_eq!(
+        unsafe { zmq_connect(mon, c"inproc://stats-mon".as_ptr()) },
+        0
+    );
+
+    assert_eq!(unsafe { zmq_bind(push, c"ipc://*".as_ptr()) }, 0);
+    let mut buf = [0u8; 256];
+    let mut len = buf.len();
+    let rc = unsafe { zmq_getsockopt(push, LAST_ENDPOINT, buf.as_mut_ptr().cast(), &mut len) };
+    assert_eq!(rc, 0);
+    let endpoint = CStr::from_bytes_with_nul(&buf[..len]).unwrap().to_owned();
+    let pull = zmq_socket(ctx, 7);
+    set_int(pull, LINGER, 0);
+    set_int(pull, RCVTIMEO, 5000);
+    assert_eq!(unsafe { zmq_connect(pull, endpoint.as_ptr()) }, 0);
+    // One message through: the peer is up.
+    assert_eq!(unsafe { zmq_send(push, b"x".as_ptr().cast(), 1, 0) }, 1);
+    assert_eq!(unsafe { zmq_recv(pull, buf.as_mut_ptr().cast(), 8, 0) }, 1);
+
+    assert_eq!(zmq_socket_monitor_pipes_stats(push), 0);
+    let frames = recv_frames(mon);
+    assert_eq!(frames.len(), 6, "event, count, two values, local, remote");
+    assert_eq!(u64_of(&frames[0]), PIPES_STATS);
+    assert_eq!(u64_of(&frames[1]), 2);
+    assert_eq!(
+        (u64_of(&frames[2]), u64_of(&frames[3])),
+        (0, 0),
+        "all delivered"
+    );
+    assert_eq!(frames[4], endpoint.to_bytes());
+    assert!(frames[5].starts_with(b"ipc://"), "{:?}", frames[5]);
+
+    assert_eq!(zmq_close(pull), 0);
+    assert_eq!(zmq_close(push), 0);
+    assert_eq!(zmq_close(mon), 0);
+    assert_eq!(zmq_ctx_term(ctx), 0);
+}
