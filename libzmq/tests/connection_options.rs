@@ -10,35 +10,15 @@ use zmq::msg::*;
 use zmq::options::*;
 use zmq::socket::*;
 
+mod common;
+use common::{get_int, set_int};
+
 const PUSH: c_int = 8;
 const REQ: c_int = 3;
 const REP: c_int = 4;
 const SUB: c_int = 2;
 const SERVER: c_int = 12;
 const CLIENT: c_int = 13;
-
-fn set_int(s: *mut c_void, option: c_int, value: c_int) {
-    let rc = unsafe { zmq_setsockopt(s, option, (&value as *const c_int).cast(), 4) };
-    assert_eq!(
-        rc,
-        0,
-        "setsockopt {option}: errno {}",
-        zmq::error::zmq_errno()
-    );
-}
-
-fn get_int(s: *mut c_void, option: c_int) -> c_int {
-    let mut v: c_int = -7;
-    let mut len = std::mem::size_of::<c_int>();
-    let rc = unsafe { zmq_getsockopt(s, option, (&mut v as *mut c_int).cast(), &mut len) };
-    assert_eq!(
-        rc,
-        0,
-        "getsockopt {option}: errno {}",
-        zmq::error::zmq_errno()
-    );
-    v
-}
 
 /// Set a binary option; the errno of a refusal, 0 when taken.
 fn set_bytes(s: *mut c_void, option: c_int, value: &[u8]) -> c_int {

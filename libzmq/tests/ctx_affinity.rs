@@ -7,6 +7,9 @@ use std::ffi::c_int;
 
 use zmq::ctx::*;
 
+mod common;
+use common::*;
+
 const CPU_ADD: c_int = 7;
 const CPU_REMOVE: c_int = 8;
 
@@ -26,10 +29,6 @@ fn io_threads_cpus() -> Vec<String> {
         lists.push(list.trim().to_owned());
     }
     lists
-}
-
-fn errno() -> c_int {
-    zmq::error::zmq_errno()
 }
 
 #[test]

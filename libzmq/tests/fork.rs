@@ -2,17 +2,15 @@
 //! the inherited context return at once (their I/O thread is the parent's), and the child
 //! makes a context of its own, as with libzmq.
 
-use std::ffi::{c_int, c_void, CStr};
+use std::ffi::{c_void, CStr};
 use std::time::{Duration, Instant};
 
 use zmq::ctx::*;
 use zmq::options::*;
 use zmq::socket::*;
 
-fn set_int(s: *mut c_void, option: c_int, value: c_int) {
-    let rc = unsafe { zmq_setsockopt(s, option, (&value as *const c_int).cast(), 4) };
-    assert_eq!(rc, 0, "setsockopt {option}");
-}
+mod common;
+use common::*;
 
 /// What the child does, reporting failure by its exit status (it must not unwind into the
 /// test harness's copy).
@@ -41,12 +39,7 @@ fn a_forked_child_leaves_the_parents_context_and_makes_its_own() {
     let ctx = zmq_ctx_new();
     let pull = zmq_socket(ctx, 7);
     set_int(pull, RCVTIMEO, 10_000);
-    assert_eq!(unsafe { zmq_bind(pull, c"tcp://127.0.0.1:*".as_ptr()) }, 0);
-    let mut buf = [0u8; 256];
-    let mut len = buf.len();
-    let rc = unsafe { zmq_getsockopt(pull, LAST_ENDPOINT, buf.as_mut_ptr().cast(), &mut len) };
-    assert_eq!(rc, 0);
-    let endpoint = CStr::from_bytes_with_nul(&buf[..len]).unwrap().to_owned();
+    let endpoint = bind_at(pull, c"tcp://127.0.0.1:*");
 
     // SAFETY: the child runs only `child` and leaves with `_exit`, never returning into
     // the test harness.

@@ -2,20 +2,14 @@
 //! the peer's credentials (`SO_PEERCRED`) decide whether it stays.
 #![cfg(target_os = "linux")]
 
-use std::ffi::{c_int, c_void, CStr, CString};
+use std::ffi::{c_int, c_void};
 
 use zmq::ctx::*;
 use zmq::options::*;
 use zmq::socket::*;
 
-fn errno() -> c_int {
-    zmq::error::zmq_errno()
-}
-
-fn set_int(s: *mut c_void, option: c_int, value: c_int) {
-    let rc = unsafe { zmq_setsockopt(s, option, (&value as *const c_int).cast(), 4) };
-    assert_eq!(rc, 0, "setsockopt {option}: errno {}", errno());
-}
+mod common;
+use common::*;
 
 /// `zmq_setsockopt(option, id)` (`None`: NULL with length 0): 0 or the errno.
 fn filter(s: *mut c_void, option: c_int, id: Option<u32>) -> c_int {
@@ -28,29 +22,6 @@ fn filter(s: *mut c_void, option: c_int, id: Option<u32>) -> c_int {
     } else {
         errno()
     }
-}
-
-fn bind_ipc(s: *mut c_void) -> CString {
-    assert_eq!(unsafe { zmq_bind(s, c"ipc://*".as_ptr()) }, 0);
-    let mut buf = [0u8; 256];
-    let mut len = buf.len();
-    let rc = unsafe { zmq_getsockopt(s, LAST_ENDPOINT, buf.as_mut_ptr().cast(), &mut len) };
-    assert_eq!(rc, 0);
-    CStr::from_bytes_with_nul(&buf[..len]).unwrap().to_owned()
-}
-
-/// Whether a message sent by a PAIR connected to `server` arrives within `ms`.
-fn reaches(ctx: *mut c_void, server: *mut c_void, endpoint: &CStr, ms: c_int) -> bool {
-    let client = zmq_socket(ctx, 0);
-    set_int(client, LINGER, 0);
-    set_int(client, SNDTIMEO, ms);
-    assert_eq!(unsafe { zmq_connect(client, endpoint.as_ptr()) }, 0);
-    let sent = unsafe { zmq_send(client, b"hi".as_ptr().cast(), 2, 0) } == 2;
-    set_int(server, RCVTIMEO, ms);
-    let mut buf = [0u8; 8];
-    let got = sent && unsafe { zmq_recv(server, buf.as_mut_ptr().cast(), buf.len(), 0) } == 2;
-    assert_eq!(zmq_close(client), 0);
-    got
 }
 
 #[test]
@@ -72,7 +43,7 @@ fn ipc_filters_take_ids_and_judge_peers_by_their_credentials() {
     let rc = unsafe { zmq_getsockopt(server, IPC_FILTER_PID, buf.as_mut_ptr().cast(), &mut len) };
     assert_eq!((rc, errno()), (-1, libc::EINVAL));
 
-    let endpoint = bind_ipc(server);
+    let endpoint = bind_at(server, c"ipc://*");
     assert_eq!(filter(server, IPC_FILTER_UID, Some(uid + 1)), 0);
     assert!(!reaches(ctx, server, &endpoint, 300), "another user only");
     assert_eq!(filter(server, IPC_FILTER_UID, Some(uid)), 0);

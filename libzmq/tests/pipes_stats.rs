@@ -1,7 +1,7 @@
 //! `zmq_socket_monitor_pipes_stats` and the v2 `ZMQ_EVENT_PIPES_STATS` event: one event per
 //! peer, with the messages queued to send to it and those received from it, unread.
 
-use std::ffi::{c_int, c_void, CStr};
+use std::ffi::c_void;
 
 use zmq::ctx::*;
 use zmq::monitor::*;
@@ -9,16 +9,10 @@ use zmq::msg::*;
 use zmq::options::*;
 use zmq::socket::*;
 
+mod common;
+use common::*;
+
 const PIPES_STATS: u64 = 0x1_0000;
-
-fn errno() -> c_int {
-    zmq::error::zmq_errno()
-}
-
-fn set_int(s: *mut c_void, option: c_int, value: c_int) {
-    let rc = unsafe { zmq_setsockopt(s, option, (&value as *const c_int).cast(), 4) };
-    assert_eq!(rc, 0, "setsockopt {option}: errno {}", errno());
-}
 
 /// The frames of the next message on `s`.
 fn recv_frames(s: *mut c_void) -> Vec<Vec<u8>> {
@@ -77,18 +71,14 @@ fn pipes_stats_reports_each_peer_on_a_v2_monitor() {
         0
     );
 
-    assert_eq!(unsafe { zmq_bind(push, c"ipc://*".as_ptr()) }, 0);
-    let mut buf = [0u8; 256];
-    let mut len = buf.len();
-    let rc = unsafe { zmq_getsockopt(push, LAST_ENDPOINT, buf.as_mut_ptr().cast(), &mut len) };
-    assert_eq!(rc, 0);
-    let endpoint = CStr::from_bytes_with_nul(&buf[..len]).unwrap().to_owned();
+    let endpoint = bind_at(push, c"ipc://*");
     let pull = zmq_socket(ctx, 7);
     set_int(pull, LINGER, 0);
     set_int(pull, RCVTIMEO, 5000);
     assert_eq!(unsafe { zmq_connect(pull, endpoint.as_ptr()) }, 0);
     // One message through: the peer is up.
     assert_eq!(unsafe { zmq_send(push, b"x".as_ptr().cast(), 1, 0) }, 1);
+    let mut buf = [0u8; 8];
     assert_eq!(unsafe { zmq_recv(pull, buf.as_mut_ptr().cast(), 8, 0) }, 1);
 
     assert_eq!(zmq_socket_monitor_pipes_stats(push), 0);

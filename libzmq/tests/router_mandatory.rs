@@ -1,21 +1,15 @@
 //! `ZMQ_ROUTER_MANDATORY` through the C API: a peer at its SNDHWM refuses the message on
 //! its routing-id frame, as libzmq's does, never on a later frame.
 
-use std::ffi::{c_int, c_void, CStr};
+use std::ffi::{c_int, c_void};
 use std::time::{Duration, Instant};
 
 use zmq::ctx::*;
 use zmq::options::*;
 use zmq::socket::*;
 
-fn errno() -> c_int {
-    zmq::error::zmq_errno()
-}
-
-fn set_int(s: *mut c_void, option: c_int, value: c_int) {
-    let rc = unsafe { zmq_setsockopt(s, option, (&value as *const c_int).cast(), 4) };
-    assert_eq!(rc, 0, "setsockopt {option}: errno {}", errno());
-}
+mod common;
+use common::*;
 
 fn send(s: *mut c_void, body: &[u8], flags: c_int) -> c_int {
     unsafe { zmq_send(s, body.as_ptr().cast(), body.len(), flags) }
@@ -32,15 +26,7 @@ fn a_full_peer_refuses_on_the_routing_id_frame() {
     set_int(dealer, RCVHWM, 1);
     set_int(dealer, LINGER, 0);
     set_int(router, RCVTIMEO, 5000);
-    assert_eq!(
-        unsafe { zmq_bind(router, c"tcp://127.0.0.1:*".as_ptr()) },
-        0
-    );
-    let mut buf = [0u8; 256];
-    let mut len = buf.len();
-    let rc = unsafe { zmq_getsockopt(router, LAST_ENDPOINT, buf.as_mut_ptr().cast(), &mut len) };
-    assert_eq!(rc, 0);
-    let endpoint = CStr::from_bytes_with_nul(&buf[..len]).unwrap();
+    let endpoint = bind_at(router, c"tcp://127.0.0.1:*");
     let rc = unsafe { zmq_setsockopt(dealer, ROUTING_ID, b"X".as_ptr().cast(), 1) };
     assert_eq!(rc, 0);
     assert_eq!(unsafe { zmq_connect(dealer, endpoint.as_ptr()) }, 0);

@@ -2,7 +2,7 @@
 //! `ZMQ_USE_FD`, `ZMQ_IPV6` wildcard binds, the `udp://` direction rules, and
 //! `ZMQ_BUSY_POLL` kept and read back.
 
-use std::ffi::{c_int, c_void, CStr, CString};
+use std::ffi::{c_int, c_void, CString};
 
 use zmq::ctx::*;
 use zmq::monitor::*;
@@ -10,22 +10,8 @@ use zmq::msg::*;
 use zmq::options::*;
 use zmq::socket::*;
 
-fn errno() -> c_int {
-    zmq::error::zmq_errno()
-}
-
-fn set_int(s: *mut c_void, option: c_int, value: c_int) {
-    let rc = unsafe { zmq_setsockopt(s, option, (&value as *const c_int).cast(), 4) };
-    assert_eq!(rc, 0, "setsockopt {option}: errno {}", errno());
-}
-
-fn get_int(s: *mut c_void, option: c_int) -> c_int {
-    let mut v: c_int = -7;
-    let mut len = std::mem::size_of::<c_int>();
-    let rc = unsafe { zmq_getsockopt(s, option, (&mut v as *mut c_int).cast(), &mut len) };
-    assert_eq!(rc, 0, "getsockopt {option}: errno {}", errno());
-    v
-}
+mod common;
+use common::*;
 
 /// `zmq_setsockopt(ZMQ_TCP_ACCEPT_FILTER, text)`: 0 or the errno.
 fn filter(s: *mut c_void, text: Option<&str>) -> c_int {
@@ -37,37 +23,6 @@ fn filter(s: *mut c_void, text: Option<&str>) -> c_int {
         0 => 0,
         _ => errno(),
     }
-}
-
-fn bind_loopback(s: *mut c_void) -> CString {
-    assert_eq!(unsafe { zmq_bind(s, c"tcp://127.0.0.1:*".as_ptr()) }, 0);
-    let mut buf = [0u8; 256];
-    let mut len = buf.len();
-    let rc = unsafe { zmq_getsockopt(s, LAST_ENDPOINT, buf.as_mut_ptr().cast(), &mut len) };
-    assert_eq!(rc, 0);
-    CStr::from_bytes_with_nul(&buf[..len]).unwrap().to_owned()
-}
-
-/// Whether a message sent by a PAIR connected to `server` arrives within `ms`.
-fn reaches(ctx: *mut c_void, server: *mut c_void, endpoint: &CStr, ms: c_int) -> bool {
-    let client = zmq_socket(ctx, 0);
-    set_int(client, LINGER, 0);
-    assert_eq!(unsafe { zmq_connect(client, endpoint.as_ptr()) }, 0);
-    let rc = unsafe { zmq_send(client, b"hi".as_ptr().cast(), 2, DONTWAIT) };
-    // A PAIR with no peer yet refuses at once: send blocking, up to `ms`.
-    if rc != 2 {
-        set_int(client, SNDTIMEO, ms);
-        let rc = unsafe { zmq_send(client, b"hi".as_ptr().cast(), 2, 0) };
-        if rc != 2 {
-            assert_eq!(zmq_close(client), 0);
-            return false;
-        }
-    }
-    set_int(server, RCVTIMEO, ms);
-    let mut buf = [0u8; 8];
-    let got = unsafe { zmq_recv(server, buf.as_mut_ptr().cast(), buf.len(), 0) };
-    assert_eq!(zmq_close(client), 0);
-    got == 2
 }
 
 #[test]
@@ -114,7 +69,7 @@ fn accept_filter_parses_like_libzmq_and_filters_peers() {
         unsafe { zmq_connect(mon, c"inproc://filter-mon".as_ptr()) },
         0
     );
-    let endpoint = bind_loopback(server);
+    let endpoint = bind_at(server, c"tcp://127.0.0.1:*");
     assert!(
         !reaches(ctx, server, &endpoint, 300),
         "a filtered peer got through"
@@ -197,12 +152,7 @@ fn use_fd_binds_on_the_given_listening_socket() {
     set_int(pull, USE_FD, fd);
     assert_eq!(get_int(pull, USE_FD), fd);
     // The endpoint's port is not used: the socket's is.
-    assert_eq!(unsafe { zmq_bind(pull, c"tcp://127.0.0.1:*".as_ptr()) }, 0);
-    let mut buf = [0u8; 256];
-    let mut len = buf.len();
-    let rc = unsafe { zmq_getsockopt(pull, LAST_ENDPOINT, buf.as_mut_ptr().cast(), &mut len) };
-    assert_eq!(rc, 0);
-    let endpoint = CStr::from_bytes_with_nul(&buf[..len]).unwrap().to_owned();
+    let endpoint = bind_at(pull, c"tcp://127.0.0.1:*");
     assert_eq!(
         endpoint.to_str().unwrap(),
         format!("tcp://127.0.0.1:{port}")
@@ -212,7 +162,7 @@ fn use_fd_binds_on_the_given_listening_socket() {
         "nothing through the given socket"
     );
     // Taken once: the next bind makes its own listener.
-    let other = bind_loopback(pull);
+    let other = bind_at(pull, c"tcp://127.0.0.1:*");
     assert_ne!(other, endpoint);
     assert!(reaches(ctx, pull, &other, 5000));
 
@@ -255,16 +205,7 @@ fn ipv6_wildcard_binds_are_dual_stack() {
     let server = zmq_socket(ctx, 0);
     set_int(server, LINGER, 0);
     set_int(server, IPV6, 1);
-    assert_eq!(unsafe { zmq_bind(server, c"tcp://*:*".as_ptr()) }, 0);
-    let mut buf = [0u8; 256];
-    let mut len = buf.len();
-    let rc = unsafe { zmq_getsockopt(server, LAST_ENDPOINT, buf.as_mut_ptr().cast(), &mut len) };
-    assert_eq!(rc, 0);
-    let bound = CStr::from_bytes_with_nul(&buf[..len])
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .to_owned();
+    let bound = bind_at(server, c"tcp://*:*").into_string().unwrap();
     let port = bound.rsplit(':').next().unwrap();
     assert!(bound.starts_with("tcp://[::]:"), "{bound}");
     for host in ["127.0.0.1", "[::1]"] {
