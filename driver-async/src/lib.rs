@@ -64,8 +64,8 @@ pub use zmtp_proto::mechanism::Security;
 pub use zmtp_proto::socket::{
     AppMetadata, AuthReply, Authenticator, CloseReport, EndpointError, GroupError,
     IpcAcceptFilters, Message, MetadataError, MonitorEvent, MonitorEventKind, Options,
-    PeerProperties, ReconnectStop, RouterNotify, SendError, Sent, TcpAcceptFilter, TextError,
-    ZapRequest, GROUP_MAX_LEN,
+    PeerProperties, ReconnectStop, RouterNotify, SendError, Sent, SocksProxy, SocksProxyError,
+    TcpAcceptFilter, TextError, ZapRequest, GROUP_MAX_LEN,
 };
 pub use zmtp_proto::{z85, Bytes, SocketType};
 /// The traits of [`MessageStream`] and [`Monitor`], re-exported so that naming them needs

@@ -130,7 +130,7 @@ pub use zmtp_proto::socket::{
     AcceptFilterError, AppMetadata, AuthReply, Authenticator, CloseReport, EndpointError,
     GroupError, IpcAcceptFilters, Message, MetadataError, MonitorEvent, MonitorEventKind, Options,
     PeerProperties, PipesStatsError, QueueCounts, ReconnectStop, RouterNotify, SendError, Sent,
-    TcpAcceptFilter, TextError, ZapRequest, GROUP_MAX_LEN,
+    SocksProxy, SocksProxyError, TcpAcceptFilter, TextError, ZapRequest, GROUP_MAX_LEN,
 };
 pub use zmtp_proto::{z85, Bytes, SocketType};
 

@@ -55,8 +55,8 @@ pub use zmtp_async::{
     curve_keypair, linger_all, set_loss_reports, z85, AppMetadata, AuthReply, Authenticator, Bytes,
     CloseReport, EndpointError, Error, GroupError, IpcAcceptFilters, KeyPair, Message,
     MetadataError, Monitor, MonitorEvent, MonitorEventKind, Options, PeerProperties, PublicKey,
-    ReconnectStop, RouterNotify, SecretKey, Security, SendError, Sent, SocketType, TcpAcceptFilter,
-    TextError, Tls, ZapRequest,
+    ReconnectStop, RouterNotify, SecretKey, Security, SendError, Sent, SocketType, SocksProxy,
+    SocksProxyError, TcpAcceptFilter, TextError, Tls, ZapRequest,
 };
 
 #[doc = include_str!("socket.md")]

@@ -39,6 +39,7 @@ consts! {
     HICCUP_MSG = 114;
     XPUB_MANUAL = 71; XPUB_MANUAL_LAST_VALUE = 98; ONLY_FIRST_SUBSCRIBE = 108;
     XSUB_VERBOSE_UNSUBSCRIBE = 115;
+    SOCKS_PROXY = 68; SOCKS_USERNAME = 99; SOCKS_PASSWORD = 100;
 }
 
 /// Option values kept by the C layer: tuning values the driver has no field for (kept
@@ -76,6 +77,9 @@ pub(crate) struct Raw {
     pub(crate) curve_public: [u8; 32],
     pub(crate) curve_secret: [u8; 32],
     pub(crate) curve_server: [u8; 32],
+    /// `ZMQ_SOCKS_PROXY`, `ZMQ_SOCKS_USERNAME`, `ZMQ_SOCKS_PASSWORD` as given (empty:
+    /// none), made into the driver's one proxy value whenever one of them changes.
+    pub(crate) socks: [Vec<u8>; 3],
 }
 
 impl Default for Raw {
@@ -105,6 +109,7 @@ impl Default for Raw {
             curve_public: [0; 32],
             curve_secret: [0; 32],
             curve_server: [0; 32],
+            socks: Default::default(),
         }
     }
 }
@@ -505,6 +510,7 @@ fn set(s: &CSocket, option: c_int, optval: *const c_void, len: usize) -> Result<
         METADATA | RECONNECT_STOP | HELLO_MSG | DISCONNECT_MSG | HICCUP_MSG => {
             connection_option(s, option, optval, len)
         }
+        SOCKS_PROXY | SOCKS_USERNAME | SOCKS_PASSWORD => socks(s, option, optval, len),
         _ => Err(libc::EINVAL),
     }
 }
@@ -512,6 +518,38 @@ fn set(s: &CSocket, option: c_int, optval: *const c_void, len: usize) -> Result<
 /// The options about connections coming and going: `ZMQ_METADATA`, `ZMQ_RECONNECT_STOP`
 /// and the draft messages `ZMQ_HELLO_MSG`, `ZMQ_DISCONNECT_MSG`, `ZMQ_HICCUP_MSG`. Every
 /// socket type takes them, as in libzmq; the types that do not use one ignore it.
+/// `ZMQ_SOCKS_PROXY` (NULL clears it; an empty address is refused), `ZMQ_SOCKS_USERNAME`
+/// and `ZMQ_SOCKS_PASSWORD` (NULL or empty: none; at most 255 bytes), as libzmq takes
+/// them; the driver gets the three as one proxy (none while the address is empty).
+fn socks(s: &CSocket, option: c_int, optval: *const c_void, len: usize) -> Result<(), Errno> {
+    let v = bytes(optval, len)?;
+    let empty_address = option == SOCKS_PROXY && v.is_empty() && !optval.is_null();
+    if empty_address || (option != SOCKS_PROXY && v.len() > 255) {
+        return Err(libc::EINVAL);
+    }
+    let mut st = s.state();
+    let mut given = st.raw.socks.clone();
+    let slot = match option {
+        SOCKS_PROXY => 0,
+        SOCKS_USERNAME => 1,
+        _ => 2,
+    };
+    given[slot] = v.to_vec();
+    let text = |i: usize| std::str::from_utf8(&given[i]).map_err(|_| libc::EINVAL);
+    let (address, username, password) = (text(0)?, text(1)?, text(2)?);
+    let proxy = match address {
+        "" => None,
+        a => Some(
+            zmtp_mio::SocksProxy::new(a)
+                .and_then(|p| p.with_credentials(username, password))
+                .map_err(|_| libc::EINVAL)?,
+        ),
+    };
+    st.raw.socks = given;
+    drop(st);
+    driver(s, s.sock.set_socks_proxy(proxy))
+}
+
 fn connection_option(
     s: &CSocket,
     option: c_int,
@@ -809,6 +847,9 @@ fn get(s: &CSocket, option: c_int, out: &Out) -> Result<(), Errno> {
             }
             PLAIN_USERNAME => return out.string(&raw.plain_username),
             BINDTODEVICE => return out.string(&raw.bind_to_device),
+            SOCKS_PROXY => return out.string(&raw.socks[0]),
+            SOCKS_USERNAME => return out.string(&raw.socks[1]),
+            SOCKS_PASSWORD => return out.string(&raw.socks[2]),
             PLAIN_PASSWORD => return out.string(&raw.plain_password),
             CURVE_PUBLICKEY => return out.key(&raw.curve_public),
             CURVE_SECRETKEY => return out.key(&raw.curve_secret),

@@ -13,6 +13,7 @@ use crate::codec::{Command, FrameHeader, MAX_FRAME_HEADER_LEN};
 use crate::config::Config;
 use crate::connection::{Connection, Item};
 use crate::error::{EncodeError, Error};
+use crate::socks::SocksClient;
 use crate::time::Instant;
 use crate::ws::{HandshakeError, WsSide, Zws};
 
@@ -108,6 +109,9 @@ pub struct Buffered {
     /// ([`take_raw`](Self::take_raw)) and output is written as it is
     /// ([`send_raw`](Self::send_raw)). The connection never speaks.
     raw: bool,
+    /// A connecting stream opened to a SOCKS5 proxy: the exchange with the proxy runs
+    /// first (see [`Buffered::wrap_socks`]); while it does, the connection says nothing.
+    socks: Option<Box<SocksClient>>,
 }
 
 #[derive(Debug)]
@@ -219,6 +223,44 @@ impl Buffered {
             spare: Vec::new(),
             ws: None,
             raw: false,
+            socks: None,
+        }
+    }
+
+    /// Buffers around a connection whose stream was opened to a SOCKS5 proxy: our
+    /// greeting to the proxy is queued at once, and the proxy's answers are taken from the
+    /// input (answered in turn) until it has connected the stream to the endpoint; only
+    /// then does the connection start (its greeting is written, the input after the
+    /// proxy's last answer is the peer's). A refusal fails the stream with
+    /// [`Error::Socks`].
+    pub(crate) fn wrap_socks(conn: Connection, client: SocksClient) -> Buffered {
+        let mut b = Buffered::wrap(conn);
+        let hello = client.greeting();
+        b.append_tx(hello.len(), &mut |dst| dst.copy_from_slice(&hello));
+        b.socks = Some(Box::new(client));
+        b
+    }
+
+    /// Run the exchange with the proxy on the input so far; `Ok(true)` once it is over
+    /// (or there was none). Cold, as the ZWS branches are.
+    #[cold]
+    #[inline(never)]
+    fn pump_socks(&mut self) -> Result<bool, Error> {
+        let Some(mut socks) = self.socks.take() else {
+            return Ok(true);
+        };
+        let mut rx = core::mem::take(&mut self.rx);
+        let r = socks.pump(&mut rx, |bytes| {
+            self.append_tx(bytes.len(), &mut |dst| dst.copy_from_slice(bytes))
+        });
+        self.rx = rx;
+        match r {
+            Ok(true) => Ok(true),
+            Ok(false) => {
+                self.socks = Some(socks);
+                Ok(false)
+            }
+            Err(e) => Err(Error::Socks(e)),
         }
     }
 
@@ -406,6 +448,9 @@ impl Buffered {
         if self.ws.is_some() {
             self.pump_ws()?;
         }
+        if self.socks.is_some() && !self.pump_socks()? {
+            return Ok(None);
+        }
         loop {
             let input = self.conn.handle_input(now, &mut self.rx)?;
             let (consumed, payload) = (input.consumed, input.payload.clone());
@@ -438,8 +483,8 @@ impl Buffered {
     /// `poll_item` does per frame: one header check per message and one split of the
     /// buffer per batch.
     pub fn poll_messages(&mut self, max: usize, mut f: impl FnMut(Bytes)) -> usize {
-        if self.ws.is_some() {
-            // ZWS input is translated by `poll_item`.
+        if self.ws.is_some() || self.socks.is_some() {
+            // ZWS input is translated by `poll_item`, which also runs a SOCKS exchange.
             return 0;
         }
         let (taken, n) = self.conn.scan_messages(&self.rx, max);
@@ -545,8 +590,9 @@ impl Buffered {
         if self.ws.is_some() {
             self.ping_ws();
         }
-        if !self.conn.control_pending() {
-            // Nothing to write: spare the encode buffer's bookkeeping.
+        if !self.conn.control_pending() || self.socks.is_some() {
+            // Nothing to write (or not yet: the proxy has not connected us): spare the
+            // encode buffer's bookkeeping.
             return;
         }
         // Control frames are small; one retry with the exact size always succeeds.

@@ -102,6 +102,10 @@ pub enum Error {
     /// The `ws://` peer sent a WebSocket close. Not a protocol error: a connecting socket
     /// reconnects.
     WsClosed,
+    /// A `tcp://` stream opened through a SOCKS5 proxy
+    /// ([`Options::socks_proxy`](crate::socket::Options::socks_proxy)) did not get
+    /// connected to the endpoint. Not a protocol error: the endpoint reconnects.
+    Socks(crate::socks::SocksError),
     /// The CURVE handshake or a CURVE MESSAGE failed.
     #[cfg(feature = "curve")]
     Curve(CurveError),
@@ -164,6 +168,7 @@ impl core::fmt::Display for Error {
             Error::WsHandshake(e) => write!(f, "WebSocket upgrade: {e}"),
             Error::WsFrame(e) => write!(f, "WebSocket: {e}"),
             Error::WsClosed => f.write_str("the WebSocket peer closed the connection"),
+            Error::Socks(e) => write!(f, "SOCKS5 proxy: {e}"),
             #[cfg(feature = "curve")]
             Error::Curve(e) => write!(f, "CURVE: {e}"),
         }

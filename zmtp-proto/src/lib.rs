@@ -125,6 +125,7 @@ pub mod mechanism;
 #[cfg(feature = "alloc")]
 pub mod socket;
 mod socket_type;
+pub mod socks;
 mod time;
 pub mod udp;
 pub mod ws;

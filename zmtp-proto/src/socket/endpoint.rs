@@ -357,6 +357,20 @@ impl Endpoint {
         }
     }
 
+    /// `tcp://` with an IPv6 literal written without brackets (`rest` is what follows
+    /// `tcp://`, as [`EndpointError::UnbracketedIpv6`] holds it), split at the last `:`:
+    /// how libzmq's SOCKS connecter reads `tcp://::1:5555`.
+    pub(crate) fn unbracketed_tcp(rest: &str) -> Result<Endpoint, EndpointError> {
+        let refused = || EndpointError::UnbracketedIpv6(rest.to_owned());
+        let (host, port) = rest.rsplit_once(':').ok_or_else(refused)?;
+        let host = host.parse::<Ipv6Addr>().map_err(|_| refused())?;
+        Ok(Endpoint::Tcp(TcpEndpoint {
+            host: Host::Ipv6(host),
+            port: parse_port(port)?,
+            source: None,
+        }))
+    }
+
     /// Checks that the endpoint can be bound: every parsed endpoint can (`tcp://*:*` binds
     /// every interface on an ephemeral port) but one with a source address
     /// ([`EndpointError::UnsupportedSourceAddress`]: a source is for connecting). A

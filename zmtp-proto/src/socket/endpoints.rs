@@ -44,8 +44,23 @@ impl Socket {
     /// `udp://` endpoints are checked as libzmq checks them (only RADIO may connect to
     /// one) and opened with [`Command::OpenUdp`]: no peer, no stream, no reconnecting.
     pub fn connect(&mut self, endpoint: &str) -> Result<EndpointId, EndpointError> {
-        let addr = Endpoint::parse(endpoint)?;
+        let socks = self.opts.socks_proxy.clone().map(alloc::boxed::Box::new);
+        let addr = match Endpoint::parse(endpoint) {
+            // Through a SOCKS proxy, libzmq takes what follows the last `:` as the port
+            // (`tcp://::1:5555`).
+            Err(EndpointError::UnbracketedIpv6(rest)) if socks.is_some() => {
+                Endpoint::unbracketed_tcp(&rest)?
+            }
+            parsed => parsed?,
+        };
         addr.check_connect_for(self.socket_type())?;
+        // Only `tcp://` goes through the proxy, as in libzmq.
+        let socks = socks.filter(|_| matches!(addr, Endpoint::Tcp(_)));
+        if let (Some(_), Endpoint::Tcp(tcp)) = (&socks, &addr) {
+            if matches!(&tcp.host, super::endpoint::Host::Name(n) if n.len() > 255) {
+                return Err(EndpointError::BadHost(endpoint.to_string()));
+            }
+        }
         let id = EndpointId(self.new_id());
         if let Endpoint::Udp(udp) = &addr {
             self.endpoints
@@ -71,6 +86,7 @@ impl Socket {
                 retry_at: None,
                 ivl: self.opts.reconnect_ivl.unwrap_or_default(),
                 dead: false,
+                socks,
             },
         );
         self.peers.insert(
@@ -94,6 +110,10 @@ impl Socket {
         if !self.opts.immediate {
             self.pattern_connecting(peer);
         }
+        let addr = self
+            .endpoints
+            .get(&id)
+            .map_or(addr, EndpointState::dial_addr);
         self.commands
             .push_back(Command::Connect { endpoint: id, addr });
         self.monitor(MonitorEventKind::ConnectDelayed, 0, id);
@@ -244,6 +264,18 @@ impl Socket {
             Endpoint::Ws(_) => Some((e.addr.to_string(), e.kind == EndpointKind::Connect)),
             _ => None,
         });
+        let socks = self
+            .endpoints
+            .get(&endpoint)
+            .and_then(|e| match (&e.addr, &e.socks) {
+                (Endpoint::Tcp(target), Some(proxy)) if e.kind == EndpointKind::Connect => {
+                    crate::socks::SocksClient::new(target, proxy)
+                }
+                _ => None,
+            });
+        if let Some(client) = socks {
+            return Some(Link::new(Buffered::wrap_socks(conn, client)));
+        }
         let conn = match ws {
             Some((address, outbound)) => {
                 let side_entropy = self.ws_entropy();
@@ -472,5 +504,6 @@ fn peerless_state(addr: &Endpoint, kind: EndpointKind) -> EndpointState {
         retry_at: None,
         ivl: Duration::ZERO,
         dead: false,
+        socks: None,
     }
 }

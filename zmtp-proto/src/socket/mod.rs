@@ -64,6 +64,7 @@ use core::time::Duration;
 
 use bytes::Bytes;
 
+pub use crate::socks::{SocksProxy, SocksProxyError};
 pub use accept_filter::{AcceptFilterError, TcpAcceptFilter};
 pub use auth::{AuthReply, Authenticator, PeerProperties, ZapRequest};
 pub use close::{CloseReport, Loss};
@@ -274,6 +275,19 @@ struct EndpointState {
     ivl: Duration,
     /// Connect endpoints: no more reconnecting (protocol error, disconnect, close).
     dead: bool,
+    /// `tcp://` connect endpoints: the SOCKS5 proxy their streams are opened through (the
+    /// socket's when it connected).
+    socks: Option<alloc::boxed::Box<crate::socks::SocksProxy>>,
+}
+
+impl EndpointState {
+    /// Where a stream for this endpoint is opened: the endpoint, or its SOCKS proxy.
+    fn dial_addr(&self) -> Endpoint {
+        match &self.socks {
+            Some(proxy) => Endpoint::Tcp(proxy.endpoint().clone()),
+            None => self.addr.clone(),
+        }
+    }
 }
 
 /// One open stream of a peer: its connection and the accounting of what was written.

@@ -364,7 +364,8 @@ pub fn protocol_error_code(e: &Error) -> Option<u32> {
         | Error::HandshakeTimeout
         | Error::HeartbeatTimeout
         | Error::HeartbeatTtlExpired
-        | Error::WsClosed => return None,
+        | Error::WsClosed
+        | Error::Socks(_) => return None,
     };
     Some(code)
 }

@@ -182,6 +182,11 @@ pub struct Options {
     /// accepts `ipc://` peers from; a peer matching none is closed at once
     /// (`ACCEPT_FAILED`). All empty (the default): every peer.
     pub ipc_accept_filters: crate::socket::IpcAcceptFilters,
+    /// `ZMQ_SOCKS_PROXY`, `ZMQ_SOCKS_USERNAME`, `ZMQ_SOCKS_PASSWORD`: the SOCKS5 proxy
+    /// that `tcp://` connects go through (the stream is opened to the proxy, which is asked
+    /// to connect it to the endpoint; the endpoint's host is not looked up here). `None`
+    /// (the default): none.
+    pub socks_proxy: Option<crate::socket::SocksProxy>,
 }
 
 /// `ZMQ_ROUTER_NOTIFY`'s value: which of its peers' arrivals and departures a ROUTER
@@ -346,6 +351,7 @@ impl Default for Options {
             multicast_hops: 1,
             tcp_accept_filters: alloc::vec::Vec::new(),
             ipc_accept_filters: crate::socket::IpcAcceptFilters::default(),
+            socks_proxy: None,
         }
     }
 }
@@ -573,6 +579,11 @@ macro_rules! __options_table {
             ipc_accept_filters, with_ipc_accept_filters, set_ipc_accept_filters,
                 (filters: $crate::socket::IpcAcceptFilters) => filters,
                 "to peers accepted afterwards";
+            /// `ZMQ_SOCKS_PROXY` (with `ZMQ_SOCKS_USERNAME` and `ZMQ_SOCKS_PASSWORD`): the
+            /// SOCKS5 proxy `tcp://` connects go through (none: direct).
+            socks_proxy, with_socks_proxy, set_socks_proxy,
+                (proxy: Option<$crate::socket::SocksProxy>) => proxy,
+                "to endpoints connected afterwards";
         }
     };
 }

@@ -105,7 +105,7 @@ impl Socket {
                 TimerKey::Retry(endpoint) => {
                     if let Some(e) = self.endpoints.get_mut(&endpoint) {
                         e.retry_at = None;
-                        let addr = e.addr.clone();
+                        let addr = e.dial_addr();
                         self.commands.push_back(Command::Connect { endpoint, addr });
                         self.monitor(MonitorEventKind::ConnectDelayed, 0, endpoint);
                     }
