@@ -349,6 +349,123 @@ fn source_address_connects(dir: Direction) {
     }
 }
 
+/// SOCKS5 either way, through a proxy of the test's own that records what it is asked:
+/// our DEALER (with a username and password) asks the proxy for a name it never looks up
+/// itself, and reaches a libzmq ROUTER; a libzmq DEALER with `ZMQ_SOCKS_PROXY` reaches our
+/// ROUTER through the same kind of proxy (so the proxy is checked against libzmq's client).
+/// Messages go both ways once connected.
+fn socks_proxy_connects(dir: Direction) {
+    use zmtp_testkit::socks::{ProxyConfig, Requested, SocksProxy};
+    const ZMQ_SOCKS_PROXY: std::os::raw::c_int = 68;
+    let ctx = Ctx::new();
+    let mut config = ProxyConfig::default();
+    let mut options = Options::default();
+    options.routing_id = zmtp_proto::Bytes::from_static(b"ours");
+    match dir {
+        Direction::WeConnect => {
+            let router = ctx.socket(ZMQ_ROUTER).expect("router");
+            router.bind("tcp://127.0.0.1:*").expect("zmq_bind");
+            let ep = router.last_endpoint().expect("ZMQ_LAST_ENDPOINT");
+            let addr: std::net::SocketAddr = ep["tcp://".len()..].parse().expect("address");
+            config.credentials = Some(("someuser".into(), "somepass".into()));
+            config.routes.insert("zmtp.invalid".into(), addr);
+            let proxy = SocksProxy::start(config).expect("proxy");
+            let via = zmtp_proto::socket::SocksProxy::new(&proxy.address())
+                .and_then(|p| p.with_credentials("someuser", "somepass"))
+                .expect("proxy option");
+            let mut ours =
+                SocketDriver::new(SocketType::Dealer, options.with_socks_proxy(Some(via)));
+            ours.connect(&format!("tcp://zmtp.invalid:{}", addr.port()));
+            ours.send(Message::from([&b""[..], b"via the proxy"]), TIMEOUT)
+                .expect("send");
+            let got = zrecv(&mut ours, &router);
+            assert_eq!(
+                got,
+                vec![b"ours".to_vec(), vec![], b"via the proxy".to_vec()]
+            );
+            router
+                .send_multipart(&[b"ours", b"", b"and back"])
+                .expect("reply");
+            let back = ours.recv(TIMEOUT).expect("the reply");
+            assert_eq!(frames(&back), [vec![], b"and back".to_vec()]);
+            assert_eq!(
+                proxy.requests(),
+                [Requested::Name("zmtp.invalid".into(), addr.port())]
+            );
+        }
+        Direction::LibzmqConnects => {
+            let mut ours = SocketDriver::new(SocketType::Router, options);
+            let ep = ours.bind("tcp://127.0.0.1:*");
+            let addr: std::net::SocketAddr = ep["tcp://".len()..].parse().expect("address");
+            let proxy = SocksProxy::start(config).expect("proxy");
+            let dealer = ctx.socket(ZMQ_DEALER).expect("dealer");
+            dealer
+                .set_bytes(ZMQ_ROUTING_ID, b"theirs")
+                .expect("routing id");
+            dealer
+                .set_bytes(ZMQ_SOCKS_PROXY, proxy.address().as_bytes())
+                .expect("ZMQ_SOCKS_PROXY");
+            dealer.connect(&ep).expect("zmq_connect");
+            dealer
+                .send_multipart(&[b"", b"via the proxy"])
+                .expect("send");
+            let got = ours.recv(TIMEOUT).expect("message");
+            assert_eq!(
+                frames(&got),
+                [b"theirs".to_vec(), vec![], b"via the proxy".to_vec()]
+            );
+            ours.send(Message::from([&b"theirs"[..], b"", b"and back"]), TIMEOUT)
+                .expect("reply");
+            assert_eq!(zrecv(&mut ours, &dealer), [vec![], b"and back".to_vec()]);
+            assert_eq!(
+                proxy.requests(),
+                [Requested::V4(std::net::Ipv4Addr::LOCALHOST, addr.port())]
+            );
+        }
+    }
+}
+
+/// A proxy that refuses our username and password: nothing is delivered, the endpoint
+/// keeps trying (each attempt reaches the proxy again), and the monitor names the cause.
+#[test]
+fn socks_proxy_refusing_our_credentials_is_reported_and_retried() {
+    use zmtp_testkit::socks::{ProxyConfig, SocksProxy};
+    let config = ProxyConfig {
+        credentials: Some(("someuser".into(), "somepass".into())),
+        ..ProxyConfig::default()
+    };
+    let proxy = SocksProxy::start(config).expect("proxy");
+    let via = zmtp_proto::socket::SocksProxy::new(&proxy.address())
+        .and_then(|p| p.with_credentials("someuser", "wrong"))
+        .expect("proxy option");
+    let options = Options::default()
+        .with_socks_proxy(Some(via))
+        .with_reconnect_ivl(Some(Duration::from_millis(20)));
+    let mut ours = SocketDriver::new(SocketType::Dealer, options);
+    ours.connect("tcp://127.0.0.1:9");
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    let failed = |d: &SocketDriver| {
+        d.monitor_events()
+            .iter()
+            .filter(|e| e.kind == MonitorEventKind::HandshakeFailedNoDetail)
+            .filter_map(|e| e.error.clone())
+            .collect::<Vec<_>>()
+    };
+    while failed(&ours).len() < 2 && std::time::Instant::now() < deadline {
+        ours.step();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let errors = failed(&ours);
+    assert!(errors.len() >= 2, "{:?}", ours.monitor_events());
+    assert_eq!(
+        errors[0],
+        zmtp_proto::Error::Socks(zmtp_proto::socks::SocksError::AuthFailed(1))
+    );
+    let text = errors[0].to_string();
+    assert!(text.contains("refused the username and password"), "{text}");
+    assert!(proxy.requests().is_empty());
+}
+
 /// ROUTER_NOTIFY: our ROUTER announces a libzmq DEALER's arrival (after its handshake)
 /// and its departure (it closed its socket) as `[routing id][empty]`.
 fn our_router_notify_sees_a_libzmq_dealer_come_and_go(dir: Direction) {
@@ -531,6 +648,7 @@ both_directions! {
     our_verbose_xsub_libzmq_xpub => verbose_xsub_we_connect, verbose_xsub_libzmq_connects;
     our_manual_xpub_libzmq_xsub => manual_xpub_we_connect, manual_xpub_libzmq_connects;
     source_address_connects => source_address_we_connect, source_address_libzmq_connects;
+    socks_proxy_connects => socks_proxy_we_connect, socks_proxy_libzmq_connects;
     our_inverted_pub_libzmq_sub => inverted_pub_we_connect, inverted_pub_libzmq_connects;
     our_inverted_sub_libzmq_pub => inverted_sub_we_connect, inverted_sub_libzmq_connects;
     our_router_notify_sees_a_libzmq_dealer_come_and_go

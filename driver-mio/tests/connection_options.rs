@@ -123,3 +123,29 @@ fn hello_hiccup_and_metadata_between_our_sockets() {
     assert!(client.set_metadata(bad).is_err());
     assert_eq!(client.options().metadata.len(), 1);
 }
+
+/// `ZMQ_SOCKS_PROXY` on the blocking driver: a PUSH reaches a PULL through a SOCKS5 proxy
+/// that alone knows the name connected to (the driver looks nothing up itself).
+#[test]
+fn a_push_reaches_its_pull_through_a_socks5_proxy() {
+    use zmtp_testkit::socks::{ProxyConfig, Requested, SocksProxy};
+    let ctx = Context::new().unwrap();
+    let pull = ctx.socket(SocketType::Pull).unwrap();
+    pull.set_rcvtimeo(T);
+    let ep = pull.bind("tcp://127.0.0.1:*").unwrap();
+    let addr: std::net::SocketAddr = ep["tcp://".len()..].parse().unwrap();
+    let mut config = ProxyConfig::default();
+    config.routes.insert("zmtp.invalid".into(), addr);
+    let proxy = SocksProxy::start(config).unwrap();
+    let push = ctx.socket(SocketType::Push).unwrap();
+    push.set_socks_proxy(Some(zmtp_mio::SocksProxy::new(&proxy.address()).unwrap()))
+        .unwrap();
+    push.connect(&format!("tcp://zmtp.invalid:{}", addr.port()))
+        .unwrap();
+    push.send("through the proxy").unwrap();
+    assert_eq!(pull.recv_string().unwrap(), "through the proxy");
+    assert_eq!(
+        proxy.requests(),
+        [Requested::Name("zmtp.invalid".into(), addr.port())]
+    );
+}

@@ -83,3 +83,31 @@ async fn ipc_filters_judge_peers_by_their_credentials() {
     let msg: Message = tokio::time::timeout(T, pull.recv()).await.unwrap().unwrap();
     assert_eq!(&msg.frames()[0][..], b"ours");
 }
+
+/// `ZMQ_SOCKS_PROXY` on the async drivers: a PUSH reaches a PULL through a SOCKS5 proxy
+/// (with a username and password) that alone knows the name connected to.
+#[tokio::test]
+async fn a_push_reaches_its_pull_through_a_socks5_proxy() {
+    use zmtp_testkit::socks::{ProxyConfig, Requested, SocksProxy};
+    let pull = Socket::new(SocketType::Pull).unwrap();
+    let ep = pull.bind("tcp://127.0.0.1:*").await.unwrap();
+    let addr: std::net::SocketAddr = ep["tcp://".len()..].parse().unwrap();
+    let mut config = ProxyConfig::default();
+    config.routes.insert("zmtp.invalid".into(), addr);
+    config.credentials = Some(("user".into(), "pass".into()));
+    let proxy = SocksProxy::start(config).unwrap();
+    let push = Socket::new(SocketType::Push).unwrap();
+    let via = zmtp_tokio::SocksProxy::new(&proxy.address())
+        .and_then(|p| p.with_credentials("user", "pass"))
+        .unwrap();
+    push.set_socks_proxy(Some(via)).unwrap();
+    push.connect(&format!("tcp://zmtp.invalid:{}", addr.port()))
+        .unwrap();
+    push.send("through the proxy").await.unwrap();
+    let got = tokio::time::timeout(T, pull.recv_string()).await.unwrap();
+    assert_eq!(got.unwrap(), "through the proxy");
+    assert_eq!(
+        proxy.requests(),
+        [Requested::Name("zmtp.invalid".into(), addr.port())]
+    );
+}

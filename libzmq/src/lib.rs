@@ -94,7 +94,9 @@
 //! the first value given for a name stays; all of them at most 1024 bytes encoded, where
 //! libzmq has no limit), and the drafts `RECONNECT_STOP`, `HELLO_MSG`,
 //! `DISCONNECT_MSG` and `HICCUP_MSG` (taken by every type, used by those libzmq uses them
-//! on; `zmq_getsockopt` cannot read the messages back, as in libzmq). Kept and reported
+//! on; `zmq_getsockopt` cannot read the messages back, as in libzmq), `SOCKS_PROXY`
+//! (`host:port` or `source;host:port`; NULL clears it, an empty one is `EINVAL`) with the
+//! drafts `SOCKS_USERNAME` and `SOCKS_PASSWORD` (at most 255 bytes each). Kept and reported
 //! back but not applied (the driver has no such setting yet): `SNDBUF`, `RCVBUF`,
 //! `TCP_KEEPALIVE*`, `IPV6` (IPv6 addresses work whatever it says; with it, a bind to
 //! `*` is a dual-stack IPv6 one, as in libzmq, and an IPv6 `TCP_ACCEPT_FILTER` is taken), `BACKLOG`, `TOS`, `AFFINITY`, `RATE`,
@@ -103,7 +105,7 @@
 //!
 //! # Not yet
 //! Missing behaviour: the
-//! options not listed above (`EINVAL`, e.g. `ZMQ_ROUTER_RAW`, `ZMQ_SOCKS_PROXY`,
+//! options not listed above (`EINVAL`, e.g. `ZMQ_ROUTER_RAW`,
 //! `ZMQ_SRCFD`), and `zmq_msg_gets` on messages from peers whose properties
 //! the core does not attach (it answers for peers a ZAP handler accepted, for peers that
 //! sent `X-` properties and for a STREAM's connections), and for `Peer-Address` over

@@ -28,6 +28,7 @@ pub mod pair;
 pub mod programs;
 pub mod raw_peer;
 pub mod rng;
+pub mod socks;
 pub mod tls;
 pub mod wire;
 

@@ -170,6 +170,8 @@ impl Socket {
                     | Error::HeartbeatTimeout
                     | Error::HeartbeatTtlExpired
                     | Error::WsClosed
+                    // A proxy that did not connect us: tried again, as libzmq does.
+                    | Error::Socks(_)
             ),
             _ => false,
         };
