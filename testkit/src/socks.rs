@@ -148,7 +148,7 @@ fn serve(
             .map_err(|_| refused("unknown host"))
             .and_then(|mut a| a.next().ok_or_else(|| refused("unknown host"))),
     };
-    let remote = match target.and_then(|a| TcpStream::connect(a)) {
+    let remote = match target.and_then(TcpStream::connect) {
         Ok(r) => r,
         Err(e) => {
             // 5: connection refused; 4: host unreachable.
