@@ -58,7 +58,12 @@ impl Shared {
                     self.end_leases(st, sid);
                     notify.touch(st, sid);
                 }
-                t => next = min_instant(next, t),
+                Some(t) => {
+                    // Renewed since this thread last looked: a thread keeps receiving.
+                    s.lease_len = (s.lease_len * 2).min(super::LEASE_MAX);
+                    next = min_instant(next, Some(t));
+                }
+                None => {}
             }
             let Some(s) = st.sockets.get_mut(&sid) else {
                 continue;

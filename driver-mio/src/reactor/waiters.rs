@@ -122,6 +122,7 @@ impl Shared {
         if s.lease_until.take().is_none() {
             return;
         }
+        s.lease_len = super::LEASE;
         // A lent ring stream stays lent (the I/O thread reads it as on epoll): given back
         // to the ring here, one of a socket's streams would go back each time another's
         // lending made this thread sleep here, to be lent again on its next wait. Leases
@@ -318,6 +319,55 @@ mod tests {
         let st = socket.shared.lock();
         let s = &st.sockets[&socket.id];
         (s.signals, s.waiters.waiting())
+    }
+
+    /// The lease of the streams a receiving thread reads grows while the thread keeps
+    /// coming back (the I/O thread, waking at its end, finds it renewed), up to
+    /// `LEASE_MAX`, and starts again from `LEASE` once it runs out; input that comes
+    /// after the receiver stopped is then taken in by the I/O thread.
+    #[test]
+    fn leases_grow_for_a_busy_receiver_and_shrink_once_it_stops() {
+        let lease = |socket: &crate::Socket| {
+            let st = socket.shared.lock();
+            let s = &st.sockets[&socket.id];
+            (s.lease_len, s.lease_until.is_some())
+        };
+        let ctx = Context::new().unwrap();
+        let pull = ctx.socket(SocketType::Pull).unwrap();
+        pull.set_rcvtimeo(Some(Duration::from_secs(5)));
+        let endpoint = pull.bind("tcp://127.0.0.1:*").unwrap();
+        let push = ctx.socket(SocketType::Push).unwrap();
+        push.connect(&endpoint).unwrap();
+        assert_eq!(lease(&pull).0, super::super::LEASE);
+        // A message every millisecond for 150 ms, each received as it comes.
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                for _ in 0..150 {
+                    push.send("tick").unwrap();
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            });
+            for _ in 0..150 {
+                assert_eq!(pull.recv_string().unwrap(), "tick");
+            }
+        });
+        let (len, leased) = lease(&pull);
+        assert!(leased, "the receiver's streams are leased");
+        assert!(
+            len > super::super::LEASE && len <= super::super::LEASE_MAX,
+            "lease {len:?} after 150 ms of receiving"
+        );
+        // No receive for longer than the longest lease: it runs out.
+        std::thread::sleep(super::super::LEASE_MAX * 3);
+        assert_eq!(lease(&pull), (super::super::LEASE, false));
+        // What comes now is read by the I/O thread: ready without a read of this thread.
+        push.send("later").unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !pull.can_recv() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(pull.can_recv(), "the I/O thread took the input in");
+        assert_eq!(pull.recv_string().unwrap(), "later");
     }
 
     /// A thread blocked in `recv` on a ROUTER sleeps while peers connect and finish their

@@ -310,6 +310,7 @@ impl Shared {
             return;
         };
         s.lease_until = None;
+        s.lease_len = super::LEASE;
         // One at a time (a read queued for each needs the whole state): no list made.
         loop {
             let Some(s) = st.sockets.get_mut(&id) else {
