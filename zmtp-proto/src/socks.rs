@@ -488,6 +488,50 @@ mod tests {
         assert!(text.contains("connection refused"), "{text}");
     }
 
+    /// Arbitrary answers, whole or in pieces: an error or a wait, never a panic, and
+    /// success only past a well-formed success reply, with the bytes after it left.
+    #[test]
+    fn arbitrary_answers_fail_or_wait_and_never_panic() {
+        let proxy = SocksProxy::new("proxy:1")
+            .unwrap()
+            .with_credentials("u", "p")
+            .unwrap();
+        let t = target("tcp://10.0.0.1:1");
+        let mut seed = 7u64;
+        let mut successes = 0;
+        for round in 0..20_000 {
+            let mut c = SocksClient::new(&t, &proxy).unwrap();
+            let len = (crate::ws::splitmix64(&mut seed) % 40) as usize;
+            let mut answer: Vec<u8> = (0..len)
+                .map(|_| crate::ws::splitmix64(&mut seed) as u8)
+                .collect();
+            // Steer some rounds through the valid prefixes.
+            match round % 4 {
+                1 => answer.splice(0..0, [5, 2, 1, 0]).for_each(drop),
+                2 => answer.splice(0..0, [5, 0, 5, 0, 0]).for_each(drop),
+                3 => answer.splice(0..0, [5, 2, 1, 0, 5, 0, 0, 1]).for_each(drop),
+                _ => {}
+            }
+            let mut rx = BytesMut::new();
+            let mut fed = 0;
+            for piece in answer.chunks(1 + round % 7) {
+                rx.extend_from_slice(piece);
+                fed += piece.len();
+                match c.pump(&mut rx, |_| {}) {
+                    Ok(true) => {
+                        // At least a choice (2 bytes) and the shortest reply (7).
+                        assert!(fed - rx.len() >= 9, "{answer:?}");
+                        successes += 1;
+                        break;
+                    }
+                    Ok(false) => {}
+                    Err(_) => break,
+                }
+            }
+        }
+        assert!(successes > 100, "{successes} answers succeeded");
+    }
+
     #[test]
     fn proxy_addresses_and_credentials_are_checked() {
         assert!(SocksProxy::new("").is_err());
