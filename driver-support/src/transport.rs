@@ -470,6 +470,17 @@ impl StdTransport {
             StdTransport::Tls(s) => peer_address(s.get_ref()),
         }
     }
+
+    /// The local address, as [`peer_address`](Self::peer_address) gives the peer's: `IP:port`
+    /// for TCP (IPv6 in brackets), empty for a Unix stream.
+    pub fn local_address(&self) -> String {
+        let local = match self {
+            StdTransport::Tcp(s) => s.local_addr(),
+            StdTransport::Unix(_) => return String::new(),
+            StdTransport::Tls(s) => s.get_ref().local_addr(),
+        };
+        local.map(|a| a.to_string()).unwrap_or_default()
+    }
 }
 
 impl AsFd for StdTransport {

@@ -25,6 +25,10 @@ use crate::error::Errno;
 use crate::socket::{sock_of, text};
 use crate::{guard, ret};
 
+/// `ZMQ_EVENT_CONNECT_DELAYED`.
+const CONNECT_DELAYED: u64 = 0x0002;
+/// `ZMQ_EVENT_CONNECT_RETRIED`.
+const CONNECT_RETRIED: u64 = 0x0004;
 /// `ZMQ_EVENT_MONITOR_STOPPED`.
 const MONITOR_STOPPED: u64 = 0x0400;
 /// `ZMQ_EVENT_ALL` (v1).
@@ -59,13 +63,22 @@ fn frames(ctx: &Ctx, event: &MonitorEvent, kind: u64, version: c_int) -> Message
         first.extend_from_slice(&event.value.to_ne_bytes());
         return Message::from(vec![first, endpoint.into_bytes()]);
     }
-    // PIPES_STATS names its peer with a scheme even where the address is empty (an ipc
-    // peer: "ipc://"), as libzmq's does.
-    let remote = if event.peer_address.is_empty() && event.queues.is_none() {
-        String::new()
-    } else {
-        let scheme = endpoint.split("://").next().unwrap_or("tcp");
-        format!("{scheme}://{}", event.peer_address)
+    let scheme = endpoint.split("://").next().unwrap_or("tcp");
+    // A connection we opened: our end is the local address, the endpoint the remote one
+    // (an ipc stream's end has no name: "ipc://"), as libzmq's connecter reports them.
+    let (endpoint, remote) = match &event.local_address {
+        Some(local) => (format!("{scheme}://{local}"), endpoint),
+        // A connect endpoint's own events: no local end yet.
+        None if kind == CONNECT_DELAYED || kind == CONNECT_RETRIED => (String::new(), endpoint),
+        // PIPES_STATS names its peer with a scheme even where the address is empty (an ipc
+        // peer: "ipc://"), as libzmq's does.
+        None if event.peer_address.is_empty() && event.queues.is_none() => {
+            (endpoint, String::new())
+        }
+        None => {
+            let remote = format!("{scheme}://{}", event.peer_address);
+            (endpoint, remote)
+        }
     };
     let values = match event.queues {
         Some(q) => vec![q.outbound, q.inbound],
@@ -81,17 +94,46 @@ fn frames(ctx: &Ctx, event: &MonitorEvent, kind: u64, version: c_int) -> Message
     Message::from(frames)
 }
 
-/// Send `msg` on the monitor socket, waiting for a peer while the monitor runs.
-fn deliver(out: &zmtp_mio::Socket, msg: Message, stop: &AtomicBool) -> bool {
+/// How long a monitor waits for its first taker: libzmq's `inproc://` connects are
+/// attached at once, so an application that connects its monitor socket right after
+/// `zmq_socket_monitor` gets every event; ours attach a little later, and the events of
+/// that moment wait for them (a PUB's for a subscriber) rather than be dropped.
+const FIRST_TAKER: Duration = Duration::from_secs(1);
+/// How long, at most, a monitor being stopped (its socket closing) still waits for that
+/// first taker: `zmq_close` waits for the monitor.
+const STOP_GRACE: Duration = Duration::from_millis(100);
+
+/// Send `msg` on the monitor socket, waiting for a peer while the monitor runs (once it
+/// is stopping, an event with no peer to take it is dropped, as libzmq drops it). Until
+/// an event was taken (`taken`), and until `first_until` at most, it waits for a peer
+/// even while stopping, and an event a PUB would drop (no subscriber yet) waits too.
+/// `false` when the monitor socket is gone.
+fn deliver(
+    out: &zmtp_mio::Socket,
+    msg: Message,
+    stop: &AtomicBool,
+    taken: &mut bool,
+    first_until: std::time::Instant,
+) -> bool {
     let mut msg = msg;
     loop {
+        let first = !*taken && std::time::Instant::now() < first_until;
+        let copy = first.then(|| msg.clone());
         match out.try_send(msg) {
-            Ok(_) => return true,
+            Ok(zmtp_mio::Sent::Dropped) if first => {
+                msg = copy.unwrap_or_default();
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            }
+            Ok(_) => {
+                *taken = true;
+                return true;
+            }
             Err(zmtp_mio::SendError::WouldBlock(m)) => msg = m,
             Err(_) => return false,
         }
-        if stop.load(Ordering::Acquire) {
-            return false;
+        if stop.load(Ordering::Acquire) && !first {
+            return true;
         }
         let mut items = [zmtp_mio::PollItem::new(out, zmtp_mio::POLLOUT)];
         if zmtp_mio::poll(&mut items, Some(Duration::from_millis(50))).is_err() {
@@ -151,15 +193,34 @@ fn start(
     let thread = std::thread::Builder::new()
         .name("zmq-monitor".into())
         .spawn(move || {
+            let mut taken = false;
+            let mut first_until = std::time::Instant::now() + FIRST_TAKER;
+            let mut stop_seen = false;
             loop {
-                if stopping.load(Ordering::Acquire) {
-                    break;
+                // Once stopping, the events already raised still go out (a socket's close
+                // stops its monitor right after its last events), then MONITOR_STOPPED.
+                if !stop_seen && stopping.load(Ordering::Acquire) {
+                    stop_seen = true;
+                    first_until = first_until.min(std::time::Instant::now() + STOP_GRACE);
                 }
-                match events_rx.recv_timeout(Duration::from_millis(50)) {
+                let next = if stop_seen {
+                    events_rx
+                        .try_recv()
+                        .map_err(|_| RecvTimeoutError::Disconnected)
+                } else {
+                    events_rx.recv_timeout(Duration::from_millis(50))
+                };
+                match next {
                     Ok(event) => {
                         let kind = u64::from(event.kind.value());
                         if events & kind != 0
-                            && !deliver(&out, frames(&ctx, &event, kind, version), &stopping)
+                            && !deliver(
+                                &out,
+                                frames(&ctx, &event, kind, version),
+                                &stopping,
+                                &mut taken,
+                                first_until,
+                            )
                         {
                             return;
                         }
@@ -172,7 +233,7 @@ fn start(
                 let stopped =
                     MonitorEvent::new(zmtp_mio::MonitorEventKind::MonitorStopped, 0, String::new());
                 let msg = frames(&ctx, &stopped, MONITOR_STOPPED, version);
-                let _ = out.try_send(msg);
+                deliver(&out, msg, &stopping, &mut taken, first_until);
             }
         })
         .map_err(|_| crate::error::EMTHREAD)?;

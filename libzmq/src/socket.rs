@@ -529,15 +529,16 @@ pub extern "C" fn zmq_close(socket: *mut c_void) -> c_int {
                 0
             }
             Some(s) => {
-                // A monitor says it stopped, then ends.
                 let monitor = s.state().monitor.take();
-                if let Some(monitor) = monitor {
-                    monitor.stop();
-                }
                 let ctx = s.ctx.clone();
                 // The driver's socket lingers in the background once the last reference
                 // (this one, unless another thread is in a call on it) is dropped.
                 drop(s);
+                // A monitor sends the events of the close (CLOSED for the endpoints
+                // listened on), says it stopped, then ends.
+                if let Some(monitor) = monitor {
+                    monitor.stop();
+                }
                 ctx.socket_closed();
                 0
             }

@@ -5,7 +5,6 @@ use std::ffi::c_void;
 
 use zmq::ctx::*;
 use zmq::monitor::*;
-use zmq::msg::*;
 use zmq::options::*;
 use zmq::socket::*;
 
@@ -13,29 +12,6 @@ mod common;
 use common::*;
 
 const PIPES_STATS: u64 = 0x1_0000;
-
-/// The frames of the next message on `s`.
-fn recv_frames(s: *mut c_void) -> Vec<Vec<u8>> {
-    let mut frames = Vec::new();
-    loop {
-        let mut msg = std::mem::MaybeUninit::<zmq_msg_t>::zeroed();
-        let m = msg.as_mut_ptr();
-        assert_eq!(zmq_msg_init(m), 0);
-        let n = zmq_msg_recv(m, s, 0);
-        assert!(n >= 0, "no event: errno {}", errno());
-        let data = zmq_msg_data(m).cast::<u8>();
-        frames.push(unsafe { std::slice::from_raw_parts(data, n as usize) }.to_vec());
-        let more = zmq_msg_more(m) == 1;
-        assert_eq!(zmq_msg_close(m), 0);
-        if !more {
-            return frames;
-        }
-    }
-}
-
-fn u64_of(frame: &[u8]) -> u64 {
-    u64::from_ne_bytes(frame.try_into().unwrap())
-}
 
 #[test]
 fn pipes_stats_reports_each_peer_on_a_v2_monitor() {

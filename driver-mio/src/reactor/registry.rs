@@ -372,10 +372,12 @@ impl Shared {
         };
         match stream {
             Some(stream) => {
-                if let Some(peer) = s
-                    .core
-                    .handle_connected(endpoint, &stream.peer_address(), now)
-                {
+                if let Some(peer) = s.core.handle_connected_from(
+                    endpoint,
+                    &stream.peer_address(),
+                    &stream.local_address(),
+                    now,
+                ) {
                     self.add_peer(st, id, peer, stream, now);
                 }
             }

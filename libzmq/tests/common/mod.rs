@@ -1,10 +1,12 @@
 //! Helpers the C API's test files share: the last errno, int options, binding where the
-//! system chooses, and whether a message from a new PAIR reaches a socket.
+//! system chooses, whether a message from a new PAIR reaches a socket, and the frames of a
+//! message (a monitor's events).
 // Each test file is a crate of its own and uses some of these.
 #![allow(dead_code)]
 
 use std::ffi::{c_int, c_void, CStr, CString};
 
+use zmq::msg::*;
 use zmq::options::*;
 use zmq::socket::*;
 
@@ -56,4 +58,28 @@ pub fn reaches(ctx: *mut c_void, server: *mut c_void, endpoint: &CStr, ms: c_int
     let got = sent && unsafe { zmq_recv(server, buf.as_mut_ptr().cast(), buf.len(), 0) } == 2;
     assert_eq!(zmq_close(client), 0);
     got
+}
+
+/// The frames of the next message on `s` (failing the test if none comes).
+pub fn recv_frames(s: *mut c_void) -> Vec<Vec<u8>> {
+    let mut frames = Vec::new();
+    loop {
+        let mut msg = std::mem::MaybeUninit::<zmq_msg_t>::zeroed();
+        let m = msg.as_mut_ptr();
+        assert_eq!(zmq_msg_init(m), 0);
+        let n = zmq_msg_recv(m, s, 0);
+        assert!(n >= 0, "no event: errno {}", errno());
+        let data = zmq_msg_data(m).cast::<u8>();
+        frames.push(unsafe { std::slice::from_raw_parts(data, n as usize) }.to_vec());
+        let more = zmq_msg_more(m) == 1;
+        assert_eq!(zmq_msg_close(m), 0);
+        if !more {
+            return frames;
+        }
+    }
+}
+
+/// A 64-bit value of a v2 monitor event, in the host's byte order.
+pub fn u64_of(frame: &[u8]) -> u64 {
+    u64::from_ne_bytes(frame.try_into().unwrap())
 }

@@ -105,6 +105,7 @@ impl Socket {
                 properties: None,
                 tagged: false,
                 address: String::new(),
+                local_address: None,
             },
         );
         if !self.opts.immediate {
@@ -391,6 +392,7 @@ impl Socket {
                 properties: None,
                 tagged: false,
                 address: address.to_string(),
+                local_address: None,
             },
         );
         self.mark_dirty(peer);
@@ -411,6 +413,30 @@ impl Socket {
         address: &str,
         now: Instant,
     ) -> Option<PeerId> {
+        self.connected_stream(endpoint, address, None, now)
+    }
+
+    /// [`handle_connected`](Self::handle_connected), with the stream's local address
+    /// (`IP:port` for tcp, empty for ipc): the monitor events of the connection carry it
+    /// ([`MonitorEvent::local_address`](super::MonitorEvent::local_address)), as libzmq's
+    /// v2 events name both ends.
+    pub fn handle_connected_from(
+        &mut self,
+        endpoint: EndpointId,
+        address: &str,
+        local: &str,
+        now: Instant,
+    ) -> Option<PeerId> {
+        self.connected_stream(endpoint, address, Some(local), now)
+    }
+
+    fn connected_stream(
+        &mut self,
+        endpoint: EndpointId,
+        address: &str,
+        local: Option<&str>,
+        now: Instant,
+    ) -> Option<PeerId> {
         let e = self.endpoints.get(&endpoint)?;
         if e.dead {
             return None;
@@ -424,6 +450,7 @@ impl Socket {
         }
         p.stream = Some(stream);
         p.address = address.to_string();
+        p.local_address = local.map(ToString::to_string);
         // A new stream starts reading unless the queue is still above half.
         p.held = p.held && p.inq.len() > limit / 2;
         self.mark_dirty(peer);

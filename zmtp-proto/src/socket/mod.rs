@@ -360,6 +360,10 @@ struct Peer {
     /// (a bare IP from older drivers), empty for ipc and inproc. Monitor events carry it;
     /// ZAP's `Address` is its IP ([`Peer::ip`]).
     address: String,
+    /// A connect peer's current stream: its local address as the driver gave it
+    /// ([`Socket::handle_connected_from`]), empty for ipc; `None` when not given (and for
+    /// accepted peers). Monitor events carry it.
+    local_address: Option<String>,
 }
 
 impl Peer {
@@ -608,6 +612,7 @@ impl Socket {
             .unwrap_or_default();
         let mut event =
             MonitorEvent::new(kind, value, endpoint).with_peer_address(p.address.clone());
+        event.local_address = p.local_address.clone();
         event.error = error.cloned();
         self.monitors.push_back(event);
     }

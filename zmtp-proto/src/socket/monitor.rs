@@ -227,6 +227,11 @@ pub struct MonitorEvent {
     /// On PIPES_STATS: how many messages wait in the peer's queues. `None` on the other
     /// kinds.
     pub queues: Option<QueueCounts>,
+    /// The local address of a connection we opened (a connect endpoint's), when the driver
+    /// gave it: `IP:port` for tcp, empty for ipc. `None` for accepted connections, events
+    /// not about one connection, and drivers that do not give it. With it, libzmq's v2
+    /// format names our end as the local address and the endpoint as the remote one.
+    pub local_address: Option<String>,
 }
 
 /// The counts a PIPES_STATS event reports for one peer, as libzmq's two values.
@@ -275,6 +280,7 @@ impl MonitorEvent {
             error: None,
             reason: None,
             queues: None,
+            local_address: None,
         }
     }
 
