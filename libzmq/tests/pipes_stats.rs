@@ -1,8 +1,6 @@
 //! `zmq_socket_monitor_pipes_stats` and the v2 `ZMQ_EVENT_PIPES_STATS` event: one event per
 //! peer, with the messages queued to send to it and those received from it, unread.
 
-use std::ffi::c_void;
-
 use zmq::ctx::*;
 use zmq::monitor::*;
 use zmq::options::*;
