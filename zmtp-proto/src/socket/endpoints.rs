@@ -54,8 +54,10 @@ impl Socket {
             parsed => parsed?,
         };
         addr.check_connect_for(self.socket_type())?;
-        // Only `tcp://` goes through the proxy, as in libzmq.
-        let socks = socks.filter(|_| matches!(addr, Endpoint::Tcp(_)));
+        // Only `tcp://` goes through the proxy, as in libzmq; a STREAM socket's raw
+        // streams connect directly (libzmq's go through the proxy too).
+        let socks =
+            socks.filter(|_| matches!(addr, Endpoint::Tcp(_)) && self.ty != SocketType::Stream);
         if let (Some(_), Endpoint::Tcp(tcp)) = (&socks, &addr) {
             if matches!(&tcp.host, super::endpoint::Host::Name(n) if n.len() > 255) {
                 return Err(EndpointError::BadHost(endpoint.to_string()));

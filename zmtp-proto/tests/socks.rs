@@ -1,0 +1,60 @@
+//! SOCKS5 at the socket layer: a `tcp://` connect with a proxy is opened to the proxy (and
+//! opened there again on reconnecting), the endpoint's name is never given to the driver to
+//! resolve, an unbracketed IPv6 literal is taken as libzmq's SOCKS connecter takes it, and
+//! what is not `tcp://` (or is a STREAM socket's) connects directly.
+
+use zmtp_proto::socket::{Command, Options, Socket, SocksProxy, StreamAddr};
+use zmtp_proto::SocketType;
+
+fn dial(s: &mut Socket) -> String {
+    loop {
+        match s.poll_command() {
+            Some(c @ Command::Connect { .. }) => return format!("{:?}", c.dial_addr()),
+            Some(_) => continue,
+            None => panic!("no connect command"),
+        }
+    }
+}
+
+fn with_proxy(ty: SocketType) -> Socket {
+    let proxy = SocksProxy::new("127.0.0.1:1080").unwrap();
+    let options = Options::default().with_socks_proxy(Some(proxy));
+    Socket::new(ty, options, 7).unwrap()
+}
+
+#[test]
+fn a_tcp_connect_through_a_proxy_dials_the_proxy_and_never_the_name() {
+    let mut s = with_proxy(SocketType::Dealer);
+    s.connect("tcp://service.internal:5555").unwrap();
+    let proxy = format!(
+        "{:?}",
+        Some(StreamAddr::Ip("127.0.0.1:1080".parse().unwrap()))
+    );
+    assert_eq!(dial(&mut s), proxy);
+    // libzmq's SOCKS connecter reads `::1:5555` as host `::1`, port 5555.
+    s.connect("tcp://::1:5555").unwrap();
+    assert_eq!(dial(&mut s), proxy);
+    // Without a proxy that text is refused, as before.
+    let mut direct = Socket::new(SocketType::Dealer, Options::default(), 7).unwrap();
+    assert!(direct.connect("tcp://::1:5555").is_err());
+    // A name too long for SOCKS5 (255 bytes at most) is refused at connect.
+    let long = format!("tcp://{}:1", "a".repeat(256));
+    assert!(s.connect(&long).is_err());
+}
+
+#[test]
+fn other_transports_and_stream_sockets_connect_directly() {
+    let mut s = with_proxy(SocketType::Dealer);
+    s.connect("ipc:///tmp/zmtp-socks-test").unwrap();
+    assert_eq!(
+        dial(&mut s),
+        format!("{:?}", Some(StreamAddr::IpcPath("/tmp/zmtp-socks-test")))
+    );
+    let mut stream = with_proxy(SocketType::Stream);
+    stream.connect("tcp://127.0.0.1:6000").unwrap();
+    let direct = format!(
+        "{:?}",
+        Some(StreamAddr::Ip("127.0.0.1:6000".parse().unwrap()))
+    );
+    assert_eq!(dial(&mut stream), direct);
+}
