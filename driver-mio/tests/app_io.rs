@@ -526,7 +526,7 @@ fn try_send_writes_what_is_queued_before_it_refuses() {
     // A burst of sends, none waiting: the queue of 4 fills many times over, as the
     // sending thread writes it out whenever the I/O thread has not taken it yet (which
     // may refuse one, while it writes: on a busy machine, CI's, the first refusal came
-    // after 45 and 80 messages in runs where it usually comes after hundreds). A sender
+    // after 45 messages once, where it usually comes after hundreds or never). A sender
     // that could not write the queue itself would be refused as soon as the 4 fill while
     // they wait for the I/O thread, a few messages in.
     let mut n = 0;
