@@ -16,6 +16,11 @@ fn dial(s: &mut Socket) -> String {
     }
 }
 
+/// What [`dial`] gives for a connect to the IP address `addr`.
+fn ip(addr: &str) -> String {
+    format!("{:?}", Some(StreamAddr::Ip(addr.parse().unwrap())))
+}
+
 fn with_proxy(ty: SocketType) -> Socket {
     let proxy = SocksProxy::new("127.0.0.1:1080").unwrap();
     let options = Options::default().with_socks_proxy(Some(proxy));
@@ -26,10 +31,7 @@ fn with_proxy(ty: SocketType) -> Socket {
 fn a_tcp_connect_through_a_proxy_dials_the_proxy_and_never_the_name() {
     let mut s = with_proxy(SocketType::Dealer);
     s.connect("tcp://service.internal:5555").unwrap();
-    let proxy = format!(
-        "{:?}",
-        Some(StreamAddr::Ip("127.0.0.1:1080".parse().unwrap()))
-    );
+    let proxy = ip("127.0.0.1:1080");
     assert_eq!(dial(&mut s), proxy);
     // libzmq's SOCKS connecter reads `::1:5555` as host `::1`, port 5555.
     s.connect("tcp://::1:5555").unwrap();
@@ -52,9 +54,5 @@ fn other_transports_and_stream_sockets_connect_directly() {
     );
     let mut stream = with_proxy(SocketType::Stream);
     stream.connect("tcp://127.0.0.1:6000").unwrap();
-    let direct = format!(
-        "{:?}",
-        Some(StreamAddr::Ip("127.0.0.1:6000".parse().unwrap()))
-    );
-    assert_eq!(dial(&mut stream), direct);
+    assert_eq!(dial(&mut stream), ip("127.0.0.1:6000"));
 }
