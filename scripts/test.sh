@@ -175,12 +175,12 @@ browser() {
   return "$status"
 }
 
-# Every fuzz target under libFuzzer for FUZZ_SECONDS (default 8 here, 30 when
+# Every fuzz target under libFuzzer for FUZZ_SECONDS (default 6 here, 30 when
 # scripts/fuzz.sh runs alone) each, which keeps the whole command under 30 minutes on a
 # 2-core machine. (Their bodies run as tests over the seeds and generated inputs in the
 # `tests` step: zmtp-testkit's fuzz_bodies.)
 fuzz() {
-  FUZZ_SECONDS="${FUZZ_SECONDS:-8}" bash scripts/fuzz.sh
+  FUZZ_SECONDS="${FUZZ_SECONDS:-6}" bash scripts/fuzz.sh
 }
 
 # Instructions per message of the core's hot paths under callgrind, against the committed

@@ -1722,37 +1722,49 @@ thread_local! {
     static PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
 }
 
-/// While alive, panics are recorded for [`caught`] instead of printed; the previous hook
-/// comes back on drop.
-pub(crate) struct PanicCapture(Option<PanicHook>);
+/// While alive, panics are recorded for [`caught`] instead of printed. The hook is the
+/// process's: the first capture alive installs it, and the previous hook comes back when
+/// the last one is dropped, so captures may overlap (the matrix runs on several threads).
+pub(crate) struct PanicCapture(());
 
 type PanicHook = Box<dyn Fn(&panic::PanicHookInfo<'_>) + Sync + Send + 'static>;
 
+/// The captures alive, and the hook the first one replaced.
+static CAPTURES: std::sync::Mutex<(usize, Option<PanicHook>)> = std::sync::Mutex::new((0, None));
+
 impl PanicCapture {
     pub(crate) fn install() -> PanicCapture {
-        let previous = panic::take_hook();
-        panic::set_hook(Box::new(|info| {
-            let text = match info.payload().downcast_ref::<String>() {
-                Some(s) => s.clone(),
-                None => info
-                    .payload()
-                    .downcast_ref::<&str>()
-                    .map_or_else(|| "panic".to_string(), |s| s.to_string()),
-            };
-            let at = info
-                .location()
-                .map(|l| format!(" (at {}:{})", l.file(), l.line()))
-                .unwrap_or_default();
-            PANIC.with(|p| *p.borrow_mut() = Some(format!("{text}{at}")));
-        }));
-        PanicCapture(Some(previous))
+        let mut captures = CAPTURES.lock().unwrap_or_else(|e| e.into_inner());
+        if captures.0 == 0 {
+            captures.1 = Some(panic::take_hook());
+            panic::set_hook(Box::new(|info| {
+                let text = match info.payload().downcast_ref::<String>() {
+                    Some(s) => s.clone(),
+                    None => info
+                        .payload()
+                        .downcast_ref::<&str>()
+                        .map_or_else(|| "panic".to_string(), |s| s.to_string()),
+                };
+                let at = info
+                    .location()
+                    .map(|l| format!(" (at {}:{})", l.file(), l.line()))
+                    .unwrap_or_default();
+                PANIC.with(|p| *p.borrow_mut() = Some(format!("{text}{at}")));
+            }));
+        }
+        captures.0 += 1;
+        PanicCapture(())
     }
 }
 
 impl Drop for PanicCapture {
     fn drop(&mut self) {
-        if let Some(previous) = self.0.take() {
-            panic::set_hook(previous);
+        let mut captures = CAPTURES.lock().unwrap_or_else(|e| e.into_inner());
+        captures.0 -= 1;
+        if captures.0 == 0 {
+            if let Some(previous) = captures.1.take() {
+                panic::set_hook(previous);
+            }
         }
     }
 }
@@ -1768,7 +1780,7 @@ pub(crate) fn caught(f: impl FnOnce()) -> Option<String> {
 
 /// Run the matrix for driver `D`: every combination and scenario whose name contains
 /// every string of `filter` (all of them if it is empty). `progress` is called after each.
-pub fn run<D: OurDriver>(filter: &[String], progress: impl FnMut(&Outcome)) -> Vec<Outcome> {
+pub fn run<D: OurDriver>(filter: &[String], progress: impl FnMut(&Outcome) + Send) -> Vec<Outcome> {
     let make: Make = make_boxed::<D>;
     run_combos(
         D::name(),
@@ -1785,7 +1797,7 @@ pub fn run<D: OurDriver>(filter: &[String], progress: impl FnMut(&Outcome)) -> V
 pub fn run_against_libzmq<D: OurDriver>(
     transports: &[Transport],
     filter: &[String],
-    progress: impl FnMut(&Outcome),
+    progress: impl FnMut(&Outcome) + Send,
 ) -> Vec<Outcome> {
     let make: Make = make_boxed::<D>;
     run_combos(
@@ -1804,7 +1816,7 @@ pub fn run_against_libzmq<D: OurDriver>(
 /// opponent.
 pub fn run_cross<D: OurDriver, E: OurDriver>(
     filter: &[String],
-    progress: impl FnMut(&Outcome),
+    progress: impl FnMut(&Outcome) + Send,
 ) -> Vec<Outcome> {
     let transports: Vec<Transport> = D::own_transports()
         .iter()
@@ -1821,41 +1833,92 @@ pub fn run_cross<D: OurDriver, E: OurDriver>(
     )
 }
 
+/// Threads the matrix runs its combinations on: `ZMTP_MATRIX_THREADS`, or 4. A scenario
+/// mostly waits (for the peer's I/O threads, for reconnects), so a run on one thread keeps
+/// a quarter of one core busy; four share two cores without crowding the waits.
+fn threads() -> usize {
+    std::env::var("ZMTP_MATRIX_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(4)
+}
+
 fn run_combos(
     driver: &'static str,
     combos: Vec<Combo>,
     make: Make,
     make_peer: Make,
     filter: &[String],
-    mut progress: impl FnMut(&Outcome),
+    progress: impl FnMut(&Outcome) + Send,
+) -> Vec<Outcome> {
+    let _quiet = PanicCapture::install();
+    // Each thread takes the next combination; the outcomes are put back in the order of
+    // the combinations (and of the scenarios within one), whatever thread ran them.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let progress = std::sync::Mutex::new(progress);
+    let mut done: Vec<(usize, Vec<Outcome>)> = Vec::new();
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads().min(combos.len()))
+            .map(|_| {
+                scope.spawn(|| {
+                    let _quiet = PanicCapture::install();
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(combo) = combos.get(i) else {
+                            return mine;
+                        };
+                        let outcomes = run_combo(driver, *combo, make, make_peer, filter, |o| {
+                            (progress.lock().unwrap_or_else(|e| e.into_inner()))(o);
+                        });
+                        mine.push((i, outcomes));
+                    }
+                })
+            })
+            .collect();
+        for worker in workers {
+            // A worker's own panics are caught per scenario; a panic here is the matrix's.
+            done.extend(worker.join().expect("a matrix worker thread panicked"));
+        }
+    });
+    done.sort_by_key(|&(i, _)| i);
+    done.into_iter().flat_map(|(_, o)| o).collect()
+}
+
+/// Every scenario of one combination that applies and passes `filter`.
+fn run_combo(
+    driver: &'static str,
+    combo: Combo,
+    make: Make,
+    make_peer: Make,
+    filter: &[String],
+    mut progress: impl FnMut(&Outcome) + Send,
 ) -> Vec<Outcome> {
     let mut outcomes = Vec::new();
-    let _quiet = PanicCapture::install();
-    for combo in combos {
-        for scenario in Scenario::ALL {
-            if !scenario.applies(&combo) {
-                continue;
-            }
-            let name = format!("{} {} {}", driver, combo.name(), scenario.name());
-            if !filter.iter().all(|f| name.contains(f.as_str())) {
-                continue;
-            }
-            let start = Instant::now();
-            let error = caught(|| {
-                let ctx = Ctx::new();
-                let mut net = Net::new(&ctx, make, make_peer);
-                scenario.run(&mut net, &combo);
-            });
-            let outcome = Outcome {
-                driver,
-                combo,
-                scenario,
-                error,
-                elapsed: start.elapsed(),
-            };
-            progress(&outcome);
-            outcomes.push(outcome);
+    for scenario in Scenario::ALL {
+        if !scenario.applies(&combo) {
+            continue;
         }
+        let name = format!("{} {} {}", driver, combo.name(), scenario.name());
+        if !filter.iter().all(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        let start = Instant::now();
+        let error = caught(|| {
+            let ctx = Ctx::new();
+            let mut net = Net::new(&ctx, make, make_peer);
+            scenario.run(&mut net, &combo);
+        });
+        let outcome = Outcome {
+            driver,
+            combo,
+            scenario,
+            error,
+            elapsed: start.elapsed(),
+        };
+        progress(&outcome);
+        outcomes.push(outcome);
     }
     outcomes
 }
