@@ -46,11 +46,11 @@ pub struct SocketDriver {
     unwritten: Vec<PeerId>,
 }
 
-/// Listen on `addr` (blocking to resolve a host name).
+/// Listen on `addr` (blocking to resolve a host name), with the system's buffer sizes.
 fn listen(addr: &Endpoint) -> io::Result<Listening> {
     match addr {
         Endpoint::Tcp(tcp) | Endpoint::Ws(WsEndpoint { tcp, .. }) => {
-            listen_tcp(&resolve_blocking(tcp)?)
+            listen_tcp(&resolve_blocking(tcp)?, zmtp_driver::TcpBuffers::default())
         }
         Endpoint::Ipc(ipc) => listen_ipc(ipc),
         Endpoint::Inproc(_) | Endpoint::Udp(_) => Err(io::Error::new(

@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, oneshot, Notify};
 use zmtp_driver::ready::Ready;
 use zmtp_driver::{
     drain_datagrams, listen_ipc, listen_tcp, open_udp, run_commands, Attempts, CommandHandler,
-    Listening, SocketFile, StdListener, TcpAddrs, Tls, TlsSide, UdpOpen,
+    Listening, SocketFile, StdListener, TcpAddrs, TcpBuffers, Tls, TlsSide, UdpOpen,
 };
 use zmtp_proto::socket::endpoint::{IpcEndpoint, WsEndpoint};
 use zmtp_proto::socket::{
@@ -646,7 +646,10 @@ impl<R: Runtime> CommandHandler for Commands<'_, R> {
         };
         let bound = match &addr {
             Endpoint::Tcp(tcp) | Endpoint::Ws(WsEndpoint { tcp, .. }) => match TcpAddrs::of(tcp) {
-                TcpAddrs::Known(a) => inner.acceptor(listen_tcp(&[a]), &mut socket_file),
+                TcpAddrs::Known(a) => {
+                    let buffers = TcpBuffers::of(core.socket.options());
+                    inner.acceptor(listen_tcp(&[a], buffers), &mut socket_file)
+                }
                 TcpAddrs::Lookup { host, port } => {
                     // A name: resolved on the runtime, without the lock, by the task that
                     // then binds and accepts.
@@ -894,23 +897,30 @@ enum Acceptor<R: Runtime> {
     Inproc(mpsc::UnboundedReceiver<InprocStream>),
 }
 
-/// Connect to a `tcp://` or `ipc://` endpoint (a name is resolved on the runtime, and its
-/// addresses tried in order), or to a bound `inproc://` name.
-async fn connect<R: Runtime>(runtime: &R, addr: &Endpoint) -> io::Result<Transport<R>> {
+/// Connect to a `tcp://` (with `buffers`) or `ipc://` endpoint (a name is resolved on the
+/// runtime, and its addresses tried in order), or to a bound `inproc://` name.
+async fn connect<R: Runtime>(
+    runtime: &R,
+    addr: &Endpoint,
+    buffers: TcpBuffers,
+) -> io::Result<Transport<R>> {
     match addr {
         Endpoint::Tcp(tcp) | Endpoint::Ws(WsEndpoint { tcp, .. }) => {
             let addrs = match TcpAddrs::of(tcp) {
                 TcpAddrs::Known(a) => vec![a],
                 TcpAddrs::Lookup { host, port } => runtime.resolve(host, port).await?,
             };
-            let mut attempts = Attempts::new(addrs);
+            let mut attempts = Attempts::new(addrs)
+                .from_source(tcp.source.clone())
+                .with_buffers(buffers);
             while let Some(a) = attempts.next() {
-                let connected = match &tcp.source {
-                    None => runtime.tcp_connect(a).await,
-                    Some(source) => match zmtp_driver::start_connect_from(a, source) {
+                let connected = if attempts.plain() {
+                    runtime.tcp_connect(a).await
+                } else {
+                    match attempts.start(a) {
                         Ok(stream) => runtime.tcp_connecting(stream).await,
                         Err(e) => Err(e),
-                    },
+                    }
                 };
                 match connected {
                     Ok(stream) => match zmtp_driver::tcp_connected(&stream) {
@@ -943,11 +953,12 @@ async fn resolve_and_accept_task<R: Runtime>(
     port: u16,
     tls: Option<TlsSide>,
 ) {
+    let buffers = TcpBuffers::of(inner.lock().socket.options());
     let listening = inner
         .runtime
         .resolve(host, port)
         .await
-        .and_then(|addrs| listen_tcp(&addrs));
+        .and_then(|addrs| listen_tcp(&addrs, buffers));
     let acceptor = {
         let mut core = inner.lock();
         if !core.listeners.contains_key(&endpoint) {
@@ -969,9 +980,13 @@ async fn resolve_and_accept_task<R: Runtime>(
 }
 
 async fn connect_task<R: Runtime>(inner: Arc<Inner<R>>, endpoint: EndpointId, addr: Endpoint) {
-    let tls = TlsSide::for_endpoint(&inner.lock().tls, &addr, false);
+    let (tls, buffers) = {
+        let core = inner.lock();
+        let tls = TlsSide::for_endpoint(&core.tls, &addr, false);
+        (tls, TcpBuffers::of(core.socket.options()))
+    };
     let result = match tls {
-        Ok(tls) => connect(&inner.runtime, &addr)
+        Ok(tls) => connect(&inner.runtime, &addr, buffers)
             .await
             .and_then(|stream| stream.secure(tls.as_ref())),
         Err(e) => {

@@ -149,3 +149,60 @@ fn a_push_reaches_its_pull_through_a_socks5_proxy() {
         [Requested::Name("zmtp.invalid".into(), addr.port())]
     );
 }
+
+/// `ZMQ_SNDBUF` and `ZMQ_RCVBUF` at 4 KiB on every side, with messages of twice that:
+/// the sizes are set before each socket binds or connects, as libzmq sets them, so the
+/// connections start with a window that fits them. (Set on live connections, the same
+/// sizes left each connection crawling at one segment per retransmission timer: 400
+/// messages took 14 s, and two receivers stalled.)
+#[test]
+fn small_kernel_buffers_set_before_connecting_still_carry_large_messages() {
+    use std::time::Instant;
+    const MESSAGES: usize = 400;
+    const RECEIVERS: usize = 2;
+    let ctx = Context::new().unwrap();
+    let small = zmtp_mio::Options::default()
+        .with_sndbuf(Some(4096))
+        .with_rcvbuf(Some(4096));
+    let push = ctx.socket_with(SocketType::Push, small.clone()).unwrap();
+    let ep = push.bind("tcp://127.0.0.1:*").unwrap();
+    let pulls: Vec<_> = (0..RECEIVERS)
+        .map(|_| {
+            let pull = ctx.socket_with(SocketType::Pull, small.clone()).unwrap();
+            pull.set_rcvtimeo(T);
+            pull.connect(&ep).unwrap();
+            pull
+        })
+        .collect();
+    // Both connected before the first send, so that round robin shares the messages out.
+    let monitor = push.monitor();
+    push.send_timeout("hello", T).unwrap();
+    let mut connected = 0;
+    while connected < RECEIVERS {
+        let event = monitor
+            .recv_timeout(Duration::from_secs(5))
+            .expect("a connection");
+        connected += usize::from(event.kind == MonitorEventKind::HandshakeSucceeded);
+    }
+    let body = vec![7u8; 8192];
+    let start = Instant::now();
+    std::thread::scope(|scope| {
+        for pull in &pulls {
+            scope.spawn(move || {
+                let mut bodies = 0;
+                while bodies < MESSAGES / RECEIVERS {
+                    let msg = pull.recv().expect("a message within the timeout");
+                    bodies += usize::from(msg.frames()[0].len() == 8192);
+                }
+            });
+        }
+        for _ in 0..MESSAGES {
+            push.send_slice(&body).unwrap();
+        }
+    });
+    let took = start.elapsed();
+    assert!(
+        took < Duration::from_secs(5),
+        "{MESSAGES} messages took {took:?}"
+    );
+}

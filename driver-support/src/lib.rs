@@ -58,8 +58,8 @@ pub use loss::{report_loss, set_loss_reports};
 pub use peercred::peer_credentials;
 pub use proxy::{Proxy, ProxySocket, ProxyStats};
 pub use resolve::{
-    connect_from_blocking, lookup, resolve_blocking, source_addr, start_connect_from, Attempts,
-    TcpAddrs,
+    connect_from_blocking, listen_socket, lookup, resolve_blocking, source_addr, start_connect,
+    Attempts, TcpAddrs, TcpBuffers,
 };
 pub use tls::{Tls, TlsSide, TlsStream};
 pub use transport::{

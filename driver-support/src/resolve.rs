@@ -99,27 +99,88 @@ pub fn source_addr(source: &TcpSource, dest: SocketAddr) -> io::Result<SocketAdd
     Ok(SocketAddr::new(ip, source.port))
 }
 
-/// A TCP socket for a connect to `dest` from `source`, bound with `SO_REUSEADDR` set (so
-/// that connects to different destinations may share a source port, as libzmq's do).
-fn bound_socket(dest: SocketAddr, source: &TcpSource) -> io::Result<Socket> {
-    let from = source_addr(source, dest)?;
+/// The kernel buffer sizes of a TCP socket (`ZMQ_SNDBUF`, `ZMQ_RCVBUF`: the socket's
+/// [`sndbuf`](zmtp_proto::socket::Options::sndbuf) and
+/// [`rcvbuf`](zmtp_proto::socket::Options::rcvbuf)), set on each socket before it binds
+/// or connects, as libzmq sets them: the receive buffer then also sets the window the
+/// connection starts with (set on a live connection, a small one leaves the window scale
+/// agreed for the larger default, and the connection crawls), and the connections a
+/// listener accepts inherit both. `None`: the system's default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TcpBuffers {
+    /// `SO_SNDBUF`, in bytes.
+    pub send: Option<usize>,
+    /// `SO_RCVBUF`, in bytes.
+    pub recv: Option<usize>,
+}
+
+impl TcpBuffers {
+    /// The sizes a socket's options ask for.
+    pub fn of(options: &zmtp_proto::socket::Options) -> TcpBuffers {
+        TcpBuffers {
+            send: options.sndbuf,
+            recv: options.rcvbuf,
+        }
+    }
+
+    /// Set them on `socket` (a size the system does not take fails the bind or connect).
+    pub fn apply(self, socket: &Socket) -> io::Result<()> {
+        if let Some(size) = self.send {
+            socket.set_send_buffer_size(size)?;
+        }
+        if let Some(size) = self.recv {
+            socket.set_recv_buffer_size(size)?;
+        }
+        Ok(())
+    }
+}
+
+/// A TCP socket for a connect to `dest`: its buffer sizes set and, with a `source`, bound
+/// there with `SO_REUSEADDR` set (so that connects to different destinations may share a
+/// source port, as libzmq's do).
+fn connect_socket(
+    dest: SocketAddr,
+    source: Option<&TcpSource>,
+    buffers: TcpBuffers,
+) -> io::Result<Socket> {
     let socket = Socket::new(Domain::for_address(dest), Type::STREAM, Some(Protocol::TCP))?;
-    socket.set_reuse_address(true)?;
-    socket.bind(&from.into())?;
+    buffers.apply(&socket)?;
+    if let Some(source) = source {
+        let from = source_addr(source, dest)?;
+        socket.set_reuse_address(true)?;
+        socket.bind(&from.into())?;
+    }
     Ok(socket)
 }
 
-/// Start a non-blocking connect to `dest` from `source` (see [`TcpSource`]): the stream
-/// comes back while the connect is in progress; it completes (or fails) when the stream
-/// turns writable, and `take_error` then tells which.
-pub fn start_connect_from(dest: SocketAddr, source: &TcpSource) -> io::Result<std::net::TcpStream> {
-    let socket = bound_socket(dest, source)?;
+/// Start a non-blocking connect to `dest`, from `source` if there is one (see
+/// [`TcpSource`]), with `buffers`: the stream comes back while the connect is in
+/// progress; it completes (or fails) when the stream turns writable, and `take_error`
+/// then tells which.
+pub fn start_connect(
+    dest: SocketAddr,
+    source: Option<&TcpSource>,
+    buffers: TcpBuffers,
+) -> io::Result<std::net::TcpStream> {
+    let socket = connect_socket(dest, source, buffers)?;
     socket.set_nonblocking(true)?;
     match socket.connect(&dest.into()) {
         Ok(()) => {}
         Err(e) if in_progress(&e) => {}
         Err(e) => return Err(e),
     }
+    Ok(socket.into())
+}
+
+/// Listen on `addr` with `buffers` (inherited by every connection accepted), with
+/// `SO_REUSEADDR` set, as the standard library's listeners have it on Unix.
+pub fn listen_socket(addr: SocketAddr, buffers: TcpBuffers) -> io::Result<std::net::TcpListener> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    #[cfg(unix)]
+    socket.set_reuse_address(true)?;
+    buffers.apply(&socket)?;
+    socket.bind(&addr.into())?;
+    socket.listen(128)?;
     Ok(socket.into())
 }
 
@@ -138,7 +199,7 @@ pub fn connect_from_blocking(
     source: &TcpSource,
     timeout: Duration,
 ) -> io::Result<std::net::TcpStream> {
-    let socket = bound_socket(dest, source)?;
+    let socket = connect_socket(dest, Some(source), TcpBuffers::default())?;
     socket.connect_timeout(&dest.into(), timeout)?;
     Ok(socket.into())
 }
@@ -151,6 +212,7 @@ pub fn connect_from_blocking(
 pub struct Attempts {
     addrs: vec::IntoIter<SocketAddr>,
     source: Option<TcpSource>,
+    buffers: TcpBuffers,
     last: Option<io::Error>,
 }
 
@@ -160,11 +222,31 @@ impl Attempts {
         Attempts {
             addrs: addrs.into_iter(),
             source: None,
+            buffers: TcpBuffers::default(),
             last: None,
         }
     }
 
-    /// Connect from `source` (`tcp://source;destination`; see [`start_connect_from`]).
+    /// Connect with these buffer sizes (see [`TcpBuffers`]).
+    pub fn with_buffers(mut self, buffers: TcpBuffers) -> Attempts {
+        self.buffers = buffers;
+        self
+    }
+
+    /// Whether a connect needs no more than the runtime's own (no source address, no
+    /// buffer sizes), or must be started with [`start`](Self::start).
+    pub fn plain(&self) -> bool {
+        self.source.is_none() && self.buffers == TcpBuffers::default()
+    }
+
+    /// Start a non-blocking connect to `addr` (the last address [`next`](Self::next)
+    /// gave) from the source and with the buffer sizes of this connect (see
+    /// [`start_connect`]).
+    pub fn start(&self, addr: SocketAddr) -> io::Result<std::net::TcpStream> {
+        start_connect(addr, self.source.as_ref(), self.buffers)
+    }
+
+    /// Connect from `source` (`tcp://source;destination`; see [`start_connect`]).
     pub fn from_source(mut self, source: Option<TcpSource>) -> Attempts {
         self.source = source;
         self
@@ -197,9 +279,10 @@ impl Attempts {
         })
     }
 
-    /// Connect with `connect` to each address in turn: the first stream it gives, or the
-    /// last error. For drivers whose connect blocks (with a bounded wait); the async
-    /// drivers write the same loop around their runtime's connect.
+    /// Connect with `connect` to each address in turn (or bind: a listener tries the
+    /// addresses of its endpoint the same way): the first stream it gives, or the last
+    /// error. For drivers whose connect blocks (with a bounded wait); the async drivers
+    /// write the same loop around their runtime's connect.
     pub fn connect_each<S>(
         mut self,
         mut connect: impl FnMut(SocketAddr) -> io::Result<S>,

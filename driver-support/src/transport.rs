@@ -232,9 +232,11 @@ pub struct Listening {
     pub socket_file: Option<SocketFile>,
 }
 
-/// Listen on the first of `addrs` that binds (they are tried in order).
-pub fn listen_tcp(addrs: &[SocketAddr]) -> io::Result<Listening> {
-    let listener = TcpListener::bind(addrs)?;
+/// Listen on the first of `addrs` that binds (they are tried in order), with `buffers`
+/// (see [`TcpBuffers`](crate::TcpBuffers)).
+pub fn listen_tcp(addrs: &[SocketAddr], buffers: crate::TcpBuffers) -> io::Result<Listening> {
+    let listener =
+        Attempts::new(addrs.to_vec()).connect_each(|a| crate::listen_socket(a, buffers))?;
     listener.set_nonblocking(true)?;
     let local = listener.local_addr()?;
     Ok(Listening {
@@ -525,9 +527,42 @@ mod tests {
         panic!("nothing to accept");
     }
 
+    /// Buffer sizes are set before the bind and the connect: the listener's, inherited by
+    /// what it accepts, and the connecting socket's (Linux keeps twice the size asked).
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn tcp_buffers_are_set_before_listening_and_connecting() {
+        use socket2::SockRef;
+        let buffers = crate::TcpBuffers {
+            send: Some(4096),
+            recv: Some(6144),
+        };
+        let l = listen_tcp(&["127.0.0.1:0".parse().unwrap()], buffers).unwrap();
+        let StdListener::Tcp(listener) = &l.listener else {
+            panic!("not tcp")
+        };
+        let sizes = |s: SockRef<'_>| (s.send_buffer_size().unwrap(), s.recv_buffer_size().unwrap());
+        assert_eq!(sizes(SockRef::from(listener)), (8192, 12288));
+        let addr = listener.local_addr().unwrap();
+        let ours = crate::start_connect(addr, None, buffers).unwrap();
+        assert_eq!(sizes(SockRef::from(&ours)), (8192, 12288));
+        let (theirs, _) = wait_accept(&l.listener);
+        let StdTransport::Tcp(theirs) = theirs else {
+            panic!("not tcp")
+        };
+        assert_eq!(sizes(SockRef::from(&theirs)), (8192, 12288));
+        // Without sizes, the system's defaults (larger than these on any Linux).
+        let plain = crate::start_connect(addr, None, crate::TcpBuffers::default()).unwrap();
+        assert!(SockRef::from(&plain).recv_buffer_size().unwrap() > 12288);
+    }
+
     #[test]
     fn tcp_listen_reports_the_chosen_port_and_streams_have_nodelay() {
-        let l = listen_tcp(&["127.0.0.1:0".parse().unwrap()]).unwrap();
+        let l = listen_tcp(
+            &["127.0.0.1:0".parse().unwrap()],
+            crate::TcpBuffers::default(),
+        )
+        .unwrap();
         let port: u16 = l.endpoint.rsplit(':').next().unwrap().parse().unwrap();
         assert!(l.endpoint.starts_with("tcp://127.0.0.1:") && port != 0);
         assert!(l.socket_file.is_none());
@@ -571,7 +606,11 @@ mod tests {
     fn a_name_connects_to_one_of_its_addresses() {
         // `localhost` may resolve to ::1 first, where nothing listens: the next address
         // is tried.
-        let l = listen_tcp(&["127.0.0.1:0".parse().unwrap()]).unwrap();
+        let l = listen_tcp(
+            &["127.0.0.1:0".parse().unwrap()],
+            crate::TcpBuffers::default(),
+        )
+        .unwrap();
         let port = l.endpoint.rsplit(':').next().unwrap();
         let addr = Endpoint::parse(&format!("tcp://localhost:{port}")).unwrap();
         StdTransport::connect_blocking(&addr, Duration::from_secs(1)).unwrap();

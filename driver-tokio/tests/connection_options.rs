@@ -111,3 +111,55 @@ async fn a_push_reaches_its_pull_through_a_socks5_proxy() {
         [Requested::Name("zmtp.invalid".into(), addr.port())]
     );
 }
+
+/// `ZMQ_SNDBUF` and `ZMQ_RCVBUF` at 4 KiB on every side, with messages of twice that: the
+/// sizes are set before each socket binds or connects, so the connections start with a
+/// window that fits them (see the blocking driver's test of the same name).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_kernel_buffers_set_before_connecting_still_carry_large_messages() {
+    use zmtp_tokio::{MonitorEventKind, Options};
+    const MESSAGES: usize = 400;
+    const RECEIVERS: usize = 2;
+    let small = Options::default()
+        .with_sndbuf(Some(4096))
+        .with_rcvbuf(Some(4096));
+    let push = Socket::with_options(SocketType::Push, small.clone()).unwrap();
+    let ep = push.bind("tcp://127.0.0.1:*").await.unwrap();
+    let mut monitor = push.monitor();
+    let mut pulls = Vec::new();
+    for _ in 0..RECEIVERS {
+        let pull = Socket::with_options(SocketType::Pull, small.clone()).unwrap();
+        pull.connect(&ep).unwrap();
+        pulls.push(pull);
+    }
+    // Both connected before the first send, so that round robin shares the messages out.
+    let mut connected = 0;
+    while connected < RECEIVERS {
+        let event = tokio::time::timeout(T, monitor.next())
+            .await
+            .unwrap()
+            .unwrap();
+        connected += usize::from(event.kind == MonitorEventKind::HandshakeSucceeded);
+    }
+    let body = vec![7u8; 8192];
+    let start = std::time::Instant::now();
+    let receivers: Vec<_> = pulls
+        .into_iter()
+        .map(|pull| {
+            tokio::spawn(async move {
+                for _ in 0..MESSAGES / RECEIVERS {
+                    let msg = tokio::time::timeout(T, pull.recv()).await.unwrap().unwrap();
+                    assert_eq!(msg.frames()[0].len(), 8192);
+                }
+            })
+        })
+        .collect();
+    for _ in 0..MESSAGES {
+        push.send_slice(&body).await.unwrap();
+    }
+    for receiver in receivers {
+        receiver.await.unwrap();
+    }
+    let took = start.elapsed();
+    assert!(took < T, "{MESSAGES} messages took {took:?}");
+}

@@ -96,10 +96,13 @@
 //! `DISCONNECT_MSG` and `HICCUP_MSG` (taken by every type, used by those libzmq uses them
 //! on; `zmq_getsockopt` cannot read the messages back, as in libzmq), `SOCKS_PROXY`
 //! (`host:port` or `source;host:port`; NULL clears it, an empty one is `EINVAL`) with the
-//! drafts `SOCKS_USERNAME` and `SOCKS_PASSWORD` (at most 255 bytes each). Kept and reported
-//! back but not applied (the driver has no such setting yet): `SNDBUF`, `RCVBUF`,
-//! `TCP_KEEPALIVE*`, `IPV6` (IPv6 addresses work whatever it says; with it, a bind to
-//! `*` is a dual-stack IPv6 one, as in libzmq, and an IPv6 `TCP_ACCEPT_FILTER` is taken), `BACKLOG`, `TOS`, `AFFINITY`, `RATE`,
+//! drafts `SOCKS_USERNAME` and `SOCKS_PASSWORD` (at most 255 bytes each), and
+//! `SNDBUF` and `RCVBUF` (the kernel's buffers of `tcp://` and `ws://` sockets bound or
+//! connected afterwards, set before the bind or connect as libzmq sets them). Kept and
+//! reported back but not applied (the driver has no such setting yet): `TCP_KEEPALIVE*`,
+//! `IPV6` (IPv6 addresses work whatever it says; with it, a bind to `*` is a dual-stack
+//! IPv6 one, as in libzmq, and an IPv6 `TCP_ACCEPT_FILTER` is taken), `BACKLOG`, `TOS`,
+//! `AFFINITY`, `RATE`,
 //! `RECOVERY_IVL`, `CONNECT_TIMEOUT`, `TCP_MAXRT`, the draft `BUSY_POLL` (as libzmq does
 //! where the system has no `SO_BUSY_POLL`).
 //!

@@ -456,6 +456,14 @@ fn set(s: &CSocket, option: c_int, optval: *const c_void, len: usize) -> Result<
             if !ok {
                 return Err(libc::EINVAL);
             }
+            // The kernel's buffer sizes, for the sockets bound and connected from now on
+            // (-1: the system's default).
+            let bytes = usize::try_from(v).ok();
+            match option {
+                SNDBUF => driver(s, sock.set_sndbuf(bytes))?,
+                RCVBUF => driver(s, sock.set_rcvbuf(bytes))?,
+                _ => {}
+            }
             let mut st = s.state();
             let raw = &mut st.raw;
             match option {

@@ -1,6 +1,6 @@
 //! TCP options through the C API: `ZMQ_TCP_ACCEPT_FILTER` over real loopback connections,
-//! `ZMQ_USE_FD`, `ZMQ_IPV6` wildcard binds, the `udp://` direction rules, and
-//! `ZMQ_BUSY_POLL` kept and read back.
+//! `ZMQ_USE_FD`, `ZMQ_IPV6` wildcard binds, the `udp://` direction rules,
+//! `ZMQ_SNDBUF` and `ZMQ_RCVBUF` applied, and `ZMQ_BUSY_POLL` kept and read back.
 
 use std::ffi::{c_int, c_void, CString};
 
@@ -132,6 +132,53 @@ fn busy_poll_is_kept_and_read_back() {
     assert_eq!(get_int(s, BUSY_POLL), 50);
     assert_eq!(unsafe { zmq_bind(s, c"tcp://127.0.0.1:*".as_ptr()) }, 0);
     assert_eq!(zmq_close(s), 0);
+    assert_eq!(zmq_ctx_term(ctx), 0);
+}
+
+/// `ZMQ_SNDBUF` and `ZMQ_RCVBUF` are read back as given and set on the sockets bound and
+/// connected afterwards, before the bind or connect (as libzmq sets them): at 4 KiB on
+/// both ends, 400 messages of 8 KiB cross at once. (Set on the live connection, the same
+/// sizes had it crawl at one segment per retransmission timer, 14 s for these messages.)
+#[test]
+fn kernel_buffer_sizes_apply_to_later_binds_and_connects() {
+    const MESSAGES: usize = 400;
+    let ctx = zmq_ctx_new();
+    let push = zmq_socket(ctx, 8);
+    let pull = zmq_socket(ctx, 7);
+    assert_eq!(get_int(push, SNDBUF), -1, "the system's default");
+    for s in [push, pull] {
+        set_int(s, SNDBUF, 4096);
+        set_int(s, RCVBUF, 4096);
+        assert_eq!((get_int(s, SNDBUF), get_int(s, RCVBUF)), (4096, 4096));
+    }
+    let bad: c_int = -2;
+    let rc = unsafe { zmq_setsockopt(push, SNDBUF, (&bad as *const c_int).cast(), 4) };
+    assert_eq!((rc, errno()), (-1, libc::EINVAL));
+    let endpoint = bind_at(push, c"tcp://127.0.0.1:*");
+    assert_eq!(unsafe { zmq_connect(pull, endpoint.as_ptr()) }, 0);
+    set_int(pull, RCVTIMEO, 5000);
+    let body = [7u8; 8192];
+    let start = std::time::Instant::now();
+    for _ in 0..MESSAGES {
+        let sent = unsafe { zmq_send(push, body.as_ptr().cast(), body.len(), 0) };
+        assert_eq!(sent, 8192, "errno {}", errno());
+    }
+    let mut buf = [0u8; 8192];
+    for i in 0..MESSAGES {
+        let got = unsafe { zmq_recv(pull, buf.as_mut_ptr().cast(), buf.len(), 0) };
+        assert_eq!(got, 8192, "message {i}: errno {}", errno());
+    }
+    let took = start.elapsed();
+    assert!(
+        took < std::time::Duration::from_secs(5),
+        "{MESSAGES} messages took {took:?}"
+    );
+    set_int(push, SNDBUF, -1);
+    assert_eq!(get_int(push, SNDBUF), -1);
+    for s in [push, pull] {
+        set_int(s, LINGER, 0);
+        assert_eq!(zmq_close(s), 0);
+    }
     assert_eq!(zmq_ctx_term(ctx), 0);
 }
 

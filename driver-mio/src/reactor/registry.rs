@@ -13,8 +13,8 @@ use mio::net::TcpStream;
 use mio::{Interest, Token};
 use zmtp_driver::transport::connect_ipc;
 use zmtp_driver::{
-    listen_ipc, listen_on_fd, listen_tcp, open_udp, start_connect_from, tcp_connected, Attempts,
-    CommandHandler, Listening, StdTransport, TcpAddrs, TlsSide, UdpOpen,
+    listen_ipc, listen_on_fd, listen_tcp, open_udp, tcp_connected, Attempts, CommandHandler,
+    Listening, StdTransport, TcpAddrs, TcpBuffers, TlsSide, UdpOpen,
 };
 use zmtp_proto::socket::{
     Endpoint, EndpointId, MonitorEvent, PeerId, Socket as ProtoSocket, ZapRequest,
@@ -180,11 +180,8 @@ impl Shared {
         now: Instant,
     ) {
         while let Some(addr) = attempts.next() {
-            let started = match attempts.source() {
-                None => TcpStream::connect(addr),
-                Some(source) => start_connect_from(addr, source).map(TcpStream::from_std),
-            };
-            let started = started.and_then(|stream| {
+            let started = attempts.start(addr).and_then(|stream| {
+                let stream = TcpStream::from_std(stream);
                 // Completion (or failure) shows as writability.
                 let both = Interest::READABLE | Interest::WRITABLE;
                 let fd = stream.as_raw_fd();
@@ -348,10 +345,18 @@ impl Shared {
         let now = self.now();
         match (what, addrs) {
             (Lookup::Listen, addrs) => {
-                self.listen_at(st, id, endpoint, addrs.and_then(|a| listen_tcp(&a)))
+                let buffers = tcp_buffers(st, id);
+                self.listen_at(
+                    st,
+                    id,
+                    endpoint,
+                    addrs.and_then(|a| listen_tcp(&a, buffers)),
+                )
             }
             (Lookup::Connect(source), Ok(addrs)) => {
-                let attempts = Attempts::new(addrs).from_source(source);
+                let attempts = Attempts::new(addrs)
+                    .from_source(source)
+                    .with_buffers(tcp_buffers(st, id));
                 self.connect_each(st, id, endpoint, attempts, now)
             }
             (Lookup::Connect(_), Err(_)) => self.connected(st, id, endpoint, None, now),
@@ -489,7 +494,7 @@ impl CommandHandler for Commands<'_> {
         }
         let listening = match &addr {
             Endpoint::Tcp(tcp) | Endpoint::Ws(WsEndpoint { tcp, .. }) => match TcpAddrs::of(tcp) {
-                TcpAddrs::Known(a) => listen_tcp(&[a]),
+                TcpAddrs::Known(a) => listen_tcp(&[a], tcp_buffers(self.st, id)),
                 TcpAddrs::Lookup { host, port } => {
                     return shared.lookup(self.st, id, endpoint, host, port, Lookup::Listen)
                 }
@@ -509,7 +514,9 @@ impl CommandHandler for Commands<'_> {
         match &addr {
             Endpoint::Tcp(tcp) | Endpoint::Ws(WsEndpoint { tcp, .. }) => match TcpAddrs::of(tcp) {
                 TcpAddrs::Known(a) => {
-                    let attempts = Attempts::new(vec![a]).from_source(tcp.source.clone());
+                    let attempts = Attempts::new(vec![a])
+                        .from_source(tcp.source.clone())
+                        .with_buffers(tcp_buffers(self.st, id));
                     shared.connect_each(self.st, id, endpoint, attempts, now)
                 }
                 TcpAddrs::Lookup { host, port } => {
@@ -663,4 +670,12 @@ impl CommandHandler for Commands<'_> {
             }
         }
     }
+}
+
+/// The kernel buffer sizes socket `id`'s options ask of its TCP sockets.
+fn tcp_buffers(st: &State, id: usize) -> TcpBuffers {
+    st.sockets
+        .get(&id)
+        .map(|s| TcpBuffers::of(s.core.options()))
+        .unwrap_or_default()
 }

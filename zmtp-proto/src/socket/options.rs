@@ -187,6 +187,16 @@ pub struct Options {
     /// to connect it to the endpoint; the endpoint's host is not looked up here). `None`
     /// (the default): none.
     pub socks_proxy: Option<crate::socket::SocksProxy>,
+    /// `ZMQ_SNDBUF`: the kernel's send buffer (`SO_SNDBUF`) of `tcp://` and `ws://`
+    /// connections, in bytes, set before each socket binds or connects (as libzmq sets
+    /// it: a listener's connections inherit it); Linux reserves twice the size asked.
+    /// `None` (the default, libzmq's -1): the system's default.
+    pub sndbuf: Option<usize>,
+    /// `ZMQ_RCVBUF`: the kernel's receive buffer (`SO_RCVBUF`) of `tcp://` and `ws://`
+    /// connections, as [`sndbuf`](Options::sndbuf). Set before the connection is made, it
+    /// also sets the TCP window the connection starts with. `None` (the default): the
+    /// system's default.
+    pub rcvbuf: Option<usize>,
 }
 
 /// `ZMQ_ROUTER_NOTIFY`'s value: which of its peers' arrivals and departures a ROUTER
@@ -352,6 +362,8 @@ impl Default for Options {
             tcp_accept_filters: alloc::vec::Vec::new(),
             ipc_accept_filters: crate::socket::IpcAcceptFilters::default(),
             socks_proxy: None,
+            sndbuf: None,
+            rcvbuf: None,
         }
     }
 }
@@ -584,6 +596,14 @@ macro_rules! __options_table {
             socks_proxy, with_socks_proxy, set_socks_proxy,
                 (proxy: Option<$crate::socket::SocksProxy>) => proxy,
                 "to endpoints connected afterwards";
+            /// `ZMQ_SNDBUF`: the kernel's send buffer of `tcp://` and `ws://` connections,
+            /// in bytes (`None`: the system's default).
+            sndbuf, with_sndbuf, set_sndbuf, (bytes: Option<usize>) => bytes,
+                "to endpoints bound and connections made afterwards";
+            /// `ZMQ_RCVBUF`: the kernel's receive buffer of `tcp://` and `ws://`
+            /// connections, in bytes (`None`: the system's default).
+            rcvbuf, with_rcvbuf, set_rcvbuf, (bytes: Option<usize>) => bytes,
+                "to endpoints bound and connections made afterwards";
         }
     };
 }
