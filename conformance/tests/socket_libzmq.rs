@@ -464,6 +464,20 @@ fn socks_proxy_refusing_our_credentials_is_reported_and_retried() {
     let text = errors[0].to_string();
     assert!(text.contains("refused the username and password"), "{text}");
     assert!(proxy.requests().is_empty());
+    // A message queued meanwhile waits for the endpoint, and what reports it (the line a
+    // program that exits while it lingers prints) says why nothing took it.
+    assert_eq!(
+        ours.send("queued", TIMEOUT),
+        Ok(zmtp_proto::socket::Sent::Queued)
+    );
+    let waiting = ours.socket().unsent_by_endpoint();
+    assert_eq!(waiting.len(), 1, "{waiting:?}");
+    assert_eq!(waiting[0].failure.as_deref(), Some(text.as_str()));
+    let line = waiting[0].to_string();
+    assert!(
+        line.starts_with("1 message(s) for tcp://127.0.0.1:9 (its last attempt failed: SOCKS5"),
+        "{line}"
+    );
 }
 
 /// ROUTER_NOTIFY: our ROUTER announces a libzmq DEALER's arrival (after its handshake)

@@ -1012,9 +1012,13 @@ async fn connect_task<R: Runtime>(inner: Arc<Inner<R>>, endpoint: EndpointId, ad
         }
         // Refused: `ZMQ_RECONNECT_STOP` may make it final.
         Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            core.socket.note_connect_error(endpoint, &e);
             core.socket.handle_connect_refused(endpoint, now)
         }
-        Err(_) => core.socket.handle_connect_failed(endpoint, now),
+        Err(e) => {
+            core.socket.note_connect_error(endpoint, &e);
+            core.socket.handle_connect_failed(endpoint, now)
+        }
     }
     inner.pump(&mut core);
 }

@@ -180,6 +180,36 @@ mod tests {
         );
     }
 
+    /// A connect endpoint whose last attempt failed: the lines say why nothing took its
+    /// messages, until a handshake over it succeeds.
+    #[test]
+    fn the_lines_name_why_the_last_connect_failed() {
+        let options = Options::default().with_linger(Some(Duration::from_millis(100)));
+        let mut push = Socket::new(SocketType::Push, options, 1).unwrap();
+        let ep = push.connect("tcp://127.0.0.1:5555").unwrap();
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        push.note_connect_error(ep, &refused);
+        push.handle_connect_refused(ep, Instant::ZERO);
+        push.send(vec![1], || Instant::ZERO).unwrap();
+        push.close(Instant::ZERO);
+        let waiting = waiting_line(&push).unwrap();
+        assert!(
+            waiting.starts_with(
+                "zmtp: waiting for a PUSH socket to write 1 message(s) for \
+                 tcp://127.0.0.1:5555 (its last attempt failed: connection refused), for at \
+                 most LINGER (100 ms)"
+            ),
+            "{waiting}"
+        );
+        push.handle_timeout(Instant::from_micros(200_000));
+        assert!(push.is_closed());
+        let lost = loss_line(&push).unwrap();
+        assert!(
+            lost.contains("1 message(s) for tcp://127.0.0.1:5555 (its last attempt failed: connection refused): LINGER (100 ms) ran out"),
+            "{lost}"
+        );
+    }
+
     #[test]
     fn a_close_that_delivered_everything_says_nothing() {
         let mut push = Socket::new(SocketType::Push, Options::default(), 1).unwrap();

@@ -218,9 +218,14 @@ impl Shared {
     ) {
         match st.sockets.get_mut(&id) {
             Some(s) if error.kind() == io::ErrorKind::ConnectionRefused => {
+                s.core.note_connect_error(endpoint, error);
                 s.core.handle_connect_refused(endpoint, now)
             }
-            _ => self.connected(st, id, endpoint, None, now),
+            Some(s) => {
+                s.core.note_connect_error(endpoint, error);
+                s.core.handle_connect_failed(endpoint, now)
+            }
+            None => {}
         }
     }
 
@@ -359,7 +364,7 @@ impl Shared {
                     .with_buffers(tcp_buffers(st, id));
                 self.connect_each(st, id, endpoint, attempts, now)
             }
-            (Lookup::Connect(_), Err(_)) => self.connected(st, id, endpoint, None, now),
+            (Lookup::Connect(_), Err(e)) => self.connect_failed(st, id, endpoint, &e, now),
         }
     }
 

@@ -71,6 +71,10 @@ pub struct Loss {
     pub connect: bool,
     /// Whole messages lost ([`CloseReport::unsent_messages`]'s share of this endpoint).
     pub messages: usize,
+    /// A connect endpoint's last failure, if its last attempt failed: why nothing took
+    /// them (`Connection refused (os error 111)`, a SOCKS proxy's refusal, a failed
+    /// handshake).
+    pub failure: Option<String>,
 }
 
 impl core::fmt::Display for Loss {
@@ -78,7 +82,11 @@ impl core::fmt::Display for Loss {
     /// bound endpoint.
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         let to = if self.connect { "for" } else { "for peers of" };
-        write!(f, "{} message(s) {to} {}", self.messages, self.endpoint)
+        write!(f, "{} message(s) {to} {}", self.messages, self.endpoint)?;
+        match &self.failure {
+            Some(why) => write!(f, " (its last attempt failed: {why})"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -184,6 +192,7 @@ impl Socket {
                     endpoint: endpoint.map(|e| e.text.clone()).unwrap_or_default(),
                     connect: endpoint.is_some_and(|e| e.kind == EndpointKind::Connect),
                     messages,
+                    failure: endpoint.and_then(|e| e.failure.clone()),
                 }),
             }
         }
@@ -194,6 +203,7 @@ impl Socket {
                 endpoint: String::from("udp://"),
                 connect: true,
                 messages: datagrams,
+                failure: None,
             });
         }
         losses.sort_by_key(|l| l.id);

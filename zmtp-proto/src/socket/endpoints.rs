@@ -89,6 +89,7 @@ impl Socket {
                 ivl: self.opts.reconnect_ivl.unwrap_or_default(),
                 dead: false,
                 socks,
+                failure: None,
             },
         );
         self.peers.insert(
@@ -464,6 +465,18 @@ impl Socket {
         Some(peer)
     }
 
+    /// Why the last attempt to connect `endpoint` failed (the driver's error, such as
+    /// `Connection refused (os error 111)`): a driver says it before
+    /// [`handle_connect_failed`](Self::handle_connect_failed) or
+    /// [`handle_connect_refused`](Self::handle_connect_refused), and the reports of what
+    /// still waits for the endpoint name it ([`unsent_by_endpoint`](Self::unsent_by_endpoint),
+    /// [`close_losses`](Self::close_losses)) until a handshake over it succeeds.
+    pub fn note_connect_error(&mut self, endpoint: EndpointId, reason: &dyn core::fmt::Display) {
+        if let Some(e) = self.endpoints.get_mut(&endpoint) {
+            e.failure = Some(alloc::string::ToString::to_string(reason));
+        }
+    }
+
     /// Connecting to `endpoint` failed; a retry is scheduled per the reconnect options.
     pub fn handle_connect_failed(&mut self, endpoint: EndpointId, now: Instant) {
         self.schedule_reconnect(endpoint, now);
@@ -534,5 +547,6 @@ fn peerless_state(addr: &Endpoint, kind: EndpointKind) -> EndpointState {
         ivl: Duration::ZERO,
         dead: false,
         socks: None,
+        failure: None,
     }
 }

@@ -214,6 +214,10 @@ impl Socket {
                 Some(crate::Event::AuthRequested) => self.request_auth(peer),
                 Some(crate::Event::HandshakeSucceeded { .. }) if !s.established => {
                     s.established = true;
+                    let endpoint = self.peers.get(&peer).map(|p| p.endpoint);
+                    if let Some(e) = endpoint.and_then(|e| self.endpoints.get_mut(&e)) {
+                        e.failure = None;
+                    }
                     self.on_handshake(peer, now);
                 }
                 Some(_) => {}

@@ -278,6 +278,10 @@ struct EndpointState {
     /// `tcp://` connect endpoints: the SOCKS5 proxy their streams are opened through (the
     /// socket's when it connected).
     socks: Option<alloc::boxed::Box<crate::socks::SocksProxy>>,
+    /// Connect endpoints: why the last attempt failed (the driver's error, or the
+    /// stream's), for the reports of what still waits for the endpoint; cleared by a
+    /// handshake that succeeds.
+    failure: Option<String>,
 }
 
 impl EndpointState {

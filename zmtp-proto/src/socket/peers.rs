@@ -179,6 +179,11 @@ impl Socket {
             Ending::Failed(e) => Some(e),
             _ => None,
         };
+        if let (true, Some(e)) = (outbound, error) {
+            if let Some(state) = self.endpoints.get_mut(&endpoint) {
+                state.failure = Some(alloc::string::ToString::to_string(e));
+            }
+        }
         // RECONNECT_STOP_HANDSHAKE_FAILED: a connection that ends before its handshake
         // completes is not made again, as after a protocol error.
         if outbound
