@@ -233,6 +233,11 @@ impl Buffered {
     /// then does the connection start (its greeting is written, the input after the
     /// proxy's last answer is the peer's). A refusal fails the stream with
     /// [`Error::Socks`].
+    /// Whether the stream is still in its SOCKS5 exchange (the proxy has not connected it).
+    pub(crate) fn in_socks(&self) -> bool {
+        self.socks.is_some()
+    }
+
     pub(crate) fn wrap_socks(conn: Connection, client: SocksClient) -> Buffered {
         let mut b = Buffered::wrap(conn);
         let hello = client.greeting();

@@ -56,3 +56,37 @@ fn other_transports_and_stream_sockets_connect_directly() {
     stream.connect("tcp://127.0.0.1:6000").unwrap();
     assert_eq!(dial(&mut stream), ip("127.0.0.1:6000"));
 }
+
+/// A proxy that closes the stream before it connected us (pproxy's answer to a wrong
+/// password): what waits for the endpoint says so; a peer that closes during the ZMTP
+/// handshake of a direct connect is named as such.
+#[test]
+fn a_stream_closed_before_the_proxy_connected_it_is_named_in_what_waits() {
+    use zmtp_proto::Instant;
+    let now = Instant::ZERO;
+    let mut s = with_proxy(SocketType::Push);
+    let ep = s.connect("tcp://service.internal:5555").unwrap();
+    dial(&mut s);
+    s.send("queued", || now).unwrap();
+    let peer = s.handle_connected(ep, "127.0.0.1:1080", now).unwrap();
+    s.handle_closed(peer, now);
+    let waiting = s.unsent_by_endpoint();
+    assert_eq!(waiting.len(), 1, "{waiting:?}");
+    let why = waiting[0].failure.as_deref().unwrap_or_default();
+    assert!(
+        why.starts_with("the SOCKS5 proxy closed the connection before connecting it"),
+        "{why}"
+    );
+
+    let mut direct = Socket::new(SocketType::Push, Options::default(), 7).unwrap();
+    let ep = direct.connect("tcp://127.0.0.1:5555").unwrap();
+    dial(&mut direct);
+    direct.send("queued", || now).unwrap();
+    let peer = direct.handle_connected(ep, "127.0.0.1:5555", now).unwrap();
+    direct.handle_closed(peer, now);
+    let waiting = direct.unsent_by_endpoint();
+    assert_eq!(
+        waiting[0].failure.as_deref(),
+        Some("the peer closed the connection during the handshake")
+    );
+}

@@ -179,9 +179,23 @@ impl Socket {
             Ending::Failed(e) => Some(e),
             _ => None,
         };
-        if let (true, Some(e)) = (outbound, error) {
+        // Why this connection of a connect endpoint did not carry its messages, for the
+        // reports of what waits for the endpoint.
+        let failure = match (&ending, error) {
+            (_, Some(e)) => Some(alloc::string::ToString::to_string(e)),
+            (Ending::Closed, None) if stream.conn.in_socks() => Some(
+                "the SOCKS5 proxy closed the connection before connecting it: a refused \
+                 login, or a destination it would not reach"
+                    .into(),
+            ),
+            (Ending::Closed, None) if !stream.established => {
+                Some("the peer closed the connection during the handshake".into())
+            }
+            _ => None,
+        };
+        if let Some(failure) = failure.filter(|_| outbound) {
             if let Some(state) = self.endpoints.get_mut(&endpoint) {
-                state.failure = Some(alloc::string::ToString::to_string(e));
+                state.failure = Some(failure);
             }
         }
         // RECONNECT_STOP_HANDSHAKE_FAILED: a connection that ends before its handshake
