@@ -77,6 +77,16 @@ fn a_stream_closed_before_the_proxy_connected_it_is_named_in_what_waits() {
         why.starts_with("the SOCKS5 proxy closed the connection before connecting it"),
         "{why}"
     );
+    // A connect to the proxy that fails is the proxy's.
+    s.note_connect_error(ep, &"Connection refused (os error 111)");
+    let why = s.unsent_by_endpoint()[0]
+        .failure
+        .clone()
+        .unwrap_or_default();
+    assert_eq!(
+        why,
+        "SOCKS5 proxy 127.0.0.1:1080: Connection refused (os error 111)"
+    );
 
     let mut direct = Socket::new(SocketType::Push, Options::default(), 7).unwrap();
     let ep = direct.connect("tcp://127.0.0.1:5555").unwrap();

@@ -466,14 +466,19 @@ impl Socket {
     }
 
     /// Why the last attempt to connect `endpoint` failed (the driver's error, such as
-    /// `Connection refused (os error 111)`): a driver says it before
+    /// `Connection refused (os error 111)`; through a SOCKS5 proxy, it is named as the
+    /// proxy's): a driver says it before
     /// [`handle_connect_failed`](Self::handle_connect_failed) or
     /// [`handle_connect_refused`](Self::handle_connect_refused), and the reports of what
     /// still waits for the endpoint name it ([`unsent_by_endpoint`](Self::unsent_by_endpoint),
     /// [`close_losses`](Self::close_losses)) until a handshake over it succeeds.
     pub fn note_connect_error(&mut self, endpoint: EndpointId, reason: &dyn core::fmt::Display) {
         if let Some(e) = self.endpoints.get_mut(&endpoint) {
-            e.failure = Some(alloc::string::ToString::to_string(reason));
+            // Through a proxy, the connect that failed was the proxy's.
+            e.failure = Some(match &e.socks {
+                Some(proxy) => alloc::format!("SOCKS5 proxy {}: {reason}", proxy.address()),
+                None => alloc::string::ToString::to_string(reason),
+            });
         }
     }
 
