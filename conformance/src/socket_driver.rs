@@ -50,7 +50,7 @@ pub struct SocketDriver {
 fn listen(addr: &Endpoint) -> io::Result<Listening> {
     match addr {
         Endpoint::Tcp(tcp) | Endpoint::Ws(WsEndpoint { tcp, .. }) => {
-            listen_tcp(&resolve_blocking(tcp)?, zmtp_driver::TcpBuffers::default())
+            listen_tcp(&resolve_blocking(tcp)?, &zmtp_driver::TcpTuning::default())
         }
         Endpoint::Ipc(ipc) => listen_ipc(ipc),
         Endpoint::Inproc(_) | Endpoint::Udp(_) => Err(io::Error::new(

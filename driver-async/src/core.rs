@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, oneshot, Notify};
 use zmtp_driver::ready::Ready;
 use zmtp_driver::{
     drain_datagrams, listen_ipc, listen_tcp, open_udp, run_commands, Attempts, CommandHandler,
-    Listening, SocketFile, StdListener, TcpAddrs, TcpBuffers, Tls, TlsSide, UdpOpen,
+    Listening, SocketFile, StdListener, TcpAddrs, TcpTuning, Tls, TlsSide, UdpOpen,
 };
 use zmtp_proto::socket::endpoint::{IpcEndpoint, WsEndpoint};
 use zmtp_proto::socket::{
@@ -647,8 +647,8 @@ impl<R: Runtime> CommandHandler for Commands<'_, R> {
         let bound = match &addr {
             Endpoint::Tcp(tcp) | Endpoint::Ws(WsEndpoint { tcp, .. }) => match TcpAddrs::of(tcp) {
                 TcpAddrs::Known(a) => {
-                    let buffers = TcpBuffers::of(core.socket.options());
-                    inner.acceptor(listen_tcp(&[a], buffers), &mut socket_file)
+                    let tuning = TcpTuning::of(core.socket.options());
+                    inner.acceptor(listen_tcp(&[a], &tuning), &mut socket_file)
                 }
                 TcpAddrs::Lookup { host, port } => {
                     // A name: resolved on the runtime, without the lock, by the task that
@@ -902,7 +902,7 @@ enum Acceptor<R: Runtime> {
 async fn connect<R: Runtime>(
     runtime: &R,
     addr: &Endpoint,
-    buffers: TcpBuffers,
+    buffers: TcpTuning,
 ) -> io::Result<Transport<R>> {
     match addr {
         Endpoint::Tcp(tcp) | Endpoint::Ws(WsEndpoint { tcp, .. }) => {
@@ -912,7 +912,7 @@ async fn connect<R: Runtime>(
             };
             let mut attempts = Attempts::new(addrs)
                 .from_source(tcp.source.clone())
-                .with_buffers(buffers);
+                .with_tuning(buffers);
             while let Some(a) = attempts.next() {
                 let connected = if attempts.plain() {
                     runtime.tcp_connect(a).await
@@ -953,12 +953,12 @@ async fn resolve_and_accept_task<R: Runtime>(
     port: u16,
     tls: Option<TlsSide>,
 ) {
-    let buffers = TcpBuffers::of(inner.lock().socket.options());
+    let tuning = TcpTuning::of(inner.lock().socket.options());
     let listening = inner
         .runtime
         .resolve(host, port)
         .await
-        .and_then(|addrs| listen_tcp(&addrs, buffers));
+        .and_then(|addrs| listen_tcp(&addrs, &tuning));
     let acceptor = {
         let mut core = inner.lock();
         if !core.listeners.contains_key(&endpoint) {
@@ -983,7 +983,7 @@ async fn connect_task<R: Runtime>(inner: Arc<Inner<R>>, endpoint: EndpointId, ad
     let (tls, buffers) = {
         let core = inner.lock();
         let tls = TlsSide::for_endpoint(&core.tls, &addr, false);
-        (tls, TcpBuffers::of(core.socket.options()))
+        (tls, TcpTuning::of(core.socket.options()))
     };
     let result = match tls {
         Ok(tls) => connect(&inner.runtime, &addr, buffers)

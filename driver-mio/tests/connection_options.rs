@@ -166,6 +166,7 @@ fn small_kernel_buffers_set_before_connecting_still_carry_large_messages() {
         .with_rcvbuf(Some(4096));
     let push = ctx.socket_with(SocketType::Push, small.clone()).unwrap();
     let ep = push.bind("tcp://127.0.0.1:*").unwrap();
+    let monitor = push.monitor();
     let pulls: Vec<_> = (0..RECEIVERS)
         .map(|_| {
             let pull = ctx.socket_with(SocketType::Pull, small.clone()).unwrap();
@@ -175,8 +176,6 @@ fn small_kernel_buffers_set_before_connecting_still_carry_large_messages() {
         })
         .collect();
     // Both connected before the first send, so that round robin shares the messages out.
-    let monitor = push.monitor();
-    push.send_timeout("hello", T).unwrap();
     let mut connected = 0;
     while connected < RECEIVERS {
         let event = monitor

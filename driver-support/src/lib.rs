@@ -59,7 +59,7 @@ pub use peercred::peer_credentials;
 pub use proxy::{Proxy, ProxySocket, ProxyStats};
 pub use resolve::{
     connect_from_blocking, listen_socket, lookup, resolve_blocking, source_addr, start_connect,
-    Attempts, TcpAddrs, TcpBuffers,
+    Attempts, TcpAddrs, TcpTuning,
 };
 pub use tls::{Tls, TlsSide, TlsStream};
 pub use transport::{

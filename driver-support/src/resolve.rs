@@ -99,52 +99,121 @@ pub fn source_addr(source: &TcpSource, dest: SocketAddr) -> io::Result<SocketAdd
     Ok(SocketAddr::new(ip, source.port))
 }
 
-/// The kernel buffer sizes of a TCP socket (`ZMQ_SNDBUF`, `ZMQ_RCVBUF`: the socket's
-/// [`sndbuf`](zmtp_proto::socket::Options::sndbuf) and
-/// [`rcvbuf`](zmtp_proto::socket::Options::rcvbuf)), set on each socket before it binds
-/// or connects, as libzmq sets them: the receive buffer then also sets the window the
-/// connection starts with (set on a live connection, a small one leaves the window scale
-/// agreed for the larger default, and the connection crawls), and the connections a
-/// listener accepts inherit both. `None`: the system's default.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TcpBuffers {
+/// How a socket's TCP sockets are set up (libzmq's `ZMQ_SNDBUF`, `ZMQ_RCVBUF`,
+/// `ZMQ_TCP_KEEPALIVE*`, `ZMQ_TOS`, `ZMQ_TCP_MAXRT` and `ZMQ_BACKLOG`: the socket's
+/// [`Options`](zmtp_proto::socket::Options) of those names), set on each socket before it
+/// binds or connects. The receive buffer then also sets the window the connection starts
+/// with (set on a live connection, a small one leaves the window scale agreed for the
+/// larger default, and the connection crawls), and the connections a listener accepts
+/// inherit every setting. `None` (or 0 for the type of service): the system's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpTuning {
     /// `SO_SNDBUF`, in bytes.
-    pub send: Option<usize>,
+    pub send_buffer: Option<usize>,
     /// `SO_RCVBUF`, in bytes.
-    pub recv: Option<usize>,
+    pub recv_buffer: Option<usize>,
+    /// `SO_KEEPALIVE`; the three after it apply only when it is on, as in libzmq.
+    pub keepalive: Option<bool>,
+    /// `TCP_KEEPCNT`.
+    pub keepalive_count: Option<u32>,
+    /// `TCP_KEEPIDLE`.
+    pub keepalive_idle: Option<Duration>,
+    /// `TCP_KEEPINTVL`.
+    pub keepalive_interval: Option<Duration>,
+    /// `IP_TOS` (IPv4) or `IPV6_TCLASS` (IPv6); 0: not set.
+    pub tos: u32,
+    /// `TCP_USER_TIMEOUT`.
+    pub max_retransmit: Option<Duration>,
+    /// A listener's `listen(2)` backlog.
+    pub backlog: u32,
 }
 
-impl TcpBuffers {
-    /// The sizes a socket's options ask for.
-    pub fn of(options: &zmtp_proto::socket::Options) -> TcpBuffers {
-        TcpBuffers {
-            send: options.sndbuf,
-            recv: options.rcvbuf,
+impl Default for TcpTuning {
+    /// The system's settings, and libzmq's backlog of 100.
+    fn default() -> TcpTuning {
+        TcpTuning::of(&zmtp_proto::socket::Options::default())
+    }
+}
+
+impl TcpTuning {
+    /// The setup a socket's options ask for.
+    pub fn of(options: &zmtp_proto::socket::Options) -> TcpTuning {
+        TcpTuning {
+            send_buffer: options.sndbuf,
+            recv_buffer: options.rcvbuf,
+            keepalive: options.tcp_keepalive,
+            keepalive_count: options.tcp_keepalive_cnt,
+            keepalive_idle: options.tcp_keepalive_idle,
+            keepalive_interval: options.tcp_keepalive_intvl,
+            tos: options.tos,
+            max_retransmit: options.tcp_maxrt,
+            backlog: options.backlog,
         }
     }
 
-    /// Set them on `socket` (a size the system does not take fails the bind or connect).
-    pub fn apply(self, socket: &Socket) -> io::Result<()> {
-        if let Some(size) = self.send {
+    /// Whether a connect needs nothing set (the runtime's own connect will do).
+    pub fn is_system(&self) -> bool {
+        TcpTuning {
+            backlog: self.backlog,
+            ..TcpTuning::of(&zmtp_proto::socket::Options::default())
+        } == *self
+    }
+
+    /// Set it on `socket`, a TCP socket of `family`'s address family, before it binds or
+    /// connects (a value the system does not take fails the bind or connect).
+    pub fn apply(&self, socket: &Socket, family: SocketAddr) -> io::Result<()> {
+        if let Some(size) = self.send_buffer {
             socket.set_send_buffer_size(size)?;
         }
-        if let Some(size) = self.recv {
+        if let Some(size) = self.recv_buffer {
             socket.set_recv_buffer_size(size)?;
+        }
+        if let Some(on) = self.keepalive {
+            socket.set_keepalive(on)?;
+        }
+        if self.keepalive == Some(true) {
+            // Zero, which the system refuses, is taken as not set.
+            let mut params = socket2::TcpKeepalive::new();
+            if let Some(idle) = self.keepalive_idle.filter(|d| !d.is_zero()) {
+                params = params.with_time(idle);
+            }
+            #[cfg(not(target_os = "windows"))]
+            if let Some(interval) = self.keepalive_interval.filter(|d| !d.is_zero()) {
+                params = params.with_interval(interval);
+            }
+            #[cfg(not(target_os = "windows"))]
+            if let Some(count) = self.keepalive_count.filter(|&n| n > 0) {
+                params = params.with_retries(count);
+            }
+            socket.set_tcp_keepalive(&params)?;
+        }
+        if self.tos != 0 {
+            match family {
+                SocketAddr::V4(_) => socket.set_tos_v4(self.tos)?,
+                #[cfg(unix)]
+                SocketAddr::V6(_) => socket.set_tclass_v6(self.tos)?,
+                #[cfg(not(unix))]
+                SocketAddr::V6(_) => {}
+            }
+        }
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        if let Some(limit) = self.max_retransmit {
+            socket.set_tcp_user_timeout(Some(limit))?;
         }
         Ok(())
     }
 }
 
-/// A TCP socket for a connect to `dest`: its buffer sizes set and, with a `source`, bound
+/// A TCP socket for a connect to `dest`: set up as `tuning` says and, with a `source`, bound
 /// there with `SO_REUSEADDR` set (so that connects to different destinations may share a
 /// source port, as libzmq's do).
 fn connect_socket(
     dest: SocketAddr,
     source: Option<&TcpSource>,
-    buffers: TcpBuffers,
+    tuning: &TcpTuning,
 ) -> io::Result<Socket> {
     let socket = Socket::new(Domain::for_address(dest), Type::STREAM, Some(Protocol::TCP))?;
-    buffers.apply(&socket)?;
+    tuning.apply(&socket, dest)?;
     if let Some(source) = source {
         let from = source_addr(source, dest)?;
         socket.set_reuse_address(true)?;
@@ -154,15 +223,15 @@ fn connect_socket(
 }
 
 /// Start a non-blocking connect to `dest`, from `source` if there is one (see
-/// [`TcpSource`]), with `buffers`: the stream comes back while the connect is in
+/// [`TcpSource`]), set up as `tuning` says: the stream comes back while the connect is in
 /// progress; it completes (or fails) when the stream turns writable, and `take_error`
 /// then tells which.
 pub fn start_connect(
     dest: SocketAddr,
     source: Option<&TcpSource>,
-    buffers: TcpBuffers,
+    tuning: &TcpTuning,
 ) -> io::Result<std::net::TcpStream> {
-    let socket = connect_socket(dest, source, buffers)?;
+    let socket = connect_socket(dest, source, tuning)?;
     socket.set_nonblocking(true)?;
     match socket.connect(&dest.into()) {
         Ok(()) => {}
@@ -172,15 +241,16 @@ pub fn start_connect(
     Ok(socket.into())
 }
 
-/// Listen on `addr` with `buffers` (inherited by every connection accepted), with
-/// `SO_REUSEADDR` set, as the standard library's listeners have it on Unix.
-pub fn listen_socket(addr: SocketAddr, buffers: TcpBuffers) -> io::Result<std::net::TcpListener> {
+/// Listen on `addr` set up as `tuning` says (inherited by every connection accepted),
+/// with its backlog, and with `SO_REUSEADDR` set, as the standard library's listeners
+/// have it on Unix.
+pub fn listen_socket(addr: SocketAddr, tuning: &TcpTuning) -> io::Result<std::net::TcpListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     #[cfg(unix)]
     socket.set_reuse_address(true)?;
-    buffers.apply(&socket)?;
+    tuning.apply(&socket, addr)?;
     socket.bind(&addr.into())?;
-    socket.listen(128)?;
+    socket.listen(i32::try_from(tuning.backlog).unwrap_or(i32::MAX))?;
     Ok(socket.into())
 }
 
@@ -199,7 +269,7 @@ pub fn connect_from_blocking(
     source: &TcpSource,
     timeout: Duration,
 ) -> io::Result<std::net::TcpStream> {
-    let socket = connect_socket(dest, Some(source), TcpBuffers::default())?;
+    let socket = connect_socket(dest, Some(source), &TcpTuning::default())?;
     socket.connect_timeout(&dest.into(), timeout)?;
     Ok(socket.into())
 }
@@ -212,7 +282,7 @@ pub fn connect_from_blocking(
 pub struct Attempts {
     addrs: vec::IntoIter<SocketAddr>,
     source: Option<TcpSource>,
-    buffers: TcpBuffers,
+    tuning: TcpTuning,
     last: Option<io::Error>,
 }
 
@@ -222,28 +292,27 @@ impl Attempts {
         Attempts {
             addrs: addrs.into_iter(),
             source: None,
-            buffers: TcpBuffers::default(),
+            tuning: TcpTuning::default(),
             last: None,
         }
     }
 
-    /// Connect with these buffer sizes (see [`TcpBuffers`]).
-    pub fn with_buffers(mut self, buffers: TcpBuffers) -> Attempts {
-        self.buffers = buffers;
+    /// Connect with sockets set up as `tuning` says (see [`TcpTuning`]).
+    pub fn with_tuning(mut self, tuning: TcpTuning) -> Attempts {
+        self.tuning = tuning;
         self
     }
 
-    /// Whether a connect needs no more than the runtime's own (no source address, no
-    /// buffer sizes), or must be started with [`start`](Self::start).
+    /// Whether a connect needs no more than the runtime's own (no source address, nothing
+    /// to set up), or must be started with [`start`](Self::start).
     pub fn plain(&self) -> bool {
-        self.source.is_none() && self.buffers == TcpBuffers::default()
+        self.source.is_none() && self.tuning.is_system()
     }
 
     /// Start a non-blocking connect to `addr` (the last address [`next`](Self::next)
-    /// gave) from the source and with the buffer sizes of this connect (see
-    /// [`start_connect`]).
+    /// gave) from the source and set up as this connect says (see [`start_connect`]).
     pub fn start(&self, addr: SocketAddr) -> io::Result<std::net::TcpStream> {
-        start_connect(addr, self.source.as_ref(), self.buffers)
+        start_connect(addr, self.source.as_ref(), &self.tuning)
     }
 
     /// Connect from `source` (`tcp://source;destination`; see [`start_connect`]).

@@ -232,11 +232,11 @@ pub struct Listening {
     pub socket_file: Option<SocketFile>,
 }
 
-/// Listen on the first of `addrs` that binds (they are tried in order), with `buffers`
-/// (see [`TcpBuffers`](crate::TcpBuffers)).
-pub fn listen_tcp(addrs: &[SocketAddr], buffers: crate::TcpBuffers) -> io::Result<Listening> {
+/// Listen on the first of `addrs` that binds (they are tried in order), set up as
+/// `tuning` says (see [`TcpTuning`](crate::TcpTuning)).
+pub fn listen_tcp(addrs: &[SocketAddr], tuning: &crate::TcpTuning) -> io::Result<Listening> {
     let listener =
-        Attempts::new(addrs.to_vec()).connect_each(|a| crate::listen_socket(a, buffers))?;
+        Attempts::new(addrs.to_vec()).connect_each(|a| crate::listen_socket(a, tuning))?;
     listener.set_nonblocking(true)?;
     let local = listener.local_addr()?;
     Ok(Listening {
@@ -527,40 +527,80 @@ mod tests {
         panic!("nothing to accept");
     }
 
-    /// Buffer sizes are set before the bind and the connect: the listener's, inherited by
-    /// what it accepts, and the connecting socket's (Linux keeps twice the size asked).
+    /// Every setting is made before the bind and the connect: the listener's, inherited
+    /// by what it accepts, and the connecting socket's (Linux keeps twice the buffer size
+    /// asked).
     #[test]
     #[cfg(target_os = "linux")]
-    fn tcp_buffers_are_set_before_listening_and_connecting() {
+    fn tcp_tuning_is_set_before_listening_and_connecting_and_accepted_streams_inherit_it() {
         use socket2::SockRef;
-        let buffers = crate::TcpBuffers {
-            send: Some(4096),
-            recv: Some(6144),
+        let tuning = crate::TcpTuning {
+            send_buffer: Some(4096),
+            recv_buffer: Some(6144),
+            keepalive: Some(true),
+            keepalive_count: Some(4),
+            keepalive_idle: Some(Duration::from_secs(30)),
+            keepalive_interval: Some(Duration::from_secs(7)),
+            tos: 0x28,
+            max_retransmit: Some(Duration::from_millis(1500)),
+            backlog: 5,
         };
-        let l = listen_tcp(&["127.0.0.1:0".parse().unwrap()], buffers).unwrap();
+        let settings = |s: SockRef<'_>| {
+            (
+                s.send_buffer_size().unwrap(),
+                s.recv_buffer_size().unwrap(),
+                s.keepalive().unwrap(),
+                s.tcp_keepalive_retries().unwrap(),
+                s.tcp_keepalive_time().unwrap(),
+                s.tcp_keepalive_interval().unwrap(),
+                s.tos_v4().unwrap(),
+                s.tcp_user_timeout().unwrap(),
+            )
+        };
+        let wanted = (
+            8192,
+            12288,
+            true,
+            4,
+            Duration::from_secs(30),
+            Duration::from_secs(7),
+            0x28,
+            Some(Duration::from_millis(1500)),
+        );
+        let l = listen_tcp(&["127.0.0.1:0".parse().unwrap()], &tuning).unwrap();
         let StdListener::Tcp(listener) = &l.listener else {
             panic!("not tcp")
         };
-        let sizes = |s: SockRef<'_>| (s.send_buffer_size().unwrap(), s.recv_buffer_size().unwrap());
-        assert_eq!(sizes(SockRef::from(listener)), (8192, 12288));
+        assert_eq!(settings(SockRef::from(listener)), wanted);
         let addr = listener.local_addr().unwrap();
-        let ours = crate::start_connect(addr, None, buffers).unwrap();
-        assert_eq!(sizes(SockRef::from(&ours)), (8192, 12288));
+        let ours = crate::start_connect(addr, None, &tuning).unwrap();
+        assert_eq!(settings(SockRef::from(&ours)), wanted);
         let (theirs, _) = wait_accept(&l.listener);
         let StdTransport::Tcp(theirs) = theirs else {
             panic!("not tcp")
         };
-        assert_eq!(sizes(SockRef::from(&theirs)), (8192, 12288));
-        // Without sizes, the system's defaults (larger than these on any Linux).
-        let plain = crate::start_connect(addr, None, crate::TcpBuffers::default()).unwrap();
-        assert!(SockRef::from(&plain).recv_buffer_size().unwrap() > 12288);
+        assert_eq!(settings(SockRef::from(&theirs)), wanted);
+        // Without settings, the system's (keepalive off, larger buffers on any Linux).
+        let plain = crate::TcpTuning::default();
+        assert!(plain.is_system() && !tuning.is_system());
+        let plain = crate::start_connect(addr, None, &plain).unwrap();
+        let plain = settings(SockRef::from(&plain));
+        assert!(plain.1 > 12288 && !plain.2 && plain.6 == 0 && plain.7.is_none());
+        // Keepalive's details apply only with keepalive on, as in libzmq.
+        let off = crate::TcpTuning {
+            keepalive: Some(false),
+            ..tuning
+        };
+        let off = crate::start_connect(addr, None, &off).unwrap();
+        let off = settings(SockRef::from(&off));
+        assert!(!off.2 && off.4 != Duration::from_secs(30));
     }
 
     #[test]
     fn tcp_listen_reports_the_chosen_port_and_streams_have_nodelay() {
         let l = listen_tcp(
             &["127.0.0.1:0".parse().unwrap()],
-            crate::TcpBuffers::default(),
+            &crate::TcpTuning::default(),
         )
         .unwrap();
         let port: u16 = l.endpoint.rsplit(':').next().unwrap().parse().unwrap();
@@ -608,7 +648,7 @@ mod tests {
         // is tried.
         let l = listen_tcp(
             &["127.0.0.1:0".parse().unwrap()],
-            crate::TcpBuffers::default(),
+            &crate::TcpTuning::default(),
         )
         .unwrap();
         let port = l.endpoint.rsplit(':').next().unwrap();

@@ -97,13 +97,15 @@
 //! on; `zmq_getsockopt` cannot read the messages back, as in libzmq), `SOCKS_PROXY`
 //! (`host:port` or `source;host:port`; NULL clears it, an empty one is `EINVAL`) with the
 //! drafts `SOCKS_USERNAME` and `SOCKS_PASSWORD` (at most 255 bytes each), and
-//! `SNDBUF` and `RCVBUF` (the kernel's buffers of `tcp://` and `ws://` sockets bound or
-//! connected afterwards, set before the bind or connect as libzmq sets them). Kept and
-//! reported back but not applied (the driver has no such setting yet): `TCP_KEEPALIVE*`,
+//! `SNDBUF`, `RCVBUF`, `TCP_KEEPALIVE`, `TCP_KEEPALIVE_CNT`, `TCP_KEEPALIVE_IDLE`,
+//! `TCP_KEEPALIVE_INTVL`, `TOS`, `TCP_MAXRT` and `BACKLOG` (set on the `tcp://` and `ws://`
+//! sockets bound or connected afterwards, before the bind or connect, as libzmq sets
+//! them; accepted connections inherit the listener's). Kept and reported back but not
+//! applied (the driver has no such setting yet):
 //! `IPV6` (IPv6 addresses work whatever it says; with it, a bind to `*` is a dual-stack
-//! IPv6 one, as in libzmq, and an IPv6 `TCP_ACCEPT_FILTER` is taken), `BACKLOG`, `TOS`,
+//! IPv6 one, as in libzmq, and an IPv6 `TCP_ACCEPT_FILTER` is taken),
 //! `AFFINITY`, `RATE`,
-//! `RECOVERY_IVL`, `CONNECT_TIMEOUT`, `TCP_MAXRT`, the draft `BUSY_POLL` (as libzmq does
+//! `RECOVERY_IVL`, `CONNECT_TIMEOUT`, the draft `BUSY_POLL` (as libzmq does
 //! where the system has no `SO_BUSY_POLL`).
 //!
 //! # Not yet

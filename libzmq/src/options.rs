@@ -456,12 +456,25 @@ fn set(s: &CSocket, option: c_int, optval: *const c_void, len: usize) -> Result<
             if !ok {
                 return Err(libc::EINVAL);
             }
-            // The kernel's buffer sizes, for the sockets bound and connected from now on
-            // (-1: the system's default).
-            let bytes = usize::try_from(v).ok();
+            // How the TCP sockets bound and connected from now on are set up (-1: the
+            // system's; keepalive's details in whole seconds, TCP_MAXRT in milliseconds,
+            // 0 for either of those two: not set).
+            let given = u32::try_from(v).ok();
+            let seconds = given.map(|n| std::time::Duration::from_secs(n.into()));
             match option {
-                SNDBUF => driver(s, sock.set_sndbuf(bytes))?,
-                RCVBUF => driver(s, sock.set_rcvbuf(bytes))?,
+                SNDBUF => driver(s, sock.set_sndbuf(usize::try_from(v).ok()))?,
+                RCVBUF => driver(s, sock.set_rcvbuf(usize::try_from(v).ok()))?,
+                TCP_KEEPALIVE => driver(s, sock.set_tcp_keepalive(given.map(|n| n == 1)))?,
+                TCP_KEEPALIVE_CNT => driver(s, sock.set_tcp_keepalive_cnt(given))?,
+                TCP_KEEPALIVE_IDLE => driver(s, sock.set_tcp_keepalive_idle(seconds))?,
+                TCP_KEEPALIVE_INTVL => driver(s, sock.set_tcp_keepalive_intvl(seconds))?,
+                TOS => driver(s, sock.set_tos(given.unwrap_or(0)))?,
+                BACKLOG => driver(s, sock.set_backlog(given.unwrap_or(0)))?,
+                TCP_MAXRT => {
+                    let limit = given.filter(|&ms| ms > 0);
+                    let limit = limit.map(|ms| std::time::Duration::from_millis(ms.into()));
+                    driver(s, sock.set_tcp_maxrt(limit))?
+                }
                 _ => {}
             }
             let mut st = s.state();

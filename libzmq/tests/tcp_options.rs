@@ -1,6 +1,7 @@
 //! TCP options through the C API: `ZMQ_TCP_ACCEPT_FILTER` over real loopback connections,
 //! `ZMQ_USE_FD`, `ZMQ_IPV6` wildcard binds, the `udp://` direction rules,
-//! `ZMQ_SNDBUF` and `ZMQ_RCVBUF` applied, and `ZMQ_BUSY_POLL` kept and read back.
+//! `ZMQ_SNDBUF`, `ZMQ_RCVBUF`, `ZMQ_TCP_KEEPALIVE*`, `ZMQ_TOS` and `ZMQ_TCP_MAXRT` applied,
+//! and `ZMQ_BUSY_POLL` kept and read back.
 
 use std::ffi::{c_int, c_void, CString};
 
@@ -179,6 +180,82 @@ fn kernel_buffer_sizes_apply_to_later_binds_and_connects() {
         set_int(s, LINGER, 0);
         assert_eq!(zmq_close(s), 0);
     }
+    assert_eq!(zmq_ctx_term(ctx), 0);
+}
+
+/// An int socket option of descriptor `fd` (`getsockopt(2)`).
+fn sockopt(fd: c_int, level: c_int, name: c_int) -> c_int {
+    let mut v: c_int = -1;
+    let mut len = std::mem::size_of::<c_int>() as libc::socklen_t;
+    // SAFETY: `v` and `len` are live locals of the sizes given; an unknown descriptor
+    // only makes the call fail.
+    let rc = unsafe { libc::getsockopt(fd, level, name, (&mut v as *mut c_int).cast(), &mut len) };
+    assert_eq!(rc, 0, "getsockopt({fd}, {level}, {name})");
+    v
+}
+
+/// The descriptor of this process's socket whose local address is `addr`.
+fn socket_at(addr: std::net::SocketAddr) -> c_int {
+    for entry in std::fs::read_dir("/proc/self/fd").unwrap().flatten() {
+        let Ok(fd) = entry.file_name().to_string_lossy().parse::<c_int>() else {
+            continue;
+        };
+        // SAFETY: `sockaddr_in` is plain data, valid all zeroes.
+        let mut storage: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        // SAFETY: `storage` is a live `sockaddr_in` of `len` bytes; a descriptor that is
+        // not a socket only makes the call fail.
+        let rc = unsafe {
+            libc::getsockname(
+                fd,
+                (&mut storage as *mut libc::sockaddr_in).cast(),
+                &mut len,
+            )
+        };
+        if rc != 0 || c_int::from(storage.sin_family) != libc::AF_INET {
+            continue;
+        }
+        let ip = std::net::Ipv4Addr::from(u32::from_be(storage.sin_addr.s_addr));
+        let port = u16::from_be(storage.sin_port);
+        if std::net::SocketAddr::from((ip, port)) == addr {
+            return fd;
+        }
+    }
+    panic!("no socket of ours at {addr}");
+}
+
+/// `ZMQ_TCP_KEEPALIVE` with its `_CNT`, `_IDLE` and `_INTVL`, `ZMQ_TOS` and
+/// `ZMQ_TCP_MAXRT`, set before a connect: the connection's socket has them, as the kernel
+/// reports them.
+#[test]
+fn keepalive_tos_and_maxrt_are_set_on_the_connections_made() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = CString::new(format!("tcp://{}", listener.local_addr().unwrap())).unwrap();
+    let ctx = zmq_ctx_new();
+    let push = zmq_socket(ctx, 8);
+    for (option, value) in [
+        (TCP_KEEPALIVE, 1),
+        (TCP_KEEPALIVE_CNT, 4),
+        (TCP_KEEPALIVE_IDLE, 30),
+        (TCP_KEEPALIVE_INTVL, 7),
+        (TOS, 0x28),
+        (TCP_MAXRT, 1500),
+    ] {
+        set_int(push, option, value);
+        assert_eq!(get_int(push, option), value, "option {option} read back");
+    }
+    assert_eq!(unsafe { zmq_connect(push, endpoint.as_ptr()) }, 0);
+    let (theirs, ours) = listener.accept().unwrap();
+    let fd = socket_at(ours);
+    assert_eq!(sockopt(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE), 1);
+    assert_eq!(sockopt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPCNT), 4);
+    assert_eq!(sockopt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE), 30);
+    assert_eq!(sockopt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPINTVL), 7);
+    assert_eq!(sockopt(fd, libc::IPPROTO_IP, libc::IP_TOS), 0x28);
+    assert_eq!(sockopt(fd, libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT), 1500);
+    drop(theirs);
+    set_int(push, LINGER, 0);
+    assert_eq!(zmq_close(push), 0);
     assert_eq!(zmq_ctx_term(ctx), 0);
 }
 

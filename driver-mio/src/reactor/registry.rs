@@ -14,7 +14,7 @@ use mio::{Interest, Token};
 use zmtp_driver::transport::connect_ipc;
 use zmtp_driver::{
     listen_ipc, listen_on_fd, listen_tcp, open_udp, tcp_connected, Attempts, CommandHandler,
-    Listening, StdTransport, TcpAddrs, TcpBuffers, TlsSide, UdpOpen,
+    Listening, StdTransport, TcpAddrs, TcpTuning, TlsSide, UdpOpen,
 };
 use zmtp_proto::socket::{
     Endpoint, EndpointId, MonitorEvent, PeerId, Socket as ProtoSocket, ZapRequest,
@@ -350,18 +350,18 @@ impl Shared {
         let now = self.now();
         match (what, addrs) {
             (Lookup::Listen, addrs) => {
-                let buffers = tcp_buffers(st, id);
+                let tuning = tcp_tuning(st, id);
                 self.listen_at(
                     st,
                     id,
                     endpoint,
-                    addrs.and_then(|a| listen_tcp(&a, buffers)),
+                    addrs.and_then(|a| listen_tcp(&a, &tuning)),
                 )
             }
             (Lookup::Connect(source), Ok(addrs)) => {
                 let attempts = Attempts::new(addrs)
                     .from_source(source)
-                    .with_buffers(tcp_buffers(st, id));
+                    .with_tuning(tcp_tuning(st, id));
                 self.connect_each(st, id, endpoint, attempts, now)
             }
             (Lookup::Connect(_), Err(e)) => self.connect_failed(st, id, endpoint, &e, now),
@@ -499,7 +499,7 @@ impl CommandHandler for Commands<'_> {
         }
         let listening = match &addr {
             Endpoint::Tcp(tcp) | Endpoint::Ws(WsEndpoint { tcp, .. }) => match TcpAddrs::of(tcp) {
-                TcpAddrs::Known(a) => listen_tcp(&[a], tcp_buffers(self.st, id)),
+                TcpAddrs::Known(a) => listen_tcp(&[a], &tcp_tuning(self.st, id)),
                 TcpAddrs::Lookup { host, port } => {
                     return shared.lookup(self.st, id, endpoint, host, port, Lookup::Listen)
                 }
@@ -521,7 +521,7 @@ impl CommandHandler for Commands<'_> {
                 TcpAddrs::Known(a) => {
                     let attempts = Attempts::new(vec![a])
                         .from_source(tcp.source.clone())
-                        .with_buffers(tcp_buffers(self.st, id));
+                        .with_tuning(tcp_tuning(self.st, id));
                     shared.connect_each(self.st, id, endpoint, attempts, now)
                 }
                 TcpAddrs::Lookup { host, port } => {
@@ -678,9 +678,9 @@ impl CommandHandler for Commands<'_> {
 }
 
 /// The kernel buffer sizes socket `id`'s options ask of its TCP sockets.
-fn tcp_buffers(st: &State, id: usize) -> TcpBuffers {
+fn tcp_tuning(st: &State, id: usize) -> TcpTuning {
     st.sockets
         .get(&id)
-        .map(|s| TcpBuffers::of(s.core.options()))
+        .map(|s| TcpTuning::of(s.core.options()))
         .unwrap_or_default()
 }

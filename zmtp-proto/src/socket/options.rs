@@ -197,6 +197,29 @@ pub struct Options {
     /// also sets the TCP window the connection starts with. `None` (the default): the
     /// system's default.
     pub rcvbuf: Option<usize>,
+    /// `ZMQ_TCP_KEEPALIVE`: TCP keepalive probes on `tcp://` and `ws://` connections
+    /// (`SO_KEEPALIVE`) on or off; `None` (the default, libzmq's -1): the system's choice
+    /// (off on Linux). The three settings after it apply only when it is `Some(true)`, as
+    /// in libzmq.
+    pub tcp_keepalive: Option<bool>,
+    /// `ZMQ_TCP_KEEPALIVE_CNT`: probes unanswered before the connection is dropped
+    /// (`TCP_KEEPCNT`); `None` (the default) or 0: the system's.
+    pub tcp_keepalive_cnt: Option<u32>,
+    /// `ZMQ_TCP_KEEPALIVE_IDLE`: silence before the first probe (`TCP_KEEPIDLE`; whole
+    /// seconds); `None` (the default) or zero: the system's.
+    pub tcp_keepalive_idle: Option<Duration>,
+    /// `ZMQ_TCP_KEEPALIVE_INTVL`: between probes (`TCP_KEEPINTVL`; whole seconds); `None`
+    /// (the default) or zero: the system's.
+    pub tcp_keepalive_intvl: Option<Duration>,
+    /// `ZMQ_TOS`: the IP type of service (or IPv6 traffic class) of `tcp://` and `ws://`
+    /// connections' packets; 0 (the default) leaves the system's.
+    pub tos: u32,
+    /// `ZMQ_BACKLOG`: connections a `tcp://` or `ws://` listener holds before they are
+    /// accepted (`listen(2)`'s backlog). Default 100, as libzmq.
+    pub backlog: u32,
+    /// `ZMQ_TCP_MAXRT`: how long data may stay unacknowledged before the connection is
+    /// dropped (`TCP_USER_TIMEOUT`, in milliseconds); `None` (the default): the system's.
+    pub tcp_maxrt: Option<Duration>,
 }
 
 /// `ZMQ_ROUTER_NOTIFY`'s value: which of its peers' arrivals and departures a ROUTER
@@ -364,6 +387,13 @@ impl Default for Options {
             socks_proxy: None,
             sndbuf: None,
             rcvbuf: None,
+            tcp_keepalive: None,
+            tcp_keepalive_cnt: None,
+            tcp_keepalive_idle: None,
+            tcp_keepalive_intvl: None,
+            tos: 0,
+            backlog: 100,
+            tcp_maxrt: None,
         }
     }
 }
@@ -603,6 +633,33 @@ macro_rules! __options_table {
             /// `ZMQ_RCVBUF`: the kernel's receive buffer of `tcp://` and `ws://`
             /// connections, in bytes (`None`: the system's default).
             rcvbuf, with_rcvbuf, set_rcvbuf, (bytes: Option<usize>) => bytes,
+                "to endpoints bound and connections made afterwards";
+            /// `ZMQ_TCP_KEEPALIVE`: TCP keepalive probes on or off (`None`: the system's).
+            tcp_keepalive, with_tcp_keepalive, set_tcp_keepalive, (on: Option<bool>) => on,
+                "to endpoints bound and connections made afterwards";
+            /// `ZMQ_TCP_KEEPALIVE_CNT`: probes unanswered before the connection is dropped.
+            tcp_keepalive_cnt, with_tcp_keepalive_cnt, set_tcp_keepalive_cnt,
+                (probes: Option<u32>) => probes,
+                "to endpoints bound and connections made afterwards";
+            /// `ZMQ_TCP_KEEPALIVE_IDLE`: silence before the first probe (whole seconds).
+            tcp_keepalive_idle, with_tcp_keepalive_idle, set_tcp_keepalive_idle,
+                (idle: Option<::core::time::Duration>) => idle,
+                "to endpoints bound and connections made afterwards";
+            /// `ZMQ_TCP_KEEPALIVE_INTVL`: between probes (whole seconds).
+            tcp_keepalive_intvl, with_tcp_keepalive_intvl, set_tcp_keepalive_intvl,
+                (interval: Option<::core::time::Duration>) => interval,
+                "to endpoints bound and connections made afterwards";
+            /// `ZMQ_TOS`: the IP type of service of the packets (0: the system's).
+            tos, with_tos, set_tos, (tos: u32) => tos,
+                "to endpoints bound and connections made afterwards";
+            /// `ZMQ_BACKLOG`: connections a listener holds before they are accepted.
+            /// Default 100.
+            backlog, with_backlog, set_backlog, (connections: u32) => connections,
+                "to endpoints bound afterwards";
+            /// `ZMQ_TCP_MAXRT`: how long data may stay unacknowledged before the
+            /// connection is dropped (`None`: the system's).
+            tcp_maxrt, with_tcp_maxrt, set_tcp_maxrt,
+                (limit: Option<::core::time::Duration>) => limit,
                 "to endpoints bound and connections made afterwards";
         }
     };
