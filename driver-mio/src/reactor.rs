@@ -858,7 +858,7 @@ impl Shared {
     /// Take over a socket that is closing (`ProtoSocket::close` called) from another
     /// driver, with its peers' streams, and let it linger here as a dropped socket does:
     /// `connecting` are its connect endpoints whose connection was in flight (they are
-    /// tried again), `tls` its TLS settings for reconnecting to `wss://` endpoints.
+    /// tried again at once), `tls` its TLS settings for reconnecting to `wss://` endpoints.
     pub(crate) fn adopt(
         &self,
         core: ProtoSocket,
@@ -873,7 +873,7 @@ impl Shared {
             s.orphaned = true;
             s.tls = tls;
             for &endpoint in connecting {
-                s.core.handle_connect_failed(endpoint, now);
+                s.core.handle_connect_abandoned(endpoint, now);
             }
             s.core.close(now);
             // Output the other driver was writing is written here.

@@ -86,6 +86,30 @@ fn reconnects_and_peers_share_one_timeline() {
     assert_eq!(s.poll_timeout(), None);
 }
 
+/// A connect given up before it answered (a driver handing the socket over to another)
+/// is tried again at once, where a failed one waits for the reconnect interval; a closed
+/// socket with nothing queued for the endpoint does not try again.
+#[test]
+fn an_abandoned_connect_is_tried_again_at_once() {
+    let mut opts = Options::default();
+    opts.reconnect_ivl = Some(Duration::from_millis(300));
+    let mut s = Socket::new(SocketType::Dealer, opts, 7).unwrap();
+    let ep = s.connect("tcp://127.0.0.1:5556").unwrap();
+    while s.poll_command().is_some() {}
+    s.handle_connect_abandoned(ep, Instant::from_millis(100));
+    assert_eq!(s.poll_timeout(), Some(Instant::from_millis(100)));
+    s.handle_timeout(Instant::from_millis(100));
+    let commands: Vec<Command> = std::iter::from_fn(|| s.poll_command()).collect();
+    assert!(
+        matches!(commands[..], [Command::Connect { endpoint, .. }] if endpoint == ep),
+        "{commands:?}"
+    );
+    // Closed with nothing queued: the endpoint is done with, abandoned or not.
+    s.close(Instant::from_millis(150));
+    s.handle_connect_abandoned(ep, Instant::from_millis(160));
+    assert_eq!(s.poll_timeout(), None);
+}
+
 /// The cost of one `poll_timeout` and one idle `handle_timeout`, in ns, over `rounds`.
 fn idle_cost(s: &mut Socket, rounds: u32) -> f64 {
     let now = Instant::from_millis(10);

@@ -482,6 +482,19 @@ impl Socket {
         }
     }
 
+    /// A connect to `endpoint` under way was given up before it answered (a driver handing
+    /// the socket over to another, which has no such connect): it is tried again at once,
+    /// not after the reconnect interval, since nothing failed.
+    pub fn handle_connect_abandoned(&mut self, endpoint: EndpointId, now: Instant) {
+        let live = self
+            .endpoints
+            .get(&endpoint)
+            .is_some_and(|e| e.kind == EndpointKind::Connect && !e.dead && e.peer.is_some());
+        if live && self.opts.reconnect_ivl.is_some() {
+            self.set_retry(endpoint, Some(now));
+        }
+    }
+
     /// Connecting to `endpoint` failed; a retry is scheduled per the reconnect options.
     pub fn handle_connect_failed(&mut self, endpoint: EndpointId, now: Instant) {
         self.schedule_reconnect(endpoint, now);
