@@ -64,15 +64,20 @@ fn other_transports_and_stream_sockets_connect_directly() {
 fn a_stream_closed_before_the_proxy_connected_it_is_named_in_what_waits() {
     use zmtp_proto::Instant;
     let now = Instant::ZERO;
+    // Connect `s` to `endpoint`, queue a message, and have the stream close before its
+    // handshake: why the message waits, as the reports give it.
+    let closed_early = |s: &mut Socket, endpoint: &str| {
+        let ep = s.connect(endpoint).unwrap();
+        dial(s);
+        s.send("queued", || now).unwrap();
+        let peer = s.handle_connected(ep, "127.0.0.1:1080", now).unwrap();
+        s.handle_closed(peer, now);
+        let waiting = s.unsent_by_endpoint();
+        assert_eq!(waiting.len(), 1, "{waiting:?}");
+        (ep, waiting[0].failure.clone().unwrap_or_default())
+    };
     let mut s = with_proxy(SocketType::Push);
-    let ep = s.connect("tcp://service.internal:5555").unwrap();
-    dial(&mut s);
-    s.send("queued", || now).unwrap();
-    let peer = s.handle_connected(ep, "127.0.0.1:1080", now).unwrap();
-    s.handle_closed(peer, now);
-    let waiting = s.unsent_by_endpoint();
-    assert_eq!(waiting.len(), 1, "{waiting:?}");
-    let why = waiting[0].failure.as_deref().unwrap_or_default();
+    let (ep, why) = closed_early(&mut s, "tcp://service.internal:5555");
     assert!(
         why.starts_with("the SOCKS5 proxy closed the connection before connecting it"),
         "{why}"
@@ -89,14 +94,6 @@ fn a_stream_closed_before_the_proxy_connected_it_is_named_in_what_waits() {
     );
 
     let mut direct = Socket::new(SocketType::Push, Options::default(), 7).unwrap();
-    let ep = direct.connect("tcp://127.0.0.1:5555").unwrap();
-    dial(&mut direct);
-    direct.send("queued", || now).unwrap();
-    let peer = direct.handle_connected(ep, "127.0.0.1:5555", now).unwrap();
-    direct.handle_closed(peer, now);
-    let waiting = direct.unsent_by_endpoint();
-    assert_eq!(
-        waiting[0].failure.as_deref(),
-        Some("the peer closed the connection during the handshake")
-    );
+    let (_, why) = closed_early(&mut direct, "tcp://127.0.0.1:5555");
+    assert_eq!(why, "the peer closed the connection during the handshake");
 }
