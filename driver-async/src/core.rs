@@ -897,12 +897,13 @@ enum Acceptor<R: Runtime> {
     Inproc(mpsc::UnboundedReceiver<InprocStream>),
 }
 
-/// Connect to a `tcp://` (with `buffers`) or `ipc://` endpoint (a name is resolved on the
-/// runtime, and its addresses tried in order), or to a bound `inproc://` name.
+/// Connect to a `tcp://` (its sockets set up as `tuning` says) or `ipc://` endpoint (a
+/// name is resolved on the runtime, and its addresses tried in order), or to a bound
+/// `inproc://` name.
 async fn connect<R: Runtime>(
     runtime: &R,
     addr: &Endpoint,
-    buffers: TcpTuning,
+    tuning: TcpTuning,
 ) -> io::Result<Transport<R>> {
     match addr {
         Endpoint::Tcp(tcp) | Endpoint::Ws(WsEndpoint { tcp, .. }) => {
@@ -912,7 +913,7 @@ async fn connect<R: Runtime>(
             };
             let mut attempts = Attempts::new(addrs)
                 .from_source(tcp.source.clone())
-                .with_tuning(buffers);
+                .with_tuning(tuning);
             while let Some(a) = attempts.next() {
                 let connected = if attempts.plain() {
                     runtime.tcp_connect(a).await
@@ -980,13 +981,13 @@ async fn resolve_and_accept_task<R: Runtime>(
 }
 
 async fn connect_task<R: Runtime>(inner: Arc<Inner<R>>, endpoint: EndpointId, addr: Endpoint) {
-    let (tls, buffers) = {
+    let (tls, tuning) = {
         let core = inner.lock();
         let tls = TlsSide::for_endpoint(&core.tls, &addr, false);
         (tls, TcpTuning::of(core.socket.options()))
     };
     let result = match tls {
-        Ok(tls) => connect(&inner.runtime, &addr, buffers)
+        Ok(tls) => connect(&inner.runtime, &addr, tuning)
             .await
             .and_then(|stream| stream.secure(tls.as_ref())),
         Err(e) => {

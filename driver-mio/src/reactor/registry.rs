@@ -677,7 +677,7 @@ impl CommandHandler for Commands<'_> {
     }
 }
 
-/// The kernel buffer sizes socket `id`'s options ask of its TCP sockets.
+/// How socket `id`'s options set up its TCP sockets.
 fn tcp_tuning(st: &State, id: usize) -> TcpTuning {
     st.sockets
         .get(&id)
