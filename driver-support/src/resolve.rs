@@ -321,11 +321,6 @@ impl Attempts {
         self
     }
 
-    /// The source address every attempt binds, if the endpoint gave one.
-    pub fn source(&self) -> Option<&TcpSource> {
-        self.source.as_ref()
-    }
-
     /// The next address to try; `None` when every one failed.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Option<SocketAddr> {
