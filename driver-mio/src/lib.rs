@@ -6,8 +6,11 @@
 //! be waited on at once with [`poll`]. As in the other drivers, every protocol and pattern
 //! decision is made by the `zmtp-proto` core; this crate moves bytes over `tcp://`, `ws://`
 //! (TCP streams the core runs as ZWS), `wss://` (the same over TLS, [`Socket::set_tls`])
-//! and `ipc://` and fires timers. (`inproc://` is not offered: it is for sockets of one
-//! async runtime.)
+//! and `ipc://` and fires timers. `inproc://` joins sockets of one [`Context`] in
+//! memory: a connect to a bound name has made its handshake when it returns, a connect
+//! made before the bind is joined by the bind (its messages wait meanwhile), and
+//! messages change hands in the call that sends them, in the order they were sent, with
+//! no system call and no copy of large bodies. Each context has names of its own.
 //!
 //! ```
 //! use zmtp_mio::{Context, SocketType};
@@ -119,8 +122,8 @@ pub use zmtp_driver::set_loss_reports;
 /// The TLS settings of `wss://` endpoints, and the rustls they are made with.
 pub use zmtp_driver::tls::{rustls, Tls};
 /// The `inproc://` name at which libzmq's ZAP handlers bind (`zeromq.zap.01`, RFC 27):
-/// a program offering `inproc://` (libzmq's C interface) maps it to the endpoint it gives
-/// [`Context::set_zap_endpoint`].
+/// give [`Context::set_zap_endpoint`] `inproc://` and this name to ask a handler as libzmq
+/// does.
 pub use zmtp_driver::zap::HANDLER_NAME as ZAP_HANDLER_NAME;
 /// Why an operation failed: the error type shared by every driver's sockets.
 pub use zmtp_driver::Error;
@@ -372,9 +375,8 @@ impl Context {
     }
 
     /// Where this context's ZAP handler binds (RFC 27): libzmq's
-    /// `inproc://zeromq.zap.01`, here any endpoint this driver binds (an abstract
-    /// `ipc://@name` is the nearest to inproc). `None`, the default: no handler is looked
-    /// for.
+    /// `inproc://zeromq.zap.01` ([`ZAP_HANDLER_NAME`]), or any other endpoint this
+    /// context's sockets bind. `None`, the default: no handler is looked for.
     ///
     /// A socket that must authenticate a peer (a PLAIN or CURVE server, or NULL with a
     /// `ZAP_DOMAIN`) and has no [`Authenticator`] of its own
@@ -541,13 +543,6 @@ impl std::fmt::Debug for Socket {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Socket").field("id", &self.id).finish()
     }
-}
-
-fn refuse_inproc(endpoint: &str) -> Result<(), Error> {
-    if endpoint.starts_with("inproc://") {
-        return Err(Error::Unsupported);
-    }
-    Ok(())
 }
 
 impl Socket {
@@ -739,16 +734,18 @@ impl Socket {
     /// assert!(endpoint.starts_with("tcp://127.0.0.1:") && !endpoint.ends_with('*'));
     /// assert_eq!(pull.last_endpoint(), endpoint);
     ///
-    /// // An endpoint in use is refused by the system; inproc is not offered here.
+    /// // An endpoint in use is refused.
     /// let other = ctx.socket(SocketType::Pull)?;
     /// let in_use = other.bind(&endpoint).unwrap_err();
     /// assert!(matches!(in_use, Error::Bind { .. }));
     /// assert_eq!(in_use.to_string(), format!("{endpoint}: address already in use"));
-    /// assert!(matches!(other.bind("inproc://name"), Err(Error::Unsupported)));
+    ///
+    /// // inproc: in memory, between sockets of this context.
+    /// assert_eq!(pull.bind("inproc://name")?, "inproc://name");
+    /// assert!(matches!(other.bind("inproc://name"), Err(Error::Bind { .. })));
     /// # Ok(()) }
     /// ```
     pub fn bind(&self, endpoint: &str) -> Result<String, Error> {
-        refuse_inproc(endpoint)?;
         let id = self.with(true, |s| s.core.bind(endpoint))??;
         self.bound_result(endpoint, id)
     }
@@ -796,7 +793,6 @@ impl Socket {
         endpoint: &str,
         listener: std::os::fd::OwnedFd,
     ) -> Result<String, Error> {
-        refuse_inproc(endpoint)?;
         // The listen runs once the closure returns, under the same lock, and takes it.
         let id = self.with(true, |s| {
             let id = s.core.bind(endpoint)?;
@@ -833,7 +829,6 @@ impl Socket {
     /// # Ok(()) }
     /// ```
     pub fn connect(&self, endpoint: &str) -> Result<(), Error> {
-        refuse_inproc(endpoint)?;
         self.with(true, |s| s.core.connect(endpoint).map(|_| ()))??;
         Ok(())
     }
@@ -863,7 +858,6 @@ impl Socket {
     /// # Ok(()) }
     /// ```
     pub fn connect_peer(&self, endpoint: &str) -> Result<u32, Error> {
-        refuse_inproc(endpoint)?;
         Ok(self.with(true, |s| s.core.connect_peer(endpoint))??)
     }
 

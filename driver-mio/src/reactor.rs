@@ -66,6 +66,7 @@
 //! descriptor; only a connect in progress is `mio`'s (`std` has no non-blocking connect).
 
 mod affinity;
+mod inproc;
 mod io_loop;
 mod poller;
 mod registry;
@@ -586,6 +587,8 @@ pub(crate) struct State {
     pub(crate) orphans_report: CloseReport,
     /// The ZAP handler of the context, and the requests sent to it.
     pub(crate) zap: zap::Zap,
+    /// The context's `inproc://` names and the peers linked through them.
+    pub(crate) inproc: inproc::Inproc,
 }
 
 impl State {
@@ -663,6 +666,7 @@ impl Shared {
                 poll_waiters: Waiters::default(),
                 orphans_report: CloseReport::default(),
                 zap: zap::Zap::default(),
+                inproc: inproc::Inproc::default(),
             }),
             polled: Condvar::new(),
             registrar,
@@ -829,6 +833,8 @@ impl Shared {
     /// [`finish`](Self::finish) with the socket's signal taken already (the caller had
     /// the socket at hand).
     fn finish_with(&self, mut st: MutexGuard<'_, State>, wake: bool, signal: Option<Signal>) {
+        // Output for `inproc://` peers queued outside a pump (`send_with`) is handed over.
+        self.deliver_inproc(&mut st);
         let wake_io = st.parked && (wake || !st.work.is_empty());
         if wake_io {
             st.parked = false;
@@ -1171,5 +1177,6 @@ impl Shared {
         if st.zap.is_client(id) {
             self.zap_replies(st, id);
         }
+        self.deliver_inproc(st);
     }
 }

@@ -193,14 +193,6 @@ fn poll_wakes_for_the_right_socket() {
 }
 
 #[test]
-fn inproc_is_not_offered() {
-    let ctx = Context::new().unwrap();
-    let s = ctx.socket(SocketType::Pair).unwrap();
-    assert!(matches!(s.bind("inproc://x"), Err(Error::Unsupported)));
-    assert!(matches!(s.connect("inproc://x"), Err(Error::Unsupported)));
-}
-
-#[test]
 fn many_threads_share_one_socket() {
     let ctx = Context::new().unwrap();
     let pull = ctx.socket(SocketType::Pull).unwrap();

@@ -1,6 +1,6 @@
 //! Contexts: `zmq_ctx_*`, `zmq_init`, `zmq_term`.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, RwLock};
@@ -39,13 +39,8 @@ pub(crate) const ZERO_COPY_RECV: c_int = 10;
 /// libzmq's largest socket count (`ZMQ_SOCKET_LIMIT` answers it).
 const CLIPPED_MAXSOCKETS: c_int = 65535;
 
-/// Numbers the contexts, for the names of their `inproc://` endpoints.
-static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-
 /// A context behind a `void *` handle.
 pub(crate) struct Ctx {
-    /// This context's number: its `inproc://` names are its own.
-    serial: u64,
     /// The process that made it: a child forked from that process has a copy of the
     /// context but none of its threads.
     pid: u32,
@@ -57,8 +52,6 @@ pub(crate) struct Ctx {
     state: Mutex<CtxState>,
     /// Signalled when a socket is closed.
     closed: Condvar,
-    /// The `inproc://` endpoints given to the driver, by the name the driver knows them by.
-    inproc: Mutex<HashMap<String, String>>,
 }
 
 struct CtxState {
@@ -91,46 +84,13 @@ impl Ctx {
         self.pid != std::process::id()
     }
 
-    /// The endpoint the driver is given for `addr`: the same, but for `inproc://name`,
-    /// which becomes an abstract `ipc://@` name of this process and context (the driver
-    /// has no `inproc://`; an abstract Unix socket is the nearest thing: local, nameless
-    /// on disk, gone with the process).
-    pub(crate) fn endpoint<'a>(&self, addr: &'a str) -> Result<std::borrow::Cow<'a, str>, Errno> {
-        let Some(name) = addr.strip_prefix("inproc://") else {
-            return Ok(std::borrow::Cow::Borrowed(addr));
-        };
-        if name.is_empty() {
+    /// `addr` checked as libzmq checks it before the driver parses it: `inproc://` with
+    /// no name is `EINVAL`. (The driver's `inproc://` names are per context, as libzmq's.)
+    pub(crate) fn endpoint<'a>(&self, addr: &'a str) -> Result<&'a str, Errno> {
+        if addr == "inproc://" {
             return Err(libc::EINVAL);
         }
-        let plain = name.len() <= 64
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
-        let name = if plain {
-            name.to_owned()
-        } else {
-            // FNV-1a of the name: any bytes, any length, in a name the driver takes.
-            let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-                (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-            });
-            format!("h{hash:016x}-{}", name.len())
-        };
-        let target = format!(
-            "ipc://@zmtp-inproc-{}-{}-{name}",
-            std::process::id(),
-            self.serial
-        );
-        lock(&self.inproc).insert(target.clone(), addr.to_owned());
-        Ok(std::borrow::Cow::Owned(target))
-    }
-
-    /// An endpoint as the application gave it: `inproc://name` for the driver's name of
-    /// it, others as they are.
-    pub(crate) fn app_endpoint(&self, endpoint: &str) -> String {
-        lock(&self.inproc)
-            .get(endpoint)
-            .cloned()
-            .unwrap_or_else(|| endpoint.to_owned())
+        Ok(addr)
     }
 
     /// A socket of the library's own (a monitor's), not counted as the application's.
@@ -243,7 +203,6 @@ fn new_ctx() -> Result<*mut c_void, Errno> {
     ignore_sigpipe();
     let mio = zmtp_mio::Context::new().map_err(|_| EMTHREAD)?;
     let ctx = Arc::new(Ctx {
-        serial: SERIAL.fetch_add(1, Ordering::Relaxed),
         pid: std::process::id(),
         mio: Mutex::new(Some(mio)),
         terminating: AtomicBool::new(false),
@@ -262,7 +221,6 @@ fn new_ctx() -> Result<*mut c_void, Errno> {
             closer: None,
         }),
         closed: Condvar::new(),
-        inproc: Mutex::new(HashMap::new()),
     });
     // ZAP handlers bind at `inproc://zeromq.zap.01`: the driver asks the socket of this
     // context bound at its name for that endpoint.

@@ -20,7 +20,6 @@ use std::time::Duration;
 
 use zmtp_mio::{Message, MonitorEvent, SocketType};
 
-use crate::ctx::Ctx;
 use crate::error::Errno;
 use crate::socket::{sock_of, text};
 use crate::{guard, ret};
@@ -55,8 +54,8 @@ impl Monitor {
 }
 
 /// The frames of `event` in `version`'s format.
-fn frames(ctx: &Ctx, event: &MonitorEvent, kind: u64, version: c_int) -> Message {
-    let endpoint = ctx.app_endpoint(&event.endpoint);
+fn frames(event: &MonitorEvent, kind: u64, version: c_int) -> Message {
+    let endpoint = event.endpoint.clone();
     if version == 1 {
         let mut first = Vec::with_capacity(6);
         first.extend_from_slice(&(kind as u16).to_ne_bytes());
@@ -188,7 +187,6 @@ fn start(
     let target = s.ctx.endpoint(addr)?;
     out.bind(&target).map_err(|e| s.errno(&e))?;
     let stop = Arc::new(AtomicBool::new(false));
-    let ctx = s.ctx.clone();
     let stopping = stop.clone();
     let thread = std::thread::Builder::new()
         .name("zmq-monitor".into())
@@ -216,7 +214,7 @@ fn start(
                         if events & kind != 0
                             && !deliver(
                                 &out,
-                                frames(&ctx, &event, kind, version),
+                                frames(&event, kind, version),
                                 &stopping,
                                 &mut taken,
                                 first_until,
@@ -232,7 +230,7 @@ fn start(
             if events & MONITOR_STOPPED != 0 {
                 let stopped =
                     MonitorEvent::new(zmtp_mio::MonitorEventKind::MonitorStopped, 0, String::new());
-                let msg = frames(&ctx, &stopped, MONITOR_STOPPED, version);
+                let msg = frames(&stopped, MONITOR_STOPPED, version);
                 deliver(&out, msg, &stopping, &mut taken, first_until);
             }
         })

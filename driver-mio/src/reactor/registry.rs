@@ -497,6 +497,10 @@ impl CommandHandler for Commands<'_> {
         if let Some(fd) = given {
             return shared.listen_at(self.st, id, endpoint, listen_on_fd(fd, &addr));
         }
+        if let Endpoint::Inproc(name) = &addr {
+            let now = self.now();
+            return shared.inproc_listen(self.st, id, endpoint, name, now);
+        }
         let listening = match &addr {
             Endpoint::Tcp(tcp) | Endpoint::Ws(WsEndpoint { tcp, .. }) => match TcpAddrs::of(tcp) {
                 TcpAddrs::Known(a) => listen_tcp(&[a], &tcp_tuning(self.st, id)),
@@ -536,7 +540,7 @@ impl CommandHandler for Commands<'_> {
                 }
                 Err(e) => shared.connect_failed(self.st, id, endpoint, &e, now),
             },
-            Endpoint::Inproc(_) => shared.connected(self.st, id, endpoint, None, now),
+            Endpoint::Inproc(name) => shared.inproc_connect(self.st, id, endpoint, name, now),
             // udp:// endpoints come as `OpenUdp`: never here.
             Endpoint::Udp(_) => shared.connected(self.st, id, endpoint, None, now),
         }
@@ -583,6 +587,7 @@ impl CommandHandler for Commands<'_> {
     }
 
     fn stop_listening(&mut self, endpoint: EndpointId) {
+        self.shared.inproc_stop(self.st, self.id, endpoint);
         let st = &mut *self.st;
         let Some(s) = st.sockets.get_mut(&self.id) else {
             return;
@@ -607,7 +612,9 @@ impl CommandHandler for Commands<'_> {
     }
 
     fn close_peer(&mut self, peer: PeerId) {
+        let now = self.now();
         self.shared.drop_peer(self.st, self.id, peer);
+        self.shared.inproc_unlink(self.st, self.id, peer, now);
     }
 
     fn resume(&mut self, peer: PeerId) {
@@ -634,7 +641,8 @@ impl CommandHandler for Commands<'_> {
     }
 
     fn closed(&mut self) {
-        let (shared, id) = (self.shared, self.id);
+        let (shared, id, now) = (self.shared, self.id, self.now());
+        shared.inproc_closed(self.st, id, now);
         // A write queued or under way when LINGER ran out: what it carries may arrive yet.
         let writing =
             (self.st.sockets.get(&id)).is_some_and(|s| s.peers.values().any(|io| io.write_queued));

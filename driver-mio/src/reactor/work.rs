@@ -563,6 +563,11 @@ impl Shared {
 
 /// Queue a read (`write` false) or a write of a peer's stream, unless one is queued.
 pub(super) fn queue(st: &mut State, id: usize, peer: PeerId, write: bool) {
+    if st.inproc.is_linked(id, peer) {
+        // No stream: handed over in memory (`Shared::deliver_inproc`).
+        st.inproc.queue(id, peer, write);
+        return;
+    }
     let Some(io) = st.sockets.get_mut(&id).and_then(|s| s.peers.get_mut(&peer)) else {
         return;
     };

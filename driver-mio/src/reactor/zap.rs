@@ -89,7 +89,8 @@ impl Shared {
             return Some(AuthReply::NoHandler);
         };
         let bound = (st.sockets.values())
-            .any(|s| !s.closed && s.listeners.values().any(|l| l.address == endpoint));
+            .any(|s| !s.closed && s.listeners.values().any(|l| l.address == endpoint))
+            || st.inproc.is_bound(&endpoint);
         if !bound {
             return Some(AuthReply::NoHandler);
         }

@@ -1,0 +1,281 @@
+//! `inproc://`: sockets of one context joined in memory, under the context's lock.
+//!
+//! A bound name is a table entry, not a listener. A connect to a bound name makes a peer
+//! on each side at once (the state machines' `handle_connected` and `handle_accepted`),
+//! linked to each other; a connect to a name not bound yet waits in the table and is
+//! joined when the name is bound, its messages queued meanwhile (unless IMMEDIATE), as
+//! libzmq's are.
+//!
+//! A linked peer has no stream: what one side's state machine queues for it is handed to
+//! the other side's, as shared chunks (large bodies are not copied), in the same call that
+//! queued it ([`Shared::deliver_inproc`], run at the end of every `pump` and of every
+//! application call). So a connect between two sockets of one context has made its
+//! handshake by the time it returns, and messages reach the other side in the order they
+//! were sent, whichever peers they were sent through. A side that holds its input back
+//! (RCVHWM) takes nothing more until it resumes: the rest waits in the sender's queue,
+//! where SNDHWM counts it, so a link holds about SNDHWM + RCVHWM messages, as libzmq's
+//! pipes do.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+
+use zmtp_proto::socket::{EndpointId, PeerId};
+use zmtp_proto::{Bytes, Instant};
+
+use super::waiters::Notify;
+use super::{Shared, State};
+
+/// One end of a link: a socket and its peer.
+type End = (usize, PeerId);
+
+/// The context's `inproc://` names and links.
+#[derive(Default)]
+pub(crate) struct Inproc {
+    /// Bound names, and the socket and endpoint bound there.
+    bound: HashMap<String, (usize, EndpointId)>,
+    /// Connects to names not bound yet, in the order they were made.
+    pending: HashMap<String, Vec<(usize, EndpointId)>>,
+    /// Each linked peer, and the other end.
+    links: HashMap<End, End>,
+    /// Chunks taken from one end and not yet taken by the other (which began to hold its
+    /// input back meanwhile), by the end they are for.
+    held: HashMap<End, VecDeque<Bytes>>,
+    /// Ends whose output is to be handed over.
+    due: VecDeque<End>,
+    /// Sockets to pump before the next hand-over (their state machines changed).
+    to_pump: Vec<usize>,
+    /// A hand-over is running (`pump` calls it, and it calls `pump`).
+    delivering: bool,
+}
+
+impl Inproc {
+    /// Whether `endpoint` (`inproc://name`) is bound.
+    pub(crate) fn is_bound(&self, endpoint: &str) -> bool {
+        endpoint
+            .strip_prefix("inproc://")
+            .is_some_and(|name| self.bound.contains_key(name))
+    }
+
+    /// Whether `peer` of socket `id` is linked in memory.
+    pub(crate) fn is_linked(&self, id: usize, peer: PeerId) -> bool {
+        !self.links.is_empty() && self.links.contains_key(&(id, peer))
+    }
+
+    /// `work::queue` for a linked peer: a write hands its output over; a read (the peer
+    /// takes input again) takes the other end's.
+    pub(crate) fn queue(&mut self, id: usize, peer: PeerId, write: bool) {
+        if write {
+            self.due.push_back((id, peer));
+        } else if let Some(&other) = self.links.get(&(id, peer)) {
+            // Held chunks first, then whatever the other end has queued.
+            self.due.push_back(other);
+        }
+    }
+
+    /// Whether there is anything for [`Shared::deliver_inproc`] to do.
+    pub(crate) fn busy(&self) -> bool {
+        !self.delivering && !(self.due.is_empty() && self.to_pump.is_empty())
+    }
+}
+
+impl Shared {
+    /// Socket `id` listens on `inproc://name` as `endpoint`: the name is taken (unless
+    /// another endpoint has it: "address already in use", as libzmq's `EADDRINUSE`), the
+    /// socket and `bind` are told, and connects waiting for the name are joined.
+    pub(super) fn inproc_listen(
+        &self,
+        st: &mut State,
+        id: usize,
+        endpoint: EndpointId,
+        name: &str,
+        now: Instant,
+    ) {
+        let taken = st.inproc.bound.contains_key(name);
+        let Some(s) = st.sockets.get_mut(&id) else {
+            return;
+        };
+        if taken {
+            let errno = rustix::io::Errno::ADDRINUSE;
+            s.core
+                .handle_bind_failed(endpoint, errno.raw_os_error().unsigned_abs());
+            s.bound.insert(endpoint, Err(errno.into()));
+            return;
+        }
+        s.core.handle_listening(endpoint, &format!("inproc://{name}"));
+        s.bound
+            .insert(endpoint, Ok(s.core.last_endpoint().to_string()));
+        st.inproc.bound.insert(name.to_owned(), (id, endpoint));
+        for (cid, cendpoint) in st.inproc.pending.remove(name).unwrap_or_default() {
+            self.inproc_join(st, (cid, cendpoint), (id, endpoint), now);
+        }
+    }
+
+    /// Connect socket `id`'s `endpoint` to `name`: joined at once if it is bound, else
+    /// when it is.
+    pub(super) fn inproc_connect(
+        &self,
+        st: &mut State,
+        id: usize,
+        endpoint: EndpointId,
+        name: &str,
+        now: Instant,
+    ) {
+        match st.inproc.bound.get(name) {
+            Some(&bound) => self.inproc_join(st, (id, endpoint), bound, now),
+            None => {
+                let waiting = st.inproc.pending.entry(name.to_owned()).or_default();
+                if !waiting.contains(&(id, endpoint)) {
+                    waiting.push((id, endpoint));
+                }
+            }
+        }
+    }
+
+    /// Make a peer on each side and link them; their greetings go at the next hand-over.
+    fn inproc_join(
+        &self,
+        st: &mut State,
+        (cid, cendpoint): (usize, EndpointId),
+        (bid, bendpoint): (usize, EndpointId),
+        now: Instant,
+    ) {
+        let connected = (st.sockets.get_mut(&cid))
+            .filter(|s| !s.closed)
+            .and_then(|s| s.core.handle_connected(cendpoint, "", now));
+        let Some(cpeer) = connected else {
+            return;
+        };
+        let accepted = (st.sockets.get_mut(&bid))
+            .filter(|s| !s.closed)
+            .and_then(|s| s.core.handle_accepted(bendpoint, "", now));
+        let Some(bpeer) = accepted else {
+            // Turned away (the bound socket is closing): as a refused connect.
+            if let Some(s) = st.sockets.get_mut(&cid) {
+                s.core.handle_closed(cpeer, now);
+            }
+            st.inproc.to_pump.push(cid);
+            return;
+        };
+        let inproc = &mut st.inproc;
+        inproc.links.insert((cid, cpeer), (bid, bpeer));
+        inproc.links.insert((bid, bpeer), (cid, cpeer));
+        inproc.due.push_back((cid, cpeer));
+        inproc.due.push_back((bid, bpeer));
+        inproc.to_pump.extend([cid, bid]);
+    }
+
+    /// Socket `id` stops listening on `endpoint` (or stops connecting through it).
+    pub(super) fn inproc_stop(&self, st: &mut State, id: usize, endpoint: EndpointId) {
+        st.inproc.bound.retain(|_, &mut b| b != (id, endpoint));
+        for waiting in st.inproc.pending.values_mut() {
+            waiting.retain(|&c| c != (id, endpoint));
+        }
+    }
+
+    /// Unlink `peer` of socket `id` (its socket let go of it): the other end's peer is
+    /// closed, as a stream's end closes it.
+    pub(super) fn inproc_unlink(&self, st: &mut State, id: usize, peer: PeerId, now: Instant) {
+        let Some(other) = st.inproc.links.remove(&(id, peer)) else {
+            return;
+        };
+        st.inproc.links.remove(&other);
+        st.inproc.held.remove(&(id, peer));
+        st.inproc.held.remove(&other);
+        if let Some(s) = st.sockets.get_mut(&other.0) {
+            s.core.handle_closed(other.1, now);
+        }
+        st.inproc.to_pump.push(other.0);
+    }
+
+    /// Socket `id` closed: its names, waiting connects and links go.
+    pub(super) fn inproc_closed(&self, st: &mut State, id: usize, now: Instant) {
+        st.inproc.bound.retain(|_, b| b.0 != id);
+        for waiting in st.inproc.pending.values_mut() {
+            waiting.retain(|c| c.0 != id);
+        }
+        st.inproc.pending.retain(|_, w| !w.is_empty());
+        let mine: Vec<PeerId> = (st.inproc.links.keys())
+            .filter(|end| end.0 == id)
+            .map(|end| end.1)
+            .collect();
+        for peer in mine {
+            self.inproc_unlink(st, id, peer, now);
+        }
+    }
+
+    /// Hand over what linked peers have queued, pumping the sockets this changes, until
+    /// nothing is left to hand over; then wake whoever waits on those sockets (under the
+    /// lock: the signals take no lock of ours). Does nothing when called from within
+    /// itself (through `pump`).
+    pub(super) fn deliver_inproc(&self, st: &mut State) {
+        if !st.inproc.busy() {
+            return;
+        }
+        st.inproc.delivering = true;
+        let now = self.now();
+        let mut touched = BTreeSet::new();
+        loop {
+            if let Some(id) = st.inproc.to_pump.pop() {
+                self.pump(st, id);
+                touched.insert(id);
+                continue;
+            }
+            let Some(from) = st.inproc.due.pop_front() else {
+                break;
+            };
+            if let Some(&to) = st.inproc.links.get(&from) {
+                if self.hand_over(st, from, to, now) {
+                    st.inproc.to_pump.extend([to.0, from.0]);
+                }
+            }
+        }
+        st.inproc.delivering = false;
+        let mut notify = Notify::default();
+        for id in touched {
+            notify.touch(st, id);
+        }
+        notify.signal(self);
+    }
+
+    /// Hand `from`'s queued output to `to` while `to` takes input; returns whether
+    /// anything changed hands.
+    fn hand_over(&self, st: &mut State, from: (usize, PeerId), to: End, now: Instant) -> bool {
+        let mut moved = false;
+        // Chunks taken earlier go first.
+        let mut chunks = st.inproc.held.remove(&to).unwrap_or_default();
+        if chunks.is_empty() {
+            let wants = (st.sockets.get(&to.0)).is_some_and(|o| o.core.wants_read(to.1));
+            if !wants {
+                // The other end resumes it (a read queued for it: `Inproc::queue`).
+                return false;
+            }
+            let Some(s) = st.sockets.get_mut(&from.0) else {
+                return false;
+            };
+            let n = s.core.transmit_bytes(from.1, |chunk| chunks.push_back(chunk));
+            if n == 0 {
+                return false;
+            }
+            s.core.advance(from.1, n, || now);
+            moved = true;
+        }
+        let Some(o) = st.sockets.get_mut(&to.0) else {
+            return moved;
+        };
+        while let Some(chunk) = chunks.pop_front() {
+            if !o.core.wants_read(to.1) {
+                chunks.push_front(chunk);
+                break;
+            }
+            o.core.handle_received_shared(to.1, now, chunk);
+            moved = true;
+        }
+        if !chunks.is_empty() {
+            st.inproc.held.insert(to, chunks);
+        } else if moved {
+            // More may have been queued meanwhile (replies to what was handed over are
+            // queued by their own socket's pump).
+            st.inproc.due.push_back(from);
+        }
+        moved
+    }
+}
