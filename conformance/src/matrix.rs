@@ -1822,6 +1822,7 @@ pub fn run_cross<D: OurDriver, E: OurDriver>(
         .iter()
         .copied()
         .filter(|t| E::own_transports().contains(t))
+        .filter(|&t| t != Transport::Inproc || D::inproc_names() == E::inproc_names())
         .collect();
     run_combos(
         D::name(),

@@ -44,10 +44,12 @@ impl MioSocket {
     }
 }
 
-/// The transports of the blocking driver, whatever its backend.
+/// The transports of the blocking driver, whatever its backend (inproc within its
+/// context).
 const TRANSPORTS: &[Transport] = &[
     Transport::Tcp,
     Transport::Ipc,
+    Transport::Inproc,
     Transport::Ws,
     Transport::Wss,
 ];
@@ -66,6 +68,10 @@ impl OurDriver for MioDriver {
     fn own_transports() -> &'static [Transport] {
         TRANSPORTS
     }
+
+    fn inproc_names() -> &'static str {
+        "mio"
+    }
 }
 
 impl OurDriver for UringDriver {
@@ -81,6 +87,10 @@ impl OurDriver for UringDriver {
 
     fn own_transports() -> &'static [Transport] {
         TRANSPORTS
+    }
+
+    fn inproc_names() -> &'static str {
+        "uring"
     }
 }
 

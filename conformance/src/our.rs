@@ -156,6 +156,13 @@ pub trait OurDriver {
     fn own_transports() -> &'static [Transport] {
         &[Transport::Tcp]
     }
+
+    /// Which `inproc://` names this driver's sockets reach: two drivers meet over inproc
+    /// only when they share them (the async drivers' names are the process's; the mio
+    /// driver's are its context's).
+    fn inproc_names() -> &'static str {
+        "process"
+    }
 }
 
 /// The polling test driver ([`SocketDriver`](crate::socket_driver::SocketDriver)).

@@ -70,7 +70,10 @@ fn request_and_reply_across_threads() {
     req.connect("inproc://service").unwrap();
     for i in 0..1000 {
         req.send(i.to_string()).unwrap();
-        assert_eq!(req.recv_timeout(T).unwrap().to_str(), Ok(&*format!("re: {i}")));
+        assert_eq!(
+            req.recv_timeout(T).unwrap().to_str(),
+            Ok(&*format!("re: {i}"))
+        );
     }
     server.join().unwrap();
 }
@@ -79,10 +82,12 @@ fn request_and_reply_across_threads() {
 fn a_link_holds_about_sndhwm_plus_rcvhwm_messages() {
     let ctx = Context::new().unwrap();
     let pull = ctx.socket(SocketType::Pull).unwrap();
-    pull.set_options(Options::default().with_rcvhwm(30)).unwrap();
+    pull.set_options(Options::default().with_rcvhwm(30))
+        .unwrap();
     pull.bind("inproc://bounded").unwrap();
     let push = ctx.socket(SocketType::Push).unwrap();
-    push.set_options(Options::default().with_sndhwm(20)).unwrap();
+    push.set_options(Options::default().with_sndhwm(20))
+        .unwrap();
     push.connect("inproc://bounded").unwrap();
     let mut sent = 0;
     loop {

@@ -110,6 +110,11 @@ pub struct Config {
     /// security mechanism: whatever this says, they are refused when `security` is not NULL
     /// or `authenticate_null` is set, as libzmq refuses them when ZAP is enabled.
     pub legacy_peers: bool,
+    /// Take a peer of any socket type (default false: an incompatible one fails the
+    /// handshake). Its `Socket-Type` is still recorded. For `inproc://`, which libzmq
+    /// joins without a handshake, so that any two of its sockets can be joined there (a
+    /// PAIR to a PULL).
+    pub any_peer_type: bool,
     identity: Identity,
     properties: heapless::Vec<u8, MAX_PROPERTIES_LEN>,
 }
@@ -130,6 +135,7 @@ impl Config {
             security: Security::Null,
             authenticate_null: false,
             legacy_peers: true,
+            any_peer_type: false,
             identity: Identity::new(),
             properties: heapless::Vec::new(),
         }

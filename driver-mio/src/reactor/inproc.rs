@@ -45,6 +45,9 @@ pub(crate) struct Inproc {
     to_pump: Vec<usize>,
     /// A hand-over is running (`pump` calls it, and it calls `pump`).
     delivering: bool,
+    /// Peers were joined or unlinked since the I/O thread last looked: their sockets'
+    /// timers changed (a handshake's deadline, a reconnect), which it must learn of.
+    timers_moved: bool,
 }
 
 impl Inproc {
@@ -73,7 +76,7 @@ impl Inproc {
 
     /// Whether there is anything for [`Shared::deliver_inproc`] to do.
     pub(crate) fn busy(&self) -> bool {
-        !self.delivering && !(self.due.is_empty() && self.to_pump.is_empty())
+        !self.delivering && !(self.due.is_empty() && self.to_pump.is_empty() && !self.timers_moved)
     }
 }
 
@@ -100,7 +103,8 @@ impl Shared {
             s.bound.insert(endpoint, Err(errno.into()));
             return;
         }
-        s.core.handle_listening(endpoint, &format!("inproc://{name}"));
+        s.core
+            .handle_listening(endpoint, &format!("inproc://{name}"));
         s.bound
             .insert(endpoint, Ok(s.core.last_endpoint().to_string()));
         st.inproc.bound.insert(name.to_owned(), (id, endpoint));
@@ -161,6 +165,7 @@ impl Shared {
         inproc.due.push_back((cid, cpeer));
         inproc.due.push_back((bid, bpeer));
         inproc.to_pump.extend([cid, bid]);
+        inproc.timers_moved = true;
     }
 
     /// Socket `id` stops listening on `endpoint` (or stops connecting through it).
@@ -184,6 +189,7 @@ impl Shared {
             s.core.handle_closed(other.1, now);
         }
         st.inproc.to_pump.push(other.0);
+        st.inproc.timers_moved = true;
     }
 
     /// Socket `id` closed: its names, waiting connects and links go.
@@ -229,6 +235,11 @@ impl Shared {
             }
         }
         st.inproc.delivering = false;
+        if std::mem::take(&mut st.inproc.timers_moved) && st.parked {
+            // The parked I/O thread waits for the timers it knew of.
+            st.parked = false;
+            let _ = self.registrar.wake();
+        }
         let mut notify = Notify::default();
         for id in touched {
             notify.touch(st, id);
@@ -251,7 +262,9 @@ impl Shared {
             let Some(s) = st.sockets.get_mut(&from.0) else {
                 return false;
             };
-            let n = s.core.transmit_bytes(from.1, |chunk| chunks.push_back(chunk));
+            let n = s
+                .core
+                .transmit_bytes(from.1, |chunk| chunks.push_back(chunk));
             if n == 0 {
                 return false;
             }

@@ -403,7 +403,7 @@ impl Connection {
     fn accept_metadata<'a>(&mut self, meta: Metadata<'a>) -> Result<Item<'a>, Error> {
         if let Some(name) = meta.get(b"Socket-Type") {
             let peer = SocketType::from_name(name).ok_or(Error::UnknownSocketType)?;
-            if !self.config.socket_type.is_compatible(peer) {
+            if !self.config.any_peer_type && !self.config.socket_type.is_compatible(peer) {
                 return Err(Error::IncompatibleSocketType { peer });
             }
             self.peer_socket_type = Some(peer);

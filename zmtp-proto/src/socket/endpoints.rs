@@ -247,6 +247,13 @@ impl Socket {
         config.legacy_peers = self.opts.legacy_peers;
         // Checked in `new`/`set_options`: they fit.
         let _ = super::add_metadata(&mut config, &self.opts);
+        if (self.endpoints.get(&endpoint)).is_some_and(|e| matches!(e.addr, Endpoint::Inproc(_))) {
+            // libzmq joins inproc sockets with no handshake: any types, no security
+            // mechanism (and so no ZAP).
+            config.any_peer_type = true;
+            config.security = crate::mechanism::Security::Null;
+            config.authenticate_null = false;
+        }
         if self.ty == SocketType::Stream {
             // No ZMTP: no handshake, no heartbeats, nothing of the connection's own.
             config.handshake_timeout = None;
