@@ -19,7 +19,7 @@
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use zmtp_proto::socket::{EndpointId, PeerId};
-use zmtp_proto::{Bytes, Instant};
+use zmtp_proto::Instant;
 
 use super::waiters::Notify;
 use super::{Shared, State};
@@ -36,9 +36,6 @@ pub(crate) struct Inproc {
     pending: HashMap<String, Vec<(usize, EndpointId)>>,
     /// Each linked peer, and the other end.
     links: HashMap<End, End>,
-    /// Chunks taken from one end and not yet taken by the other (which began to hold its
-    /// input back meanwhile), by the end they are for.
-    held: HashMap<End, VecDeque<Bytes>>,
     /// Ends whose output is to be handed over.
     due: VecDeque<End>,
     /// Sockets to pump before the next hand-over (their state machines changed).
@@ -69,7 +66,6 @@ impl Inproc {
         if write {
             self.due.push_back((id, peer));
         } else if let Some(&other) = self.links.get(&(id, peer)) {
-            // Held chunks first, then whatever the other end has queued.
             self.due.push_back(other);
         }
     }
@@ -183,8 +179,6 @@ impl Shared {
             return;
         };
         st.inproc.links.remove(&other);
-        st.inproc.held.remove(&(id, peer));
-        st.inproc.held.remove(&other);
         if let Some(s) = st.sockets.get_mut(&other.0) {
             s.core.handle_closed(other.1, now);
         }
@@ -248,47 +242,35 @@ impl Shared {
     }
 
     /// Hand `from`'s queued output to `to` while `to` takes input; returns whether
-    /// anything changed hands.
-    fn hand_over(&self, st: &mut State, from: (usize, PeerId), to: End, now: Instant) -> bool {
-        let mut moved = false;
-        // Chunks taken earlier go first.
-        let mut chunks = st.inproc.held.remove(&to).unwrap_or_default();
-        if chunks.is_empty() {
-            let wants = (st.sockets.get(&to.0)).is_some_and(|o| o.core.wants_read(to.1));
-            if !wants {
-                // The other end resumes it (a read queued for it: `Inproc::queue`).
-                return false;
-            }
-            let Some(s) = st.sockets.get_mut(&from.0) else {
-                return false;
-            };
-            let n = s
-                .core
-                .transmit_bytes(from.1, |chunk| chunks.push_back(chunk));
-            if n == 0 {
-                return false;
-            }
-            s.core.advance(from.1, n, || now);
-            moved = true;
+    /// anything changed hands. What `to` does not take stays queued in `from` (SNDHWM
+    /// and LINGER count it there), for when `to` resumes.
+    fn hand_over(&self, st: &mut State, from: End, to: End, now: Instant) -> bool {
+        let wants = (st.sockets.get(&to.0)).is_some_and(|o| o.core.wants_read(to.1));
+        let Some(s) = st.sockets.get_mut(&from.0).filter(|_| wants) else {
+            // Not now: the other end resumes it (a read queued for it: `Inproc::queue`).
+            return false;
+        };
+        let mut chunks = Vec::new();
+        if s.core.transmit_bytes(from.1, |chunk| chunks.push(chunk)) == 0 {
+            return false;
         }
         let Some(o) = st.sockets.get_mut(&to.0) else {
-            return moved;
+            return false;
         };
-        while let Some(chunk) = chunks.pop_front() {
+        let mut taken = 0;
+        for chunk in chunks {
             if !o.core.wants_read(to.1) {
-                chunks.push_front(chunk);
                 break;
             }
+            taken += chunk.len();
             o.core.handle_received_shared(to.1, now, chunk);
-            moved = true;
         }
-        if !chunks.is_empty() {
-            st.inproc.held.insert(to, chunks);
-        } else if moved {
-            // More may have been queued meanwhile (replies to what was handed over are
-            // queued by their own socket's pump).
-            st.inproc.due.push_back(from);
+        if let Some(s) = st.sockets.get_mut(&from.0) {
+            s.core.advance(from.1, taken, || now);
         }
-        moved
+        // More may have been queued meanwhile (replies to what was handed over are queued
+        // by their own socket's pump); a look finding nothing ends it.
+        st.inproc.due.push_back(from);
+        taken > 0
     }
 }
