@@ -22,6 +22,10 @@ impl<R: Runtime> ProxySocket for Socket<R> {
     fn proxy_receives(&self) -> bool {
         self.socket_type().receives()
     }
+
+    fn proxy_can_send(&self) -> bool {
+        self.can_send()
+    }
 }
 
 /// Move messages between `frontend` and `backend`, both ways, until one of them fails

@@ -7,9 +7,11 @@
 //!   frame, which is the same on the wire). A copy of each goes to the capture socket if
 //!   there is one; a capture socket that has no room drops its copy rather than stop the
 //!   proxy.
-//! - **Back-pressure:** a message the other side cannot take now (its HWM is reached) is
-//!   held, and its side is not read until the message is sent. Nothing is dropped that the
-//!   socket types would not drop themselves (a ROUTER's unknown peer, a PUB's HWM).
+//! - **Back-pressure:** a side is read only while the other side can take a message
+//!   (`ZMQ_POLLOUT`), as libzmq's proxy reads only then; a message the other side cannot
+//!   take after all (its HWM reached within a burst) is held, and its side is not read
+//!   until the message is sent. Nothing is dropped that the socket types would not drop
+//!   themselves (a ROUTER's unknown peer, a PUB's HWM).
 //! - **Control:** `PAUSE` stops both directions (held messages still go), `RESUME` starts
 //!   them again, `TERMINATE` ends the proxy, `STATISTICS` answers eight frames: messages
 //!   and bytes received from the frontend, sent to the frontend, received from the backend,
@@ -31,6 +33,8 @@ pub trait ProxySocket {
     fn proxy_send(&self, msg: Message) -> Result<(), SendError>;
     /// Whether the socket's type receives at all (a PUSH or a PUB side is never read).
     fn proxy_receives(&self) -> bool;
+    /// Whether a send would be taken now (`ZMQ_POLLOUT`).
+    fn proxy_can_send(&self) -> bool;
 }
 
 /// Wait for a message ([`Proxy::interest`]; the value of `POLLIN` in every driver).
@@ -124,6 +128,10 @@ pub struct Proxy {
     /// A message from the frontend the backend did not take yet, and the other way.
     to_backend: Option<Message>,
     to_frontend: Option<Message>,
+    /// The backend had no room when the frontend was to be read (nothing held), and the
+    /// other way: waited on for room.
+    backend_full: bool,
+    frontend_full: bool,
     stats: ProxyStats,
 }
 
@@ -148,19 +156,22 @@ impl Proxy {
     /// paused or its last message is still held, and waited on for room while a message
     /// for it is held; the control socket, if there is one, is read.
     pub fn interest(&self, control: bool) -> [u8; 3] {
-        let side = |held_from: &Option<Message>, held_for: &Option<Message>| {
+        // Whether each direction waits for room on its destination.
+        let forward = self.to_backend.is_some() || self.backend_full;
+        let backward = self.to_frontend.is_some() || self.frontend_full;
+        let side = |reads_wait: bool, room_wanted: bool| {
             let mut events = 0;
-            if !self.paused && held_from.is_none() {
+            if !self.paused && !reads_wait {
                 events |= WANT_IN;
             }
-            if held_for.is_some() {
+            if room_wanted {
                 events |= WANT_OUT;
             }
             events
         };
         [
-            side(&self.to_backend, &self.to_frontend),
-            side(&self.to_frontend, &self.to_backend),
+            side(forward, backward),
+            side(backward, forward),
             if control { WANT_IN } else { 0 },
         ]
     }
@@ -190,12 +201,14 @@ impl Proxy {
             }
             let forward = Direction {
                 held: &mut self.to_backend,
+                full: &mut self.backend_full,
                 received: &mut self.stats.frontend_in,
                 sent: &mut self.stats.backend_out,
             };
             let moved_forward = forward.pump(frontend, backend, capture, self.paused)?;
             let backward = Direction {
                 held: &mut self.to_frontend,
+                full: &mut self.frontend_full,
                 received: &mut self.stats.backend_in,
                 sent: &mut self.stats.frontend_out,
             };
@@ -231,13 +244,15 @@ impl Proxy {
 /// One direction of the proxy, with its held message and counters.
 struct Direction<'a> {
     held: &'a mut Option<Message>,
+    /// `to` had no room when `from` was to be read.
+    full: &'a mut bool,
     received: &'a mut Traffic,
     sent: &'a mut Traffic,
 }
 
 impl Direction<'_> {
-    /// Send the held message, then move up to [`TURN`] messages from `from` to `to`;
-    /// returns how many moved.
+    /// Send the held message, then move up to [`TURN`] messages from `from` to `to` if
+    /// `to` has room for one; returns how many moved.
     fn pump<S: ProxySocket>(
         mut self,
         from: &S,
@@ -252,7 +267,15 @@ impl Direction<'_> {
             }
             moved += 1;
         }
-        while !paused && moved < TURN && from.proxy_receives() {
+        if paused || !from.proxy_receives() {
+            *self.full = false;
+            return Ok(moved);
+        }
+        *self.full = !to.proxy_can_send();
+        if *self.full {
+            return Ok(moved);
+        }
+        while moved < TURN {
             let Some(msg) = from.proxy_recv()? else {
                 break;
             };
@@ -329,6 +352,9 @@ mod tests {
         fn proxy_receives(&self) -> bool {
             true
         }
+        fn proxy_can_send(&self) -> bool {
+            *self.room.borrow() > 0
+        }
         fn proxy_send(&self, msg: Message) -> Result<(), SendError> {
             let mut room = self.room.borrow_mut();
             if *room == 0 {
@@ -388,6 +414,20 @@ mod tests {
         *b.room.borrow_mut() = 5;
         p.run(&f, &b, None, None).unwrap();
         assert_eq!(b.sent_texts(), ["1", "2", "3"]);
+        assert_eq!(p.interest(false), [WANT_IN, WANT_IN, 0]);
+    }
+
+    #[test]
+    fn a_side_is_not_read_while_the_other_has_no_room() {
+        let (f, b) = (Fake::with(9, &["1", "2"]), Fake::with(0, &[]));
+        let mut p = Proxy::new();
+        p.run(&f, &b, None, None).unwrap();
+        // Nothing taken from the frontend, nothing held: room on the backend is waited for.
+        assert_eq!(f.incoming.borrow().len(), 2);
+        assert_eq!(p.interest(false), [0, WANT_IN | WANT_OUT, 0]);
+        *b.room.borrow_mut() = 5;
+        p.run(&f, &b, None, None).unwrap();
+        assert_eq!(b.sent_texts(), ["1", "2"]);
         assert_eq!(p.interest(false), [WANT_IN, WANT_IN, 0]);
     }
 
