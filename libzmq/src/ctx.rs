@@ -227,7 +227,7 @@ fn new_ctx() -> Result<*mut c_void, Errno> {
     let zap_name = format!("inproc://{}", zmtp_mio::ZAP_HANDLER_NAME);
     let zap = ctx.endpoint(&zap_name)?;
     if let Some(mio) = lock(&ctx.mio).as_ref() {
-        mio.set_zap_endpoint(Some(&zap));
+        mio.set_zap_endpoint(Some(zap));
     }
     let handle = Arc::as_ptr(&ctx) as *mut c_void;
     let mut map = CONTEXTS.write().unwrap_or_else(|e| e.into_inner());

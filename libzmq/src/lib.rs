@@ -58,11 +58,11 @@
 //!   `zmq_proxy_steerable`, `zmq_device`, `zmq_timers_*`, `zmq_threadstart`,
 //!   `zmq_threadclose`, `zmq_sendiov`, `zmq_recviov`.
 //!
-//! `inproc://` endpoints: the driver has none, so this library gives the driver an
-//! abstract Unix socket name (`ipc://@…`) of its own process and context for each
-//! `inproc://` name: local, never on disk, one namespace per context as in libzmq.
-//! Unlike libzmq's inproc, such a connection makes a ZMTP handshake, and a `connect`
-//! before the `bind` is retried at `ZMQ_RECONNECT_IVL` rather than joined at the bind.
+//! `inproc://` endpoints are the driver's: in memory, one namespace per context, as in
+//! libzmq. A `zmq_connect` to a bound name is joined before it returns (a connect before
+//! the bind is joined by the `zmq_bind`), messages change hands in the call that sends
+//! them, and a link holds SNDHWM + RCVHWM messages; no security mechanism runs over it and
+//! any two socket types can be joined, as with libzmq's pipes.
 //!
 //! ZAP (RFC 27): a handler bound at `inproc://zeromq.zap.01` (a REP or ROUTER socket of
 //! the same context) is asked about the peers of every PLAIN, CURVE, or NULL-with-
@@ -124,9 +124,7 @@
 //! monitor's PAIR waits for its peer rather than dropping the events sent before the peer
 //! connects.
 //!
-//! Known differences seen running libzmq's own tests (to be fixed): an `inproc://`
-//! connection checks socket types (libzmq's skips the handshake, so a PAIR can reach a
-//! PULL) and joins only after its handshake, so HWM counts right after a bind differ;
+//! Known differences seen running libzmq's own tests (to be fixed):
 //! `zmq_unbind` leaves the connections accepted on the endpoint up (libzmq drops them);
 //! binding an `ipc://` path a closed socket used fails with `EADDRINUSE` (libzmq removes
 //! the stale file); `ZMQ_SRCFD` is -1. `tcp://source;destination` connects bind an address

@@ -93,10 +93,10 @@ fn frames(event: &MonitorEvent, kind: u64, version: c_int) -> Message {
     Message::from(frames)
 }
 
-/// How long a monitor waits for its first taker: libzmq's `inproc://` connects are
-/// attached at once, so an application that connects its monitor socket right after
-/// `zmq_socket_monitor` gets every event; ours attach a little later, and the events of
-/// that moment wait for them (a PUB's for a subscriber) rather than be dropped.
+/// How long a monitor waits for its first taker: an application that connects its monitor
+/// socket a little after `zmq_socket_monitor` (from another thread, or after its first
+/// `zmq_connect`) still gets the first events, which wait for it (a PUB's for a
+/// subscriber) rather than be dropped.
 const FIRST_TAKER: Duration = Duration::from_secs(1);
 /// How long, at most, a monitor being stopped (its socket closing) still waits for that
 /// first taker: `zmq_close` waits for the monitor.
@@ -185,7 +185,7 @@ fn start(
     let options = zmtp_mio::Options::default().with_linger(Some(Duration::from_millis(100)));
     let out = s.ctx.internal_socket(ty, options)?;
     let target = s.ctx.endpoint(addr)?;
-    out.bind(&target).map_err(|e| s.errno(&e))?;
+    out.bind(target).map_err(|e| s.errno(&e))?;
     let stop = Arc::new(AtomicBool::new(false));
     let stopping = stop.clone();
     let thread = std::thread::Builder::new()

@@ -620,8 +620,8 @@ pub unsafe extern "C" fn zmq_bind(socket: *mut c_void, addr: *const c_char) -> c
             false => None,
         };
         let resolved = match listener {
-            Some(fd) => s.sock.bind_listener(&target, fd),
-            None => s.sock.bind(&target),
+            Some(fd) => s.sock.bind_listener(target, fd),
+            None => s.sock.bind(target),
         }
         .map_err(|e| s.errno(&e))?;
         let inproc = addr.starts_with("inproc://");
@@ -643,7 +643,7 @@ pub unsafe extern "C" fn zmq_connect(socket: *mut c_void, addr: *const c_char) -
             return Err(crate::error::ENOCOMPATPROTO);
         }
         let target = s.ctx.endpoint(addr)?;
-        s.sock.connect(&target).map_err(|e| s.errno(&e))?;
+        s.sock.connect(target).map_err(|e| s.errno(&e))?;
         s.state().last_endpoint = addr.to_owned();
         Ok(())
     })
@@ -661,7 +661,7 @@ pub unsafe extern "C" fn zmq_unbind(socket: *mut c_void, addr: *const c_char) ->
             return Err(libc::ENOENT);
         }
         let target = s.ctx.endpoint(addr)?;
-        s.sock.unbind(&target).map_err(|e| s.errno(&e))
+        s.sock.unbind(target).map_err(|e| s.errno(&e))
     })
 }
 
@@ -673,7 +673,7 @@ pub unsafe extern "C" fn zmq_unbind(socket: *mut c_void, addr: *const c_char) ->
 pub unsafe extern "C" fn zmq_disconnect(socket: *mut c_void, addr: *const c_char) -> c_int {
     with_endpoint(socket, addr, |s, addr| {
         let target = s.ctx.endpoint(addr)?;
-        s.sock.disconnect(&target).map_err(|e| s.errno(&e))
+        s.sock.disconnect(target).map_err(|e| s.errno(&e))
     })
 }
 
@@ -960,7 +960,7 @@ pub unsafe extern "C" fn zmq_connect_peer(socket: *mut c_void, addr: *const c_ch
                 return Err(libc::ENOTSUP);
             }
             let target = s.ctx.endpoint(addr)?;
-            s.sock.connect_peer(&target).map_err(|e| s.errno(&e))
+            s.sock.connect_peer(target).map_err(|e| s.errno(&e))
         });
         match got {
             Ok(id) => id,

@@ -40,11 +40,6 @@ pub fn bench(args: BenchArgs) -> Result<(), Failure> {
         Driver::Tokio => measure(&args, &mut Async(Tokio(crate::runtime()?))),
         Driver::Smol => measure(&args, &mut Async(Smol)),
         Driver::Mio => {
-            if args.transport == Transport::Inproc {
-                return Err(Failure::Usage(
-                    "the mio driver has no inproc transport (use --transport tcp or ipc)".into(),
-                ));
-            }
             let ctx =
                 zmtp_mio::Context::new().map_err(|e| failed("cannot start the mio context", e))?;
             measure(&args, &mut Mio(ctx))

@@ -72,7 +72,8 @@ impl Inproc {
 
     /// Whether there is anything for [`Shared::deliver_inproc`] to do.
     pub(crate) fn busy(&self) -> bool {
-        !self.delivering && !(self.due.is_empty() && self.to_pump.is_empty() && !self.timers_moved)
+        let work = !self.due.is_empty() || !self.to_pump.is_empty() || self.timers_moved;
+        work && !self.delivering
     }
 }
 

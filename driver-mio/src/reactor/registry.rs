@@ -509,7 +509,7 @@ impl CommandHandler for Commands<'_> {
                 }
             },
             Endpoint::Ipc(ipc) => listen_ipc(ipc),
-            // udp:// endpoints come as `OpenUdp`: never here.
+            // inproc:// is listened on above; udp:// endpoints come as `OpenUdp`: never here.
             Endpoint::Inproc(_) | Endpoint::Udp(_) => Err(io::ErrorKind::Unsupported.into()),
         };
         shared.listen_at(self.st, id, endpoint, listening);
