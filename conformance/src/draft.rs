@@ -121,6 +121,10 @@ pub trait DraftMaker {
     fn socket(&self, ty: SocketType, curve: &Curve) -> Box<dyn DraftSocket>;
     /// The transports it offers.
     fn transports(&self) -> &'static [Transport];
+    /// Which `inproc://` names its sockets reach ([`OurDriver::inproc_names`]).
+    fn inproc_names(&self) -> &'static str {
+        "process"
+    }
 }
 
 /// Our driver `D` as a [`DraftMaker`].
@@ -156,6 +160,10 @@ impl<D: OurDriver> DraftMaker for Ours<D> {
 
     fn transports(&self) -> &'static [Transport] {
         D::own_transports()
+    }
+
+    fn inproc_names(&self) -> &'static str {
+        D::inproc_names()
     }
 }
 
@@ -595,6 +603,9 @@ pub fn run(
     for (ma, mb) in makers {
         for &transport in ma.transports() {
             if !mb.transports().contains(&transport) {
+                continue;
+            }
+            if transport == Transport::Inproc && ma.inproc_names() != mb.inproc_names() {
                 continue;
             }
             for (scenario, ty_a, ty_b, curve) in Scenario::ALL {

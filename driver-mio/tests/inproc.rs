@@ -147,3 +147,32 @@ fn closing_one_side_ends_the_other_sides_peer_and_a_new_bind_is_joined() {
         assert!(std::time::Instant::now() < deadline, "never joined again");
     }
 }
+
+#[test]
+fn what_a_closed_sender_still_holds_reaches_a_receiver_that_held_it_back() {
+    let ctx = Context::new().unwrap();
+    let push = ctx.socket(SocketType::Push).unwrap();
+    push.set_options(
+        Options::default()
+            .with_sndhwm(20)
+            .with_linger(Some(Duration::from_secs(5))),
+    )
+    .unwrap();
+    // Queued before the bind: handed over together when it comes.
+    push.connect("inproc://linger").unwrap();
+    for i in 0..15u32 {
+        push.try_send(vec![i as u8; 600]).unwrap();
+    }
+    drop(push);
+    let pull = ctx.socket(SocketType::Pull).unwrap();
+    pull.set_options(Options::default().with_rcvhwm(5)).unwrap();
+    pull.bind("inproc://linger").unwrap();
+    // The receiver takes five at the bind; the other ten stay in the closed sender's
+    // queue, which lingers until they are taken.
+    for i in 0..15u32 {
+        let m = pull
+            .recv_timeout(T)
+            .unwrap_or_else(|e| panic!("message {i}: {e}"));
+        assert_eq!(m.frames()[0][..], vec![i as u8; 600][..], "message {i}");
+    }
+}

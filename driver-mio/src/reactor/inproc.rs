@@ -16,7 +16,7 @@
 //! where SNDHWM counts it, so a link holds about SNDHWM + RCVHWM messages, as libzmq's
 //! pipes do.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 
 use zmtp_proto::socket::{EndpointId, PeerId};
 use zmtp_proto::Instant;
@@ -38,6 +38,12 @@ pub(crate) struct Inproc {
     links: HashMap<End, End>,
     /// Ends whose output is to be handed over.
     due: VecDeque<End>,
+    /// Ends that take input again (after RCVHWM): what they were handed and held back is
+    /// processed, then the other end's output handed over.
+    resumed: Vec<End>,
+    /// Ends whose other end is gone, closed once they have taken in what they were handed
+    /// (as a stream's end comes after its data).
+    ending: Vec<End>,
     /// Sockets to pump before the next hand-over (their state machines changed).
     to_pump: Vec<usize>,
     /// A hand-over is running (`pump` calls it, and it calls `pump`).
@@ -58,6 +64,7 @@ impl Inproc {
     /// Whether `peer` of socket `id` is linked in memory.
     pub(crate) fn is_linked(&self, id: usize, peer: PeerId) -> bool {
         !self.links.is_empty() && self.links.contains_key(&(id, peer))
+            || !self.ending.is_empty() && self.ending.contains(&(id, peer))
     }
 
     /// `work::queue` for a linked peer: a write hands its output over; a read (the peer
@@ -65,14 +72,17 @@ impl Inproc {
     pub(crate) fn queue(&mut self, id: usize, peer: PeerId, write: bool) {
         if write {
             self.due.push_back((id, peer));
-        } else if let Some(&other) = self.links.get(&(id, peer)) {
-            self.due.push_back(other);
+        } else {
+            self.resumed.push((id, peer));
         }
     }
 
     /// Whether there is anything for [`Shared::deliver_inproc`] to do.
     pub(crate) fn busy(&self) -> bool {
-        let work = !self.due.is_empty() || !self.to_pump.is_empty() || self.timers_moved;
+        let work = !self.due.is_empty()
+            || !self.to_pump.is_empty()
+            || !self.resumed.is_empty()
+            || self.timers_moved;
         work && !self.delivering
     }
 }
@@ -174,32 +184,54 @@ impl Shared {
     }
 
     /// Unlink `peer` of socket `id` (its socket let go of it): the other end's peer is
-    /// closed, as a stream's end closes it.
-    pub(super) fn inproc_unlink(&self, st: &mut State, id: usize, peer: PeerId, now: Instant) {
+    /// closed once it has taken in what it was handed, as a stream's end comes after its
+    /// data ([`Shared::deliver_inproc`]).
+    pub(super) fn inproc_unlink(&self, st: &mut State, id: usize, peer: PeerId) {
+        st.inproc.ending.retain(|&e| e != (id, peer));
         let Some(other) = st.inproc.links.remove(&(id, peer)) else {
             return;
         };
         st.inproc.links.remove(&other);
-        if let Some(s) = st.sockets.get_mut(&other.0) {
-            s.core.handle_closed(other.1, now);
-        }
+        st.inproc.ending.push(other);
         st.inproc.to_pump.push(other.0);
-        st.inproc.timers_moved = true;
+    }
+
+    /// Close the ending peers ([`Inproc::ending`]) that have taken in all they were
+    /// handed (they take input again); returns whether any was.
+    fn end_peers(&self, st: &mut State, now: Instant) -> bool {
+        let mut ended = false;
+        let mut i = 0;
+        while let Some(&(id, peer)) = st.inproc.ending.get(i) {
+            let done = (st.sockets.get(&id)).is_none_or(|s| s.core.wants_read(peer));
+            if !done {
+                i += 1;
+                continue;
+            }
+            st.inproc.ending.swap_remove(i);
+            if let Some(s) = st.sockets.get_mut(&id) {
+                s.core.handle_closed(peer, now);
+            }
+            st.inproc.to_pump.push(id);
+            st.inproc.timers_moved = true;
+            ended = true;
+        }
+        ended
     }
 
     /// Socket `id` closed: its names, waiting connects and links go.
-    pub(super) fn inproc_closed(&self, st: &mut State, id: usize, now: Instant) {
+    pub(super) fn inproc_closed(&self, st: &mut State, id: usize) {
         st.inproc.bound.retain(|_, b| b.0 != id);
         for waiting in st.inproc.pending.values_mut() {
             waiting.retain(|c| c.0 != id);
         }
         st.inproc.pending.retain(|_, w| !w.is_empty());
+        st.inproc.ending.retain(|e| e.0 != id);
         let mine: Vec<PeerId> = (st.inproc.links.keys())
             .filter(|end| end.0 == id)
             .map(|end| end.1)
             .collect();
         for peer in mine {
-            self.inproc_unlink(st, id, peer, now);
+            self.inproc_unlink(st, id, peer);
         }
     }
 
@@ -213,14 +245,32 @@ impl Shared {
         }
         st.inproc.delivering = true;
         let now = self.now();
-        let mut touched = BTreeSet::new();
+        // Few sockets each time: a short list, no allocation per node.
+        let mut touched: Vec<usize> = Vec::new();
         loop {
             if let Some(id) = st.inproc.to_pump.pop() {
                 self.pump(st, id);
-                touched.insert(id);
+                if !touched.contains(&id) {
+                    touched.push(id);
+                }
+                continue;
+            }
+            if let Some(end) = st.inproc.resumed.pop() {
+                // A chunk may carry more messages than RCVHWM let in: the rest waits in the
+                // end's input buffer, processed now.
+                if let Some(s) = st.sockets.get_mut(&end.0) {
+                    s.core.handle_input(end.1, now);
+                }
+                st.inproc.to_pump.push(end.0);
+                if let Some(&other) = st.inproc.links.get(&end) {
+                    st.inproc.due.push_back(other);
+                }
                 continue;
             }
             let Some(from) = st.inproc.due.pop_front() else {
+                if !st.inproc.ending.is_empty() && self.end_peers(st, now) {
+                    continue;
+                }
                 break;
             };
             if let Some(&to) = st.inproc.links.get(&from) {
@@ -268,10 +318,13 @@ impl Shared {
         }
         if let Some(s) = st.sockets.get_mut(&from.0) {
             s.core.advance(from.1, taken, || now);
+            if s.core.queued_len(from.1) > 0 {
+                // Left over (the other side began to hold its input back): tried again,
+                // and kept until it resumes. Output queued later names the peer again
+                // (`next_dirty`).
+                st.inproc.due.push_back(from);
+            }
         }
-        // More may have been queued meanwhile (replies to what was handed over are queued
-        // by their own socket's pump); a look finding nothing ends it.
-        st.inproc.due.push_back(from);
         taken > 0
     }
 }

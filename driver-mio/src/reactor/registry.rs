@@ -612,9 +612,8 @@ impl CommandHandler for Commands<'_> {
     }
 
     fn close_peer(&mut self, peer: PeerId) {
-        let now = self.now();
         self.shared.drop_peer(self.st, self.id, peer);
-        self.shared.inproc_unlink(self.st, self.id, peer, now);
+        self.shared.inproc_unlink(self.st, self.id, peer);
     }
 
     fn resume(&mut self, peer: PeerId) {
@@ -641,8 +640,8 @@ impl CommandHandler for Commands<'_> {
     }
 
     fn closed(&mut self) {
-        let (shared, id, now) = (self.shared, self.id, self.now());
-        shared.inproc_closed(self.st, id, now);
+        let (shared, id) = (self.shared, self.id);
+        shared.inproc_closed(self.st, id);
         // A write queued or under way when LINGER ran out: what it carries may arrive yet.
         let writing =
             (self.st.sockets.get(&id)).is_some_and(|s| s.peers.values().any(|io| io.write_queued));
