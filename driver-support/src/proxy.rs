@@ -271,7 +271,9 @@ impl Direction<'_> {
             *self.full = false;
             return Ok(moved);
         }
-        *self.full = !to.proxy_can_send();
+        // One socket on both sides (a REP answering itself) has no room until it has read:
+        // it is read regardless, as libzmq's proxy does.
+        *self.full = !std::ptr::eq(from, to) && !to.proxy_can_send();
         if *self.full {
             return Ok(moved);
         }
@@ -415,6 +417,18 @@ mod tests {
         p.run(&f, &b, None, None).unwrap();
         assert_eq!(b.sent_texts(), ["1", "2", "3"]);
         assert_eq!(p.interest(false), [WANT_IN, WANT_IN, 0]);
+    }
+
+    #[test]
+    fn one_socket_on_both_sides_is_read_without_room() {
+        // A REP proxying to itself has no room until it has read a request.
+        let one = Fake::with(0, &["ping"]);
+        let mut p = Proxy::new();
+        p.run(&one, &one, None, None).unwrap();
+        assert!(one.incoming.borrow().is_empty());
+        *one.room.borrow_mut() = 1;
+        p.run(&one, &one, None, None).unwrap();
+        assert_eq!(one.sent_texts(), ["ping"]);
     }
 
     #[test]
