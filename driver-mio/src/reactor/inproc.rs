@@ -16,10 +16,10 @@
 //! where SNDHWM counts it, so a link holds about SNDHWM + RCVHWM messages, as libzmq's
 //! pipes do.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use zmtp_proto::socket::{EndpointId, PeerId};
-use zmtp_proto::Instant;
+use zmtp_proto::{Bytes, Instant};
 
 use super::waiters::Notify;
 use super::{Shared, State};
@@ -35,7 +35,9 @@ pub(crate) struct Inproc {
     /// Connects to names not bound yet, in the order they were made.
     pending: HashMap<String, Vec<(usize, EndpointId)>>,
     /// Each linked peer, and the other end.
-    links: HashMap<End, End>,
+    /// (A B-tree: looked up for every message sent, and cheaper than hashing for the few
+    /// a context has.)
+    links: BTreeMap<End, End>,
     /// Ends whose output is to be handed over.
     due: VecDeque<End>,
     /// Ends that take input again (after RCVHWM): what they were handed and held back is
@@ -48,6 +50,8 @@ pub(crate) struct Inproc {
     to_pump: Vec<usize>,
     /// A hand-over is running (`pump` calls it, and it calls `pump`).
     delivering: bool,
+    /// The chunks of a hand-over, kept for the next one (no allocation per message).
+    chunks: Vec<Bytes>,
     /// Peers were joined or unlinked since the I/O thread last looked: their sockets'
     /// timers changed (a handshake's deadline, a reconnect), which it must learn of.
     timers_moved: bool,
@@ -301,21 +305,22 @@ impl Shared {
             // Not now: the other end resumes it (a read queued for it: `Inproc::queue`).
             return false;
         };
-        let mut chunks = Vec::new();
+        let mut chunks = std::mem::take(&mut st.inproc.chunks);
         if s.core.transmit_bytes(from.1, |chunk| chunks.push(chunk)) == 0 {
             return false;
         }
-        let Some(o) = st.sockets.get_mut(&to.0) else {
-            return false;
-        };
         let mut taken = 0;
-        for chunk in chunks {
-            if !o.core.wants_read(to.1) {
-                break;
+        if let Some(o) = st.sockets.get_mut(&to.0) {
+            for chunk in chunks.drain(..) {
+                if !o.core.wants_read(to.1) {
+                    break;
+                }
+                taken += chunk.len();
+                o.core.handle_received_shared(to.1, now, chunk);
             }
-            taken += chunk.len();
-            o.core.handle_received_shared(to.1, now, chunk);
         }
+        chunks.clear();
+        st.inproc.chunks = chunks;
         if let Some(s) = st.sockets.get_mut(&from.0) {
             s.core.advance(from.1, taken, || now);
             if s.core.queued_len(from.1) > 0 {
