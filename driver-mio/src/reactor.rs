@@ -835,6 +835,8 @@ impl Shared {
     fn finish_with(&self, mut st: MutexGuard<'_, State>, wake: bool, signal: Option<Signal>) {
         // Output for `inproc://` peers queued outside a pump (`send_with`) is handed over.
         self.deliver_inproc(&mut st);
+        let mut others = waiters::Notify::default();
+        self.inproc_touched(&mut st, &mut others);
         let wake_io = st.parked && (wake || !st.work.is_empty());
         if wake_io {
             st.parked = false;
@@ -850,6 +852,7 @@ impl Shared {
         if polled {
             self.polled.notify_all();
         }
+        others.signal(self);
     }
 
     /// Wait (a second at most) until the listeners this context stopped have let go of

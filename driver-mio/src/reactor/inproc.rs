@@ -52,6 +52,9 @@ pub(crate) struct Inproc {
     delivering: bool,
     /// The chunks of a hand-over, kept for the next one (no allocation per message).
     chunks: Vec<Bytes>,
+    /// Sockets changed by hand-overs, whose waiters are to be woken once the lock is
+    /// released.
+    touched: Vec<usize>,
     /// Peers were joined or unlinked since the I/O thread last looked: their sockets'
     /// timers changed (a handshake's deadline, a reconnect), which it must learn of.
     timers_moved: bool,
@@ -289,11 +292,26 @@ impl Shared {
             st.parked = false;
             let _ = self.registrar.wake();
         }
-        let mut notify = Notify::default();
+        // Woken once the lock is released ([`Shared::inproc_touched`]): a thread woken
+        // now would only wait for the lock.
         for id in touched {
+            if !st.inproc.touched.contains(&id) {
+                st.inproc.touched.push(id);
+            }
+        }
+    }
+
+    /// The sockets hand-overs changed since the last call, added to `notify`: whoever
+    /// releases the lock after a `pump` signals them (an application call's end, the I/O
+    /// thread's turn, the end of a read run by an application thread, a name looked up,
+    /// a ZAP verdict).
+    pub(super) fn inproc_touched(&self, st: &mut State, notify: &mut Notify) {
+        if st.inproc.touched.is_empty() {
+            return;
+        }
+        for id in std::mem::take(&mut st.inproc.touched) {
             notify.touch(st, id);
         }
-        notify.signal(self);
     }
 
     /// Hand `from`'s queued output to `to` while `to` takes input; returns whether

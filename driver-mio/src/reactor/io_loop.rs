@@ -137,6 +137,7 @@ impl Shared {
                 }
                 job => job,
             };
+            self.inproc_touched(&mut st, notify);
             drop(st);
             notify.signal(self);
             let done = run(job, buf);
@@ -163,6 +164,7 @@ impl Shared {
         } else {
             Some(Duration::ZERO)
         };
+        self.inproc_touched(&mut st, notify);
         drop(st);
         notify.signal(self);
         timeout

@@ -332,6 +332,7 @@ impl Shared {
         let wake_io = std::mem::take(&mut st.parked);
         let mut notify = Notify::default();
         notify.touch(&mut st, id);
+        self.inproc_touched(&mut st, &mut notify);
         drop(st);
         if wake_io {
             let _ = self.registrar.wake();

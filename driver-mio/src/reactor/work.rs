@@ -353,6 +353,7 @@ impl Shared {
         if wake_io {
             st.parked = false;
         }
+        self.inproc_touched(&mut st, &mut notify);
         drop(st);
         if wake_io {
             let _ = self.registrar.wake();

@@ -199,6 +199,7 @@ impl Shared {
         // Under the lock: the signals take no lock of ours.
         let mut notify = Notify::default();
         notify.touch(st, id);
+        self.inproc_touched(st, &mut notify);
         notify.signal(self);
     }
 }
