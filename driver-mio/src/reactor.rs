@@ -835,8 +835,12 @@ impl Shared {
     fn finish_with(&self, mut st: MutexGuard<'_, State>, wake: bool, signal: Option<Signal>) {
         // Output for `inproc://` peers queued outside a pump (`send_with`) is handed over.
         self.deliver_inproc(&mut st);
-        let mut others = waiters::Notify::default();
-        self.inproc_touched(&mut st, &mut others);
+        // Sockets `inproc://` hand-overs changed (none on other transports).
+        let others = st.inproc.touched_any().then(|| {
+            let mut others = waiters::Notify::default();
+            self.inproc_touched(&mut st, &mut others);
+            others
+        });
         let wake_io = st.parked && (wake || !st.work.is_empty());
         if wake_io {
             st.parked = false;
@@ -852,7 +856,9 @@ impl Shared {
         if polled {
             self.polled.notify_all();
         }
-        others.signal(self);
+        if let Some(mut others) = others {
+            others.signal(self);
+        }
     }
 
     /// Wait (a second at most) until the listeners this context stopped have let go of

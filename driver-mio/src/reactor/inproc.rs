@@ -69,6 +69,7 @@ impl Inproc {
     }
 
     /// Whether `peer` of socket `id` is linked in memory.
+    #[inline]
     pub(crate) fn is_linked(&self, id: usize, peer: PeerId) -> bool {
         !self.links.is_empty() && self.links.contains_key(&(id, peer))
             || !self.ending.is_empty() && self.ending.contains(&(id, peer))
@@ -84,7 +85,14 @@ impl Inproc {
         }
     }
 
+    /// Whether hand-overs changed sockets whose waiters are still to be woken.
+    #[inline]
+    pub(crate) fn touched_any(&self) -> bool {
+        !self.touched.is_empty()
+    }
+
     /// Whether there is anything for [`Shared::deliver_inproc`] to do.
+    #[inline]
     pub(crate) fn busy(&self) -> bool {
         let work = !self.due.is_empty()
             || !self.to_pump.is_empty()
@@ -246,10 +254,16 @@ impl Shared {
     /// nothing is left to hand over; then wake whoever waits on those sockets (under the
     /// lock: the signals take no lock of ours). Does nothing when called from within
     /// itself (through `pump`).
+    #[inline]
     pub(super) fn deliver_inproc(&self, st: &mut State) {
-        if !st.inproc.busy() {
-            return;
+        if st.inproc.busy() {
+            self.deliver_inproc_now(st);
         }
+    }
+
+    /// [`deliver_inproc`](Self::deliver_inproc) once there is something to do.
+    #[inline(never)]
+    fn deliver_inproc_now(&self, st: &mut State) {
         st.inproc.delivering = true;
         let now = self.now();
         // Few sockets each time: a short list, no allocation per node.
@@ -305,6 +319,7 @@ impl Shared {
     /// releases the lock after a `pump` signals them (an application call's end, the I/O
     /// thread's turn, the end of a read run by an application thread, a name looked up,
     /// a ZAP verdict).
+    #[inline]
     pub(super) fn inproc_touched(&self, st: &mut State, notify: &mut Notify) {
         if st.inproc.touched.is_empty() {
             return;
