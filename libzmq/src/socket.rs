@@ -7,7 +7,8 @@
 
 use std::collections::VecDeque;
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard, RwLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use zmtp_mio::{Bytes, Error, Message, SendError, SocketType};
@@ -62,10 +63,36 @@ pub(crate) struct State {
 static SOCKETS: LazyLock<RwLock<crate::util::Handles<Arc<CSocket>>>> =
     LazyLock::new(Default::default);
 
-/// The socket behind `handle`, or `ENOTSOCK` (NULL, closed, or never a socket).
+/// Counts the sockets taken out of [`SOCKETS`] (`zmq_close`): a thread's last lookup
+/// ([`LAST`]) holds only while no socket was closed since.
+static CLOSES: AtomicU64 = AtomicU64::new(0);
+
+std::thread_local! {
+    /// The socket this thread looked up last: its handle, [`CLOSES`] then, and the socket
+    /// (weakly: a closed socket must go, whoever looked it up).
+    static LAST: std::cell::RefCell<Option<(usize, u64, Weak<CSocket>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The socket behind `handle`, or `ENOTSOCK` (NULL, closed, or never a socket). A thread
+/// that calls on one socket again and again (one `zmq_send` or `zmq_recv` a message)
+/// finds it without the table's lock.
 pub(crate) fn sock_of(handle: *mut c_void) -> Result<Arc<CSocket>, Errno> {
-    let map = SOCKETS.read().unwrap_or_else(|e| e.into_inner());
-    map.get(&(handle as usize)).cloned().ok_or(libc::ENOTSOCK)
+    let key = handle as usize;
+    let closes = CLOSES.load(Ordering::Acquire);
+    let cached = LAST.with(|last| match &*last.borrow() {
+        Some((h, c, s)) if *h == key && *c == closes => s.upgrade(),
+        _ => None,
+    });
+    if let Some(s) = cached {
+        return Ok(s);
+    }
+    let s = {
+        let map = SOCKETS.read().unwrap_or_else(|e| e.into_inner());
+        map.get(&key).cloned().ok_or(libc::ENOTSOCK)?
+    };
+    LAST.with(|last| *last.borrow_mut() = Some((key, closes, Arc::downgrade(&s))));
+    Ok(s)
 }
 
 impl CSocket {
@@ -359,14 +386,15 @@ impl CSocket {
     /// new one (waiting at most RCVTIMEO unless `ZMQ_DONTWAIT`).
     pub(crate) fn recv_frame(&self, flags: c_int) -> Result<Repr, Errno> {
         self.alive()?;
-        if let Some(frame) = self.next_frame() {
-            return Ok(frame);
-        }
-        if !self.ty.receives() {
-            return Err(libc::ENOTSUP);
-        }
         {
-            let st = self.state();
+            // One lock for the frames left of the last message and the REQ/REP turn.
+            let mut st = self.state();
+            if let Some(frame) = self.next_frame(&mut st) {
+                return Ok(frame);
+            }
+            if !self.ty.receives() {
+                return Err(libc::ENOTSUP);
+            }
             match self.ty {
                 SocketType::Req if !st.req_waiting => return Err(EFSM),
                 SocketType::Rep if st.rep_replying => return Err(EFSM),
@@ -400,16 +428,14 @@ impl CSocket {
             return Ok(self.hand_out(&mut st, body, false));
         }
         st.inq = message.into_frames().into();
-        drop(st);
-        self.next_frame().ok_or(libc::EAGAIN)
+        self.next_frame(&mut st).ok_or(libc::EAGAIN)
     }
 
     /// The next frame of the message being handed out, if any.
-    fn next_frame(&self) -> Option<Repr> {
-        let mut st = self.state();
+    fn next_frame(&self, st: &mut State) -> Option<Repr> {
         let body = st.inq.pop_front()?;
         let more = !st.inq.is_empty();
-        Some(self.hand_out(&mut st, body, more))
+        Some(self.hand_out(st, body, more))
     }
 
     /// A received frame as the application gets it: with the message's routing id and
@@ -519,7 +545,10 @@ pub extern "C" fn zmq_close(socket: *mut c_void) -> c_int {
     guard(-1, || {
         let removed = {
             let mut map = SOCKETS.write().unwrap_or_else(|e| e.into_inner());
-            map.remove(&(socket as usize))
+            let removed = map.remove(&(socket as usize));
+            // Every thread's last lookup is stale now (its socket may be this one).
+            CLOSES.fetch_add(1, Ordering::Release);
+            removed
         };
         match removed {
             // A socket a forked child inherited: the I/O thread that would close it is

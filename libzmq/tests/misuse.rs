@@ -706,3 +706,20 @@ fn term_wakes_a_poll_on_sockets() {
     assert_eq!(zmq_ctx_term(ctx), 0);
     assert_eq!(waiter.join().unwrap(), (-1, ETERM));
 }
+
+#[test]
+fn a_socket_closed_by_another_thread_is_gone_for_a_thread_that_just_used_it() {
+    let ctx = zmq_ctx_new();
+    let s = zmq_socket(ctx, 8) as usize; // PUSH
+                                         // This thread looks the socket up (and keeps its last lookup).
+    assert_eq!(int_opt(s as *mut c_void, LINGER, 0), 0);
+    std::thread::spawn(move || assert_eq!(zmq_close(s as *mut c_void), 0))
+        .join()
+        .unwrap();
+    fails(int_opt(s as *mut c_void, LINGER, 0), libc::ENOTSOCK);
+    fails(
+        unsafe { zmq_send(s as *mut c_void, b"x".as_ptr().cast(), 1, DONTWAIT) },
+        libc::ENOTSOCK,
+    );
+    assert_eq!(zmq_ctx_term(ctx), 0);
+}
