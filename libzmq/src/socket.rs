@@ -386,42 +386,38 @@ impl CSocket {
     /// new one (waiting at most RCVTIMEO unless `ZMQ_DONTWAIT`).
     pub(crate) fn recv_frame(&self, flags: c_int) -> Result<Repr, Errno> {
         self.alive()?;
-        {
-            // One lock for the frames left of the last message and the REQ/REP turn.
-            let mut st = self.state();
-            if let Some(frame) = self.next_frame(&mut st) {
-                return Ok(frame);
-            }
-            if !self.ty.receives() {
-                return Err(libc::ENOTSUP);
-            }
-            match self.ty {
-                SocketType::Req if !st.req_waiting => return Err(EFSM),
-                SocketType::Rep if st.rep_replying => return Err(EFSM),
-                _ => {}
-            }
+        // One lock for the frames left of the last message, the REQ/REP turn and a message
+        // already received (the common case of a busy socket); it is let go only to wait.
+        let mut st = self.state();
+        if let Some(frame) = self.next_frame(&mut st) {
+            return Ok(frame);
         }
-        let received = if flags & DONTWAIT != 0 {
-            match self.sock.try_recv() {
-                Ok(Some(m)) => Ok(m),
-                Ok(None) => Err(Error::Timeout),
-                Err(e) => Err(e),
+        if !self.ty.receives() {
+            return Err(libc::ENOTSUP);
+        }
+        match self.ty {
+            SocketType::Req if !st.req_waiting => return Err(EFSM),
+            SocketType::Rep if st.rep_replying => return Err(EFSM),
+            _ => {}
+        }
+        let mut message = match self.sock.recv_timeout(Some(Duration::ZERO)) {
+            Ok(m) => m,
+            Err(Error::Timeout) if flags & DONTWAIT == 0 => {
+                drop(st);
+                let m = self.sock.recv().map_err(|e| self.errno(&e))?;
+                self.alive()?;
+                st = self.state();
+                m
             }
-        } else {
-            self.sock.recv()
+            Err(e) => return Err(self.errno(&e)),
         };
-        let message = received.map_err(|e| self.errno(&e))?;
-        self.alive()?;
-        let routing_id = message.routing_id().unwrap_or(0);
         let group = message
             .group()
             .and_then(|g| std::ffi::CString::new(g.to_vec()).ok());
         let props = message.properties().is_some().then(|| message.clone());
-        let meta = (group.is_some() || props.is_some()).then(|| Arc::new(Meta::new(group, props)));
-        let mut st = self.state();
-        st.in_routing_id = routing_id;
-        st.in_meta = meta;
-        let mut message = message;
+        st.in_routing_id = message.routing_id().unwrap_or(0);
+        st.in_meta =
+            (group.is_some() || props.is_some()).then(|| Arc::new(Meta::new(group, props)));
         if message.len() <= 1 {
             // A single frame is handed out at once, without the queue of frames.
             let body = message.pop_front().unwrap_or_default();
