@@ -7,7 +7,7 @@
 
 use std::collections::VecDeque;
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, RwLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -30,6 +30,9 @@ pub(crate) struct CSocket {
     pub(crate) sock: zmtp_mio::Socket,
     pub(crate) ty: SocketType,
     pub(crate) st: Mutex<State>,
+    /// Frames sent with `ZMQ_SNDMORE` wait in `State::out`: a one-frame send reads this
+    /// rather than take the lock.
+    composing: AtomicBool,
 }
 
 /// What the C layer keeps per socket.
@@ -234,10 +237,12 @@ impl CSocket {
         }
         if more {
             st.out.push(repr.body);
+            self.composing.store(true, Ordering::Release);
             return Ok(size);
         }
         // The last frame: the whole message goes.
         let mut frames = std::mem::take(&mut st.out);
+        self.composing.store(false, Ordering::Release);
         let had = frames.len();
         frames.push(repr.body.clone());
         let routing_id = st.out_routing_id;
@@ -287,7 +292,7 @@ impl CSocket {
                     | SocketType::Dealer
                     | SocketType::Pair
             )
-            && self.state().out.is_empty();
+            && !self.composing.load(Ordering::Acquire);
         if !plain {
             let repr = Repr::new(Bytes::copy_from_slice(body));
             return self.send_frame(repr, flags).map_err(|(e, _)| e);
@@ -308,7 +313,9 @@ impl CSocket {
     fn restore(&self, message: Message, had: usize, repr: Repr) -> Repr {
         let mut frames = message.into_frames();
         frames.truncate(had);
-        self.state().out = frames;
+        let mut st = self.state();
+        self.composing.store(!frames.is_empty(), Ordering::Release);
+        st.out = frames;
         repr
     }
 
@@ -510,6 +517,7 @@ fn new_socket(context: *mut c_void, ty: c_int) -> Result<*mut c_void, Errno> {
         ctx,
         sock,
         ty,
+        composing: AtomicBool::new(false),
         st: Mutex::new(State {
             raw,
             ..State::default()
