@@ -1459,6 +1459,31 @@ impl Socket {
         self.wait_to_recv(timeout, || self.try_recv())
     }
 
+    /// A message already received, if one is ready: the first look of
+    /// [`recv`](Self::recv), which reads no stream (unlike [`try_recv`](Self::try_recv),
+    /// it makes no system call); `None` says only that none is ready now, or that the
+    /// socket is gone.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zmtp_mio::{Context, SocketType};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::new()?;
+    /// let pull = ctx.socket(SocketType::Pull)?;
+    /// pull.bind("inproc://ready")?;
+    /// assert!(pull.try_recv_ready().is_none());
+    /// let push = ctx.socket(SocketType::Push)?;
+    /// push.connect("inproc://ready")?;
+    /// push.send("here")?;
+    /// // inproc hands it over in the send.
+    /// assert_eq!(pull.try_recv_ready().unwrap().to_str(), Ok("here"));
+    /// # Ok(()) }
+    /// ```
+    pub fn try_recv_ready(&self) -> Option<Message> {
+        self.recv_ready()
+    }
+
     /// The next message if one is ready, with no error decided: from the batch `recv`
     /// took, or (with none left) from a new batch taken under one lock; a type that does
     /// not receive in batches takes one message.

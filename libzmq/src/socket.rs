@@ -407,16 +407,22 @@ impl CSocket {
             SocketType::Rep if st.rep_replying => return Err(EFSM),
             _ => {}
         }
-        let mut message = match self.sock.recv_timeout(Some(Duration::ZERO)) {
-            Ok(m) => m,
-            Err(Error::Timeout) if flags & DONTWAIT == 0 => {
+        let mut message = match self.sock.try_recv_ready() {
+            Some(m) => m,
+            // Not waiting: the streams are read once, as libzmq's non-blocking receive
+            // looks at its pipes.
+            None if flags & DONTWAIT != 0 => match self.sock.try_recv() {
+                Ok(Some(m)) => m,
+                Ok(None) => return Err(libc::EAGAIN),
+                Err(e) => return Err(self.errno(&e)),
+            },
+            None => {
                 drop(st);
                 let m = self.sock.recv().map_err(|e| self.errno(&e))?;
                 self.alive()?;
                 st = self.state();
                 m
             }
-            Err(e) => return Err(self.errno(&e)),
         };
         let group = message
             .group()
