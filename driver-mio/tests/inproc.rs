@@ -176,3 +176,26 @@ fn what_a_closed_sender_still_holds_reaches_a_receiver_that_held_it_back() {
         assert_eq!(m.frames()[0][..], vec![i as u8; 600][..], "message {i}");
     }
 }
+
+#[test]
+fn any_two_types_are_joined_and_no_security_mechanism_runs_as_with_libzmq() {
+    let ctx = Context::new().unwrap();
+    // A PAIR reaches a PULL (over tcp the handshake refuses the pair).
+    let pull = ctx.socket(SocketType::Pull).unwrap();
+    pull.bind("inproc://mixed").unwrap();
+    let pair = ctx.socket(SocketType::Pair).unwrap();
+    pair.connect("inproc://mixed").unwrap();
+    pair.send("from a pair").unwrap();
+    assert_eq!(pull.recv_timeout(T).unwrap().to_str(), Ok("from a pair"));
+    // A CURVE server and a NULL client: joined all the same, in memory.
+    let keys = zmtp_mio::KeyPair::from_secret([7u8; 32]);
+    let server = ctx.socket(SocketType::Pull).unwrap();
+    server
+        .set_options(Options::default().with_security(zmtp_mio::Security::CurveServer { keys }))
+        .unwrap();
+    server.bind("inproc://secured").unwrap();
+    let client = ctx.socket(SocketType::Push).unwrap();
+    client.connect("inproc://secured").unwrap();
+    client.send("in the clear").unwrap();
+    assert_eq!(server.recv_timeout(T).unwrap().to_str(), Ok("in the clear"));
+}
