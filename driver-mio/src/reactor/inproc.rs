@@ -251,9 +251,9 @@ impl Shared {
     }
 
     /// Hand over what linked peers have queued, pumping the sockets this changes, until
-    /// nothing is left to hand over; then wake whoever waits on those sockets (under the
-    /// lock: the signals take no lock of ours). Does nothing when called from within
-    /// itself (through `pump`).
+    /// nothing is left to hand over; the sockets changed are noted, for whoever releases
+    /// the lock to wake their waiters ([`inproc_touched`](Self::inproc_touched)). Does
+    /// nothing when called from within itself (through `pump`).
     #[inline]
     pub(super) fn deliver_inproc(&self, st: &mut State) {
         if st.inproc.busy() {
@@ -340,6 +340,7 @@ impl Shared {
         };
         let mut chunks = std::mem::take(&mut st.inproc.chunks);
         if s.core.transmit_bytes(from.1, |chunk| chunks.push(chunk)) == 0 {
+            st.inproc.chunks = chunks;
             return false;
         }
         let mut taken = 0;
