@@ -117,8 +117,6 @@ use reactor::Shared;
 pub use zmtp_driver::curve_keypair;
 /// The counters of a steerable proxy's STATISTICS answer.
 pub use zmtp_driver::proxy::{ProxyStats, Traffic};
-/// Whether dropped sockets say on standard error what LINGER cut off (on by default).
-pub use zmtp_driver::set_loss_reports;
 /// The TLS settings of `wss://` endpoints, and the rustls they are made with.
 pub use zmtp_driver::tls::{rustls, Tls};
 /// The `inproc://` name at which libzmq's ZAP handlers bind (`zeromq.zap.01`, RFC 27):
@@ -127,6 +125,8 @@ pub use zmtp_driver::tls::{rustls, Tls};
 pub use zmtp_driver::zap::HANDLER_NAME as ZAP_HANDLER_NAME;
 /// Why an operation failed: the error type shared by every driver's sockets.
 pub use zmtp_driver::Error;
+/// Whether dropped sockets say on standard error what LINGER cut off (on by default).
+pub use zmtp_driver::{set_loss_reports, set_loss_reports_from_env};
 pub use zmtp_proto::curve_crypto::{KeyPair, PublicKey, SecretKey};
 pub use zmtp_proto::mechanism::Security;
 pub use zmtp_proto::socket::{

@@ -54,7 +54,7 @@ pub use commands::{run_commands, CommandHandler};
 pub use entropy::curve_keypair;
 pub use entropy::{new_socket, Entropy};
 pub use error::Error;
-pub use loss::{report_loss, set_loss_reports};
+pub use loss::{report_loss, set_loss_reports, set_loss_reports_from_env};
 pub use peercred::peer_credentials;
 pub use proxy::{Proxy, ProxySocket, ProxyStats};
 pub use resolve::{

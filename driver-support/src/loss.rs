@@ -26,6 +26,13 @@ pub fn set_loss_reports(on: bool) {
     REPORTS.store(if on { 1 } else { 2 }, Ordering::Relaxed);
 }
 
+/// Loss reports as `ZMTP_LOSS_REPORTS` says (on unless it turns them off), whatever
+/// [`set_loss_reports`] said before. The C library, whose `zmq_close` stays silent as
+/// libzmq's, calls it when the process exits with sockets still lingering.
+pub fn set_loss_reports_from_env() {
+    REPORTS.store(0, Ordering::Relaxed);
+}
+
 /// Whether loss reports are on: as set, else as `ZMTP_LOSS_REPORTS` says (`0`, `off`,
 /// `false` turn them off).
 pub fn loss_reports() -> bool {

@@ -198,9 +198,51 @@ fn ignore_sigpipe() {
     });
 }
 
+/// Register [`at_exit`] with the C runtime (once, with the first context).
+fn linger_at_exit() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: `atexit` only records the function pointer; `at_exit` is an
+        // `extern "C" fn()` without arguments that never unwinds into its caller (it
+        // catches panics), as `atexit` requires.
+        if unsafe { libc::atexit(at_exit) } != 0 {
+            eprintln!(
+                "zmtp: could not register the exit hook: messages still queued when the \
+                 process exits may be lost"
+            );
+        }
+    });
+}
+
+/// Run when the process exits (`exit`, or a return from `main`): every socket the
+/// program left open is closed as `zmq_close` does, and every context waits, as
+/// `zmq_ctx_term` would, until what its closed sockets queued is written or their
+/// `ZMQ_LINGER` runs out. So a program that sends and returns without closing loses
+/// nothing. What LINGER cuts off, and a wait that lasts, are said on standard error
+/// (unless `ZMTP_LOSS_REPORTS=0`). libzmq itself lets the process end and the queued
+/// messages with it. A socket another thread is still in a call on, and the contexts of
+/// a forked child, are left alone.
+extern "C" fn at_exit() {
+    // A panic must not cross into the C runtime.
+    let _ = std::panic::catch_unwind(|| {
+        zmtp_mio::set_loss_reports_from_env();
+        crate::socket::close_all();
+        let contexts: Vec<Arc<Ctx>> = {
+            let map = CONTEXTS.read().unwrap_or_else(|e| e.into_inner());
+            map.values().filter(|c| !c.forked()).cloned().collect()
+        };
+        for ctx in contexts {
+            // The last handle of the driver's context: its drop waits for the linger.
+            let mio = lock(&ctx.mio).take();
+            drop(mio);
+        }
+    });
+}
+
 fn new_ctx() -> Result<*mut c_void, Errno> {
     zmtp_mio::set_loss_reports(false);
     ignore_sigpipe();
+    linger_at_exit();
     let mio = zmtp_mio::Context::new().map_err(|_| EMTHREAD)?;
     let ctx = Arc::new(Ctx {
         pid: std::process::id(),

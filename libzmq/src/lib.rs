@@ -130,6 +130,15 @@
 //! the stale file); `ZMQ_SRCFD` is -1. `tcp://source;destination` connects bind an address
 //! literal or `*` as the source, not an interface name (such a connect is retried).
 //!
+//! # At exit
+//! The first context registers a hook with `atexit(3)`: when the process exits, every
+//! socket still open is closed as `zmq_close` does, and every context waits, as
+//! `zmq_ctx_term` would, until what its closed sockets queued is written or their
+//! `ZMQ_LINGER` runs out. A program that sends and returns from `main` without closing
+//! anything loses nothing (libzmq lets its queues go with the process). A wait that lasts,
+//! and what LINGER cuts off then, are said on standard error (`ZMTP_LOSS_REPORTS=0` turns
+//! that off); `zmq_close` and `zmq_ctx_term` themselves stay silent, as libzmq's.
+//!
 //! `SIGPIPE`: the driver's `ipc://` writes do not yet use `MSG_NOSIGNAL`, so the first
 //! context sets `SIGPIPE` to be ignored when the program left it at its default.
 #![deny(missing_docs)]

@@ -561,29 +561,45 @@ pub extern "C" fn zmq_close(socket: *mut c_void) -> c_int {
             removed
         };
         match removed {
-            // A socket a forked child inherited: the I/O thread that would close it is
-            // the parent's, so the child leaves it alone (the parent's copy goes on).
-            Some(s) if s.ctx.forked() => {
-                std::mem::forget(s);
-                0
-            }
             Some(s) => {
-                let monitor = s.state().monitor.take();
-                let ctx = s.ctx.clone();
-                // The driver's socket lingers in the background once the last reference
-                // (this one, unless another thread is in a call on it) is dropped.
-                drop(s);
-                // A monitor sends the events of the close (CLOSED for the endpoints
-                // listened on), says it stopped, then ends.
-                if let Some(monitor) = monitor {
-                    monitor.stop();
-                }
-                ctx.socket_closed();
+                close(s);
                 0
             }
             None => ret::<c_int>(Err(libc::ENOTSOCK)),
         }
     })
+}
+
+/// Close every socket the program has not closed, as `zmq_close` would (the process is
+/// exiting: see `ctx::linger_at_exit`).
+pub(crate) fn close_all() {
+    let all: Vec<Arc<CSocket>> = {
+        let mut map = SOCKETS.write().unwrap_or_else(|e| e.into_inner());
+        CLOSES.fetch_add(1, Ordering::Release);
+        map.drain().map(|(_, s)| s).collect()
+    };
+    all.into_iter().for_each(close);
+}
+
+/// Close a socket taken out of [`SOCKETS`].
+fn close(s: Arc<CSocket>) {
+    // A socket a forked child inherited: the I/O thread that would close it is the
+    // parent's, so the child leaves it alone (the parent's copy goes on).
+    if s.ctx.forked() {
+        std::mem::forget(s);
+        return;
+    }
+    let monitor = s.state().monitor.take();
+    let ctx = s.ctx.clone();
+    // The driver's socket lingers in the background once the last reference (this one,
+    // unless another thread is in a call on it) is dropped.
+    drop(s);
+    // A monitor sends the events of the close (CLOSED for the endpoints listened on),
+    // says it stopped, then ends.
+    if let Some(monitor) = monitor {
+        monitor.stop();
+    }
+    ctx.socket_closed();
 }
 
 /// A bind to every interface (`tcp://*:5555`, `udp://*:5556`, `ws://*:80/path`) with

@@ -352,3 +352,67 @@ fn cppzmq_binding() {
     assert_eq!(stdout.trim(), "World from 4.3.5");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A program that sends and returns from `main` without `zmq_ctx_term` (closing nothing,
+/// or only its socket) loses nothing: the library's exit hook closes what is open and
+/// waits for what was queued, per `ZMQ_LINGER`. Before the hook, 0.5 % of 100,000 was lost.
+#[test]
+fn exit_without_closing_loses_nothing() {
+    let dir = library_dir();
+    let program = compile("exit_without_close.c", Lib::Ours, &dir);
+    let ctx = zmtp_mio::Context::new().unwrap();
+    for mode in ["open", "closed"] {
+        let pull = ctx.socket(zmtp_mio::SocketType::Pull).unwrap();
+        let endpoint = pull.bind("tcp://127.0.0.1:*").unwrap();
+        let count = 100_000;
+        let sender = spawn(&program, &[&endpoint, &count.to_string(), mode]);
+        let out = stdout_of(&finish(sender, Duration::from_secs(60)), mode);
+        assert_eq!(out.trim(), format!("sent {count}"));
+        // Everything was written before the program ended: it is all here already.
+        let mut received = 0;
+        while let Ok(msg) = pull.recv_timeout(Some(Duration::from_millis(500))) {
+            assert_eq!(msg.to_string(), format!("message {received}"), "{mode}");
+            received += 1;
+        }
+        assert_eq!(received, count, "{mode}: messages received");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// With no peer, the exit waits per `ZMQ_LINGER` and says on standard error what it
+/// waits for and what it lost: never a quiet loss.
+#[test]
+fn exit_without_a_peer_says_what_it_lost() {
+    let dir = library_dir();
+    let program = compile("exit_without_close.c", Lib::Ours, &dir);
+    let nobody = free_endpoint();
+
+    // LINGER 300 ms: the program ends after it, naming the lost messages.
+    let start = Instant::now();
+    let out = finish(
+        spawn(&program, &[&nobody, "5", "linger=300"]),
+        Duration::from_secs(30),
+    );
+    let stdout = stdout_of(&out, "linger=300");
+    assert_eq!(stdout.trim(), "sent 5");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("a PUSH socket lost 5 message(s)") && stderr.contains(&nobody),
+        "{stderr}"
+    );
+    assert!(start.elapsed() >= Duration::from_millis(300));
+
+    // The default LINGER (forever): the program waits, and after two seconds says why.
+    let mut child = spawn(&program, &[&nobody, "1", "open"]);
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(child.try_wait().unwrap().is_none(), "it must still wait");
+    child.kill().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("waiting for a PUSH socket to write 1 message(s)")
+            && stderr.contains(&nobody),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
