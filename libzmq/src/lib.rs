@@ -124,11 +124,10 @@
 //! monitor's PAIR waits for its peer rather than dropping the events sent before the peer
 //! connects.
 //!
-//! Known differences seen running libzmq's own tests (to be fixed):
-//! `zmq_unbind` leaves the connections accepted on the endpoint up (libzmq drops them);
-//! binding an `ipc://` path a closed socket used fails with `EADDRINUSE` (libzmq removes
-//! the stale file); `ZMQ_SRCFD` is -1. `tcp://source;destination` connects bind an address
-//! literal or `*` as the source, not an interface name (such a connect is retried).
+//! Known differences (to be fixed): `ZMQ_SRCFD` is -1; `tcp://source;destination`
+//! connects bind an address literal or `*` as the source, not an interface name (such a
+//! connect is retried). `libzmq/suite/known-failures.txt` lists the others libzmq's own
+//! tests find.
 //!
 //! # At exit
 //! The first context registers a hook with `atexit(3)`: when the process exits, every
