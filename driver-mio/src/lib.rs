@@ -1796,8 +1796,13 @@ impl Drop for Socket {
             // A socket that closed at once (nothing to linger for) is forgotten now.
             let mut st = self.shared.lock();
             if st.sockets.get(&self.id).is_some_and(|s| s.closed) {
-                // Closed by this drop: what it cut off is the context's to report.
-                st.forget(self.id, was_closed == Some(false));
+                // Closed by this drop: what it cut off is the context's to report. A
+                // context's end on another thread, which saw it orphaned a moment ago,
+                // looks again (else it slept until its next look, two seconds on).
+                if st.forget(self.id, was_closed == Some(false)) {
+                    drop(st);
+                    self.shared.wake_polled();
+                }
             }
         }
         self.shared.let_go_of_listeners();

@@ -636,17 +636,22 @@ impl State {
 
     /// Forget a closed socket whose handle was dropped; `report`: count what LINGER cut
     /// off in it for [`Context::term`](crate::Context::term). Whoever still waits on it
-    /// (a `term`) is woken to see it gone.
-    pub(crate) fn forget(&mut self, id: usize, report: bool) {
-        if let Some(mut s) = self.sockets.remove(&id) {
-            if report {
-                let cut = s.core.close_report().unwrap_or_default();
-                self.orphans_report = self.orphans_report.merged(cut);
-            }
-            if let Some(signal) = s.signal_all() {
-                signal.send();
-            }
+    /// (a `term`) is woken to see it gone. Returns whether threads waiting on the context
+    /// (a context's end in [`Shared::linger_orphans`], `poll`) are to be woken too: the
+    /// caller notifies [`Shared::polled`] (once the lock is released, where it can).
+    #[must_use]
+    pub(crate) fn forget(&mut self, id: usize, report: bool) -> bool {
+        let Some(mut s) = self.sockets.remove(&id) else {
+            return false;
+        };
+        if report {
+            let cut = s.core.close_report().unwrap_or_default();
+            self.orphans_report = self.orphans_report.merged(cut);
         }
+        if let Some(signal) = s.signal_all() {
+            signal.send();
+        }
+        s.orphaned && self.poll_waiters.take()
     }
 }
 
@@ -899,6 +904,12 @@ impl Shared {
         }
         self.pump(&mut st, id);
         self.finish(st, id, true);
+    }
+
+    /// Wake the threads waiting on the context (in `poll`, or a context's end in
+    /// [`linger_orphans`](Self::linger_orphans)) to look again.
+    pub(crate) fn wake_polled(&self) {
+        self.polled.notify_all();
     }
 
     /// Wait until no dropped socket is left lingering. A wait that lasts says on standard

@@ -678,8 +678,12 @@ impl CommandHandler for Commands<'_> {
             if s.orphaned {
                 // Nobody waits for its report: what LINGER cut off is said here.
                 zmtp_driver::loss::report_loss_while(&s.core, writing);
-                // Forgotten: the command loop ends here.
-                st.forget(id, true);
+                // Forgotten: the command loop ends here. A context's end waiting for it
+                // looks again (notified under the lock: this runs deep in a pump, and
+                // rarely).
+                if st.forget(id, true) {
+                    shared.wake_polled();
+                }
             }
         }
     }

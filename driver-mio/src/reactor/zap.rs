@@ -127,7 +127,8 @@ impl Shared {
             if st.sockets.get(&client).is_some_and(|s| !s.closed) {
                 return Some(client);
             }
-            st.forget(client, false);
+            // The context's own socket, never an orphan: nobody to wake.
+            let _ = st.forget(client, false);
             st.zap.client = None;
         }
         // Closed at once with its context: nothing it holds is worth waiting for.
