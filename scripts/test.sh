@@ -4,7 +4,8 @@
 # the conformance tests run against), libsodium (CURVE in the draft libzmq that
 # zmtp-conformance-draft builds from source), pkg-config, JeroMQ (libjeromq-java) and a JDK
 # (default-jdk-headless, for javac) for the JeroMQ interop tests, chromium and npm for the
-# browser step, valgrind for the icount step, and g++ for the libzmq step.
+# browser step, valgrind for the icount step, g++ for the libzmq step, and pyzmq (pip, from
+# PyPI) for the tests step's run of pyzmq on our C ABI.
 #
 #   bash scripts/test.sh            every step
 #   bash scripts/test.sh STEP...    only these steps (lint, docs, publish, nostd, tests,
@@ -46,6 +47,17 @@ need_cargo_tool() {
   command -v "$binary" >/dev/null && return 0
   echo "== installing $crate $version (cargo install)"
   cargo install --locked --quiet "$crate" --version "$version"
+}
+
+# pyzmq for python3, which the C ABI's binding test runs on our library: from PyPI with
+# pip when missing.
+need_pyzmq() {
+  python3 -c 'import zmq' 2>/dev/null && return 0
+  need_package /usr/bin/python3 python3
+  python3 -m pip --version >/dev/null 2>&1 || need_package /usr/bin/pip3 python3-pip
+  echo "== installing pyzmq (pip)"
+  python3 -m pip install --quiet pyzmq 2>/dev/null ||
+    python3 -m pip install --quiet --break-system-packages pyzmq
 }
 
 # Formatting, lints on every target, and the docs (broken links and missing docs are errors).
@@ -120,6 +132,7 @@ nostd() {
 # get it, as some of its binaries link the system libzmq). The two interop suites run in
 # `conformance`.
 tests() {
+  need_pyzmq
   cargo test --workspace --exclude zmtp-conformance --exclude zmtp-conformance-draft
   cargo test -p zmtp-proto
   cargo test -p zmtp-testkit --features cabi --lib cabi
