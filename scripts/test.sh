@@ -4,8 +4,8 @@
 # the conformance tests run against), libsodium (CURVE in the draft libzmq that
 # zmtp-conformance-draft builds from source), pkg-config, JeroMQ (libjeromq-java) and a JDK
 # (default-jdk-headless, for javac) for the JeroMQ interop tests, chromium and npm for the
-# browser step, valgrind for the icount step, g++ for the libzmq step, and pyzmq (pip, from
-# PyPI) for the tests step's run of pyzmq on our C ABI.
+# browser step, valgrind for the icount step, g++ for the libzmq step, and cppzmq, czmq and
+# pyzmq (pip, from PyPI) for the tests step's runs of those bindings on our C ABI.
 #
 #   bash scripts/test.sh            every step
 #   bash scripts/test.sh STEP...    only these steps (lint, docs, publish, nostd, tests,
@@ -133,6 +133,8 @@ nostd() {
 # `conformance`.
 tests() {
   need_pyzmq
+  need_package /usr/include/zmq.hpp cppzmq-dev
+  need_package /usr/include/czmq.h libczmq-dev
   cargo test --workspace --exclude zmtp-conformance --exclude zmtp-conformance-draft
   cargo test -p zmtp-proto
   cargo test -p zmtp-testkit --features cabi --lib cabi

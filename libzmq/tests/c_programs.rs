@@ -452,3 +452,45 @@ fn pyzmq_binding() {
     );
     assert!(out.trim_end().ends_with("all ok"), "{out}");
 }
+
+/// czmq (Debian's libczmq, built against libzmq) loading our `libzmq.so.5`: zsock REQ/REP,
+/// PUB/SUB with a zpoller, and a zactor (whose pipe is an inproc PAIR) echoing a
+/// multipart zmsg.
+#[test]
+fn czmq_binding() {
+    if !Path::new("/usr/include/czmq.h").exists() {
+        eprintln!("skipped: no czmq (/usr/include/czmq.h; the test command installs it)");
+        return;
+    }
+    let dir = library_dir();
+    let out = dir.join("czmq_smoke");
+    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
+    let done = Command::new("cc")
+        .args(["-Wall", "-Werror"])
+        .arg(source("czmq_smoke.c"))
+        .arg("-I")
+        .arg(include)
+        .arg("-L")
+        .arg(&dir)
+        .args(["-lczmq", "-lzmq", "-o"])
+        .arg(&out)
+        .output()
+        .expect("a C compiler (cc)");
+    assert!(
+        done.status.success(),
+        "cc: {}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    // libczmq needs libzmq.so.5 itself: the loader's path makes it ours.
+    let child = Command::new(&out)
+        .env("LD_LIBRARY_PATH", &dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = stdout_of(&finish(child, Duration::from_secs(30)), "czmq_smoke");
+    println!("{stdout}");
+    assert!(stdout.starts_with("libzmq 4.3.5\n"), "not ours: {stdout}");
+    assert!(stdout.trim_end().ends_with("all ok"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
