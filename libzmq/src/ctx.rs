@@ -198,10 +198,15 @@ fn ignore_sigpipe() {
     });
 }
 
+/// The process that registered [`at_exit`]: a child forked from it inherits the
+/// registration but none of the threads, and its exit leaves everything alone.
+static HOOKED_BY: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
 /// Register [`at_exit`] with the C runtime (once, with the first context).
 fn linger_at_exit() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
+        HOOKED_BY.store(std::process::id(), Ordering::Relaxed);
         // SAFETY: `atexit` only records the function pointer; `at_exit` is an
         // `extern "C" fn()` without arguments that never unwinds into its caller (it
         // catches panics), as `atexit` requires.
@@ -220,9 +225,13 @@ fn linger_at_exit() {
 /// `ZMQ_LINGER` runs out. So a program that sends and returns without closing loses
 /// nothing. What LINGER cuts off, and a wait that lasts, are said on standard error
 /// (unless `ZMTP_LOSS_REPORTS=0`). libzmq itself lets the process end and the queued
-/// messages with it. A socket another thread is still in a call on, and the contexts of
-/// a forked child, are left alone.
+/// messages with it. A socket another thread is still in a call on is left alone, and so
+/// is everything in a forked child (a lock a thread of the parent held at the fork would
+/// never be released there).
 extern "C" fn at_exit() {
+    if HOOKED_BY.load(Ordering::Relaxed) != std::process::id() {
+        return;
+    }
     // A panic must not cross into the C runtime.
     let _ = std::panic::catch_unwind(|| {
         zmtp_mio::set_loss_reports_from_env();
