@@ -128,6 +128,20 @@ pub(crate) fn put(msg: *mut zmq_msg_t, repr: Repr) {
     unsafe { std::ptr::write_unaligned(msg.cast::<Repr>(), repr) }
 }
 
+/// Run `f` on the message in `msg` without moving it (the per-message getters,
+/// `zmq_msg_data`, `zmq_msg_size`, `zmq_msg_more`...), or `EFAULT`.
+pub(crate) fn peek<R>(msg: *const zmq_msg_t, f: impl FnOnce(&Repr) -> R) -> Result<R, Errno> {
+    if !is_live(msg) {
+        return Err(libc::EFAULT);
+    }
+    // SAFETY: the tag says `msg` holds a `Repr` written by `put`. The copy is only read,
+    // by shared reference, while the original stays where it is (a `zmq_msg_t` is used by
+    // one thread at a time, as libzmq requires), and is never dropped: the original
+    // still owns what it refers to.
+    let repr = std::mem::ManuallyDrop::new(unsafe { std::ptr::read_unaligned(msg.cast::<Repr>()) });
+    Ok(f(&repr))
+}
+
 /// Run `f` on the message in `msg` (put back afterwards), or `EFAULT`.
 pub(crate) fn with<R>(msg: *const zmq_msg_t, f: impl FnOnce(&mut Repr) -> R) -> Result<R, Errno> {
     let msg = msg.cast_mut();
@@ -324,7 +338,7 @@ pub extern "C" fn zmq_msg_copy(dest: *mut zmq_msg_t, src: *mut zmq_msg_t) -> c_i
 #[no_mangle]
 pub extern "C" fn zmq_msg_data(msg: *mut zmq_msg_t) -> *mut c_void {
     guard(std::ptr::null_mut(), || {
-        match with(msg, |m| m.body.as_ptr().cast_mut().cast::<c_void>()) {
+        match peek(msg, |m| m.body.as_ptr().cast_mut().cast::<c_void>()) {
             Ok(p) => p,
             Err(e) => {
                 crate::error::set_errno(e);
@@ -337,14 +351,14 @@ pub extern "C" fn zmq_msg_data(msg: *mut zmq_msg_t) -> *mut c_void {
 /// `zmq_msg_size`: the body's size in bytes (0 for a message not initialised).
 #[no_mangle]
 pub extern "C" fn zmq_msg_size(msg: *const zmq_msg_t) -> usize {
-    guard(0, || with(msg, |m| m.body.len()).unwrap_or(0))
+    guard(0, || peek(msg, |m| m.body.len()).unwrap_or(0))
 }
 
 /// `zmq_msg_more`: 1 if another frame of the message follows, 0 otherwise.
 #[no_mangle]
 pub extern "C" fn zmq_msg_more(msg: *const zmq_msg_t) -> c_int {
     guard(0, || {
-        with(msg, |m| c_int::from(m.flags & FLAG_MORE != 0)).unwrap_or(0)
+        peek(msg, |m| c_int::from(m.flags & FLAG_MORE != 0)).unwrap_or(0)
     })
 }
 
@@ -352,7 +366,7 @@ pub extern "C" fn zmq_msg_more(msg: *const zmq_msg_t) -> c_int {
 #[no_mangle]
 pub extern "C" fn zmq_msg_get(msg: *const zmq_msg_t, property: c_int) -> c_int {
     guard(-1, || {
-        ret(with(msg, |m| match property {
+        ret(peek(msg, |m| match property {
             MORE => Ok(c_int::from(m.flags & FLAG_MORE != 0)),
             SRCFD => Ok(-1),
             SHARED => Ok(c_int::from(!m.body.is_unique())),
@@ -395,7 +409,7 @@ pub unsafe extern "C" fn zmq_msg_gets(
             crate::error::set_errno(libc::EINVAL);
             return std::ptr::null();
         };
-        let found = with(msg, |m| {
+        let found = peek(msg, |m| {
             let meta = m.meta.as_ref()?;
             let value = meta.props.as_ref()?.property(name)?;
             let mut texts = lock(&meta.texts);
@@ -426,7 +440,7 @@ pub unsafe extern "C" fn zmq_msg_gets(
 /// `zmq_msg_routing_id` (draft): the routing id (0: none).
 #[no_mangle]
 pub extern "C" fn zmq_msg_routing_id(msg: *mut zmq_msg_t) -> u32 {
-    guard(0, || with(msg, |m| m.routing_id).unwrap_or(0))
+    guard(0, || peek(msg, |m| m.routing_id).unwrap_or(0))
 }
 
 /// `zmq_msg_set_routing_id` (draft): address the message to a peer; 0 is refused with
@@ -449,7 +463,7 @@ pub extern "C" fn zmq_msg_set_routing_id(msg: *mut zmq_msg_t, routing_id: u32) -
 #[no_mangle]
 pub extern "C" fn zmq_msg_group(msg: *mut zmq_msg_t) -> *const c_char {
     guard(std::ptr::null(), || {
-        match with(msg, |m| m.group().map(CStr::as_ptr)) {
+        match peek(msg, |m| m.group().map(CStr::as_ptr)) {
             Ok(Some(p)) => p,
             Ok(None) => c"".as_ptr(),
             Err(e) => {

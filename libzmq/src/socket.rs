@@ -407,7 +407,7 @@ impl CSocket {
             SocketType::Rep if st.rep_replying => return Err(EFSM),
             _ => {}
         }
-        let mut message = match self.sock.try_recv_ready() {
+        let message = match self.sock.try_recv_ready() {
             Some(m) => m,
             // Not waiting: the streams are read once, as libzmq's non-blocking receive
             // looks at its pipes.
@@ -431,13 +431,15 @@ impl CSocket {
         st.in_routing_id = message.routing_id().unwrap_or(0);
         st.in_meta =
             (group.is_some() || props.is_some()).then(|| Arc::new(Meta::new(group, props)));
-        if message.len() <= 1 {
-            // A single frame is handed out at once, without the queue of frames.
-            let body = message.pop_front().unwrap_or_default();
-            return Ok(self.hand_out(&mut st, body, false));
+        // A single frame is handed out at once, without the queue of frames.
+        match message.into_only_frame() {
+            Ok(body) => Ok(self.hand_out(&mut st, body, false)),
+            Err(message) if message.is_empty() => Ok(self.hand_out(&mut st, Bytes::new(), false)),
+            Err(message) => {
+                st.inq = message.into_frames().into();
+                self.next_frame(&mut st).ok_or(libc::EAGAIN)
+            }
         }
-        st.inq = message.into_frames().into();
-        self.next_frame(&mut st).ok_or(libc::EAGAIN)
     }
 
     /// The next frame of the message being handed out, if any.

@@ -257,6 +257,30 @@ impl Message {
         }
     }
 
+    /// The frame of a one-frame message, by value, without the bookkeeping of
+    /// [`pop_front`](Self::pop_front) and dropping what is left; any other message comes
+    /// back as it is. (The routing id and group of a draft type's message go with it: read
+    /// them first.)
+    ///
+    /// ```
+    /// use zmtp_proto::socket::Message;
+    ///
+    /// assert_eq!(Message::from("one").into_only_frame().unwrap(), "one");
+    /// let two = Message::from(["a", "b"]);
+    /// assert_eq!(two.clone().into_only_frame().unwrap_err(), two);
+    /// ```
+    #[inline]
+    pub fn into_only_frame(self) -> Result<Bytes, Message> {
+        match self.frames {
+            Frames::One(b) => Ok(b),
+            Frames::Tagged(t) => Ok(t.body),
+            frames => Err(Message {
+                frames,
+                properties: self.properties,
+            }),
+        }
+    }
+
     /// Remove and return the first frame.
     pub fn pop_front(&mut self) -> Option<Bytes> {
         match &mut self.frames {
