@@ -318,6 +318,32 @@ fn fd_and_events_in_an_event_loop() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Build `name` (in `tests/c/`) with `compiler` and `flags` against our header, linked
+/// with `libs` found first in `dir` (our library), whose path the program keeps.
+fn build_binding(compiler: &str, flags: &[&str], name: &str, libs: &[&str], dir: &Path) -> PathBuf {
+    let out = dir.join(name.split('.').next().unwrap_or(name));
+    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
+    let done = Command::new(compiler)
+        .args(flags)
+        .arg(source(name))
+        .arg("-I")
+        .arg(include)
+        .arg("-L")
+        .arg(dir)
+        .arg(format!("-Wl,-rpath,{}", dir.display()))
+        .args(libs)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap_or_else(|e| panic!("{compiler}: {e}"));
+    assert!(
+        done.status.success(),
+        "{compiler} {name}: {}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    out
+}
+
 /// cppzmq (Debian's cppzmq-dev), a binding written for libzmq, compiled against our header
 /// and linked to our library.
 #[test]
@@ -327,26 +353,7 @@ fn cppzmq_binding() {
         return;
     }
     let dir = library_dir();
-    let out = dir.join("cppzmq_hello");
-    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
-    let done = Command::new("c++")
-        .arg("-std=c++17")
-        .arg(source("cppzmq_hello.cpp"))
-        .arg("-I")
-        .arg(include)
-        .arg("-L")
-        .arg(&dir)
-        .arg(format!("-Wl,-rpath,{}", dir.display()))
-        .arg("-lzmq")
-        .arg("-o")
-        .arg(&out)
-        .output()
-        .expect("a C++ compiler (c++)");
-    assert!(
-        done.status.success(),
-        "c++: {}",
-        String::from_utf8_lossy(&done.stderr)
-    );
+    let out = build_binding("c++", &["-std=c++17"], "cppzmq_hello.cpp", &["-lzmq"], &dir);
     let run = finish(spawn(&out, &[]), Duration::from_secs(30));
     let stdout = stdout_of(&run, "cppzmq_hello");
     assert_eq!(stdout.trim(), "World from 4.3.5");
@@ -463,23 +470,12 @@ fn czmq_binding() {
         return;
     }
     let dir = library_dir();
-    let out = dir.join("czmq_smoke");
-    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
-    let done = Command::new("cc")
-        .args(["-Wall", "-Werror"])
-        .arg(source("czmq_smoke.c"))
-        .arg("-I")
-        .arg(include)
-        .arg("-L")
-        .arg(&dir)
-        .args(["-lczmq", "-lzmq", "-o"])
-        .arg(&out)
-        .output()
-        .expect("a C compiler (cc)");
-    assert!(
-        done.status.success(),
-        "cc: {}",
-        String::from_utf8_lossy(&done.stderr)
+    let out = build_binding(
+        "cc",
+        &["-Wall", "-Werror"],
+        "czmq_smoke.c",
+        &["-lczmq", "-lzmq"],
+        &dir,
     );
     // libczmq needs libzmq.so.5 itself: the loader's path makes it ours.
     let child = Command::new(&out)
