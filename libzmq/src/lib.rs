@@ -136,7 +136,9 @@
 //! `ZMQ_LINGER` runs out. A program that sends and returns from `main` without closing
 //! anything loses nothing (libzmq lets its queues go with the process). A wait that lasts,
 //! and what LINGER cuts off then, are said on standard error (`ZMTP_LOSS_REPORTS=0` turns
-//! that off); `zmq_close` and `zmq_ctx_term` themselves stay silent, as libzmq's.
+//! that off); `zmq_close` and `zmq_ctx_term` themselves stay silent, as libzmq's. A
+//! cleanup registered with `atexit` before the first context runs after the hook: its
+//! `zmq_close` of a socket the hook closed returns 0, and so does its `zmq_ctx_term`.
 //!
 //! `SIGPIPE`: the driver's `ipc://` writes do not yet use `MSG_NOSIGNAL`, so the first
 //! context sets `SIGPIPE` to be ignored when the program left it at its default.

@@ -567,20 +567,29 @@ pub extern "C" fn zmq_close(socket: *mut c_void) -> c_int {
                 close(s);
                 0
             }
+            // Closed by the exit hook already: a cleanup the program registered with
+            // `atexit` before its first context runs after the hook, and may assert that
+            // its `zmq_close` succeeds.
+            None if lock(&CLOSED_AT_EXIT).remove(&(socket as usize)) => 0,
             None => ret::<c_int>(Err(libc::ENOTSOCK)),
         }
     })
 }
 
+/// The handles of the sockets [`close_all`] closed, which `zmq_close` may still be given.
+static CLOSED_AT_EXIT: Mutex<std::collections::BTreeSet<usize>> =
+    Mutex::new(std::collections::BTreeSet::new());
+
 /// Close every socket the program has not closed, as `zmq_close` would (the process is
 /// exiting: see `ctx::linger_at_exit`).
 pub(crate) fn close_all() {
-    let all: Vec<Arc<CSocket>> = {
+    let all: Vec<(usize, Arc<CSocket>)> = {
         let mut map = SOCKETS.write().unwrap_or_else(|e| e.into_inner());
         CLOSES.fetch_add(1, Ordering::Release);
-        map.drain().map(|(_, s)| s).collect()
+        map.drain().collect()
     };
-    all.into_iter().for_each(close);
+    lock(&CLOSED_AT_EXIT).extend(all.iter().map(|(handle, _)| *handle));
+    all.into_iter().for_each(|(_, s)| close(s));
 }
 
 /// Close a socket taken out of [`SOCKETS`].

@@ -363,12 +363,14 @@ fn cppzmq_binding() {
 /// A program that sends and returns from `main` without `zmq_ctx_term` (closing nothing,
 /// or only its socket) loses nothing: the library's exit hook closes what is open and
 /// waits for what was queued, per `ZMQ_LINGER`. Before the hook, 0.5 % of 100,000 was lost.
+/// A cleanup the program registered with `atexit` before its first context, which runs
+/// after the hook, still closes and terminates successfully.
 #[test]
 fn exit_without_closing_loses_nothing() {
     let dir = library_dir();
     let program = compile("exit_without_close.c", Lib::Ours, &dir);
     let ctx = zmtp_mio::Context::new().unwrap();
-    for mode in ["open", "closed"] {
+    for mode in ["open", "closed", "cleanup"] {
         let pull = ctx.socket(zmtp_mio::SocketType::Pull).unwrap();
         let endpoint = pull.bind("tcp://127.0.0.1:*").unwrap();
         let count = 100_000;

@@ -1,11 +1,25 @@
 /* Sends COUNT messages on a PUSH connected to ENDPOINT and returns from main without
  * zmq_ctx_term: MODE "open" closes nothing, "closed" closes the socket only, "linger=MS"
- * sets ZMQ_LINGER and closes nothing. What was sent must still arrive (or, past LINGER,
+ * sets ZMQ_LINGER and closes nothing, "cleanup" closes and terminates in a function
+ * registered with atexit before the first context (so it runs after the library's own
+ * exit hook), which must still succeed. What was sent must still arrive (or, past LINGER,
  * be reported on standard error). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zmq.h>
+
+static void *ctx;
+static void *push;
+
+static void cleanup(void)
+{
+    if (zmq_close(push) != 0 || zmq_ctx_term(ctx) != 0) {
+        fprintf(stderr, "cleanup failed: %s\n", zmq_strerror(zmq_errno()));
+        _exit(3);
+    }
+}
 
 int main(int argc, char **argv)
 {
@@ -15,8 +29,10 @@ int main(int argc, char **argv)
     }
     int count = atoi(argv[2]);
     const char *mode = argv[3];
-    void *ctx = zmq_ctx_new();
-    void *push = zmq_socket(ctx, ZMQ_PUSH);
+    if (strcmp(mode, "cleanup") == 0)
+        atexit(cleanup);
+    ctx = zmq_ctx_new();
+    push = zmq_socket(ctx, ZMQ_PUSH);
     if (strncmp(mode, "linger=", 7) == 0) {
         int linger = atoi(mode + 7);
         zmq_setsockopt(push, ZMQ_LINGER, &linger, sizeof linger);
