@@ -16,10 +16,12 @@
 //! Every copy is kept until the end (DIR needs room for 2 × ROUNDS copies of the tree).
 //!
 //! File: writes a MIB-MiB file (default 1024) of pseudo-random bytes to DIR, then for each
-//! of ROUNDS rounds (default 3) copies it three times, one after the other:
+//! of ROUNDS rounds (default 3) copies it four times, one after the other:
 //!
 //! - raw: the sender reads 256 KiB blocks and writes them to a plain TCP socket, the
 //!   receiver writes what it reads to a file (no check);
+//! - raw+hash: the same, the receiver also hashing each block it writes with BLAKE3: the
+//!   floor of any copy whose receiver checks a digest of what arrived;
 //! - cold: the file transfer with no digest cached: the sender hashes the whole file
 //!   before its OFFER (and records the digest in a cache file);
 //! - warm: the file transfer again, the digest taken from that cache file.
@@ -27,9 +29,10 @@
 //! Both transfers use the default window and chunk, on tokio (or on the blocking `mio`
 //! driver), and include the receiver's check. Prints each copy's rate end to end (from
 //! starting the receiver process to both processes' exit), the transfer phase alone (the
-//! sender's first FETCH to DONE), the ratios to the raw copy of the same round, and each
+//! sender's first FETCH to DONE), the ratios to the raw copies of the same round, and each
 //! process's peak resident set (VmHWM) and CPU time; then every round's numbers together.
-//! Removes what it wrote.
+//! Removes what it wrote, each copy's output after `sync` has written it back (so no
+//! writeback runs during the next copy).
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -65,6 +68,17 @@ fn make_file(path: &Path, mib: usize) {
     f.flush().unwrap();
 }
 
+/// Write every dirty page to disk (outside any copy's time): the writeback of a copy's
+/// output (a gigabyte of page cache) must not run on the same two cores during the next
+/// copy. A file copy's output is written back this way before it is removed: removed
+/// while still dirty, the next copy's writes into new page cache ran slower (the first
+/// file transfer after the raw copies spent 1.2 to 3.6 CPU-s in its receiver's `write`
+/// calls, against 0.7).
+fn settle() {
+    let ok = Command::new("sync").status().is_ok_and(|s| s.success());
+    assert!(ok, "sync failed");
+}
+
 /// Run this program as `role` with `args`; its one line of output.
 fn child(role: &str, args: &[&str]) -> std::process::Child {
     Command::new(std::env::current_exe().unwrap())
@@ -81,11 +95,16 @@ fn output(c: std::process::Child) -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
-fn raw_recv(port_file: &str, dest: &str) {
+/// The raw receiver: what it reads, written to `dest`; with `hash`, also hashed with
+/// BLAKE3 right after each write, while the block is still in cache (the least a
+/// receiver that checks what it got must do on top of the raw copy; a hashing thread of
+/// its own, fed the same blocks, ran slower here), its digest printed.
+fn raw_recv(port_file: &str, dest: &str, hash: bool) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     std::fs::write(port_file, listener.local_addr().unwrap().port().to_string()).unwrap();
     let (mut stream, _) = listener.accept().unwrap();
     let mut out = std::fs::File::create(dest).unwrap();
+    let mut hasher = blake3::Hasher::new();
     let mut buf = vec![0u8; BLOCK];
     let mut total = 0u64;
     loop {
@@ -94,10 +113,15 @@ fn raw_recv(port_file: &str, dest: &str) {
             break;
         }
         out.write_all(&buf[..n]).unwrap();
+        if hash {
+            hasher.update(&buf[..n]);
+        }
         total += n as u64;
     }
+    let digest = hash.then(|| format!(", digest {}", &hasher.finalize().to_hex()[..16]));
     println!(
-        "received {total} bytes, peak RSS {} KiB, cpu {:.2} s",
+        "received {total} bytes{}, peak RSS {} KiB, cpu {:.2} s",
+        digest.unwrap_or_default(),
         peak_rss_kib(),
         cpu_seconds()
     );
@@ -234,7 +258,7 @@ fn field(line: &str, label: &str) -> f64 {
 }
 
 /// One copy's numbers.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 struct Run {
     /// End to end, MiB/s.
     rate: f64,
@@ -265,7 +289,8 @@ fn spread(v: &[f64]) -> String {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some("raw-recv") => return raw_recv(&args[1], &args[2]),
+        Some("raw-recv") => return raw_recv(&args[1], &args[2], false),
+        Some("raw-hash-recv") => return raw_recv(&args[1], &args[2], true),
         Some("raw-send") => return raw_send(&args[1], &args[2]),
         Some("zmtp-recv") => return zmtp_recv(&args[1], &args[2], &args[3]),
         Some("zmtp-send") => return zmtp_send(&args[1], &args[2], &args[3], &args[4]),
@@ -288,35 +313,40 @@ fn main() {
     std::fs::create_dir_all(dir.join("in")).unwrap();
     let source = dir.join("source.bin");
     make_file(&source, mib);
+    settle();
     let cache = dir.join("digests");
     let bytes = (mib as f64) * 1048576.0;
     let s = |p: &Path| p.display().to_string();
-    let mut table: Vec<[Run; 3]> = Vec::new();
+    let mut table: Vec<[Run; 4]> = Vec::new();
     println!("{mib} MiB, {rounds} rounds, file transfer on {driver}");
     for round in 1..=rounds {
-        // Raw TCP.
-        let port_file = dir.join("raw.port");
-        let _ = std::fs::remove_file(&port_file);
-        let raw_dest = dir.join("raw.bin");
-        let start = Instant::now();
-        let rx = child("raw-recv", &[&s(&port_file), &s(&raw_dest)]);
-        let port = wait_for(&port_file);
-        let tx = child("raw-send", &[&port, &s(&source)]);
-        let (tx, rx) = (output(tx), output(rx));
-        let rate = bytes / start.elapsed().as_secs_f64() / 1048576.0;
-        std::fs::remove_file(&raw_dest).unwrap();
-        println!("round {round} raw:  {rate:7.1} MiB/s  sender: {tx}; receiver: {rx}");
-        let raw = Run {
-            rate,
-            phase: f64::NAN,
-            before: 0.0,
-            rss: (field(&tx, "RSS ") / 1024.0, field(&rx, "RSS ") / 1024.0),
-            cpu: (field(&tx, "cpu "), field(&rx, "cpu ")),
-        };
+        // Raw TCP, then the same with the receiver hashing what it gets.
+        let mut runs = Vec::new();
+        for (role, what) in [("raw-recv", "raw"), ("raw-hash-recv", "raw+hash")] {
+            let port_file = dir.join("raw.port");
+            let _ = std::fs::remove_file(&port_file);
+            let raw_dest = dir.join("raw.bin");
+            let start = Instant::now();
+            let rx = child(role, &[&s(&port_file), &s(&raw_dest)]);
+            let port = wait_for(&port_file);
+            let tx = child("raw-send", &[&port, &s(&source)]);
+            let (tx, rx) = (output(tx), output(rx));
+            let rate = bytes / start.elapsed().as_secs_f64() / 1048576.0;
+            settle();
+            std::fs::remove_file(&raw_dest).unwrap();
+            println!("round {round} {what}: {rate:7.1} MiB/s  sender: {tx}; receiver: {rx}");
+            runs.push(Run {
+                rate,
+                phase: f64::NAN,
+                before: 0.0,
+                rss: (field(&tx, "RSS ") / 1024.0, field(&rx, "RSS ") / 1024.0),
+                cpu: (field(&tx, "cpu "), field(&rx, "cpu ")),
+            });
+        }
+        let raw = runs[0];
         // The file transfer, without then with the digest cached.
         let _ = std::fs::remove_file(&cache);
-        let mut runs = [raw; 3];
-        for (i, what) in [(1, "cold"), (2, "warm")] {
+        for what in ["cold", "warm"] {
             let ep_file = dir.join("zmtp.ep");
             let _ = std::fs::remove_file(&ep_file);
             let start = Instant::now();
@@ -325,6 +355,7 @@ fn main() {
             let tx = child("zmtp-send", &[driver, &ep, &s(&source), &s(&cache)]);
             let (tx, rx) = (output(tx), output(rx));
             let rate = bytes / start.elapsed().as_secs_f64() / 1048576.0;
+            settle();
             std::fs::remove_file(dir.join("in/zmtp.bin")).unwrap();
             let run = Run {
                 rate,
@@ -341,12 +372,12 @@ fn main() {
                 run.phase,
                 run.phase / raw.rate
             );
-            runs[i] = run;
+            runs.push(run);
         }
-        table.push(runs);
+        table.push(runs.try_into().unwrap());
     }
     std::fs::remove_dir_all(&dir).unwrap();
-    let list = |f: &dyn Fn(&[Run; 3]) -> String| -> String {
+    let list = |f: &dyn Fn(&[Run; 4]) -> String| -> String {
         table.iter().map(f).collect::<Vec<_>>().join(", ")
     };
     println!("\nall rounds ({driver}):");
@@ -354,7 +385,15 @@ fn main() {
         "raw MiB/s:                 {}",
         list(&|r| format!("{:.0}", r[0].rate))
     );
-    for (i, what) in [(1, "cold"), (2, "warm")] {
+    println!(
+        "raw+hash MiB/s:            {}",
+        list(&|r| format!("{:.0}", r[1].rate))
+    );
+    println!(
+        "raw+hash / raw:            {}",
+        list(&|r| format!("{:.2}", r[1].rate / r[0].rate))
+    );
+    for (i, what) in [(2, "cold"), (3, "warm")] {
         println!(
             "{what} end to end MiB/s:     {}",
             list(&|r| format!("{:.0}", r[i].rate))
@@ -376,11 +415,15 @@ fn main() {
             list(&|r| format!("{:.3}", r[i].before))
         );
     }
-    for (i, what) in [(1, "cold"), (2, "warm")] {
-        let ratios: Vec<f64> = table.iter().map(|r| r[i].rate / r[0].rate).collect();
-        println!("{what} end to end / raw: {}", spread(&ratios));
+    let ratios = |i: usize, to: usize| -> Vec<f64> {
+        table.iter().map(|r| r[i].rate / r[to].rate).collect()
+    };
+    println!("raw+hash / raw: {}", spread(&ratios(1, 0)));
+    for (i, what) in [(2, "cold"), (3, "warm")] {
+        println!("{what} end to end / raw: {}", spread(&ratios(i, 0)));
+        println!("{what} end to end / raw+hash: {}", spread(&ratios(i, 1)));
     }
-    for (i, what) in [(0, "raw"), (1, "cold"), (2, "warm")] {
+    for (i, what) in [(0, "raw"), (1, "raw+hash"), (2, "cold"), (3, "warm")] {
         println!(
             "{what} peak RSS MiB, sender / receiver: {}",
             list(&|r| format!("{:.1} / {:.1}", r[i].rss.0, r[i].rss.1))
@@ -549,6 +592,7 @@ fn tree_bench(args: &[String]) {
             std::fs::create_dir_all(&dest).unwrap();
             let port_file = dir.join("port");
             let _ = std::fs::remove_file(&port_file);
+            settle();
             let start = Instant::now();
             let (tx, rx) = if *what == "tar" {
                 let rx = child("tar-recv", &[&s(&port_file), &s(&dest)]);

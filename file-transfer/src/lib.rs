@@ -11,7 +11,7 @@
 //! (`zmtp_tokio::Socket`, `zmtp_smol::Socket`), and [`blocking`] takes a `zmtp_mio::Socket`;
 //! the caller creates, secures and binds or connects it. File reads and writes are plain
 //! positional calls made on the calling task (a local disk's page cache answers them at
-//! once); the receiver hashes on a thread of its own.
+//! once); the receiver hashes each chunk as it writes it.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
