@@ -642,7 +642,6 @@ fn outcome_reply(outcome: &Outcome) -> Command {
     }
 }
 
-/// The BLAKE3 digest of a file as it arrives.
 /// One transfer in progress.
 struct Active {
     /// When its sender was last heard from.
