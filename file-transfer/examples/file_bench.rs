@@ -20,8 +20,8 @@
 //!
 //! - raw: the sender reads 256 KiB blocks and writes them to a plain TCP socket, the
 //!   receiver writes what it reads to a file (no check);
-//! - raw+hash: the same, the receiver also hashing each block it writes with BLAKE3: the
-//!   floor of any copy whose receiver checks a digest of what arrived;
+//! - raw+hash: the same, the receiver also hashing each block it writes with BLAKE3: a
+//!   reference for what checking a digest of what arrived adds to the raw copy;
 //! - cold: the file transfer with no digest cached: the sender hashes the whole file
 //!   before its OFFER (and records the digest in a cache file);
 //! - warm: the file transfer again, the digest taken from that cache file.
@@ -70,10 +70,7 @@ fn make_file(path: &Path, mib: usize) {
 
 /// Write every dirty page to disk (outside any copy's time): the writeback of a copy's
 /// output (a gigabyte of page cache) must not run on the same two cores during the next
-/// copy. A file copy's output is written back this way before it is removed: removed
-/// while still dirty, the next copy's writes into new page cache ran slower (the first
-/// file transfer after the raw copies spent 1.2 to 3.6 CPU-s in its receiver's `write`
-/// calls, against 0.7).
+/// copy. A file copy's output is written back this way before it is removed.
 fn settle() {
     let ok = Command::new("sync").status().is_ok_and(|s| s.success());
     assert!(ok, "sync failed");
@@ -96,8 +93,7 @@ fn output(c: std::process::Child) -> String {
 }
 
 /// The raw receiver: what it reads, written to `dest`; with `hash`, also hashed with
-/// BLAKE3 right after each write, while the block is still in cache (the least a
-/// receiver that checks what it got must do on top of the raw copy; a hashing thread of
+/// BLAKE3 right after each write, while the block is still in cache (a hashing thread of
 /// its own, fed the same blocks, ran slower here), its digest printed.
 fn raw_recv(port_file: &str, dest: &str, hash: bool) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
