@@ -95,7 +95,8 @@ pub struct Buffered {
     rx_alloc: usize,
     /// Bytes the next item needs beyond those in `rx` (as the last `poll_item` found).
     rx_need: usize,
-    /// The last item taken from `rx` was a frame of at least [`BULK_FRAME`] bytes.
+    /// The last item taken from `rx` was a frame of [`BULK_FRAME`] to [`BULK_FRAME_MAX`]
+    /// bytes.
     rx_bulk: bool,
     tx: VecDeque<Segment>,
     /// Bytes of the first segment already written.
@@ -149,12 +150,17 @@ const RX_MIN_ROOM: usize = RX_CHUNK / 2;
 /// Most the receive buffer grows by ahead of data for one incomplete frame.
 const MAX_RESERVE: usize = 256 * 1024;
 
-/// Frames at least this long are read into a buffer that ends where they end, and the read
-/// after one is a short one, for the next frame's header: a large frame that follows then
-/// starts near the front of a buffer of its own, instead of being read partly into the
-/// end of this one and copied out of it when it has to grow (up to a whole frame copied
-/// per frame: a tenth of a bulk receiver's CPU, 256 KiB frames on loopback).
+/// Frames at least this long (and at most [`BULK_FRAME_MAX`]) are read into a buffer that
+/// ends where they end, and the read after one is a short one, for the next frame's
+/// header: a large frame that follows then starts near the front of a buffer of its own,
+/// instead of being read partly into the end of this one and copied out of it when it has
+/// to grow (up to a whole frame copied per frame: a tenth of a bulk receiver's CPU, 256 KiB
+/// frames on loopback).
 const BULK_FRAME: usize = 64 * 1024;
+/// Larger frames arrive over several reads into a buffer that grows (see [`MAX_RESERVE`])
+/// and are left to it: a short read after each cost 1 MiB messages on tokio a third more
+/// CPU.
+const BULK_FRAME_MAX: usize = 2 * MAX_RESERVE;
 
 /// Receive buffers that still hold pooled allocations at most this large.
 const POOL_BUF_MAX: usize = 1 << 20;
@@ -421,8 +427,9 @@ impl Buffered {
             let more = self.rx_need.clamp(RX_CHUNK, MAX_RESERVE).max(room);
             pool.grow(&mut self.rx, &mut self.rx_alloc, more);
             // The read ends with a large frame, or is short after one (see `BULK_FRAME`).
-            let end = if len + self.rx_need >= BULK_FRAME {
-                len + self.rx_need
+            let frame = len + self.rx_need;
+            let end = if (BULK_FRAME..=BULK_FRAME_MAX).contains(&frame) {
+                frame
             } else if self.rx_bulk && len == 0 {
                 RX_MIN_ROOM
             } else {
@@ -497,7 +504,7 @@ impl Buffered {
                 self.rx.advance(consumed);
                 continue;
             };
-            self.rx_bulk = consumed >= BULK_FRAME;
+            self.rx_bulk = (BULK_FRAME..=BULK_FRAME_MAX).contains(&consumed);
             // Trim to the payload in place: one shared reference, not two.
             let mut chunk = self.rx.split_to(consumed);
             chunk.advance(payload.start);
@@ -542,7 +549,8 @@ impl Buffered {
             at = end;
         }
         // Once per batch: whether its messages were large ones (on average).
-        self.rx_bulk = taken >= n.saturating_mul(BULK_FRAME);
+        self.rx_bulk =
+            (n.saturating_mul(BULK_FRAME)..=n.saturating_mul(BULK_FRAME_MAX)).contains(&taken);
         n
     }
 
