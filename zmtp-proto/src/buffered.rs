@@ -158,8 +158,8 @@ const MAX_RESERVE: usize = 256 * 1024;
 /// frames on loopback).
 const BULK_FRAME: usize = 64 * 1024;
 /// Larger frames arrive over several reads into a buffer that grows (see [`MAX_RESERVE`])
-/// and are left to it: a short read after each cost 1 MiB messages on tokio a third more
-/// CPU.
+/// and are left to it: a short read after each cost 1 MiB messages on tokio half as much
+/// CPU again (a median 934 CPU-s per million messages against 629).
 const BULK_FRAME_MAX: usize = 2 * MAX_RESERVE;
 
 /// Receive buffers that still hold pooled allocations at most this large.
