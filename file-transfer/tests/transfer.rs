@@ -1033,3 +1033,34 @@ async fn a_malformed_offer_is_a_failed_transfer_that_counts() {
     assert_eq!(f.reason, "malformed OFFER: the name is not UTF-8");
     assert!(dir.listing().is_empty(), "{:?}", dir.listing());
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_offer_larger_than_the_disk_is_refused_before_any_chunk() {
+    let dir = TempDir::new("no-room");
+    // A file system that cannot reserve blocks writes as it goes: nothing to refuse early.
+    let probe = std::fs::File::create(dir.0.join("probe")).unwrap();
+    let flags = rustix::fs::FallocateFlags::KEEP_SIZE;
+    if let Err(e) = rustix::fs::fallocate(&probe, flags, 0, 4096) {
+        eprintln!("skipped: {} cannot reserve blocks ({e})", dir.0.display());
+        return;
+    }
+    let options = small(&dir.inbox());
+    // 4 EiB: more than any disk (and than ext4's largest file).
+    let size = 1u64 << 62;
+    let outcomes = against(&options, 1, |ep| async move {
+        let h = Hostile::new(&ep).await;
+        h.offer(b"huge.bin", size, [0; 32]).await;
+        let Command::Error(reason) = h.next().await else {
+            panic!("an offer of 4 EiB accepted")
+        };
+        assert!(reason.starts_with("no room for "), "{reason}");
+        assert!(reason.contains(&format!("({size} bytes)")), "{reason}");
+    })
+    .await;
+    assert!(
+        matches!(&outcomes[..], [Outcome::Failed(_)]),
+        "{outcomes:?}"
+    );
+    // Neither the part nor its record is left.
+    assert!(dir.listing().is_empty(), "{:?}", dir.listing());
+}
