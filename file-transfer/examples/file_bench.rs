@@ -32,7 +32,8 @@
 //! sender's first FETCH to DONE), the ratios to the raw copies of the same round, and each
 //! process's peak resident set (VmHWM) and CPU time; then every round's numbers together.
 //! Removes what it wrote, each copy's output after `sync` has written it back (so no
-//! writeback runs during the next copy).
+//! writeback runs during the next copy). Says on standard error when the kernel's free
+//! page reporting is on (a virtual machine's balloon), which makes the rounds noisy.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -282,6 +283,29 @@ fn spread(v: &[f64]) -> String {
     )
 }
 
+/// The kernel's free page reporting, where a virtual machine's balloon device has it:
+/// free memory is handed back to the host, and the guest's next use of those pages (a
+/// copy's page cache) costs a fault in the host for each. On a 2-vCPU guest this made 1 GiB
+/// copies of every kind, raw ones included, take up to twice the CPU in whichever copy
+/// drew such pages, and the rounds bimodal.
+const PAGE_REPORTING: &str = "/sys/module/page_reporting/parameters";
+
+/// Say so when free page reporting is on (its order at most the buddy allocator's
+/// largest, 10): the rounds will be noisy. As root, an order above it turns it off.
+fn warn_page_reporting() {
+    let order = std::fs::read_to_string(format!("{PAGE_REPORTING}/page_reporting_order"));
+    if let Some(order) = order.ok().and_then(|o| o.trim().parse::<u32>().ok()) {
+        if order <= 10 {
+            eprintln!(
+                "note: free page reporting is on (order {order}): pages this guest frees go back \
+                 to the host, and copies that draw them pay a fault each in the host (rounds \
+                 up to twice as slow, whichever the copy). As root, \
+                 `echo 11 > {PAGE_REPORTING}/page_reporting_order` turns it off."
+            );
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
@@ -296,6 +320,7 @@ fn main() {
         Some("tree-send") => return tree_send(&args[1], &args[2], &args[3]),
         _ => {}
     }
+    warn_page_reporting();
     if args.get(1).map(String::as_str) == Some("tree") {
         return tree_bench(&args);
     }

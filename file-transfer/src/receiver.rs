@@ -526,7 +526,10 @@ impl FileReceiver {
             name: offer.name.clone(),
             digest: offer.digest,
             state: Incoming::new(offer.size, from, options.window, options.chunk),
-            file,
+            file: Reserved {
+                file,
+                size: offer.size,
+            },
             hasher,
             part,
             record,
@@ -657,7 +660,7 @@ struct Active {
     name: String,
     digest: [u8; 32],
     state: Incoming,
-    file: File,
+    file: Reserved,
     /// The digest of what the part holds so far.
     hasher: Box<blake3::Hasher>,
     part: PathBuf,
@@ -665,6 +668,32 @@ struct Active {
     /// A record may be there beside the part (removed once the file is saved).
     has_record: bool,
     target: PathBuf,
+}
+
+/// A part being written, whose blocks [`reserve`] took for the whole file. When the
+/// transfer ends short (a silent sender, a cancel, an error), the blocks beyond what was
+/// written go back: a part kept for resuming holds only its bytes, so a sender that offers
+/// a large file and goes silent ties up no more of the disk than it sent. (Truncating a
+/// file to its own length frees its blocks past the end.)
+struct Reserved {
+    file: File,
+    size: u64,
+}
+
+impl std::ops::Deref for Reserved {
+    type Target = File;
+    fn deref(&self) -> &File {
+        &self.file
+    }
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        let written = self.file.metadata().map_or(0, |m| m.len());
+        if written < self.size {
+            let _ = self.file.set_len(written);
+        }
+    }
 }
 
 /// A duration in words, to the millisecond.

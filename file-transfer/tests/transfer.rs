@@ -876,6 +876,16 @@ async fn a_silent_sender_times_out_and_its_part_is_kept_for_resume() {
         .unwrap()
         .len();
     assert_eq!(part_len, answered);
+    // Holding only what arrived: the blocks reserved for the whole file went back.
+    let allocated = {
+        use std::os::unix::fs::MetadataExt;
+        let part = std::fs::metadata(dir.inbox().join("quiet.bin.zmtp-part")).unwrap();
+        part.blocks() * 512
+    };
+    assert!(
+        allocated < size as u64 / 2,
+        "{allocated} bytes allocated for {part_len}"
+    );
     // A real sender resumes it.
     let sender = Socket::new(SocketType::Dealer).unwrap();
     sender.connect(&ep).unwrap();
