@@ -1636,6 +1636,27 @@ impl Socket {
         })?
     }
 
+    /// What [`recv`](Self::recv) would take under one lock, without waiting, appended to
+    /// `out`: the messages left of the last batch a `recv` took, or else a new batch (up
+    /// to a quarter of RCVHWM and 256 for the types that receive in batches, one message
+    /// for the others); returns how many (0 if none). Errors as
+    /// [`try_recv_many`](Self::try_recv_many). For a layer that hands messages out one by
+    /// one under a lock of its own (the C ABI): one lock of the socket per batch.
+    pub fn try_recv_batch(&self, out: &mut Vec<Message>) -> Result<usize, Error> {
+        let taken = self.ready.drain_into(out, usize::MAX);
+        if taken > 0 {
+            return Ok(taken);
+        }
+        self.with(false, |s| {
+            let max = s.core.recv_batch_len();
+            match s.core.recv_many(out, max, || self.shared.now()) {
+                0 if !s.core.socket_type().receives() => Err(Error::Unsupported),
+                0 if s.closed => Err(Error::Closed),
+                n => Ok(n),
+            }
+        })?
+    }
+
     /// The next message if one is ready; [`Error::Unsupported`] on a type that never
     /// receives (PUB, PUSH).
     ///

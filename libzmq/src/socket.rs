@@ -47,6 +47,10 @@ pub(crate) struct State {
     inq: VecDeque<Bytes>,
     in_routing_id: u32,
     in_meta: Option<Arc<Meta>>,
+    /// Messages taken from the driver in one batch and not handed out yet, in order (a
+    /// socket that is not thread-safe: see [`CSocket::take_batched`]). They count as
+    /// received, as libzmq's prefetched messages do: `ZMQ_EVENTS` and `zmq_poll` see them.
+    batch: VecDeque<Message>,
     /// Whether the last frame received had more after it (`ZMQ_RCVMORE`).
     pub(crate) rcvmore: bool,
     /// REQ: a request is out, its reply not yet received.
@@ -122,7 +126,7 @@ impl CSocket {
         let (pending, req_waiting, rep_replying, relaxed) = {
             let st = self.state();
             (
-                !st.inq.is_empty(),
+                !st.inq.is_empty() || !st.batch.is_empty(),
                 st.req_waiting,
                 st.rep_replying,
                 st.raw.req_relaxed,
@@ -407,7 +411,7 @@ impl CSocket {
             SocketType::Rep if st.rep_replying => return Err(EFSM),
             _ => {}
         }
-        let message = match self.sock.try_recv_ready() {
+        let message = match self.take_batched(&mut st) {
             Some(m) => m,
             // Not waiting: the streams are read once, as libzmq's non-blocking receive
             // looks at its pipes.
@@ -440,6 +444,26 @@ impl CSocket {
                 self.next_frame(&mut st).ok_or(libc::EAGAIN)
             }
         }
+    }
+
+    /// The next message received and ready, if any. A socket that is not thread-safe
+    /// (one thread at a time, as libzmq requires) takes what the driver has ready in one
+    /// batch under one lock of the driver's socket and keeps it here, under the lock this
+    /// layer takes anyway, handing the messages out one per call. A thread-safe one takes
+    /// one message per call: another thread may be waiting in the driver for the next, and
+    /// would not see messages kept here.
+    fn take_batched(&self, st: &mut State) -> Option<Message> {
+        if crate::options::thread_safe(self.ty) {
+            return self.sock.try_recv_ready();
+        }
+        if st.batch.is_empty() {
+            // Refilled in place: the emptied queue's buffer becomes the driver's list.
+            let mut list = Vec::from(std::mem::take(&mut st.batch));
+            list.clear();
+            let _ = self.sock.try_recv_batch(&mut list);
+            st.batch = VecDeque::from(list);
+        }
+        st.batch.pop_front()
     }
 
     /// The next frame of the message being handed out, if any.

@@ -729,3 +729,42 @@ fn stream_ids_frames_and_peer_address_as_libzmq() {
     }
     assert_eq!(zmq_ctx_term(ctx), 0);
 }
+
+#[test]
+fn messages_taken_in_a_batch_stay_visible_to_events_and_poll() {
+    // A PULL takes every ready message in one batch and hands them out one per call:
+    // those not handed out yet must still count as readable.
+    use zmq::poll::*;
+    let ctx = zmq_ctx_new();
+    let pull = zmq_socket(ctx, 7);
+    let push = zmq_socket(ctx, 8);
+    set_int(push, LINGER, 0);
+    unsafe {
+        assert_eq!(zmq_bind(pull, c"inproc://batch".as_ptr()), 0);
+        assert_eq!(zmq_connect(push, c"inproc://batch".as_ptr()), 0);
+    }
+    // inproc hands each message over in its send: all five are in before the first
+    // receive, which takes them together.
+    for i in 0..5u8 {
+        send(push, &[i; 3], 0);
+    }
+    assert_eq!(recv(pull).0, [0; 3]);
+    let mut got = vec![];
+    while got.len() < 4 {
+        // Each time one is left, events and a poll with no timeout say so.
+        assert_ne!(get_int(pull, EVENTS) & POLLIN, 0, "after {got:?}");
+        let mut item = zmq_pollitem_t {
+            socket: pull,
+            fd: 0,
+            events: POLLIN as std::ffi::c_short,
+            revents: 0,
+        };
+        assert_eq!(unsafe { zmq_poll(&mut item, 1, 0) }, 1, "after {got:?}");
+        got.push(recv(pull).0[0]);
+    }
+    assert_eq!(got, [1, 2, 3, 4]);
+    assert_eq!(get_int(pull, EVENTS) & POLLIN, 0);
+    assert_eq!(zmq_close(push), 0);
+    assert_eq!(zmq_close(pull), 0);
+    assert_eq!(zmq_ctx_term(ctx), 0);
+}
