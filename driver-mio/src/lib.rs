@@ -1642,6 +1642,26 @@ impl Socket {
     /// for the others); returns how many (0 if none). Errors as
     /// [`try_recv_many`](Self::try_recv_many). For a layer that hands messages out one by
     /// one under a lock of its own (the C ABI): one lock of the socket per batch.
+    ///
+    /// ```
+    /// use zmtp_mio::{Context, SocketType};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::new()?;
+    /// let pull = ctx.socket(SocketType::Pull)?;
+    /// pull.bind("inproc://batch")?;
+    /// let push = ctx.socket(SocketType::Push)?;
+    /// push.connect("inproc://batch")?;
+    /// for job in ["a", "b", "c"] {
+    ///     push.send(job)?;
+    /// }
+    /// // inproc hands each over in its send: the three come in one batch.
+    /// let mut batch = Vec::new();
+    /// assert_eq!(pull.try_recv_batch(&mut batch)?, 3);
+    /// assert_eq!(pull.try_recv_batch(&mut batch)?, 0);
+    /// assert_eq!(batch.iter().map(|m| m.to_str().unwrap()).collect::<Vec<_>>(), ["a", "b", "c"]);
+    /// # Ok(()) }
+    /// ```
     pub fn try_recv_batch(&self, out: &mut Vec<Message>) -> Result<usize, Error> {
         let taken = self.ready.drain_into(out, usize::MAX);
         if taken > 0 {
