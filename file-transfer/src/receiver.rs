@@ -486,7 +486,7 @@ impl FileReceiver {
                 if from == 0 {
                     let _ = fs::remove_file(&part);
                 }
-                format!("no room for {shown} ({} bytes): {e}", offer.size)
+                format!("no room for {} ({} bytes): {e}", offer.name, offer.size)
             })?;
         }
         // Whether a record is there now (to be removed with the part).

@@ -1063,7 +1063,7 @@ async fn an_offer_larger_than_the_disk_is_refused_before_any_chunk() {
         let Command::Error(reason) = h.next().await else {
             panic!("an offer of 4 EiB accepted")
         };
-        assert!(reason.starts_with("no room for "), "{reason}");
+        assert!(reason.starts_with("no room for huge.bin ("), "{reason}");
         assert!(reason.contains(&format!("({size} bytes)")), "{reason}");
     })
     .await;
