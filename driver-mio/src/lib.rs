@@ -1627,8 +1627,21 @@ impl Socket {
         if taken == max {
             return Ok(taken);
         }
+        self.take_batch(out, taken, |_| max - taken)
+    }
+
+    /// Append to `out`, under one lock, up to `max` (of the socket) messages the core has
+    /// ready, after the `taken` already appended; returns how many in all, or why none
+    /// can come ([`try_recv_many`](Self::try_recv_many)'s errors).
+    fn take_batch(
+        &self,
+        out: &mut Vec<Message>,
+        taken: usize,
+        max: impl FnOnce(&reactor::Sock) -> usize,
+    ) -> Result<usize, Error> {
         self.with(false, |s| {
-            match s.core.recv_many(out, max - taken, || self.shared.now()) + taken {
+            let max = max(s);
+            match s.core.recv_many(out, max, || self.shared.now()) + taken {
                 0 if !s.core.socket_type().receives() => Err(Error::Unsupported),
                 0 if s.closed => Err(Error::Closed),
                 n => Ok(n),
@@ -1667,14 +1680,7 @@ impl Socket {
         if taken > 0 {
             return Ok(taken);
         }
-        self.with(false, |s| {
-            let max = s.core.recv_batch_len();
-            match s.core.recv_many(out, max, || self.shared.now()) {
-                0 if !s.core.socket_type().receives() => Err(Error::Unsupported),
-                0 if s.closed => Err(Error::Closed),
-                n => Ok(n),
-            }
-        })?
+        self.take_batch(out, 0, |s| s.core.recv_batch_len())
     }
 
     /// The next message if one is ready; [`Error::Unsupported`] on a type that never
