@@ -33,7 +33,12 @@
 //!   `zmq_disconnect`, `zmq_setsockopt`, `zmq_getsockopt` (see below).
 //! - `zmq_msg_init`, `_init_size`, `_init_data` (free function and hint), `_init_buffer`,
 //!   `_close`, `_move`, `_copy`, `_data`, `_size`, `_more`, `_get`, `_set`, `_gets`,
-//!   `_routing_id`, `_set_routing_id`, `_group`, `_set_group`.
+//!   `_routing_id`, `_set_routing_id`, `_group`, `_set_group`. As libzmq's, every
+//!   message from a ZMTP 3 peer carries the peer's properties: `zmq_msg_gets` answers
+//!   `Socket-Type`, `Identity`, `Peer-Address` (tcp), `User-Id`, `X-` and ZAP properties,
+//!   and libzmq's private `__fd`; `zmq_msg_get(ZMQ_SRCFD)` is the descriptor of the
+//!   connection the message came from (-1 over inproc). The messages of a connection share
+//!   them (a reference count per message), and each text is made once per connection.
 //! - `zmq_send`, `zmq_send_const`, `zmq_recv`, `zmq_msg_send`, `zmq_msg_recv`,
 //!   `zmq_sendmsg`, `zmq_recvmsg`, with `ZMQ_DONTWAIT` and `ZMQ_SNDMORE`; REQ and REP
 //!   refuse out-of-turn calls with `EFSM`, types that never send or receive with
@@ -110,10 +115,8 @@
 //!
 //! # Not yet
 //! Missing behaviour: the
-//! options not listed above (`EINVAL`, e.g. `ZMQ_ROUTER_RAW`,
-//! `ZMQ_SRCFD`), and `zmq_msg_gets` on messages from peers whose properties
-//! the core does not attach (it answers for peers a ZAP handler accepted, for peers that
-//! sent `X-` properties and for a STREAM's connections), and for `Peer-Address` over
+//! options not listed above (`EINVAL`, e.g. `ZMQ_ROUTER_RAW`), `zmq_msg_gets` on messages
+//! from ZMTP 1.0 and 2.0 peers (which send no metadata), and `Peer-Address` over
 //! `ipc://`. A multipart
 //! message is handed to the driver with its last frame, so `EAGAIN`, `EHOSTUNREACH` and the like come on the last frame
 //! where libzmq returns them on the first (a first frame with no room waits up to
@@ -124,7 +127,7 @@
 //! monitor's PAIR waits for its peer rather than dropping the events sent before the peer
 //! connects.
 //!
-//! Known differences (to be fixed): `ZMQ_SRCFD` is -1; `tcp://source;destination`
+//! Known differences (to be fixed): `tcp://source;destination`
 //! connects bind an address literal or `*` as the source, not an interface name (such a
 //! connect is retried). `libzmq/suite/known-failures.txt` lists the others libzmq's own
 //! tests find.

@@ -4,14 +4,14 @@
 //! This library keeps in it a `Repr`: a tag saying the message is initialised, its
 //! flags, its routing id, its body as a [`Bytes`] (so a received frame is handed to the
 //! application without a copy, and a body made with `zmq_msg_init_data` is sent without
-//! one), and an optional shared `Meta` (group, the sender's properties). Every access
+//! one), its group (draft RADIO/DISH) and its sender's properties, both shared. Every access
 //! reads and writes the 64 bytes unaligned, so a caller's misaligned message is no fault.
 //! A zeroed or closed message has no tag: calls on it fail with `EFAULT`, as libzmq's do.
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::{Arc, Mutex};
 
-use zmtp_mio::{Bytes, Message};
+use zmtp_mio::{Bytes, PeerProperties};
 
 use crate::error::Errno;
 use crate::{guard, lock, ret};
@@ -28,7 +28,8 @@ const TAG: u32 = 0x5A4D_5450;
 
 /// `ZMQ_MORE`: another frame of the message follows.
 pub(crate) const MORE: c_int = 1;
-/// `ZMQ_SRCFD`: the file descriptor the message came from (deprecated; -1 here).
+/// `ZMQ_SRCFD`: the file descriptor of the connection the message came from (deprecated;
+/// -1 when none: inproc, or a message made here).
 const SRCFD: c_int = 2;
 /// `ZMQ_SHARED`: whether the body is shared with another message.
 const SHARED: c_int = 3;
@@ -48,33 +49,58 @@ pub(crate) struct Repr {
     pub(crate) routing_id: u32,
     _pad: u32,
     pub(crate) body: Bytes,
-    pub(crate) meta: Option<Arc<Meta>>,
+    /// The group (draft RADIO/DISH), NUL-terminated.
+    pub(crate) group: Option<Arc<CString>>,
+    /// The sending peer's properties (`zmq_msg_gets`, `ZMQ_SRCFD`): every message of a
+    /// connection shares them, as libzmq's messages share their metadata.
+    pub(crate) props: Option<Arc<PeerProperties>>,
 }
 
 const _: () = assert!(std::mem::size_of::<Repr>() <= 64);
 const _: () = assert!(std::mem::size_of::<zmq_msg_t>() == 64);
 
-/// What a message carries besides its body, shared by the frames of one received message.
-#[derive(Default)]
-pub(crate) struct Meta {
-    /// The group (draft RADIO/DISH), NUL-terminated.
-    pub(crate) group: Option<CString>,
-    /// The received message, for its sender's properties (`zmq_msg_gets`).
-    pub(crate) props: Option<Message>,
-    /// Property values handed out by `zmq_msg_gets`, NUL-terminated, kept as long as the
-    /// message so that the pointers stay valid.
-    texts: Mutex<Vec<(String, CString)>>,
+/// The property values `zmq_msg_gets` handed out, NUL-terminated, by the properties they
+/// are of (the address of their allocation). An entry stays while a message may still
+/// hold those properties (its `Weak` can be upgraded), so that every pointer handed out
+/// is valid as long as a message it was read from; the `Weak` also keeps the allocation,
+/// and so the key, from being reused meanwhile. Entries are dropped when another is
+/// added after their properties are gone.
+static TEXTS: Mutex<Vec<PropertyTexts>> = Mutex::new(Vec::new());
+
+/// The texts of one connection's properties (see [`TEXTS`]).
+struct PropertyTexts {
+    of: std::sync::Weak<PeerProperties>,
+    texts: Vec<(String, CString)>,
 }
 
-impl Meta {
-    /// Metadata with a group and properties.
-    pub(crate) fn new(group: Option<CString>, props: Option<Message>) -> Meta {
-        Meta {
-            group,
-            props,
-            texts: Mutex::new(Vec::new()),
+/// A pointer to `value` (the property `name` of `props`) as a NUL-terminated text that
+/// lives as long as `props` does: made once per connection and property.
+fn property_text(props: &Arc<PeerProperties>, name: &str, value: &[u8]) -> Option<*const c_char> {
+    let mut all = lock(&TEXTS);
+    let at = match all
+        .iter()
+        .position(|t| std::ptr::eq(t.of.as_ptr(), Arc::as_ptr(props)))
+    {
+        Some(at) => at,
+        None => {
+            all.retain(|t| t.of.strong_count() > 0);
+            all.push(PropertyTexts {
+                of: Arc::downgrade(props),
+                texts: Vec::new(),
+            });
+            all.len() - 1
         }
+    };
+    let texts = &mut all[at].texts;
+    if let Some((_, text)) = texts.iter().find(|(n, _)| n == name) {
+        return Some(text.as_ptr());
     }
+    // A value with a NUL in it is cut there, as C reads it.
+    let end = value.iter().position(|&b| b == 0).unwrap_or(value.len());
+    let text = CString::new(&value[..end]).ok()?;
+    let ptr = text.as_ptr();
+    texts.push((name.to_owned(), text));
+    Some(ptr)
 }
 
 impl Repr {
@@ -86,13 +112,9 @@ impl Repr {
             routing_id: 0,
             _pad: 0,
             body,
-            meta: None,
+            group: None,
+            props: None,
         }
-    }
-
-    /// The group, if set.
-    pub(crate) fn group(&self) -> Option<&CStr> {
-        self.meta.as_ref()?.group.as_deref()
     }
 }
 
@@ -321,7 +343,8 @@ pub extern "C" fn zmq_msg_copy(dest: *mut zmq_msg_t, src: *mut zmq_msg_t) -> c_i
             routing_id: m.routing_id,
             _pad: 0,
             body: m.body.clone(),
-            meta: m.meta.clone(),
+            group: m.group.clone(),
+            props: m.props.clone(),
         });
         match copy {
             Ok(copy) => {
@@ -362,18 +385,24 @@ pub extern "C" fn zmq_msg_more(msg: *const zmq_msg_t) -> c_int {
     })
 }
 
-/// `zmq_msg_get`: `ZMQ_MORE`, `ZMQ_SRCFD` (-1: not known here) or `ZMQ_SHARED`.
+/// `zmq_msg_get`: `ZMQ_MORE`, `ZMQ_SRCFD` (-1 when the message came from no descriptor)
+/// or `ZMQ_SHARED`.
 #[no_mangle]
 pub extern "C" fn zmq_msg_get(msg: *const zmq_msg_t, property: c_int) -> c_int {
     guard(-1, || {
         ret(peek(msg, |m| match property {
             MORE => Ok(c_int::from(m.flags & FLAG_MORE != 0)),
-            SRCFD => Ok(-1),
+            SRCFD => Ok(source_fd(m).unwrap_or(-1)),
             SHARED => Ok(c_int::from(!m.body.is_unique())),
             _ => Err(libc::EINVAL),
         })
         .and_then(|r| r))
     })
+}
+
+/// The descriptor of the connection `m` came from, if it came from one.
+fn source_fd(m: &Repr) -> Option<c_int> {
+    m.props.as_ref()?.fd
 }
 
 /// `zmq_msg_set`: libzmq accepts no property here (`EINVAL`).
@@ -410,18 +439,16 @@ pub unsafe extern "C" fn zmq_msg_gets(
             return std::ptr::null();
         };
         let found = peek(msg, |m| {
-            let meta = m.meta.as_ref()?;
-            let value = meta.props.as_ref()?.property(name)?;
-            let mut texts = lock(&meta.texts);
-            if let Some((_, text)) = texts.iter().find(|(n, _)| n == name) {
-                return Some(text.as_ptr());
-            }
-            // A value with a NUL in it is cut there, as C reads it.
-            let end = value.iter().position(|&b| b == 0).unwrap_or(value.len());
-            let text = CString::new(&value[..end]).ok()?;
-            let ptr = text.as_ptr();
-            texts.push((name.to_owned(), text));
-            Some(ptr)
+            let props = m.props.as_ref()?;
+            // libzmq's private property behind `ZMQ_SRCFD`.
+            let fd;
+            let value = if name == "__fd" {
+                fd = props.fd?.to_string();
+                fd.as_bytes()
+            } else {
+                props.get(name)?
+            };
+            property_text(props, name, value)
         });
         match found {
             Ok(Some(p)) => p,
@@ -463,7 +490,7 @@ pub extern "C" fn zmq_msg_set_routing_id(msg: *mut zmq_msg_t, routing_id: u32) -
 #[no_mangle]
 pub extern "C" fn zmq_msg_group(msg: *mut zmq_msg_t) -> *const c_char {
     guard(std::ptr::null(), || {
-        match peek(msg, |m| m.group().map(CStr::as_ptr)) {
+        match peek(msg, |m| m.group.as_deref().map(|g| g.as_ptr())) {
             Ok(Some(p)) => p,
             Ok(None) => c"".as_ptr(),
             Err(e) => {
@@ -490,8 +517,7 @@ pub unsafe extern "C" fn zmq_msg_set_group(msg: *mut zmq_msg_t, group: *const c_
             return ret::<c_int>(Err(libc::EINVAL));
         }
         ret(with(msg, |m| {
-            let props = m.meta.as_ref().and_then(|meta| meta.props.clone());
-            m.meta = Some(Arc::new(Meta::new(Some(group.to_owned()), props)));
+            m.group = Some(Arc::new(group.to_owned()));
             0
         }))
     })

@@ -11,11 +11,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, RwLock, Weak};
 use std::time::{Duration, Instant};
 
-use zmtp_mio::{Bytes, Error, Message, SendError, SocketType};
+use zmtp_mio::{Bytes, Error, Message, PeerProperties, SendError, SocketType};
 
 use crate::ctx::{ctx_of, Ctx};
 use crate::error::{errno_of, send_errno, Errno, EFSM, ETERM};
-use crate::msg::{self, zmq_msg_t, Meta, Repr, FLAG_MORE};
+use crate::msg::{self, zmq_msg_t, Repr, FLAG_MORE};
 use crate::options::Raw;
 use crate::{guard, lock, ret};
 
@@ -46,7 +46,8 @@ pub(crate) struct State {
     /// The frames of the received message not yet handed out, and its metadata.
     inq: VecDeque<Bytes>,
     in_routing_id: u32,
-    in_meta: Option<Arc<Meta>>,
+    in_group: Option<Arc<std::ffi::CString>>,
+    in_props: Option<Arc<PeerProperties>>,
     /// Messages taken from the driver in one batch and not handed out yet, in order (a
     /// socket that is not thread-safe: see [`CSocket::take_batched`]). They count as
     /// received, as libzmq's prefetched messages do: `ZMQ_EVENTS` and `zmq_poll` see them.
@@ -237,7 +238,7 @@ impl CSocket {
                 }
             }
             st.out_routing_id = repr.routing_id;
-            st.out_group = repr.group().map(|g| g.to_bytes().to_vec());
+            st.out_group = repr.group.as_ref().map(|g| g.to_bytes().to_vec());
         }
         if more {
             st.out.push(repr.body);
@@ -411,7 +412,7 @@ impl CSocket {
             SocketType::Rep if st.rep_replying => return Err(EFSM),
             _ => {}
         }
-        let message = match self.take_batched(&mut st) {
+        let mut message = match self.take_batched(&mut st) {
             Some(m) => m,
             // Not waiting: the streams are read once, as libzmq's non-blocking receive
             // looks at its pipes.
@@ -428,13 +429,13 @@ impl CSocket {
                 m
             }
         };
-        let group = message
-            .group()
-            .and_then(|g| std::ffi::CString::new(g.to_vec()).ok());
-        let props = message.properties().is_some().then(|| message.clone());
         st.in_routing_id = message.routing_id().unwrap_or(0);
-        st.in_meta =
-            (group.is_some() || props.is_some()).then(|| Arc::new(Meta::new(group, props)));
+        st.in_group = message
+            .group()
+            .and_then(|g| std::ffi::CString::new(g.to_vec()).ok())
+            .map(Arc::new);
+        // Moved, not counted again: every message of a connection shares them.
+        st.in_props = message.take_properties();
         // A single frame is handed out at once, without the queue of frames.
         match message.into_only_frame() {
             Ok(body) => Ok(self.hand_out(&mut st, body, false)),
@@ -480,11 +481,13 @@ impl CSocket {
         st.rcvmore = more;
         let mut repr = Repr::new(body);
         repr.routing_id = st.in_routing_id;
-        repr.meta = st.in_meta.clone();
         if more {
             repr.flags |= FLAG_MORE;
+            repr.group = st.in_group.clone();
+            repr.props = st.in_props.clone();
         } else {
-            st.in_meta = None;
+            repr.group = st.in_group.take();
+            repr.props = st.in_props.take();
             match self.ty {
                 SocketType::Req => st.req_waiting = false,
                 SocketType::Rep => st.rep_replying = true,
@@ -536,7 +539,9 @@ fn new_socket(context: *mut c_void, ty: c_int) -> Result<*mut c_void, Errno> {
         .ok()
         .and_then(SocketType::from_number)
         .ok_or(libc::EINVAL)?;
-    let mut options = zmtp_mio::Options::default();
+    // Every message carries its peer's properties, as libzmq's carry its metadata
+    // (`zmq_msg_gets`, `ZMQ_SRCFD`).
+    let mut options = zmtp_mio::Options::default().with_properties_on_every_message(true);
     if !ctx.blocky() {
         options = options.with_linger(Some(Duration::ZERO));
     }

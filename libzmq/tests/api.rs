@@ -768,3 +768,74 @@ fn messages_taken_in_a_batch_stay_visible_to_events_and_poll() {
     assert_eq!(zmq_close(pull), 0);
     assert_eq!(zmq_ctx_term(ctx), 0);
 }
+
+/// Every message from a tcp peer carries its peer's metadata (`Socket-Type`,
+/// `Peer-Address`) and the descriptor of its connection (`ZMQ_SRCFD`, and `__fd` through
+/// `zmq_msg_gets`), as libzmq's do, with no security mechanism or ZAP handler; a message
+/// over inproc has no descriptor.
+#[test]
+fn every_tcp_message_carries_its_peers_metadata_and_descriptor() {
+    const SRCFD: c_int = 2;
+    let ctx = zmq_ctx_new();
+    let pull = zmq_socket(ctx, 7);
+    let push = zmq_socket(ctx, 8);
+    set_int(pull, RCVTIMEO, 5000);
+    set_int(push, LINGER, 0);
+    unsafe {
+        assert_eq!(zmq_bind(pull, c"tcp://127.0.0.1:*".as_ptr()), 0);
+    }
+    let ep = last_endpoint(pull);
+    let port: u16 = ep.rsplit(':').next().unwrap().parse().unwrap();
+    let cep = std::ffi::CString::new(ep).unwrap();
+    assert_eq!(unsafe { zmq_connect(push, cep.as_ptr()) }, 0);
+    for i in 0..3u8 {
+        send(push, &[i; 4], 0);
+    }
+    let text = |m: *const zmq_msg_t, name: &CStr| {
+        let p = unsafe { zmq_msg_gets(m, name.as_ptr()) };
+        assert!(!p.is_null(), "{name:?}: errno {}", zmq::error::zmq_errno());
+        unsafe { CStr::from_ptr(p) }.to_str().unwrap().to_owned()
+    };
+    let mut fds = vec![];
+    for i in 0..3u8 {
+        let mut msg = std::mem::MaybeUninit::<zmq_msg_t>::zeroed();
+        let m = msg.as_mut_ptr();
+        assert_eq!(zmq_msg_init(m), 0);
+        assert_eq!(zmq_msg_recv(m, pull, 0), 4);
+        assert_eq!(unsafe { *zmq_msg_data(m).cast::<u8>() }, i);
+        assert_eq!(text(m, c"Socket-Type"), "PUSH");
+        assert_eq!(text(m, c"Peer-Address"), "127.0.0.1");
+        let fd = zmq_msg_get(m, SRCFD);
+        assert!(fd >= 0, "ZMQ_SRCFD {fd}");
+        assert_eq!(text(m, c"__fd"), fd.to_string());
+        // The descriptor is this connection's: its local end is the port bound.
+        let mut addr: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        let rc = unsafe { libc::getsockname(fd, (&raw mut addr).cast(), &mut len) };
+        assert_eq!(rc, 0, "getsockname({fd})");
+        assert_eq!(u16::from_be(addr.sin_port), port);
+        fds.push(fd);
+        assert_eq!(zmq_msg_close(m), 0);
+    }
+    assert!(fds.iter().all(|&fd| fd == fds[0]), "{fds:?}");
+
+    // inproc: no descriptor.
+    let a = zmq_socket(ctx, 0);
+    let b = zmq_socket(ctx, 0);
+    set_int(b, RCVTIMEO, 5000);
+    unsafe {
+        assert_eq!(zmq_bind(a, c"inproc://srcfd".as_ptr()), 0);
+        assert_eq!(zmq_connect(b, c"inproc://srcfd".as_ptr()), 0);
+    }
+    send(a, b"x", 0);
+    let mut msg = std::mem::MaybeUninit::<zmq_msg_t>::zeroed();
+    let m = msg.as_mut_ptr();
+    assert_eq!(zmq_msg_init(m), 0);
+    assert_eq!(zmq_msg_recv(m, b, 0), 1);
+    assert_eq!(zmq_msg_get(m, SRCFD), -1);
+    assert_eq!(zmq_msg_close(m), 0);
+    for s in [push, pull, a, b] {
+        assert_eq!(zmq_close(s), 0);
+    }
+    assert_eq!(zmq_ctx_term(ctx), 0);
+}

@@ -386,6 +386,29 @@ fn application_metadata_is_read_on_the_peers_messages() {
 }
 
 #[test]
+fn properties_on_every_message_tags_a_plain_peers_messages_as_libzmq_does() {
+    let mut c = Cluster::new(14);
+    let pull = c.add(Pull, opts(|o| o.properties_on_every_message = true));
+    let ep = c.bind(pull, ANY);
+    // No application metadata, no mechanism, no verdict.
+    let push = c.add_default(Push);
+    c.connect(push, &ep);
+    c.send(push, m(&["a"])).unwrap();
+    c.send(push, m(&["b"])).unwrap();
+    c.run_until_idle();
+    for body in ["a", "b"] {
+        let mut msg = c.recv(pull).unwrap();
+        assert_eq!(text(&msg), body);
+        assert_eq!(msg.property("Socket-Type"), Some(&b"PUSH"[..]));
+        assert_eq!(msg.property("Peer-Address"), Some(&b"127.0.0.1"[..]));
+        // The driver gave no descriptor here.
+        let props = msg.take_properties().expect("taken once");
+        assert_eq!(props.fd, None);
+        assert!(msg.properties().is_none());
+    }
+}
+
+#[test]
 fn application_metadata_is_checked_when_given_to_a_socket() {
     let bad = Options::default().with_metadata(metadata(&[("hello", "x")]));
     assert_eq!(

@@ -67,6 +67,10 @@ impl Shared {
         match self.register(st, id, Io::Peer(peer), fd, interest) {
             Ok(token) => {
                 if let Some(s) = st.sockets.get_mut(&id) {
+                    // Messages that carry their peer's properties carry its descriptor.
+                    if s.core.options().properties_on_every_message {
+                        s.core.set_peer_fd(peer, fd);
+                    }
                     s.peers.insert(
                         peer,
                         PeerIo {

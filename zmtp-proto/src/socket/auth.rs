@@ -205,6 +205,10 @@ pub struct PeerProperties {
     /// The peer's IP address as text (`Peer-Address`); empty when it has none (ipc,
     /// inproc).
     pub address: String,
+    /// The descriptor of the peer's stream, as the driver gave it
+    /// ([`Socket::set_peer_fd`]): what libzmq's `ZMQ_SRCFD` reads. `None` when the driver
+    /// gave none (inproc, or a driver without descriptors).
+    pub fd: Option<i32>,
 }
 
 impl PeerProperties {

@@ -233,10 +233,12 @@ impl Socket {
         };
         match item {
             OwnedItem::Ready(metadata) => {
+                let every = self.opts.properties_on_every_message;
                 if let Some(p) = self.peers.get_mut(&peer) {
                     // Application metadata (`ZMQ_METADATA`) is read on the peer's messages.
-                    let app = crate::codec::Metadata::parse(&metadata)
-                        .is_ok_and(|m| m.iter().any(|prop| prop.name.starts_with(b"X-")));
+                    let app = every
+                        || crate::codec::Metadata::parse(&metadata)
+                            .is_ok_and(|m| m.iter().any(|prop| prop.name.starts_with(b"X-")));
                     p.properties_mut().peer = metadata;
                     p.tagged |= app;
                 }

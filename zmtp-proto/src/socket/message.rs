@@ -170,6 +170,13 @@ impl Message {
         self.properties.as_deref()
     }
 
+    /// Take the sending peer's properties out of the message, as its messages share them:
+    /// the messages of one connection hold the same allocation ([`Arc::ptr_eq`]), so a
+    /// caller can keep what it derives from them once per connection.
+    pub fn take_properties(&mut self) -> Option<Arc<PeerProperties>> {
+        self.properties.take()
+    }
+
     pub(crate) fn set_properties(&mut self, properties: Option<Arc<PeerProperties>>) {
         self.properties = properties;
     }

@@ -173,6 +173,12 @@ pub struct Options {
     /// Default true. They get no security: with a mechanism other than NULL, or a ZAP
     /// domain, they are refused whatever this says, as libzmq refuses them.
     pub legacy_peers: bool,
+    /// Attach the sending peer's properties ([`Message::property`](super::Message::property))
+    /// to every message from a ZMTP 3 peer, as libzmq does (its `zmq_msg_gets` and
+    /// `ZMQ_SRCFD` read them), not only to those from peers a ZAP handler accepted or that
+    /// sent `X-` properties. Not a libzmq option. Default false: each message then costs a
+    /// reference count more.
+    pub properties_on_every_message: bool,
     /// `ZMQ_TCP_ACCEPT_FILTER`: the networks a listener accepts TCP and WebSocket peers
     /// from; a peer in none of them is closed at once (`ACCEPT_FAILED`). Empty (the
     /// default): every peer. libzmq adds one network per call and clears the list with an
@@ -366,6 +372,7 @@ impl Default for Options {
             hiccup_msg: None,
             reconnect_stop: ReconnectStop::NEVER,
             legacy_peers: true,
+            properties_on_every_message: false,
             req_correlate: false,
             req_relaxed: false,
             xpub_verbose: false,
@@ -535,6 +542,12 @@ macro_rules! __options_table {
             /// always does). Default true; never with a security mechanism or ZAP domain.
             legacy_peers, with_legacy_peers, set_legacy_peers, (on: bool) => on,
                 "to connections made afterwards";
+            /// Attach the sending peer's properties to every message from a ZMTP 3 peer,
+            /// as libzmq does, not only to those from authenticated peers or peers with
+            /// `X-` properties. Default false.
+            properties_on_every_message, with_properties_on_every_message,
+                set_properties_on_every_message, (on: bool) => on,
+                "to handshakes completed afterwards";
             /// `ZMQ_REQ_CORRELATE`: prefix requests with an id and accept only the
             /// matching reply.
             req_correlate, with_req_correlate, set_req_correlate, (on: bool) => on,

@@ -15,6 +15,20 @@ impl Socket {
         Some(self.peers.get(&peer)?.stream.as_ref()?.conn.connection())
     }
 
+    /// Tell the socket the descriptor of `peer`'s stream (a driver that has one, after
+    /// handing the stream over): the peer's properties carry it
+    /// ([`PeerProperties::fd`](super::PeerProperties::fd)), for libzmq's `ZMQ_SRCFD`.
+    pub fn set_peer_fd(&mut self, peer: PeerId, fd: i32) {
+        if let Some(p) = self.peers.get_mut(&peer) {
+            if p.properties
+                .as_ref()
+                .is_none_or(|props| props.fd != Some(fd))
+            {
+                p.properties_mut().fd = Some(fd);
+            }
+        }
+    }
+
     /// Queue sizes of a peer, for monitoring and tests.
     pub fn peer_stats(&self, peer: PeerId) -> Option<PeerStats> {
         let p = self.peers.get(&peer)?;

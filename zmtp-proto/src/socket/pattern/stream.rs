@@ -252,8 +252,9 @@ impl Socket {
         let Some(p) = self.peers.get_mut(&peer) else {
             return;
         };
-        p.properties = None;
-        p.properties_mut();
+        // Made afresh for this stream's address; the descriptor the driver gave stays.
+        let fd = p.properties.take().and_then(|props| props.fd);
+        p.properties_mut().fd = fd;
         let Some(l) = p.stream.as_mut() else {
             return;
         };
