@@ -1832,6 +1832,32 @@ impl Socket {
 
 impl Drop for Socket {
     fn drop(&mut self) {
+        self.close_shared();
+    }
+}
+
+impl Socket {
+    /// Close the socket as dropping it does, while this handle lives on (another thread
+    /// may hold it, as the C library's per-thread cache does): what it queued is written
+    /// in the background per LINGER, and calls through the handle fail as on a closed
+    /// socket. Dropping the handle afterwards does nothing more.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use zmtp_mio::{Context, Error, SocketType};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::new()?;
+    /// let pull = Arc::new(ctx.socket(SocketType::Pull)?);
+    /// let endpoint = pull.bind("tcp://127.0.0.1:*")?;
+    /// let held = Arc::clone(&pull);
+    /// pull.close_shared();
+    /// assert!(matches!(held.try_recv(), Err(Error::Closed)));
+    /// // Its address is free again.
+    /// ctx.socket(SocketType::Pull)?.bind(&endpoint)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn close_shared(&self) {
         let now = self.shared.now();
         let was_closed = self.shared.with(self.id, true, |s| {
             let was_closed = s.closed;

@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard, RwLock, Weak};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 
 use zmtp_mio::{Bytes, Error, Message, PeerProperties, SendError, SocketType};
@@ -76,22 +76,28 @@ static SOCKETS: LazyLock<RwLock<crate::util::Handles<Arc<CSocket>>>> =
 static CLOSES: AtomicU64 = AtomicU64::new(0);
 
 std::thread_local! {
-    /// The socket this thread looked up last: its handle, [`CLOSES`] then, and the socket
-    /// (weakly: a closed socket must go, whoever looked it up).
-    static LAST: std::cell::RefCell<Option<(usize, u64, Weak<CSocket>)>> =
+    /// The socket this thread looked up last: its handle, [`CLOSES`] then, and the socket,
+    /// held so that a thread's calls on one socket borrow it without counting references
+    /// ([`with_sock`]). `zmq_close` closes the driver's socket itself, whoever holds it: a
+    /// closed socket held here is only memory, let go at this thread's next lookup.
+    static LAST: std::cell::RefCell<Option<(usize, u64, Arc<CSocket>)>> =
         const { std::cell::RefCell::new(None) };
 }
 
-/// The socket behind `handle`, or `ENOTSOCK` (NULL, closed, or never a socket). A thread
-/// that calls on one socket again and again (one `zmq_send` or `zmq_recv` a message)
+/// The socket behind `handle`, or `ENOTSOCK` (NULL, closed, or never a socket), to keep
+/// beyond the call (polling, the proxy). A thread that calls on one socket again and again
 /// finds it without the table's lock.
 pub(crate) fn sock_of(handle: *mut c_void) -> Result<Arc<CSocket>, Errno> {
     let key = handle as usize;
     let closes = CLOSES.load(Ordering::Acquire);
-    let cached = LAST.with(|last| match &*last.borrow() {
-        Some((h, c, s)) if *h == key && *c == closes => s.upgrade(),
-        _ => None,
-    });
+    // `try_with`: the exit hook runs after the thread's locals are gone.
+    let cached = LAST
+        .try_with(|last| match &*last.try_borrow().ok()? {
+            Some((h, c, s)) if *h == key && *c == closes => Some(s.clone()),
+            _ => None,
+        })
+        .ok()
+        .flatten();
     if let Some(s) = cached {
         return Ok(s);
     }
@@ -99,8 +105,42 @@ pub(crate) fn sock_of(handle: *mut c_void) -> Result<Arc<CSocket>, Errno> {
         let map = SOCKETS.read().unwrap_or_else(|e| e.into_inner());
         map.get(&key).cloned().ok_or(libc::ENOTSOCK)?
     };
-    LAST.with(|last| *last.borrow_mut() = Some((key, closes, Arc::downgrade(&s))));
+    // Not while a call borrows the one held (a call within a call).
+    let _ = LAST.try_with(|last| {
+        if let Ok(mut last) = last.try_borrow_mut() {
+            *last = Some((key, closes, s.clone()));
+        }
+    });
     Ok(s)
+}
+
+/// Run `f` on the socket behind `handle` (`ENOTSOCK` if none, as [`sock_of`]). The socket
+/// this thread looked up last is borrowed, with no reference counted: the per-message
+/// calls (`zmq_send`, `zmq_recv`, `zmq_msg_send`, `zmq_msg_recv`) cost an atomic operation
+/// less each way.
+pub(crate) fn with_sock<R>(
+    handle: *mut c_void,
+    f: impl FnOnce(&CSocket) -> Result<R, Errno>,
+) -> Result<R, Errno> {
+    let key = handle as usize;
+    let closes = CLOSES.load(Ordering::Acquire);
+    let mut f = Some(f);
+    let done = LAST
+        .try_with(|last| {
+            let last = last.try_borrow().ok()?;
+            match &*last {
+                Some((h, c, s)) if *h == key && *c == closes => f.take().map(|f| f(s)),
+                _ => None,
+            }
+        })
+        .ok()
+        .flatten();
+    if let Some(r) = done {
+        return r;
+    }
+    let s = sock_of(handle)?;
+    // `f` is still here: it ran only if the socket was found above.
+    f.take().map_or(Err(libc::ENOTSOCK), |f| f(&s))
 }
 
 impl CSocket {
@@ -631,8 +671,19 @@ fn close(s: Arc<CSocket>) {
     }
     let monitor = s.state().monitor.take();
     let ctx = s.ctx.clone();
-    // The driver's socket lingers in the background once the last reference (this one,
-    // unless another thread is in a call on it) is dropped.
+    // The driver's socket lingers in the background from here, though another thread may
+    // still hold it (in a call, or as the socket it looked up last).
+    s.sock.close_shared();
+    let _ = LAST.try_with(|last| {
+        if let Ok(mut last) = last.try_borrow_mut() {
+            if last
+                .as_ref()
+                .is_some_and(|(_, _, held)| Arc::ptr_eq(held, &s))
+            {
+                *last = None;
+            }
+        }
+    });
     drop(s);
     // A monitor sends the events of the close (CLOSED for the endpoints listened on),
     // says it stopped, then ends.
@@ -819,24 +870,19 @@ fn size_ret(size: usize) -> c_int {
 #[no_mangle]
 pub extern "C" fn zmq_msg_send(msg: *mut zmq_msg_t, socket: *mut c_void, flags: c_int) -> c_int {
     guard(-1, || {
-        let s = match sock_of(socket) {
-            Ok(s) => s,
-            Err(e) => return ret::<c_int>(Err(e)),
-        };
-        let repr = match msg::take(msg) {
-            Ok(r) => r,
-            Err(e) => return ret::<c_int>(Err(e)),
-        };
-        match s.send_frame(repr, flags) {
-            Ok(size) => {
-                msg::put(msg, Repr::new(Bytes::new()));
-                size_ret(size)
+        ret(with_sock(socket, |s| {
+            let repr = msg::take(msg)?;
+            match s.send_frame(repr, flags) {
+                Ok(size) => {
+                    msg::put(msg, Repr::new(Bytes::new()));
+                    Ok(size_ret(size))
+                }
+                Err((e, repr)) => {
+                    msg::put(msg, repr);
+                    Err(e)
+                }
             }
-            Err((e, repr)) => {
-                msg::put(msg, repr);
-                ret::<c_int>(Err(e))
-            }
-        }
+        }))
     })
 }
 
@@ -851,27 +897,22 @@ pub extern "C" fn zmq_sendmsg(socket: *mut c_void, msg: *mut zmq_msg_t, flags: c
 #[no_mangle]
 pub extern "C" fn zmq_msg_recv(msg: *mut zmq_msg_t, socket: *mut c_void, flags: c_int) -> c_int {
     guard(-1, || {
-        let s = match sock_of(socket) {
-            Ok(s) => s,
-            Err(e) => return ret::<c_int>(Err(e)),
-        };
-        // The message must be initialised; its old content goes.
-        let old = match msg::take(msg) {
-            Ok(r) => r,
-            Err(e) => return ret::<c_int>(Err(e)),
-        };
-        match s.recv_frame(flags) {
-            Ok(repr) => {
-                drop(old);
-                let size = repr.body.len();
-                msg::put(msg, repr);
-                size_ret(size)
+        ret(with_sock(socket, |s| {
+            // The message must be initialised; its old content goes.
+            let old = msg::take(msg)?;
+            match s.recv_frame(flags) {
+                Ok(repr) => {
+                    drop(old);
+                    let size = repr.body.len();
+                    msg::put(msg, repr);
+                    Ok(size_ret(size))
+                }
+                Err(e) => {
+                    msg::put(msg, old);
+                    Err(e)
+                }
             }
-            Err(e) => {
-                msg::put(msg, old);
-                ret::<c_int>(Err(e))
-            }
-        }
+        }))
     })
 }
 
@@ -884,7 +925,7 @@ pub extern "C" fn zmq_recvmsg(socket: *mut c_void, msg: *mut zmq_msg_t, flags: c
 /// Send `len` bytes at `buf` as one frame, taking them as `body`.
 fn send_body(socket: *mut c_void, body: Bytes, flags: c_int) -> c_int {
     guard(-1, || {
-        ret(sock_of(socket).and_then(|s| {
+        ret(with_sock(socket, |s| {
             s.send_frame(Repr::new(body), flags)
                 .map(size_ret)
                 .map_err(|(e, _)| e)
@@ -914,9 +955,7 @@ pub unsafe extern "C" fn zmq_send(
         unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) }
     };
     guard(-1, || {
-        ret(sock_of(socket)
-            .and_then(|s| s.send_slice(body, flags))
-            .map(size_ret))
+        ret(with_sock(socket, |s| s.send_slice(body, flags)).map(size_ret))
     })
 }
 
@@ -976,7 +1015,7 @@ pub unsafe extern "C" fn zmq_recv(
         if buf.is_null() && len > 0 {
             return ret::<c_int>(Err(libc::EFAULT));
         }
-        ret(sock_of(socket).and_then(|s| {
+        ret(with_sock(socket, |s| {
             let frame = s.recv_frame(flags)?;
             let n = frame.body.len().min(len);
             if n > 0 {

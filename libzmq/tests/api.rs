@@ -839,3 +839,45 @@ fn every_tcp_message_carries_its_peers_metadata_and_descriptor() {
     }
     assert_eq!(zmq_ctx_term(ctx), 0);
 }
+
+/// A socket closed on one thread while another still holds it (the socket that thread
+/// looked up last, kept to spare its next calls the lookup) is closed all the same: its
+/// address is free at once, and the other thread's next call on it fails with `ENOTSOCK`.
+#[test]
+fn a_socket_closed_while_another_thread_holds_it_is_closed() {
+    let ctx = zmq_ctx_new();
+    let pull = zmq_socket(ctx, 7);
+    unsafe {
+        assert_eq!(zmq_bind(pull, c"tcp://127.0.0.1:*".as_ptr()), 0);
+    }
+    let ep = std::ffi::CString::new(last_endpoint(pull)).unwrap();
+    let handle = pull as usize;
+    let (looked, wait) = std::sync::mpsc::channel();
+    let (go, closed) = std::sync::mpsc::channel::<()>();
+    let other = std::thread::spawn(move || {
+        let s = handle as *mut c_void;
+        let mut buf = [0u8; 8];
+        // A call on the socket: this thread now holds it.
+        let rc = unsafe { zmq_recv(s, buf.as_mut_ptr().cast(), buf.len(), DONTWAIT) };
+        assert_eq!((rc, zmq::error::zmq_errno()), (-1, libc::EAGAIN));
+        looked.send(()).unwrap();
+        closed.recv().unwrap();
+        let rc = unsafe { zmq_recv(s, buf.as_mut_ptr().cast(), buf.len(), DONTWAIT) };
+        (rc, zmq::error::zmq_errno())
+    });
+    wait.recv().unwrap();
+    set_int(pull, LINGER, 0);
+    assert_eq!(zmq_close(pull), 0);
+    // The address is free: the closed socket's listener is gone.
+    let again = zmq_socket(ctx, 7);
+    assert_eq!(
+        unsafe { zmq_bind(again, ep.as_ptr()) },
+        0,
+        "errno {}",
+        zmq::error::zmq_errno()
+    );
+    go.send(()).unwrap();
+    assert_eq!(other.join().unwrap(), (-1, libc::ENOTSOCK));
+    assert_eq!(zmq_close(again), 0);
+    assert_eq!(zmq_ctx_term(ctx), 0);
+}
