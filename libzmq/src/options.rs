@@ -8,7 +8,7 @@ use std::time::Duration;
 use zmtp_mio::{Bytes, KeyPair, PublicKey, SecretKey, Security, SocketType};
 
 use crate::error::Errno;
-use crate::socket::{sock_of, subscription, CSocket};
+use crate::socket::{subscription, with_sock, CSocket};
 use crate::{guard, ret};
 
 macro_rules! consts {
@@ -926,7 +926,9 @@ pub unsafe extern "C" fn zmq_setsockopt(
     optvallen: usize,
 ) -> c_int {
     guard(-1, || {
-        ret(sock_of(socket).and_then(|s| set(&s, option, optval, optvallen).map(|()| 0)))
+        ret(with_sock(socket, |s| {
+            set(s, option, optval, optvallen).map(|()| 0)
+        }))
     })
 }
 
@@ -944,12 +946,12 @@ pub unsafe extern "C" fn zmq_getsockopt(
     optvallen: *mut usize,
 ) -> c_int {
     guard(-1, || {
-        ret(sock_of(socket).and_then(|s| {
+        ret(with_sock(socket, |s| {
             if optvallen.is_null() {
                 return Err(libc::EFAULT);
             }
             get(
-                &s,
+                s,
                 option,
                 &Out {
                     optval,

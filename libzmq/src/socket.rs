@@ -116,8 +116,8 @@ pub(crate) fn sock_of(handle: *mut c_void) -> Result<Arc<CSocket>, Errno> {
 
 /// Run `f` on the socket behind `handle` (`ENOTSOCK` if none, as [`sock_of`]). The socket
 /// this thread looked up last is borrowed, with no reference counted: the per-message
-/// calls (`zmq_send`, `zmq_recv`, `zmq_msg_send`, `zmq_msg_recv`) cost an atomic operation
-/// less each way.
+/// calls (`zmq_send`, `zmq_recv`, `zmq_msg_send`, `zmq_msg_recv`) and the option calls
+/// (`ZMQ_EVENTS` in an event loop) cost an atomic operation less each way.
 pub(crate) fn with_sock<R>(
     handle: *mut c_void,
     f: impl FnOnce(&CSocket) -> Result<R, Errno>,
