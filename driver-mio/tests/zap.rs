@@ -118,12 +118,29 @@ fn server(
 }
 
 fn client(ctx: &Context, security: Security, endpoint: &str) -> Socket {
+    let client = unconnected_client(ctx, security);
+    client.connect(endpoint).unwrap();
+    client
+}
+
+fn unconnected_client(ctx: &Context, security: Security) -> Socket {
     let options = Options::default()
         .with_security(security)
         .with_linger(Some(Duration::ZERO));
-    let client = ctx.socket_with(SocketType::Push, options).unwrap();
+    ctx.socket_with(SocketType::Push, options).unwrap()
+}
+
+/// A client with its monitor, watching before it connects: a refused handshake can end
+/// before a monitor made after the connect would have started.
+fn client_watched(
+    ctx: &Context,
+    security: Security,
+    endpoint: &str,
+) -> (Socket, std::sync::mpsc::Receiver<MonitorEvent>) {
+    let client = unconnected_client(ctx, security);
+    let monitor = client.monitor();
     client.connect(endpoint).unwrap();
-    client
+    (client, monitor)
 }
 
 /// A message from a client that is to be refused, which must never arrive. Not waited
@@ -193,12 +210,11 @@ fn a_rep_handler_lets_a_plain_user_in_with_its_user_id_and_refuses_others() {
         assert_eq!(&request[5][..], b"PLAIN");
     }
 
-    let bad = client(
+    let (bad, bad_monitor) = client_watched(
         &ctx,
         Security::plain_client("admin", "guess").unwrap(),
         &endpoint,
     );
-    let bad_monitor = bad.monitor();
     offer(&bad, "let me in");
     assert_eq!(
         outcome(&monitor),
