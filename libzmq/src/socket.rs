@@ -88,19 +88,11 @@ std::thread_local! {
 /// beyond the call (polling, the proxy). A thread that calls on one socket again and again
 /// finds it without the table's lock.
 pub(crate) fn sock_of(handle: *mut c_void) -> Result<Arc<CSocket>, Errno> {
-    let key = handle as usize;
-    let closes = CLOSES.load(Ordering::Acquire);
-    // `try_with`: the exit hook runs after the thread's locals are gone.
-    let cached = LAST
-        .try_with(|last| match &*last.try_borrow().ok()? {
-            Some((h, c, s)) if *h == key && *c == closes => Some(s.clone()),
-            _ => None,
-        })
-        .ok()
-        .flatten();
-    if let Some(s) = cached {
+    if let Some(s) = on_held(handle, Arc::clone) {
         return Ok(s);
     }
+    let key = handle as usize;
+    let closes = CLOSES.load(Ordering::Acquire);
     let s = {
         let map = SOCKETS.read().unwrap_or_else(|e| e.into_inner());
         map.get(&key).cloned().ok_or(libc::ENOTSOCK)?
@@ -114,6 +106,19 @@ pub(crate) fn sock_of(handle: *mut c_void) -> Result<Arc<CSocket>, Errno> {
     Ok(s)
 }
 
+/// `f` on the socket this thread holds ([`LAST`]) if it is the one behind `handle` and no
+/// socket was closed since; `None` (and `f` not run) otherwise.
+fn on_held<R>(handle: *mut c_void, f: impl FnOnce(&Arc<CSocket>) -> R) -> Option<R> {
+    let closes = CLOSES.load(Ordering::Acquire);
+    // `try_with`: the exit hook runs after the thread's locals are gone.
+    LAST.try_with(|last| match &*last.try_borrow().ok()? {
+        Some((h, c, s)) if *h == handle as usize && *c == closes => Some(f(s)),
+        _ => None,
+    })
+    .ok()
+    .flatten()
+}
+
 /// Run `f` on the socket behind `handle` (`ENOTSOCK` if none, as [`sock_of`]). The socket
 /// this thread looked up last is borrowed, with no reference counted: the per-message
 /// calls (`zmq_send`, `zmq_recv`, `zmq_msg_send`, `zmq_msg_recv`) and the option calls
@@ -122,20 +127,8 @@ pub(crate) fn with_sock<R>(
     handle: *mut c_void,
     f: impl FnOnce(&CSocket) -> Result<R, Errno>,
 ) -> Result<R, Errno> {
-    let key = handle as usize;
-    let closes = CLOSES.load(Ordering::Acquire);
     let mut f = Some(f);
-    let done = LAST
-        .try_with(|last| {
-            let last = last.try_borrow().ok()?;
-            match &*last {
-                Some((h, c, s)) if *h == key && *c == closes => f.take().map(|f| f(s)),
-                _ => None,
-            }
-        })
-        .ok()
-        .flatten();
-    if let Some(r) = done {
+    if let Some(r) = on_held(handle, |s| f.take().map(|f| f(s))).flatten() {
         return r;
     }
     let s = sock_of(handle)?;
