@@ -580,6 +580,10 @@ pub(crate) struct State {
     /// The I/O thread waits (or is about to wait) in `mio::Poll` with no work queued:
     /// whoever queues work or changes timers wakes it.
     parked: bool,
+    /// The I/O thread leaves `work` alone while set, for tests that need work to stay
+    /// queued.
+    #[cfg(test)]
+    pub(crate) io_paused: bool,
     /// Threads waiting in [`poll`](crate::poll) on `Shared::polled`.
     poll_waiters: Waiters,
     /// What LINGER cut off in sockets dropped and forgotten since the last
@@ -592,6 +596,14 @@ pub(crate) struct State {
 }
 
 impl State {
+    /// Whether the I/O thread is to leave the work queue alone (only ever, in tests).
+    fn io_paused(&self) -> bool {
+        #[cfg(test)]
+        return self.io_paused;
+        #[cfg(not(test))]
+        false
+    }
+
     /// Add a socket; returns its id.
     pub(crate) fn insert(&mut self, core: ProtoSocket, ready: Arc<Ready>) -> usize {
         let id = self.next_socket;
@@ -668,6 +680,8 @@ impl Shared {
                 next_socket: 1,
                 work: VecDeque::new(),
                 parked: false,
+                #[cfg(test)]
+                io_paused: false,
                 poll_waiters: Waiters::default(),
                 orphans_report: CloseReport::default(),
                 zap: zap::Zap::default(),

@@ -120,7 +120,8 @@ impl Shared {
             }
         }
         self.fire_timers(&mut st, now, notify);
-        for _ in 0..WORK_BUDGET {
+        let budget = if st.io_paused() { 0 } else { WORK_BUDGET };
+        for _ in 0..budget {
             let Some(work) = st.work.pop_front() else {
                 break;
             };
@@ -161,6 +162,8 @@ impl Shared {
                 st.parked = false;
                 Some(Duration::ZERO)
             }
+        } else if st.io_paused() {
+            Some(Duration::from_millis(1))
         } else {
             Some(Duration::ZERO)
         };

@@ -670,7 +670,7 @@ pub(super) fn run(job: Job, buf: &mut [u8]) -> Done {
 mod tests {
     use std::time::Duration;
 
-    use crate::{Context, SocketType};
+    use crate::{Context, Options, SocketType};
 
     /// Writes claimed by `socket`'s sending threads so far.
     fn inline_writes(socket: &crate::Socket) -> usize {
@@ -737,5 +737,34 @@ mod tests {
             singles < SINGLES / 4,
             "{singles} of {SINGLES} single sends were written by the sending thread"
         );
+    }
+
+    /// A send that would block first runs the socket's writes queued for the I/O thread:
+    /// a full queue whose messages only wait to be written takes the next one. The I/O
+    /// thread is kept off the queue, so that only the sending thread writes.
+    #[test]
+    fn try_send_writes_what_is_queued_before_it_refuses() {
+        const BURST: usize = 1000;
+        let ctx = Context::new().unwrap();
+        let pull = ctx.socket(SocketType::Pull).unwrap();
+        pull.set_rcvtimeo(Some(Duration::from_secs(20)));
+        let endpoint = pull.bind("ipc://*").unwrap();
+        let push = ctx
+            .socket_with(SocketType::Push, Options::default().with_sndhwm(4))
+            .unwrap();
+        push.connect(&endpoint).unwrap();
+        push.send("hello").unwrap();
+        assert_eq!(pull.recv().unwrap().to_str(), Ok("hello"));
+        push.shared.lock().io_paused = true;
+        let mut sent = 0;
+        while sent < BURST && push.try_send(format!("m{sent}")).is_ok() {
+            sent += 1;
+        }
+        push.shared.lock().io_paused = false;
+        // A sender that left its queue to the I/O thread is refused once the 4 fill.
+        assert_eq!(sent, BURST, "refused after {sent}");
+        for i in 0..sent {
+            assert_eq!(pull.recv().unwrap().to_str(), Ok(format!("m{i}").as_str()));
+        }
     }
 }
