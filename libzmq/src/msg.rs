@@ -119,7 +119,7 @@ impl Repr {
 }
 
 /// Whether `msg` holds an initialised message.
-fn is_live(msg: *const zmq_msg_t) -> bool {
+pub(crate) fn is_live(msg: *const zmq_msg_t) -> bool {
     if msg.is_null() {
         return false;
     }
@@ -148,6 +148,14 @@ pub(crate) fn put(msg: *mut zmq_msg_t, repr: Repr) {
     // SAFETY: callers check that `msg` is non-null; it points to 64 writable bytes, more
     // than a `Repr` needs, written unaligned.
     unsafe { std::ptr::write_unaligned(msg.cast::<Repr>(), repr) }
+}
+
+/// Store `repr` in `msg`, releasing what an initialised message there held (a closed one
+/// is overwritten, as [`put`] does).
+pub(crate) fn replace(msg: *mut zmq_msg_t, repr: Repr) {
+    let old = take(msg).ok();
+    put(msg, repr);
+    drop(old);
 }
 
 /// Run `f` on the message in `msg` without moving it (the per-message getters,

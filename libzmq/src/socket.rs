@@ -336,14 +336,17 @@ impl CSocket {
             return self.send_frame(repr, flags).map_err(|(e, _)| e);
         }
         self.alive()?;
-        match self.sock.try_send_slice(body) {
+        if flags & DONTWAIT != 0 {
+            return match self.sock.try_send_slice(body) {
+                Ok(_) => Ok(body.len()),
+                Err(e) => Err(send_errno(&e, self.ctx.terminating())),
+            };
+        }
+        // No room: the driver's own wait (at most SNDTIMEO), which a context shutdown
+        // ends by closing the socket.
+        match self.sock.send_slice(body) {
             Ok(_) => Ok(body.len()),
-            // No room now: wait as any send does, with the copy the driver made.
-            Err(SendError::WouldBlock(message)) => self
-                .send_message(message, flags & DONTWAIT != 0)
-                .map(|()| body.len())
-                .map_err(|(e, _)| e),
-            Err(e) => Err(send_errno(&e, self.ctx.terminating())),
+            Err(e) => Err(self.errno(&e)),
         }
     }
 
@@ -429,11 +432,32 @@ impl CSocket {
 
     /// Receive one frame: the next of the message being handed out, or the first of a
     /// new one (waiting at most RCVTIMEO unless `ZMQ_DONTWAIT`).
+    ///
+    /// The common case of a busy socket comes first, small enough to be inlined into the
+    /// per-message calls (the frame is then built where the caller keeps it): a message
+    /// taken in the last batch, with no frame of the one before left to hand out and no
+    /// REQ/REP turn to check.
+    #[inline]
     pub(crate) fn recv_frame(&self, flags: c_int) -> Result<Repr, Errno> {
         self.alive()?;
         // One lock for the frames left of the last message, the REQ/REP turn and a message
-        // already received (the common case of a busy socket); it is let go only to wait.
+        // already received; it is let go only to wait.
         let mut st = self.state();
+        if st.inq.is_empty() && !matches!(self.ty, SocketType::Req | SocketType::Rep) {
+            if let Some(message) = st.batch.pop_front() {
+                return self.open(&mut st, message);
+            }
+        }
+        self.recv_frame_slow(st, flags)
+    }
+
+    /// [`recv_frame`](Self::recv_frame) past its common case.
+    #[inline(never)]
+    fn recv_frame_slow<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, State>,
+        flags: c_int,
+    ) -> Result<Repr, Errno> {
         if let Some(frame) = self.next_frame(&mut st) {
             return Ok(frame);
         }
@@ -445,7 +469,7 @@ impl CSocket {
             SocketType::Rep if st.rep_replying => return Err(EFSM),
             _ => {}
         }
-        let mut message = match self.take_batched(&mut st) {
+        let message = match self.take_batched(&mut st) {
             Some(m) => m,
             // Not waiting: the streams are read once, as libzmq's non-blocking receive
             // looks at its pipes.
@@ -462,6 +486,13 @@ impl CSocket {
                 m
             }
         };
+        self.open(&mut st, message)
+    }
+
+    /// Start handing out a received message: keep its metadata for its frames, and give
+    /// its first frame.
+    #[inline(always)]
+    fn open(&self, st: &mut State, mut message: Message) -> Result<Repr, Errno> {
         st.in_routing_id = message.routing_id().unwrap_or(0);
         st.in_group = message
             .group()
@@ -471,13 +502,19 @@ impl CSocket {
         st.in_props = message.take_properties();
         // A single frame is handed out at once, without the queue of frames.
         match message.into_only_frame() {
-            Ok(body) => Ok(self.hand_out(&mut st, body, false)),
-            Err(message) if message.is_empty() => Ok(self.hand_out(&mut st, Bytes::new(), false)),
-            Err(message) => {
-                st.inq = message.into_frames().into();
-                self.next_frame(&mut st).ok_or(libc::EAGAIN)
-            }
+            Ok(body) => Ok(self.hand_out(st, body, false)),
+            Err(message) => self.open_frames(st, message),
         }
+    }
+
+    /// [`open`](Self::open) for a message of no frame or several.
+    #[inline(never)]
+    fn open_frames(&self, st: &mut State, message: Message) -> Result<Repr, Errno> {
+        if message.is_empty() {
+            return Ok(self.hand_out(st, Bytes::new(), false));
+        }
+        st.inq = message.into_frames().into();
+        self.next_frame(st).ok_or(libc::EAGAIN)
     }
 
     /// The next message received and ready, if any. A socket that is not thread-safe
@@ -510,6 +547,7 @@ impl CSocket {
     /// A received frame as the application gets it: with the message's routing id and
     /// metadata, `ZMQ_RCVMORE` set from `more`, and the REQ/REP turn moved at the end of
     /// the message.
+    #[inline]
     fn hand_out(&self, st: &mut State, body: Bytes, more: bool) -> Repr {
         st.rcvmore = more;
         let mut repr = Repr::new(body);
@@ -891,20 +929,15 @@ pub extern "C" fn zmq_sendmsg(socket: *mut c_void, msg: *mut zmq_msg_t, flags: c
 pub extern "C" fn zmq_msg_recv(msg: *mut zmq_msg_t, socket: *mut c_void, flags: c_int) -> c_int {
     guard(-1, || {
         ret(with_sock(socket, |s| {
-            // The message must be initialised; its old content goes.
-            let old = msg::take(msg)?;
-            match s.recv_frame(flags) {
-                Ok(repr) => {
-                    drop(old);
-                    let size = repr.body.len();
-                    msg::put(msg, repr);
-                    Ok(size_ret(size))
-                }
-                Err(e) => {
-                    msg::put(msg, old);
-                    Err(e)
-                }
+            // The message must be initialised; its old content goes once a frame is in
+            // (a failed receive leaves it).
+            if !msg::is_live(msg) {
+                return Err(libc::EFAULT);
             }
+            let repr = s.recv_frame(flags)?;
+            let size = repr.body.len();
+            msg::replace(msg, repr);
+            Ok(size_ret(size))
         }))
     })
 }

@@ -276,7 +276,7 @@ impl Message {
     /// let two = Message::from(["a", "b"]);
     /// assert_eq!(two.clone().into_only_frame().unwrap_err(), two);
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn into_only_frame(self) -> Result<Bytes, Message> {
         match self.frames {
             Frames::One(b) => Ok(b),
