@@ -336,17 +336,16 @@ impl CSocket {
             return self.send_frame(repr, flags).map_err(|(e, _)| e);
         }
         self.alive()?;
-        if flags & DONTWAIT != 0 {
-            return match self.sock.try_send_slice(body) {
-                Ok(_) => Ok(body.len()),
-                Err(e) => Err(send_errno(&e, self.ctx.terminating())),
-            };
-        }
-        // No room: the driver's own wait (at most SNDTIMEO), which a context shutdown
-        // ends by closing the socket.
-        match self.sock.send_slice(body) {
+        match self.sock.try_send_slice(body) {
             Ok(_) => Ok(body.len()),
-            Err(e) => Err(self.errno(&e)),
+            // No room: the driver's own wait (at most SNDTIMEO), with the copy it made,
+            // which a context shutdown ends by closing the socket.
+            Err(SendError::WouldBlock(message)) if flags & DONTWAIT == 0 => self
+                .sock
+                .send_timeout(message, self.sock.sndtimeo())
+                .map(|_| body.len())
+                .map_err(|e| self.errno(&e)),
+            Err(e) => Err(send_errno(&e, self.ctx.terminating())),
         }
     }
 
