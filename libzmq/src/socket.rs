@@ -432,11 +432,9 @@ impl CSocket {
     /// Receive one frame: the next of the message being handed out, or the first of a
     /// new one (waiting at most RCVTIMEO unless `ZMQ_DONTWAIT`).
     ///
-    /// The common case of a busy socket comes first, small enough to be inlined into the
-    /// per-message calls (the frame is then built where the caller keeps it): a message
-    /// taken in the last batch, with no frame of the one before left to hand out and no
-    /// REQ/REP turn to check.
-    #[inline]
+    /// The common case of a busy socket comes first, in a short function of its own with
+    /// the rest out of line: a message taken in the last batch, with no frame of the one
+    /// before left to hand out and no REQ/REP turn to check.
     pub(crate) fn recv_frame(&self, flags: c_int) -> Result<Repr, Errno> {
         self.alive()?;
         // One lock for the frames left of the last message, the REQ/REP turn and a message
