@@ -1649,6 +1649,34 @@ impl Socket {
         })?
     }
 
+    /// [`try_recv_batch`](Self::try_recv_batch), waiting as [`recv`](Self::recv) does (at
+    /// most RCVTIMEO, [`Error::Timeout`] then) until the batch has at least one message;
+    /// returns how many were appended. For a layer that hands messages out one by one: a
+    /// receive that finds none ready waits here at once, without a first look of its own.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use zmtp_mio::{Context, SocketType};
+    ///
+    /// # fn main() -> Result<(), zmtp_mio::Error> {
+    /// let ctx = Context::new()?;
+    /// let pull = ctx.socket(SocketType::Pull)?;
+    /// pull.set_rcvtimeo(Some(Duration::from_secs(5)));
+    /// let endpoint = pull.bind("tcp://127.0.0.1:*")?;
+    /// let push = ctx.socket(SocketType::Push)?;
+    /// push.connect(&endpoint)?;
+    /// push.send("job")?;
+    /// let mut batch = Vec::new();
+    /// assert_eq!(pull.recv_batch(&mut batch)?, 1);
+    /// assert_eq!(batch[0].to_str(), Ok("job"));
+    /// # Ok(()) }
+    /// ```
+    pub fn recv_batch(&self, out: &mut Vec<Message>) -> Result<usize, Error> {
+        self.wait_to_recv(self.rcvtimeo.get(), || {
+            Ok(Some(self.try_recv_batch(out)?).filter(|&n| n > 0))
+        })
+    }
+
     /// What [`recv`](Self::recv) would take under one lock, without waiting, appended to
     /// `out`: the messages left of the last batch a `recv` took, or else a new batch (up
     /// to a quarter of RCVHWM and 256 for the types that receive in batches, one message

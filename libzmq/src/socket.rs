@@ -466,22 +466,25 @@ impl CSocket {
             SocketType::Rep if st.rep_replying => return Err(EFSM),
             _ => {}
         }
-        let message = match self.take_batched(&mut st) {
-            Some(m) => m,
-            // Not waiting: the streams are read once, as libzmq's non-blocking receive
-            // looks at its pipes.
-            None if flags & DONTWAIT != 0 => match self.sock.try_recv() {
-                Ok(Some(m)) => m,
-                Ok(None) => return Err(libc::EAGAIN),
-                Err(e) => return Err(self.errno(&e)),
-            },
-            None => {
-                drop(st);
-                let m = self.sock.recv().map_err(|e| self.errno(&e))?;
-                self.alive()?;
-                st = self.state();
-                m
+        let message = if flags & DONTWAIT != 0 {
+            match self.take_batched(&mut st) {
+                Some(m) => m,
+                // Not waiting: the streams are read once, as libzmq's non-blocking receive
+                // looks at its pipes.
+                None => match self.sock.try_recv() {
+                    Ok(Some(m)) => m,
+                    Ok(None) => return Err(libc::EAGAIN),
+                    Err(e) => return Err(self.errno(&e)),
+                },
             }
+        } else if let Some(m) = st.batch.pop_front() {
+            m
+        } else {
+            // The driver's receive looks first and then waits: no look of this layer's
+            // before it (a round trip's receive usually finds nothing yet).
+            let m;
+            (st, m) = self.recv_waiting(st)?;
+            m
         };
         self.open(&mut st, message)
     }
@@ -532,6 +535,34 @@ impl CSocket {
             st.batch = VecDeque::from(list);
         }
         st.batch.pop_front()
+    }
+
+    /// Wait (without this layer's lock, at most RCVTIMEO) for the next message. A socket
+    /// that is not thread-safe takes a batch, as [`take_batched`](Self::take_batched) does,
+    /// and keeps the rest.
+    fn recv_waiting<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, State>,
+    ) -> Result<(MutexGuard<'a, State>, Message), Errno> {
+        if crate::options::thread_safe(self.ty) {
+            drop(st);
+            let m = self.sock.recv().map_err(|e| self.errno(&e));
+            self.alive()?;
+            return Ok((self.state(), m?));
+        }
+        // The empty queue's buffer becomes the driver's list.
+        let mut list = Vec::from(std::mem::take(&mut st.batch));
+        drop(st);
+        list.clear();
+        let got = self.sock.recv_batch(&mut list);
+        self.alive()?;
+        got.map_err(|e| self.errno(&e))?;
+        let mut st = self.state();
+        // Another thread's receive (a misuse of a socket that is not thread-safe) may
+        // have left messages meanwhile: they were taken first, and go first.
+        st.batch.extend(list);
+        let m = st.batch.pop_front().ok_or(libc::EAGAIN)?;
+        Ok((st, m))
     }
 
     /// The next frame of the message being handed out, if any.
