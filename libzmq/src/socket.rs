@@ -282,11 +282,16 @@ impl CSocket {
         let mut frames = std::mem::take(&mut st.out);
         self.composing.store(false, Ordering::Release);
         let had = frames.len();
-        frames.push(repr.body.clone());
         let routing_id = st.out_routing_id;
         let group = st.out_group.take();
         drop(st);
-        let mut message = Message::from(frames);
+        // A message of one frame needs no list.
+        let mut message = if frames.is_empty() {
+            Message::from(repr.body.clone())
+        } else {
+            frames.push(repr.body.clone());
+            Message::from(frames)
+        };
         if routing_id != 0 && message.set_routing_id(routing_id).is_err() {
             return Err((libc::EINVAL, self.restore(message, had, repr)));
         }
