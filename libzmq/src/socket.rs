@@ -533,9 +533,7 @@ impl CSocket {
             return self.sock.try_recv_ready();
         }
         if st.batch.is_empty() {
-            // Refilled in place: the emptied queue's buffer becomes the driver's list.
-            let mut list = Vec::from(std::mem::take(&mut st.batch));
-            list.clear();
+            let mut list = batch_list(st);
             let _ = self.sock.try_recv_batch(&mut list);
             st.batch = VecDeque::from(list);
         }
@@ -555,10 +553,8 @@ impl CSocket {
             self.alive()?;
             return Ok((self.state(), m?));
         }
-        // The empty queue's buffer becomes the driver's list.
-        let mut list = Vec::from(std::mem::take(&mut st.batch));
+        let mut list = batch_list(&mut st);
         drop(st);
-        list.clear();
         let got = self.sock.recv_batch(&mut list);
         self.alive()?;
         got.map_err(|e| self.errno(&e))?;
@@ -600,6 +596,14 @@ impl CSocket {
         }
         repr
     }
+}
+
+/// The batch queue's buffer, emptied, as the list the driver fills: refilled in place, with
+/// no allocation once it has grown.
+fn batch_list(st: &mut State) -> Vec<Message> {
+    let mut list = Vec::from(std::mem::take(&mut st.batch));
+    list.clear();
+    list
 }
 
 /// The draft types whose messages are a single frame (`ZMQ_SNDMORE` is `EINVAL`): all but
